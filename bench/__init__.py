@@ -1,0 +1,16 @@
+"""Lineage benchmarks for medallion_assets. Run them all with ``bash bench/run``.
+
+Informational only: never part of the test suite, and ``bench/run`` exits 0 whether a bar is
+met or not. Modules:
+
+- ``corpus``         locate the TPC corpora and schema; wrap each query as a CTAS file
+- ``timing``         repetition, gc handling and statistics shared by every measurement
+- ``tools``          one adapter per lineage tool (ours, clgraph, sqllineage) for benchmark A
+- ``competitors``    the clgraph and sqllineage adapters
+- ``worker``         runs one tool in a fresh process and prints its timing as JSON
+- ``lineage_bench``  benchmark A: TPC-H + TPC-DS table and column lineage, ours vs. competitors
+- ``synthetic``      generators: a 5,000-table project (B) and a 50,000-node DAG (C)
+- ``catalog_bench``  benchmark B: load_catalog on the synthetic project, cold and warm
+- ``dag_bench``      benchmark C: downstream / impact latency on the synthetic DAG
+- ``report``         table formatting and PASS/FAIL lines
+"""

@@ -1,0 +1,96 @@
+"""Read a YAML file into plain data plus a map from each key path to its line number.
+
+Line numbers let every catalog error point at the place to edit. Duplicate keys, which plain
+YAML loaders silently resolve to the last value, are reported as problems.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from medallion_assets.catalog.errors import CatalogIssue, format_field
+
+Loc = tuple[object, ...]
+
+
+@dataclass(frozen=True)
+class YamlDocument:
+    path: Path
+    label: str  # path relative to the project root, used in messages
+    data: Any
+    lines: dict[Loc, int] = field(default_factory=dict)
+
+    def line_of(self, loc: Loc) -> int | None:
+        """Line of the deepest known prefix of ``loc`` (1-based)."""
+        for end in range(len(loc), -1, -1):
+            line = self.lines.get(tuple(loc[:end]))
+            if line is not None:
+                return line
+        return None
+
+    def issue(self, loc: Loc, message: str, fix: str = "") -> CatalogIssue:
+        return CatalogIssue(self.label, format_field(loc), message, fix, self.line_of(loc))
+
+
+def read_yaml(path: Path, label: str) -> tuple[YamlDocument | None, list[CatalogIssue]]:
+    """Parse one YAML file; on malformed YAML return ``None`` and an issue with the line."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        return None, [CatalogIssue(label, "", f"not UTF-8 text: {error}", "save the file as UTF-8")]
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        problem = getattr(error, "problem", None) or str(error)
+        return None, [
+            CatalogIssue(label, "", f"malformed YAML: {problem}", "fix the YAML syntax", line)
+        ]
+    if node is None:
+        return YamlDocument(path, label, None), []
+    issues: list[CatalogIssue] = []
+    lines: dict[Loc, int] = {}
+    data = _Builder(label, lines, issues).build(node, ())
+    return YamlDocument(path, label, data, lines), issues
+
+
+class _Builder:
+    """Turns a composed YAML node tree into plain data, recording lines and duplicate keys."""
+
+    def __init__(self, label: str, lines: dict[Loc, int], issues: list[CatalogIssue]):
+        self.label = label
+        self.lines = lines
+        self.issues = issues
+        self.constructor = yaml.SafeLoader("")  # one instance builds every scalar
+
+    def build(self, node: yaml.Node, loc: Loc) -> Any:
+        self.lines.setdefault(loc, node.start_mark.line + 1)
+        if isinstance(node, yaml.MappingNode):
+            return self._mapping(node, loc)
+        if isinstance(node, yaml.SequenceNode):
+            return [self.build(item, (*loc, i)) for i, item in enumerate(node.value)]
+        return self.constructor.construct_object(node, deep=True)
+
+    def _mapping(self, node: yaml.MappingNode, loc: Loc) -> dict[Any, Any]:
+        out: dict[Any, Any] = {}
+        for key_node, value_node in node.value:
+            key = self.constructor.construct_object(key_node, deep=True)
+            line = key_node.start_mark.line + 1
+            if key in out:
+                self.issues.append(
+                    CatalogIssue(
+                        self.label,
+                        format_field((*loc, key)),
+                        f"key {key!r} appears twice in the same mapping",
+                        "keep one of them",
+                        line,
+                    )
+                )
+            self.lines[(*loc, key)] = line
+            out[key] = self.build(value_node, (*loc, key))
+        return out

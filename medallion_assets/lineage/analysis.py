@@ -1,0 +1,148 @@
+"""Analyse a set of SQL files together: table lineage first, then column lineage in dependency
+order, so a table's derived schema is known before the files that read it (``SELECT *``
+expansion across files). Results are cached by content hash.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from medallion_assets.lineage.cache import LineageCache, content_key
+from medallion_assets.lineage.columns import Schema
+from medallion_assets.lineage.dag import DAG, CycleError
+from medallion_assets.lineage.file_lineage import FileLineage, schema_subset, statement_columns
+from medallion_assets.lineage.statement import SqlError, Statement, parse_statement
+
+
+@dataclass(frozen=True)
+class SqlFile:
+    label: str  # path shown in messages, e.g. "sql/silver/orders_usd.sql"
+    text: str
+    dialect: str
+    default_target: str | None  # target of a bare SELECT
+
+
+@dataclass(frozen=True)
+class FileError:
+    file: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Analysis:
+    lineage: Mapping[str, FileLineage]  # by file label
+    errors: tuple[FileError, ...]
+    parsed: int  # files parsed in this build (0 when everything came from the cache)
+
+
+def analyze(
+    files: Sequence[SqlFile],
+    base_schema: Schema,
+    *,
+    columns: bool = True,
+    cache: LineageCache | None = None,
+) -> Analysis:
+    """Lineage for every file; a file that fails is reported in ``errors`` and the rest go on."""
+    run = _Run(base_schema, cache)
+    for sql_file in files:
+        run.table_level(sql_file)
+    if columns:
+        for sql_file in run.column_order(files):
+            run.column_level(sql_file)
+    if cache is not None:
+        cache.save()
+    lineage = {f.label: run.results[f.label] for f in files if f.label in run.results}
+    return Analysis(lineage, tuple(run.errors), run.parsed)
+
+
+class _Run:
+    def __init__(self, base_schema: Schema, cache: LineageCache | None):
+        self.base_schema = base_schema
+        self.cache = cache
+        self.results: dict[str, FileLineage] = {}
+        self.schemas: dict[str, dict[str, str]] = {}  # derived output schemas by target
+        self.statements: dict[str, Statement] = {}
+        self.keys: dict[str, str] = {}
+        self.errors: list[FileError] = []
+        self.parsed = 0
+
+    def _statement(self, sql_file: SqlFile) -> Statement:
+        if sql_file.label not in self.statements:
+            self.parsed += 1
+            self.statements[sql_file.label] = parse_statement(
+                sql_file.text, sql_file.dialect, sql_file.default_target
+            )
+        return self.statements[sql_file.label]
+
+    def table_level(self, sql_file: SqlFile) -> None:
+        key = content_key("table", sql_file.dialect, sql_file.default_target or "", sql_file.text)
+        self.keys[sql_file.label] = key
+        cached = self.cache.get(key) if self.cache else None
+        if cached is not None:
+            self.results[sql_file.label] = FileLineage(
+                cached["target"], cached["kind"], tuple(cached["sources"]), None
+            )
+            return
+        try:
+            statement = self._statement(sql_file)
+        except SqlError as error:
+            self.errors.append(FileError(sql_file.label, str(error)))
+            return
+        result = FileLineage(statement.target, statement.kind, statement.sources, None)
+        self.results[sql_file.label] = result
+        if self.cache:
+            self.cache.put(key, {"target": result.target, "kind": result.kind,
+                                 "sources": list(result.sources)})
+
+    def column_order(self, files: Sequence[SqlFile]) -> list[SqlFile]:
+        """Files in dependency order; files caught in a cycle come last, in input order."""
+        by_target = {r.target: label for label, r in self.results.items()}
+        edges = [
+            (by_target[s], label)
+            for label, r in self.results.items()
+            for s in r.sources
+            if s in by_target and by_target[s] != label
+        ]
+        dag = DAG(list(self.results), edges)
+        try:
+            order = dag.topological_order()
+        except CycleError:
+            order = list(self.results)  # the caller reports the cycle; still give lineage
+        by_label = {f.label: f for f in files}
+        return [by_label[label] for label in order]
+
+    def column_level(self, sql_file: SqlFile) -> None:
+        table = self.results[sql_file.label]
+        schema = self._schema_for(table.sources)
+        key = content_key("columns", self.keys[sql_file.label], json.dumps(schema, sort_keys=True))
+        cached = self.cache.get(key) if self.cache else None
+        if cached is not None:
+            self._store(sql_file.label, FileLineage.from_dict(cached))
+            return
+        try:
+            statement = self._statement(sql_file)
+            columns = statement_columns(statement, schema)
+        except SqlError as error:
+            self.errors.append(FileError(sql_file.label, str(error)))
+            return
+        result = FileLineage(table.target, table.kind, table.sources, columns)
+        self._store(sql_file.label, result)
+        if self.cache:
+            self.cache.put(key, result.as_dict())
+
+    def _store(self, label: str, result: FileLineage) -> None:
+        self.results[label] = result
+        schema = result.output_schema()
+        if schema is not None:
+            self.schemas[result.target] = schema
+
+    def _schema_for(self, sources: tuple[str, ...]) -> dict[str, dict[str, str]]:
+        known: dict[str, dict[str, str]] = {}
+        for source in sources:
+            if source in self.base_schema:
+                known[source] = dict(self.base_schema[source])
+            elif source in self.schemas:
+                known[source] = self.schemas[source]
+        return schema_subset(sources, known)

@@ -1,0 +1,72 @@
+"""A parse cache keyed by content hashes, so an unchanged project is not parsed again.
+
+Entries live in one JSON file per cache folder, written atomically. A build keeps only the
+entries it used, so the file never grows past the size of the project it serves.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import sqlglot
+
+# Bump when the shape of cached results changes; the sqlglot version is part of the key too.
+FORMAT_VERSION = 1
+
+
+def content_key(*parts: str) -> str:
+    digest = hashlib.sha256()
+    for part in (str(FORMAT_VERSION), sqlglot.__version__, *parts):
+        digest.update(part.encode("utf-8"))
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+class LineageCache:
+    """Lineage results by content key, read once and saved once per build."""
+
+    def __init__(self, directory: Path):
+        self.path = directory / "lineage.json"
+        self._entries: dict[str, Any] = self._read()
+        self._used: set[str] = set()
+        self._dirty = False
+
+    def _read(self) -> dict[str, Any]:
+        try:
+            with self.path.open(encoding="utf-8") as handle:
+                data = json.load(handle)
+        except (OSError, ValueError):
+            return {}  # a missing or corrupt cache only costs a re-parse
+        return data if isinstance(data, dict) else {}
+
+    def get(self, key: str) -> Any:
+        value = self._entries.get(key)
+        if value is not None:
+            self._used.add(key)
+        return value
+
+    def put(self, key: str, value: Any) -> None:
+        self._entries[key] = value
+        self._used.add(key)
+        self._dirty = True
+
+    def save(self) -> None:
+        if not self._dirty and self._used == set(self._entries):
+            return
+        kept = {k: v for k, v in self._entries.items() if k in self._used}
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".lineage-", suffix=".json")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump(kept, handle, separators=(",", ":"))
+            os.replace(tmp, self.path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        self._entries = kept
+        self._dirty = False

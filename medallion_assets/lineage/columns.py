@@ -1,0 +1,304 @@
+"""Column lineage: for every output column of a query, the base-table columns its value comes from.
+
+This is value lineage: columns used only to filter, join or group are not sources. Resolution
+walks sqlglot's scopes (CTEs, derived tables, set operations, lateral views, subqueries) once
+per query, memoising each scope's outputs, so a query costs one pass however many columns it has.
+What cannot be resolved (a ``*`` over a table of unknown schema, an ambiguous unqualified
+column) is returned with the reason instead of being dropped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from sqlglot import exp
+from sqlglot.optimizer.scope import Scope, build_scope
+
+from medallion_assets.lineage.statement import table_name
+
+Schema = Mapping[str, Mapping[str, str]]  # table -> column -> type
+
+# How an output value relates to its sources, weakest first; composing two steps keeps the
+# strongest, so a hash applied anywhere upstream marks the column as masked.
+TRANSFORMS = ("constant", "direct", "expression", "aggregate", "masked")
+_RANK = {name: rank for rank, name in enumerate(TRANSFORMS)}
+_MASKING = (exp.SHA, exp.SHA2, exp.MD5, exp.MD5Digest)
+_MASKING_NAMES = frozenset({"mask", "hash", "xxhash64", "crc32", "sha1", "sha256", "md5"})
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where one value comes from."""
+
+    sources: frozenset[str] = frozenset()  # "table.column"
+    transform: str = "constant"
+    type: str | None = None
+    unresolved: str | None = None  # reason, when some part cannot be traced
+
+    def merge(self, other: Origin) -> Origin:
+        transform = max(self.transform, other.transform, key=_RANK.__getitem__)
+        return Origin(
+            self.sources | other.sources,
+            transform,
+            self.type if self.type == other.type else None,
+            self.unresolved or other.unresolved,
+        )
+
+
+@dataclass(frozen=True)
+class OutputColumn:
+    name: str  # "*" for a star that could not be expanded
+    origin: Origin
+    star_table: str | None = None  # for "*": the one unknown table it reads, if just one
+
+
+def query_columns(query: exp.Expr, schema: Schema) -> list[OutputColumn]:
+    """Output columns of ``query`` with their origins.
+
+    >>> import sqlglot
+    >>> q = sqlglot.parse_one("SELECT sum(o.amt) AS total FROM sales.orders o")
+    >>> [(c.name, sorted(c.origin.sources)) for c in query_columns(q, {})]
+    [('total', ['sales.orders.amt'])]
+    """
+    root = build_scope(query)
+    if root is None:
+        return []
+    return _Resolver(schema).outputs(root)
+
+
+class _Resolver:
+    def __init__(self, schema: Schema):
+        self.schema = schema
+        self._outputs: dict[int, list[OutputColumn]] = {}
+        self._subquery_scopes: dict[int, Scope] = {}
+
+    # --- outputs of a scope ---------------------------------------------------------------------
+
+    def outputs(self, scope: Scope) -> list[OutputColumn]:
+        key = id(scope)
+        if key not in self._outputs:
+            self._outputs[key] = []  # guards against self-reference
+            self._outputs[key] = _apply_alias_columns(scope, self._compute_outputs(scope))
+        return self._outputs[key]
+
+    def _compute_outputs(self, scope: Scope) -> list[OutputColumn]:
+        expression = scope.expression
+        if isinstance(expression, exp.SetOperation):
+            return self._set_operation_outputs(scope)
+        if isinstance(expression, exp.Lateral):
+            return self._lateral_outputs(scope, expression)
+        if isinstance(expression, exp.Values):
+            alias = expression.args.get("alias")
+            names = [c.name for c in alias.columns] if alias is not None else []
+            return [OutputColumn(name, Origin()) for name in names]
+        if not isinstance(expression, exp.Select):
+            return []
+        for child in scope.subquery_scopes:
+            self._subquery_scopes[id(child.expression)] = child
+        outputs: list[OutputColumn] = []
+        for projection in expression.expressions:
+            if isinstance(projection, exp.Star):
+                outputs.extend(self._star(scope, None))
+            elif isinstance(projection, exp.Column) and isinstance(projection.this, exp.Star):
+                outputs.extend(self._star(scope, projection.table))
+            else:
+                name = projection.alias_or_name
+                origin = self.expression_origin(scope, projection.unalias(), outputs)
+                outputs.append(OutputColumn(name, origin))
+        return outputs
+
+    def _set_operation_outputs(self, scope: Scope) -> list[OutputColumn]:
+        branches = [self.outputs(child) for child in scope.set_operation_scopes]
+        if not branches:
+            return []
+        first = branches[0]
+        result = []
+        for position, column in enumerate(first):
+            origin = column.origin
+            for branch in branches[1:]:
+                if position < len(branch):
+                    origin = origin.merge(branch[position].origin)
+            result.append(OutputColumn(column.name, origin))
+        return result
+
+    def _lateral_outputs(self, scope: Scope, lateral: exp.Lateral) -> list[OutputColumn]:
+        origin = self.expression_origin(scope, lateral.this, [])
+        origin = Origin(origin.sources, _stronger(origin.transform, "expression"), None,
+                        origin.unresolved)
+        alias = lateral.args.get("alias")
+        names = [c.name for c in alias.columns] if alias is not None else []
+        return [OutputColumn(name, origin) for name in names or [lateral.alias_or_name]]
+
+    def _star(self, scope: Scope, only: str | None) -> list[OutputColumn]:
+        columns: list[OutputColumn] = []
+        for alias, (_, source) in scope.selected_sources.items():
+            if only is None or alias == only:
+                columns.extend(self._source_columns(source))
+        return columns
+
+    def _source_columns(self, source: exp.Table | Scope) -> list[OutputColumn]:
+        if isinstance(source, Scope):
+            return list(self.outputs(source))
+        table = table_name(source)
+        known = self.schema.get(table)
+        if known is None:
+            reason = f"'*' over {table} cannot be expanded: its schema is unknown"
+            return [OutputColumn("*", Origin(unresolved=reason), star_table=table)]
+        return [
+            OutputColumn(name, Origin(frozenset({f"{table}.{name}"}), "direct", col_type))
+            for name, col_type in known.items()
+        ]
+
+    # --- origin of an expression ----------------------------------------------------------------
+
+    def expression_origin(
+        self, scope: Scope, expression: exp.Expr, earlier: list[OutputColumn]
+    ) -> Origin:
+        origin = Origin(transform="constant", type=_cast_type(expression))
+        saw_column = False
+        for node in expression.walk(prune=lambda n: n is not expression and _is_query(n)):
+            if isinstance(node, exp.Column) and not isinstance(node.this, exp.Star):
+                origin = origin.merge(self.column_origin(scope, node, earlier))
+                saw_column = True
+            elif _is_query(node) and node is not expression:
+                origin = origin.merge(self._subquery_origin(node))
+                saw_column = True
+        if not saw_column:
+            return origin
+        own = _own_transform(expression)
+        if own != "direct":
+            origin = Origin(origin.sources, _stronger(origin.transform, own),
+                            _cast_type(expression), origin.unresolved)
+        return origin
+
+    def _subquery_origin(self, node: exp.Expr) -> Origin:
+        query = node.this if isinstance(node, exp.Subquery) else node
+        scope = self._subquery_scopes.get(id(query)) or self._subquery_scopes.get(id(node))
+        if scope is None:
+            return Origin(unresolved="a subquery in this expression could not be analysed")
+        origin = Origin()
+        for column in self.outputs(scope):
+            origin = origin.merge(column.origin)
+        return Origin(origin.sources, _stronger(origin.transform, "expression"), None,
+                      origin.unresolved)
+
+    def column_origin(self, scope: Scope, column: exp.Column, earlier: list[OutputColumn]) -> Origin:
+        name = column.name
+        qualifier = column.table
+        current: Scope | None = scope
+        while current is not None:  # correlated references resolve in an enclosing scope
+            if qualifier:
+                source = current.sources.get(qualifier)
+                if source is not None:
+                    return self._named_column(source, name)
+            else:
+                found = self._unqualified(current, name, earlier if current is scope else [])
+                if found is not None:
+                    return found
+            current = current.parent if current.is_subquery or current.is_udtf else None
+        if qualifier:
+            return Origin(unresolved=f"{qualifier}.{name}: no table or alias named {qualifier!r}")
+        return Origin(unresolved=f"{name}: not a column of any source in scope")
+
+    def _named_column(self, source: exp.Table | Scope, name: str) -> Origin:
+        if isinstance(source, Scope):
+            outputs = self.outputs(source)
+            for output in outputs:
+                if output.name == name:
+                    return output.origin
+            stars = [o for o in outputs if o.name == "*"]
+            if len(stars) == 1 and stars[0].star_table:
+                # "SELECT * FROM t" of unknown schema: any column it yields is t's column
+                table = stars[0].star_table
+                return Origin(frozenset({f"{table}.{name}"}), "direct")
+            if stars:
+                return stars[0].origin
+            return Origin(unresolved=f"{name}: the subquery or CTE has no column {name!r}")
+        table = table_name(source)
+        known = self.schema.get(table)
+        col_type = known.get(name) if known else None
+        if known is not None and name not in known:
+            return Origin(
+                frozenset({f"{table}.{name}"}), "direct",
+                unresolved=f"{name}: not a column of {table} (known columns: {', '.join(known)})",
+            )
+        return Origin(frozenset({f"{table}.{name}"}), "direct", col_type)
+
+    def _unqualified(self, scope: Scope, name: str, earlier: list[OutputColumn]) -> Origin | None:
+        sources = list(scope.selected_sources.values())
+        sources += [(None, s) for s in scope.lateral_sources.values()]
+        definite, possible = [], []
+        for _, source in sources:
+            columns = self._known_columns(source)
+            if columns is None:
+                possible.append(source)
+            elif name in columns:
+                definite.append(source)
+        if len(definite) == 1:
+            return self._named_column(definite[0], name)
+        if len(definite) > 1:
+            return Origin(unresolved=f"{name}: ambiguous, more than one source has it")
+        if len(possible) == 1:
+            return self._named_column(possible[0], name)
+        for output in earlier:  # Spark's lateral column alias: SELECT a + 1 AS b, b * 2 AS c
+            if output.name == name:
+                return output.origin
+        if len(possible) > 1:
+            names = ", ".join(sorted(_source_label(s) for s in possible))
+            return Origin(unresolved=f"{name}: ambiguous, could come from {names} (schemas unknown)")
+        return None
+
+    def _known_columns(self, source: exp.Table | Scope) -> set[str] | None:
+        if isinstance(source, Scope):
+            names = {c.name for c in self.outputs(source)}
+            return None if "*" in names else names
+        known = self.schema.get(table_name(source))
+        return set(known) if known is not None else None
+
+
+def _apply_alias_columns(scope: Scope, outputs: list[OutputColumn]) -> list[OutputColumn]:
+    """``(SELECT ...) AS d(x, y)`` and ``WITH t(x, y) AS (...)`` rename outputs by position."""
+    parent = scope.expression.parent
+    alias = parent.args.get("alias") if isinstance(parent, (exp.Subquery, exp.CTE)) else None
+    names = [c.name for c in alias.columns] if isinstance(alias, exp.TableAlias) else []
+    if not names or any(o.name == "*" for o in outputs):
+        return outputs
+    renamed = [OutputColumn(n, o.origin) for n, o in zip(names, outputs)]
+    return renamed + outputs[len(names):]
+
+
+def _source_label(source: exp.Table | Scope) -> str:
+    if isinstance(source, exp.Table):
+        return table_name(source)
+    return "a subquery"
+
+
+def _is_query(node: exp.Expr) -> bool:
+    return isinstance(node, (exp.Subquery, exp.Query))
+
+
+def _stronger(a: str, b: str) -> str:
+    return a if _RANK[a] >= _RANK[b] else b
+
+
+def _own_transform(expression: exp.Expr) -> str:
+    if isinstance(expression, exp.Column):
+        return "direct"
+    transform = "expression"
+    for node in expression.walk(prune=lambda n: _is_query(n)):
+        if isinstance(node, _MASKING) or (
+            isinstance(node, exp.Anonymous) and str(node.this).lower() in _MASKING_NAMES
+        ):
+            return "masked"
+        if isinstance(node, exp.AggFunc):
+            transform = "aggregate"
+    return transform
+
+
+def _cast_type(expression: exp.Expr) -> str | None:
+    if isinstance(expression, exp.Cast):
+        return expression.to.sql("spark").lower()
+    if isinstance(expression, exp.Count):
+        return "bigint"
+    return None

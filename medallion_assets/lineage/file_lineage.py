@@ -1,0 +1,159 @@
+"""Lineage of one statement: its target, its inputs and the origin of every target column."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlglot import exp
+
+from medallion_assets.lineage.columns import Origin, OutputColumn, Schema, query_columns
+from medallion_assets.lineage.statement import Statement, table_name
+
+# Stands in for the MERGE target so that reads of the target's own columns can be told apart.
+_MERGE_TARGET = "__merge_target__"
+
+
+@dataclass(frozen=True)
+class ColumnLineage:
+    column: str  # "*" for a star that could not be expanded
+    sources: tuple[str, ...]  # "table.column", sorted
+    transform: str
+    type: str | None = None
+    unresolved: str | None = None
+
+
+@dataclass(frozen=True)
+class FileLineage:
+    target: str
+    kind: str
+    sources: tuple[str, ...]
+    columns: tuple[ColumnLineage, ...] | None  # None when column lineage was not asked for
+
+    def output_schema(self) -> dict[str, str] | None:
+        """Column -> type of the target, or None when a star left it unknown."""
+        if self.columns is None or any(c.column == "*" for c in self.columns):
+            return None
+        return {c.column: c.type or "unknown" for c in self.columns}
+
+    def as_dict(self) -> dict[str, Any]:
+        columns = None
+        if self.columns is not None:
+            columns = [
+                [c.column, list(c.sources), c.transform, c.type, c.unresolved] for c in self.columns
+            ]
+        return {"target": self.target, "kind": self.kind, "sources": list(self.sources),
+                "columns": columns}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> FileLineage:
+        columns = None
+        if data["columns"] is not None:
+            columns = tuple(
+                ColumnLineage(name, tuple(sources), transform, col_type, unresolved)
+                for name, sources, transform, col_type, unresolved in data["columns"]
+            )
+        return cls(data["target"], data["kind"], tuple(data["sources"]), columns)
+
+
+def statement_columns(statement: Statement, schema: Schema) -> tuple[ColumnLineage, ...]:
+    """Column lineage of a parsed statement, given the schemas of the tables it reads."""
+    if statement.kind == "merge":
+        outputs = _merge_outputs(statement.expression, schema)
+    elif statement.query is None:  # INSERT ... VALUES
+        outputs = [OutputColumn(c, Origin()) for c in statement.insert_columns]
+    else:
+        outputs = query_columns(statement.query, schema)
+        if statement.insert_columns:
+            outputs = _rename(outputs, statement.insert_columns)
+    return tuple(_to_lineage(o) for o in outputs)
+
+
+def _to_lineage(output: OutputColumn) -> ColumnLineage:
+    origin = output.origin
+    return ColumnLineage(
+        output.name, tuple(sorted(origin.sources)), origin.transform, origin.type, origin.unresolved
+    )
+
+
+def _rename(outputs: list[OutputColumn], names: tuple[str, ...]) -> list[OutputColumn]:
+    if any(o.name == "*" for o in outputs) or len(outputs) != len(names):
+        reason = (
+            f"INSERT lists {len(names)} column(s) but the query yields {len(outputs)}"
+            if not any(o.name == "*" for o in outputs)
+            else "INSERT column list cannot be matched to an unexpanded '*'"
+        )
+        return [OutputColumn(n, Origin(unresolved=reason)) for n in names]
+    return [OutputColumn(n, o.origin) for n, o in zip(names, outputs)]
+
+
+def _merge_outputs(merge: exp.Expr, schema: Schema) -> list[OutputColumn]:
+    """MERGE: each assigned target column takes the union of every assignment to it."""
+    using = merge.args["using"].copy()
+    target = merge.this.copy()
+    target_alias = target.alias_or_name
+    target.set("this", exp.to_identifier(_MERGE_TARGET))
+    target.set("db", None)
+    target.set("catalog", None)
+    target.set("alias", exp.TableAlias(this=exp.to_identifier(target_alias)))
+    on = merge.args.get("on")
+    select = exp.select().from_(using).join(target, on=on.copy() if on else None)
+    assigned: list[tuple[str, exp.Expr]] = []
+    for when in merge.args["whens"].expressions:
+        assigned.extend(_assignments(when.args.get("then"), using.alias_or_name))
+    if not assigned:
+        return []
+    select.set("expressions", [e.as_(f"__m{i}") for i, (_, e) in enumerate(assigned)])
+    by_name: dict[str, Origin] = {}
+    for (name, _), out in zip(assigned, query_columns(select, schema)):
+        if name == "*":
+            continue
+        kept = frozenset(s for s in out.origin.sources if not s.startswith(f"{_MERGE_TARGET}."))
+        origin = Origin(kept, out.origin.transform, out.origin.type, out.origin.unresolved)
+        by_name[name] = by_name[name].merge(origin) if name in by_name else origin
+    star = _merge_star(merge, schema, using)
+    for column in star:
+        by_name.setdefault(column.name, column.origin)
+    return [OutputColumn(n, o) for n, o in by_name.items()]
+
+
+def _assignments(then: exp.Expr | None, source_alias: str) -> list[tuple[str, exp.Expr]]:
+    if isinstance(then, exp.Update):
+        pairs = []
+        for eq in then.expressions:
+            if isinstance(eq, exp.Star):
+                pairs.append(("*", exp.Star()))
+            elif isinstance(eq, exp.EQ):
+                pairs.append((eq.this.name, eq.expression))
+        return pairs
+    if isinstance(then, exp.Insert):
+        if isinstance(then.this, exp.Star):
+            return [("*", exp.Star())]
+        names = [c.name for c in then.this.expressions] if then.this else []
+        values = then.expression.expressions if then.expression else []
+        return list(zip(names, values))
+    return []
+
+
+def _merge_star(merge: exp.Expr, schema: Schema, using: exp.Expr) -> list[OutputColumn]:
+    """UPDATE SET * / INSERT *: every column of the USING source, by name."""
+    has_star = any(
+        isinstance(when.args.get("then"), (exp.Update, exp.Insert))
+        and any(n == "*" for n, _ in _assignments(when.args.get("then"), ""))
+        for when in merge.args["whens"].expressions
+    )
+    if not has_star:
+        return []
+    if isinstance(using, exp.Table):
+        query: exp.Expr = exp.select("*").from_(using.copy())
+    else:
+        query = using.this
+    return query_columns(query, schema)
+
+
+def schema_subset(sources: tuple[str, ...], known: Schema) -> dict[str, dict[str, str]]:
+    """The part of ``known`` a statement reads, keyed as the statement names the tables."""
+    return {s: dict(known[s]) for s in sources if s in known}
+
+
+__all__ = ["ColumnLineage", "FileLineage", "statement_columns", "schema_subset", "table_name"]

@@ -1,0 +1,109 @@
+"""Lineage of any folder of SQL files, outside a project: a bare SELECT writes its file stem.
+
+>>> result = scan_directory(Path("queries"), dialect="duckdb")      # doctest: +SKIP
+>>> result.as_dict()["edges"][:1]                                    # doctest: +SKIP
+[{'from': 'lineitem', 'to': 'tpch_q01'}]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from medallion_assets.lineage.analysis import FileError, SqlFile, analyze
+from medallion_assets.lineage.cache import LineageCache
+from medallion_assets.lineage.file_lineage import FileLineage
+
+
+@dataclass(frozen=True)
+class ColumnEdge:
+    source: str  # "table.column"
+    target: str  # "table.column"
+    transform: str
+
+
+@dataclass(frozen=True)
+class ScanResult:
+    nodes: tuple[str, ...]
+    edges: tuple[tuple[str, str], ...]
+    column_edges: tuple[ColumnEdge, ...]
+    unresolved: tuple[dict[str, str], ...]
+    errors: tuple[FileError, ...]
+    files: Mapping[str, FileLineage]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "nodes": [{"id": n} for n in self.nodes],
+            "edges": [{"from": u, "to": d} for u, d in self.edges],
+            "column_edges": [
+                {"from": e.source, "to": e.target, "transform": e.transform}
+                for e in self.column_edges
+            ],
+            "unresolved": list(self.unresolved),
+            "errors": [{"file": e.file, "message": e.message} for e in self.errors],
+        }
+
+
+def scan_directory(
+    directory: Path,
+    dialect: str = "spark",
+    *,
+    columns: bool = True,
+    schema: Mapping[str, Mapping[str, str]] | None = None,
+    cache_dir: Path | None = None,
+) -> ScanResult:
+    """Scan every ``*.sql`` below ``directory`` (sorted); a file that fails is reported, not fatal."""
+    files = []
+    read_errors = []
+    for path in sorted(directory.rglob("*.sql")):
+        label = str(path.relative_to(directory))
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            read_errors.append(FileError(label, f"cannot be read as UTF-8 text: {error}"))
+            continue
+        files.append(SqlFile(label, text, dialect, path.stem.lower()))
+    return scan_files(
+        files, columns=columns, schema=schema, cache_dir=cache_dir, read_errors=tuple(read_errors)
+    )
+
+
+def scan_files(
+    files: list[SqlFile],
+    *,
+    columns: bool = True,
+    schema: Mapping[str, Mapping[str, str]] | None = None,
+    cache_dir: Path | None = None,
+    read_errors: tuple[FileError, ...] = (),
+) -> ScanResult:
+    cache = LineageCache(cache_dir) if cache_dir is not None else None
+    analysis = analyze(files, schema or {}, columns=columns, cache=cache)
+    return build_result(analysis.lineage, read_errors + analysis.errors)
+
+
+def build_result(files: Mapping[str, FileLineage], errors: tuple[FileError, ...]) -> ScanResult:
+    nodes: dict[str, None] = {}
+    edges: dict[tuple[str, str], None] = {}
+    column_edges: dict[tuple[str, str], str] = {}
+    unresolved: list[dict[str, str]] = []
+    for result in files.values():
+        for source in result.sources:
+            nodes.setdefault(source)
+            edges.setdefault((source, result.target))
+        nodes.setdefault(result.target)
+        for column in result.columns or ():
+            target = f"{result.target}.{column.column}"
+            if column.unresolved:
+                unresolved.append({"column": target, "reason": column.unresolved})
+            for source in column.sources:
+                column_edges.setdefault((source, target), column.transform)
+    return ScanResult(
+        tuple(nodes),
+        tuple(edges),
+        tuple(ColumnEdge(s, t, tr) for (s, t), tr in column_edges.items()),
+        tuple(unresolved),
+        errors,
+        files,
+    )

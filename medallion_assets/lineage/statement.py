@@ -1,0 +1,173 @@
+"""Parse one SQL file into the statement that produces a table: its target, its query, its inputs.
+
+>>> s = parse_statement("INSERT OVERWRITE TABLE silver.t SELECT a FROM bronze.x", "spark", "gold.f")
+>>> (s.kind, s.target, s.sources)
+('insert_overwrite', 'silver.t', ('bronze.x',))
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError, TokenError
+from sqlglot.optimizer.scope import Scope, build_scope
+
+
+class SqlError(ValueError):
+    """A SQL file that cannot be analysed; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class Statement:
+    kind: str  # select | create_table | create_view | insert | insert_overwrite | merge
+    target: str
+    sources: tuple[str, ...]
+    expression: exp.Expr  # the whole parsed statement, identifiers lower-cased
+    query: exp.Expr | None  # the row-producing query (None for MERGE and INSERT ... VALUES)
+    insert_columns: tuple[str, ...] = ()
+
+
+def table_name(table: exp.Table) -> str:
+    """Lower-cased dotted name of a table reference, as written (``db.table``)."""
+    return ".".join(part.name.lower() for part in table.parts)
+
+
+def parse_statement(sql: str, dialect: str, default_target: str | None) -> Statement:
+    """Parse ``sql`` (one statement) written in ``dialect``.
+
+    A bare SELECT writes ``default_target``; CTAS, INSERT, MERGE and CREATE VIEW name their own.
+    """
+    expression = _parse_one(sql, dialect)
+    _lower_identifiers(expression)
+    if isinstance(expression, exp.Query):
+        if not default_target:
+            raise SqlError("a bare SELECT needs a target table: name the file after the table")
+        return Statement("select", default_target, _tables_read(expression), expression, expression)
+    if isinstance(expression, exp.Create):
+        return _create(expression)
+    if isinstance(expression, exp.Insert):
+        return _insert(expression)
+    if isinstance(expression, exp.Merge):
+        return _merge(expression)
+    raise SqlError(
+        f"{type(expression).__name__.upper()} statements do not produce a table: write a SELECT, "
+        "CREATE TABLE ... AS, CREATE VIEW, INSERT INTO/OVERWRITE or MERGE INTO"
+    )
+
+
+def _parse_one(sql: str, dialect: str) -> exp.Expr:
+    try:
+        statements = [s for s in sqlglot.parse(sql, read=dialect) if s is not None]
+    except (ParseError, TokenError) as error:
+        raise SqlError(f"does not parse as {dialect} SQL: {_first_line(error)}") from None
+    except ValueError as error:  # unknown dialect name
+        raise SqlError(str(error)) from None
+    if not statements:
+        raise SqlError("holds no SQL statement: write the SELECT that produces the table")
+    if len(statements) > 1:
+        raise SqlError(
+            f"holds {len(statements)} statements; one file holds one statement "
+            "(split it into one file per table)"
+        )
+    statement = statements[0]
+    if isinstance(statement, exp.Command):
+        raise SqlError(f"does not parse as {dialect} SQL: unsupported statement {statement.name!r}")
+    return statement
+
+
+def _first_line(error: Exception) -> str:
+    errors = getattr(error, "errors", None)
+    if errors:
+        first = errors[0]
+        return f"{first.get('description')} at line {first.get('line')}, column {first.get('col')}"
+    return str(error).splitlines()[0]
+
+
+def _lower_identifiers(expression: exp.Expr) -> None:
+    # Lineage is case-insensitive: Spark resolves identifiers case-insensitively by default.
+    for identifier in expression.find_all(exp.Identifier):
+        name = identifier.this
+        if isinstance(name, str) and not name.islower():
+            identifier.set("this", name.lower())
+
+
+def _target_table(node: exp.Expr | None) -> tuple[exp.Table, tuple[str, ...]]:
+    """Target table of CREATE/INSERT and the explicit column list, if any."""
+    if isinstance(node, exp.Schema):
+        columns = tuple(c.name.lower() for c in node.expressions if isinstance(c, exp.Identifier))
+        node = node.this
+    else:
+        columns = ()
+    if not isinstance(node, exp.Table):
+        raise SqlError("the statement's target is not a table name")
+    return node, columns
+
+
+def _create(expression: exp.Create) -> Statement:
+    kind = str(expression.args.get("kind") or "").upper()
+    if kind not in ("TABLE", "VIEW"):
+        raise SqlError(f"CREATE {kind} does not produce a table: use CREATE TABLE ... AS SELECT")
+    query = expression.expression
+    if not isinstance(query, exp.Query):
+        raise SqlError("CREATE TABLE without AS SELECT holds no query: add 'AS SELECT ...'")
+    table, _ = _target_table(expression.this)
+    statement_kind = "create_view" if kind == "VIEW" else "create_table"
+    return Statement(statement_kind, table_name(table), _tables_read(query), expression, query)
+
+
+def _insert(expression: exp.Insert) -> Statement:
+    table, columns = _target_table(expression.this)
+    query = expression.expression
+    ctes = expression.args.get("with_")
+    if ctes is not None and isinstance(query, exp.Query):
+        # Spark's "WITH x AS (...) INSERT ... SELECT ... FROM x": the CTEs belong to the query.
+        expression.set("with_", None)
+        query.set("with_", ctes)
+    kind = "insert_overwrite" if expression.args.get("overwrite") else "insert"
+    if isinstance(query, exp.Query):
+        return Statement(kind, table_name(table), _tables_read(query), expression, query, columns)
+    return Statement(kind, table_name(table), (), expression, None, columns)
+
+
+def _merge(expression: exp.Merge) -> Statement:
+    target = expression.this
+    if not isinstance(target, exp.Table):
+        raise SqlError("MERGE INTO needs a table name as its target")
+    using = expression.args.get("using")
+    read: set[str] = set()
+    if isinstance(using, exp.Table):
+        read.add(table_name(using))
+    elif isinstance(using, exp.Subquery) and isinstance(using.this, exp.Query):
+        read.update(_tables_read(using.this))
+    for subquery in _nested_queries(expression, skip=using):
+        read.update(_tables_read(subquery))
+    return Statement("merge", table_name(target), tuple(sorted(read)), expression, None)
+
+
+def _nested_queries(expression: exp.Expr, skip: exp.Expr | None) -> list[exp.Query]:
+    """Subqueries in MERGE conditions and assignments (outside the USING clause)."""
+    found = []
+    for node in expression.walk(prune=lambda n: n is skip or isinstance(n, exp.Query)):
+        if isinstance(node, exp.Query) and node is not skip:
+            found.append(node)
+    return found
+
+
+def _tables_read(query: exp.Expr) -> tuple[str, ...]:
+    """Real tables read by a query: CTE names and aliases resolve to their definitions."""
+    root = build_scope(query)
+    if root is None:
+        return ()
+    return tuple(sorted({table_name(t) for t in real_tables(root)}))
+
+
+def real_tables(root: Scope) -> list[exp.Table]:
+    """Table nodes that name a real table (not a CTE), semi and anti joins included."""
+    tables: list[exp.Table] = []
+    for scope in root.traverse():
+        for table in scope.tables:
+            if scope.sources.get(table.alias_or_name) is table:
+                tables.append(table)
+    return tables

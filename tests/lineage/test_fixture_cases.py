@@ -1,0 +1,35 @@
+"""Every SQL fixture in ``cases/`` gives its target, its sources and every column's sources."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from medallion_assets.lineage.file_lineage import statement_columns
+from medallion_assets.lineage.statement import parse_statement
+
+CASES = sorted((Path(__file__).parent / "cases").glob("*.yaml"))
+
+
+def load(path: Path) -> dict:
+    return yaml.safe_load(path.read_text())
+
+
+def test_there_are_at_least_forty_cases():
+    assert len(CASES) >= 40
+
+
+@pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
+def test_case(path: Path):
+    case = load(path)
+    statement = parse_statement(case["sql"], case["dialect"], case.get("default_target"))
+    assert statement.target == case["target"]
+    assert list(statement.sources) == case["sources"]
+
+    columns = statement_columns(statement, case.get("schema") or {})
+    resolved = {c.column: sorted(c.sources) for c in columns if not c.unresolved}
+    unresolved = sorted(c.column for c in columns if c.unresolved)
+    assert resolved == case["columns"]
+    assert unresolved == sorted(case.get("unresolved") or [])
