@@ -15,13 +15,7 @@ from typing import Any
 from medallion_assets.lineage.analysis import FileError, SqlFile, analyze
 from medallion_assets.lineage.cache import LineageCache
 from medallion_assets.lineage.file_lineage import FileLineage
-
-
-@dataclass(frozen=True)
-class ColumnEdge:
-    source: str  # "table.column"
-    target: str  # "table.column"
-    transform: str
+from medallion_assets.lineage.graph import ColumnEdge
 
 
 @dataclass(frozen=True)

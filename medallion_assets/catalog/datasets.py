@@ -1,0 +1,189 @@
+"""Turn analysed SQL plus ``datasets.yaml`` into ``Dataset`` objects and the lineage graph."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+
+from medallion_assets.catalog import models
+from medallion_assets.catalog.catalog import AlternateProducer, Dataset
+from medallion_assets.catalog.errors import CatalogIssue
+from medallion_assets.catalog.metadata_files import LoadedFile
+from medallion_assets.catalog.references import KnownNames
+from medallion_assets.catalog.rules import Rule
+from medallion_assets.catalog.sql_files import ProjectSql
+from medallion_assets.lineage.analysis import Analysis, SqlFile
+from medallion_assets.lineage.file_lineage import FileLineage
+from medallion_assets.lineage.graph import ColumnEdge, LineageGraph, Node
+
+
+def code_version(*parts: str) -> str:
+    """Short content hash: changes when the SQL or any metadata of the dataset changes."""
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(part.encode("utf-8"))
+        digest.update(b"\0")
+    return digest.hexdigest()[:16]
+
+
+def _json(value: object) -> str:
+    dump = getattr(value, "model_dump", None)
+    return json.dumps(dump(mode="json") if dump else value, sort_keys=True, default=str)
+
+
+def build_datasets(
+    files: Mapping[str, LoadedFile],
+    project: models.ProjectFile,
+    tables: Mapping[str, tuple[SqlFile, FileLineage]],
+    sql: ProjectSql,
+    alternates: Analysis,
+    known: KnownNames,
+) -> tuple[dict[str, Dataset], list[CatalogIssue]]:
+    settings_file = _get(files, "datasets", models.DatasetsFile)
+    targets_file = _get(files, "targets", models.TargetsFile)
+    validation = _get(files, "validation", models.ValidationFile)
+    sources_file = _get(files, "sources", models.SourcesFile)
+    all_settings = settings_file.datasets if settings_file else {}
+    targets = {t.table: t for t in targets_file.targets} if targets_file else {}
+    rule_sets = validation.rule_sets if validation else {}
+    sources = sources_file.sources if sources_file else {}
+    issues: list[CatalogIssue] = []
+    datasets: dict[str, Dataset] = {}
+    used_alternates: set[str] = set()
+    for name, (sql_file, lineage) in tables.items():
+        settings = all_settings.get(name, models.DatasetSettings())
+        rules = _rules(settings, rule_sets)
+        target = targets.get(name)
+        alts, alt_issues = _alternates(name, settings, sql, alternates, known, tables)
+        issues.extend(alt_issues)
+        used_alternates.update(a.sql_path for a in alts)
+        datasets[name] = Dataset(
+            name=name,
+            layer=name.split(".")[0],
+            sql_path=sql_file.label,
+            sql=sql_file.text,
+            dialect=sql_file.dialect,
+            statement_kind=lineage.kind,
+            upstream=lineage.sources,
+            columns=lineage.columns or (),
+            settings=settings,
+            criticality=settings.criticality or project.default_criticality,
+            owners=settings.owners or project.owners,
+            rules=rules,
+            system=_system(name, lineage, target, sources, project),
+            target=target,
+            alternates=tuple(alts),
+            code_version=code_version(
+                sql_file.text, sql_file.dialect, _json(settings), _json(target),
+                json.dumps([_json(r) for r in rules]),
+            ),
+        )
+    for path, sql_file in sql.alternates.items():
+        if f"sql/{path}" not in used_alternates:
+            issues.append(CatalogIssue(
+                sql_file.label, "", "alternate producer is not used by any dataset",
+                "reference it from datasets.yaml: alternates: [{name: ..., sql: " + path + "}]"))
+    return datasets, issues
+
+
+def _get(files: Mapping[str, LoadedFile], stem: str, kind: type) -> object | None:
+    loaded = files.get(stem)
+    return loaded.model if loaded is not None and isinstance(loaded.model, kind) else None
+
+
+def _rules(settings: models.DatasetSettings, rule_sets: Mapping[str, tuple[Rule, ...]]) -> tuple[Rule, ...]:
+    rules: list[Rule] = []
+    for set_name in settings.checks:
+        rules.extend(rule_sets.get(set_name, ()))
+    rules.extend(settings.rules)
+    return tuple(rules)
+
+
+def _system(name: str, lineage: FileLineage, target: models.Target | None,
+            sources: Mapping[str, models.Source], project: models.ProjectFile) -> str:
+    """The system whose throttle governs this dataset's job."""
+    if name.startswith("bronze."):
+        for upstream in lineage.sources:
+            source = sources.get(upstream.removeprefix("raw."))
+            if upstream.startswith("raw.") and source is not None:
+                return source.system
+    if target is not None:
+        return target.system
+    return project.compute_system
+
+
+def _alternates(
+    name: str,
+    settings: models.DatasetSettings,
+    sql: ProjectSql,
+    analysis: Analysis,
+    known: KnownNames,
+    tables: Mapping[str, tuple[SqlFile, FileLineage]],
+) -> tuple[list[AlternateProducer], list[CatalogIssue]]:
+    issues: list[CatalogIssue] = []
+    result: list[AlternateProducer] = []
+    label = "metadata/datasets.yaml"
+    for i, alternate in enumerate(settings.alternates):
+        field = f"datasets.{name}.alternates[{i}].sql"
+        sql_file = sql.alternates.get(alternate.sql)
+        if sql_file is None:
+            issues.append(CatalogIssue(label, field, f"alternate SQL {alternate.sql!r} does not exist",
+                                       "put the file under sql/alternates/<layer>/ and give its "
+                                       "path relative to sql/"))
+            continue
+        lineage = analysis.lineage.get(sql_file.label)
+        if lineage is None:
+            continue  # its SQL error is reported already
+        if lineage.kind != "select" and lineage.target != name:
+            issues.append(CatalogIssue(sql_file.label, "target",
+                                       f"writes {lineage.target!r} but is an alternate for {name!r}",
+                                       f"write to {name} or use a bare SELECT"))
+        raw = {f"raw.{s}" for s in known.sources}
+        for upstream in lineage.sources:
+            if upstream == name or (upstream not in tables and upstream not in raw):
+                issues.append(CatalogIssue(sql_file.label, "sql",
+                                           f"alternate for {name} reads unknown table {upstream!r}",
+                                           "read registered sources or project tables"))
+        primary = known.datasets.get(name)
+        mine = lineage.output_schema()
+        if primary is not None and mine is not None and set(primary) != set(mine):
+            missing = sorted(set(primary) - set(mine))
+            extra = sorted(set(mine) - set(primary))
+            issues.append(CatalogIssue(
+                sql_file.label, "sql", f"alternate for {name} yields other columns than the primary "
+                f"(missing: {', '.join(missing) or '-'}; extra: {', '.join(extra) or '-'})",
+                "an alternate must produce exactly the primary's columns"))
+        result.append(AlternateProducer(alternate.name, sql_file.label, sql_file.text,
+                                        sql_file.dialect, lineage.sources, alternate.cost))
+    return result, issues
+
+
+def build_graph(
+    sources: Mapping[str, models.Source],
+    datasets: Mapping[str, Dataset],
+    exposures: Sequence[models.Exposure],
+) -> LineageGraph:
+    nodes = [
+        Node(f"raw.{name}", "source", "raw", "normal", source.owners, None,
+             tuple(c.name for c in source.columns), source.pii_columns)
+        for name, source in sources.items()
+    ]
+    nodes += [
+        Node(d.name, "dataset", d.layer, d.criticality, d.owners, d.sql_path, d.column_names,
+             d.pii_columns)
+        for d in datasets.values()
+    ]
+    nodes += [
+        Node(f"exposure.{e.name}", "exposure", "exposure", e.criticality, e.owners)
+        for e in exposures
+    ]
+    edges = [(u, d.name) for d in datasets.values() for u in d.upstream]
+    edges += [(t, f"exposure.{e.name}") for e in exposures for t in e.depends_on]
+    column_edges = [
+        ColumnEdge(source, f"{d.name}.{c.column}", c.transform)
+        for d in datasets.values()
+        for c in d.columns
+        for source in c.sources
+    ]
+    return LineageGraph(nodes, edges, column_edges)

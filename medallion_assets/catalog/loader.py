@@ -1,0 +1,173 @@
+"""``load_catalog(path)``: metadata + SQL -> one immutable ``Catalog``, or every problem at once.
+
+>>> catalog = load_catalog("path/to/project")          # doctest: +SKIP
+>>> catalog.datasets["silver.orders_usd"].upstream     # doctest: +SKIP
+('bronze.fx_rates', 'bronze.orders')
+"""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+
+from medallion_assets.catalog import models
+from medallion_assets.catalog.catalog import INGESTION_COLUMNS, Catalog
+from medallion_assets.catalog.datasets import build_datasets, build_graph
+from medallion_assets.catalog.errors import CatalogError, CatalogIssue
+from medallion_assets.catalog.metadata_files import LoadedFile, load_metadata
+from medallion_assets.catalog.references import KnownNames, ReferenceChecker
+from medallion_assets.catalog.sql_files import ProjectSql, discover_sql
+from medallion_assets.lineage.analysis import Analysis, SqlFile, analyze
+from medallion_assets.lineage.cache import LineageCache
+from medallion_assets.lineage.dag import DAG, CycleError
+from medallion_assets.lineage.file_lineage import FileLineage
+
+CACHE_DIR = Path(".medallion") / "cache"
+
+
+def load_catalog(root: Path | str = ".", *, use_cache: bool = True) -> Catalog:
+    """Load and check a project; raise ``CatalogError`` listing every problem found."""
+    root = Path(root)
+    files, issues = load_metadata(root)
+    project = _model(files, "project", models.ProjectFile) or models.ProjectFile(name=root.name)
+    datasets_file = _model(files, "datasets", models.DatasetsFile)
+    dialects = {
+        name: s.dialect for name, s in (datasets_file.datasets if datasets_file else {}).items()
+        if s.dialect
+    }
+    sql, sql_issues = discover_sql(root, project.dialect, dialects)
+    issues.extend(sql_issues)
+    sources_file = _model(files, "sources", models.SourcesFile)
+    sources = sources_file.sources if sources_file else {}
+    base_schema = {f"raw.{name}": _raw_schema(source) for name, source in sources.items()}
+
+    cache = LineageCache(root / CACHE_DIR) if use_cache else None
+    primary = analyze([f for _, f in sql.primary], base_schema, cache=cache)
+    tables, table_issues = _tables(sql, primary, sources)
+    issues.extend(table_issues)
+    derived = {t: fl.output_schema() for t, (_, fl) in tables.items()}
+    alternates = analyze(
+        list(sql.alternates.values()),
+        {**base_schema, **{t: s for t, s in derived.items() if s is not None}},
+        cache=cache,
+    )
+    issues.extend(CatalogIssue(e.file, "sql", e.message, "fix the SQL") for e in alternates.errors)
+
+    known = KnownNames(
+        datasets={t: (tuple(s) if s is not None else None) for t, s in derived.items()},
+        sources={name: tuple(c.name for c in s.columns) for name, s in sources.items()},
+    )
+    issues.extend(ReferenceChecker(files, known).check_all())
+    datasets, dataset_issues = build_datasets(files, project, tables, sql, alternates, known)
+    issues.extend(dataset_issues)
+    if issues:
+        raise CatalogError(root, _unique(issues))
+    return _assemble(root, files, project, datasets)
+
+
+def _model(files: dict[str, LoadedFile], stem: str, kind: type) -> object | None:
+    loaded = files.get(stem)
+    return loaded.model if loaded is not None and isinstance(loaded.model, kind) else None
+
+
+def _raw_schema(source: models.Source) -> dict[str, str]:
+    schema = {c.name: c.type for c in source.columns}
+    schema.update(INGESTION_COLUMNS)
+    return schema
+
+
+def _tables(
+    sql: ProjectSql, analysis: Analysis, sources: dict[str, models.Source]
+) -> tuple[dict[str, tuple[SqlFile, FileLineage]], list[CatalogIssue]]:
+    """Dataset name -> (file, lineage); issues for SQL errors, misnamed targets, duplicates,
+    unknown tables and cycles."""
+    issues = [CatalogIssue(e.file, "sql", e.message, "fix the SQL") for e in analysis.errors]
+    tables: dict[str, tuple[SqlFile, FileLineage]] = {}
+    for layer, sql_file in sql.primary:
+        lineage = analysis.lineage.get(sql_file.label)
+        if lineage is None:
+            continue
+        if lineage.target.split(".")[0] != layer or lineage.target.count(".") != 1:
+            issues.append(CatalogIssue(
+                sql_file.label, "target", f"the statement writes {lineage.target!r}, "
+                f"but the file is in the {layer} folder",
+                f"write to '{layer}.<table>' or move the file to the target's layer folder"))
+            continue
+        if lineage.target in tables:
+            other = tables[lineage.target][0].label
+            issues.append(CatalogIssue(
+                sql_file.label, "target", f"table {lineage.target!r} is also produced by {other}",
+                "one table has one SQL file: remove or rename one of them "
+                "(alternate producers go in sql/alternates/ and datasets.yaml)"))
+            continue
+        tables[lineage.target] = (sql_file, lineage)
+    raw = {f"raw.{name}" for name in sources}
+    for sql_file, lineage in tables.values():
+        for source in lineage.sources:
+            if source not in tables and source not in raw:
+                issues.append(_unknown_table(sql_file.label, source, tables, raw))
+    dag = DAG(list(tables), [(s, t) for t, (_, fl) in tables.items() for s in fl.sources
+                             if s in tables])
+    try:
+        dag.levels()
+    except CycleError as error:
+        files = [tables[n][0].label for n in error.cycle[:-1]]
+        issues.append(CatalogIssue(
+            files[0], "sql", f"{error}; files: {', '.join(files)}",
+            "break the cycle: a table cannot read, directly or indirectly, what it produces"))
+    return tables, issues
+
+
+def _unknown_table(label: str, name: str, tables: dict[str, object], raw: set[str]) -> CatalogIssue:
+    if name.startswith("raw."):
+        fix = f"register source {name[4:]!r} in metadata/sources.yaml"
+    else:
+        fix = "add sql/<layer>/<table>.sql for it, or reference a table that exists"
+    close = difflib.get_close_matches(name, [*tables, *raw], n=1)
+    if close:
+        fix = f"did you mean '{close[0]}'? otherwise {fix}"
+    return CatalogIssue(label, "sql", f"reads unknown table {name!r}", fix)
+
+
+def _unique(issues: list[CatalogIssue]) -> list[CatalogIssue]:
+    return list(dict.fromkeys(issues))
+
+
+def _assemble(root: Path, files: dict[str, LoadedFile], project: models.ProjectFile,
+              datasets: dict[str, object]) -> Catalog:
+    def get(stem: str, kind: type) -> object:
+        return _model(files, stem, kind)
+
+    systems = get("systems", models.SystemsFile)
+    sources = get("sources", models.SourcesFile)
+    targets = get("targets", models.TargetsFile)
+    validation = get("validation", models.ValidationFile)
+    policies = get("policies", models.PoliciesFile)
+    control = get("control", models.ControlFile)
+    pipelines = get("pipelines", models.PipelinesFile)
+    exposures = get("exposures", models.ExposuresFile)
+    assert isinstance(systems, models.SystemsFile) and isinstance(sources, models.SourcesFile)
+    assert isinstance(targets, models.TargetsFile) and isinstance(validation, models.ValidationFile)
+    assert isinstance(policies, models.PoliciesFile) and isinstance(control, models.ControlFile)
+    assert isinstance(pipelines, models.PipelinesFile)
+    assert isinstance(exposures, models.ExposuresFile)
+    profiles = get("profiles", models.ProfilesFile)
+    graph = build_graph(sources.sources, datasets, exposures.exposures)  # type: ignore[arg-type]
+    order = graph.dag.subgraph(list(datasets)).topological_order()
+    return Catalog(
+        root=root,
+        project=project,
+        systems=systems.systems,
+        sources=sources.sources,
+        datasets={name: datasets[name] for name in order},  # type: ignore[misc]
+        targets={t.table: t for t in targets.targets},
+        rule_sets=validation.rule_sets,
+        retry_policies=policies.retry_policies,
+        default_retry_policy=policies.default_retry_policy,
+        healing_rules=policies.healing_rules,
+        control_flags=control.flags,
+        profiles=profiles if isinstance(profiles, models.ProfilesFile) else None,
+        pipelines={p.id: p for p in pipelines.pipelines},
+        exposures={e.name: e for e in exposures.exposures},
+        lineage=graph,
+    )

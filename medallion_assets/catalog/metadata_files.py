@@ -1,0 +1,199 @@
+"""Read and validate the files under ``metadata/``, one model per file.
+
+Every problem becomes a ``CatalogIssue`` with the file, line, field and a fix; a file with
+problems yields ``None`` so later checks skip what they cannot trust instead of stopping.
+"""
+
+from __future__ import annotations
+
+import difflib
+import types
+import typing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Union
+
+from pydantic import BaseModel, ValidationError
+
+from medallion_assets.catalog import models
+from medallion_assets.catalog.errors import CatalogIssue
+from medallion_assets.catalog.rules import RULE_KINDS
+from medallion_assets.catalog.yaml_source import YamlDocument, read_yaml
+
+# file stem -> (model, top-level key holding the content, empty value when the file is absent)
+METADATA_FILES: dict[str, type[BaseModel]] = {
+    "project": models.ProjectFile,
+    "systems": models.SystemsFile,
+    "sources": models.SourcesFile,
+    "targets": models.TargetsFile,
+    "validation": models.ValidationFile,
+    "policies": models.PoliciesFile,
+    "control": models.ControlFile,
+    "profiles": models.ProfilesFile,
+    "pipelines": models.PipelinesFile,
+    "datasets": models.DatasetsFile,
+    "exposures": models.ExposuresFile,
+}
+
+
+@dataclass(frozen=True)
+class LoadedFile:
+    model: BaseModel
+    document: YamlDocument | None  # None when the file is absent and defaults were used
+
+
+def load_metadata(root: Path) -> tuple[dict[str, LoadedFile], list[CatalogIssue]]:
+    """Every metadata file that validated, by stem; issues for those that did not."""
+    folder = root / "metadata"
+    issues: list[CatalogIssue] = []
+    loaded: dict[str, LoadedFile] = {}
+    if not folder.is_dir():
+        return loaded, [CatalogIssue("metadata/", "", "the metadata folder is missing",
+                                     "create metadata/ with at least project.yaml")]
+    present = {p.stem: p for p in sorted(folder.iterdir()) if p.is_file()}
+    for stem, path in present.items():
+        if path.suffix not in (".yaml", ".yml") or stem not in METADATA_FILES:
+            issues.append(_unknown_file(path))
+    for stem, model in METADATA_FILES.items():
+        path = present.get(stem)
+        if path is None or path.suffix not in (".yaml", ".yml"):
+            default = _default(stem, root)
+            if default is not None:
+                loaded[stem] = LoadedFile(default, None)
+            continue
+        result, file_issues = _load_one(path, f"metadata/{path.name}", model)
+        issues.extend(file_issues)
+        if result is not None:
+            loaded[stem] = result
+    return loaded, issues
+
+
+def _unknown_file(path: Path) -> CatalogIssue:
+    known = [f"{stem}.yaml" for stem in METADATA_FILES]
+    close = difflib.get_close_matches(path.name, known, n=1)
+    fix = f"rename it to {close[0]}" if close else f"metadata files are: {', '.join(known)}"
+    return CatalogIssue(f"metadata/{path.name}", "", "unknown metadata file", fix)
+
+
+def _default(stem: str, root: Path) -> BaseModel | None:
+    """Files a project may omit, with their empty content."""
+    empty: dict[str, dict[str, Any]] = {
+        "project": {"name": root.resolve().name.lower()},
+        "systems": {"systems": {}},
+        "sources": {"sources": {}},
+        "targets": {"targets": []},
+        "validation": {"rule_sets": {}},
+        "policies": {"retry_policies": {}},
+        "control": {"flags": []},
+        "pipelines": {"pipelines": []},
+        "datasets": {"datasets": {}},
+        "exposures": {"exposures": []},
+    }
+    if stem not in empty:
+        return None  # profiles.yaml has no sensible empty form; its absence is allowed
+    return METADATA_FILES[stem].model_validate(empty[stem])
+
+
+def _load_one(
+    path: Path, label: str, model: type[BaseModel]
+) -> tuple[LoadedFile | None, list[CatalogIssue]]:
+    document, issues = read_yaml(path, label)
+    if document is None:
+        return None, issues
+    data = document.data
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        issues.append(document.issue((), f"the file holds a {type(data).__name__}, not a mapping",
+                                     f"start the file with the keys of {model.__name__}"))
+        return None, issues
+    try:
+        return LoadedFile(model.model_validate(data), document), issues
+    except ValidationError as error:
+        issues.extend(_issues_from(error, document, model))
+        return None, issues
+
+
+def _issues_from(
+    error: ValidationError, document: YamlDocument, model: type[BaseModel]
+) -> list[CatalogIssue]:
+    issues = []
+    for item in error.errors():
+        loc = _strip_union_tags(tuple(item["loc"]))
+        message, fix = _explain(item, loc, model)
+        issues.append(document.issue(loc, message, fix))
+    return issues
+
+
+def _strip_union_tags(loc: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Pydantic puts the chosen rule kind (or union member) in the location; YAML has no such key."""
+    out: list[Any] = []
+    for part in loc:
+        if isinstance(part, str) and (part in RULE_KINDS or part.startswith("function-")):
+            continue
+        out.append(part)
+    return tuple(out)
+
+
+def _explain(item: Any, loc: tuple[Any, ...], model: type[BaseModel]) -> tuple[str, str]:
+    kind = item["type"]
+    if kind == "extra_forbidden":
+        key = loc[-1] if loc else "?"
+        allowed = _allowed_keys(model, loc[:-1])
+        close = difflib.get_close_matches(str(key), allowed, n=1)
+        if close:
+            fix = f"did you mean '{close[0]}'?"
+        else:
+            fix = f"remove it; allowed keys here: {', '.join(allowed)}" if allowed else "remove it"
+        return f"unknown key {key!r}", fix
+    if kind == "missing":
+        return "required key is missing", f"add '{loc[-1]}:'" if loc else "add it"
+    if kind == "union_tag_invalid":
+        tag = item.get("ctx", {}).get("tag", "?")
+        return f"unknown rule kind {tag!r}", f"use one of: {', '.join(RULE_KINDS)}"
+    if kind == "union_tag_not_found":
+        return "the rule has no 'kind'", f"add 'kind:' with one of: {', '.join(RULE_KINDS)}"
+    if kind == "literal_error":
+        expected = item.get("ctx", {}).get("expected", "")
+        return f"{item['input']!r} is not allowed", f"use one of: {expected}"
+    message = str(item["msg"]).removeprefix("Value error, ")
+    return message, "correct the value"
+
+
+def _allowed_keys(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
+    """Field names of the model found at ``loc`` inside ``model``; [] when it can't be told."""
+    current: Any = model
+    for part in loc:
+        current = _unwrap(current)
+        if isinstance(current, type) and issubclass(current, BaseModel):
+            field = current.model_fields.get(str(part))
+            if field is None:
+                return []
+            current = field.annotation
+            continue
+        origin = typing.get_origin(current)
+        args = typing.get_args(current)
+        if origin in (tuple, list) and args:
+            current = args[0]
+        elif origin is dict and len(args) == 2:
+            current = args[1]
+        else:
+            return []
+    current = _unwrap(current)
+    if isinstance(current, type) and issubclass(current, BaseModel):
+        return list(current.model_fields)
+    return []
+
+
+def _unwrap(annotation: Any) -> Any:
+    """Strip ``Annotated`` and ``X | None``; a union of several models yields no single model."""
+    while True:
+        if typing.get_origin(annotation) is typing.Annotated:
+            annotation = typing.get_args(annotation)[0]
+            continue
+        if typing.get_origin(annotation) in (Union, types.UnionType):
+            members = [a for a in typing.get_args(annotation) if a is not type(None)]
+            if len(members) == 1:
+                annotation = members[0]
+                continue
+        return annotation
