@@ -1,0 +1,83 @@
+"""The fully derived catalog as plain data (``medallion catalog show``): what the original
+relational design filled in by hand — sources, targets, stages, lineage edges — computed here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from medallion_assets.catalog.catalog import Catalog, Dataset
+
+
+def describe(catalog: Catalog) -> dict[str, Any]:
+    return {
+        "project": catalog.project.name,
+        "dialect": catalog.project.dialect,
+        "sources": {f"raw.{n}": _source(catalog, n) for n in catalog.sources},
+        "datasets": {name: _dataset(catalog, d) for name, d in catalog.datasets.items()},
+        "targets": {t: target.model_dump(mode="json") for t, target in catalog.targets.items()},
+        "exposures": {
+            f"exposure.{name}": e.model_dump(mode="json") for name, e in catalog.exposures.items()
+        },
+        "pipelines": {
+            pid: {"schedule": p.schedule, "enabled": p.enabled, "owners": list(p.owners),
+                  "datasets": list(catalog.pipeline_datasets(pid))}
+            for pid, p in catalog.pipelines.items()
+        },
+        "lineage_edges": [{"from": u, "to": d} for u, d in catalog.lineage.dag.edges()],
+        "column_edges": len(catalog.lineage.column_edges),
+        "execution_levels": catalog.lineage.levels(),
+    }
+
+
+def _source(catalog: Catalog, name: str) -> dict[str, Any]:
+    source = catalog.sources[name]
+    return {
+        "system": source.system,
+        "location": f"s3://{source.bucket}/{source.prefix}",
+        "partition": source.partition,
+        "format": source.format,
+        "columns": [f"{c.name} {c.type}{'' if c.nullable else ' not null'}" for c in source.columns],
+        "pii_columns": list(source.pii_columns),
+        "replicas": [f"{r.name}: s3://{r.bucket}/{r.prefix} (cost {r.cost})" for r in source.replicas],
+        "throttle": _throttle(catalog, source.system),
+    }
+
+
+def _throttle(catalog: Catalog, system: str) -> dict[str, Any]:
+    found = catalog.systems.get(system)
+    if found is None:
+        return {}
+    return {"system": system, **found.throttle.model_dump(exclude_none=True)}
+
+
+def _dataset(catalog: Catalog, dataset: Dataset) -> dict[str, Any]:
+    return {
+        "layer": dataset.layer,
+        "sql": dataset.sql_path,
+        "dialect": dataset.dialect,
+        "statement": dataset.statement_kind,
+        "upstream": list(dataset.upstream),
+        "columns": [
+            {"name": c.column, "type": c.type, "from": list(c.sources), "transform": c.transform,
+             **({"unresolved": c.unresolved} if c.unresolved else {})}
+            for c in dataset.columns
+        ],
+        "criticality": dataset.criticality,
+        "owners": list(dataset.owners),
+        "tags": list(dataset.tags),
+        "pii_columns": list(dataset.pii_columns),
+        "checks": [
+            {"name": r.label(), "kind": r.kind, "severity": r.severity} for r in dataset.rules
+        ],
+        "system": dataset.system,
+        "throttle": _throttle(catalog, dataset.system),
+        "target": dataset.target.warehouse_table if dataset.target else None,
+        "alternates": [
+            {"name": a.name, "sql": a.sql_path, "upstream": list(a.upstream), "cost": a.cost}
+            for a in dataset.alternates
+        ],
+        "partitions": dataset.settings.partitions.model_dump(mode="json")
+        if dataset.settings.partitions else None,
+        "code_version": dataset.code_version,
+    }

@@ -1,0 +1,22 @@
+"""The ``medallion`` command: lineage, impact, catalog, plan, split and PII trace on the pure core."""
+
+from __future__ import annotations
+
+import click
+
+from medallion_assets.cli.catalog_cmd import catalog
+from medallion_assets.cli.graph_cmds import impact, plan, split, trace_pii
+from medallion_assets.cli.lineage_cmd import lineage
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def cli() -> None:
+    """medallion: a metadata-driven medallion ETL on Dagster and Spark."""
+
+
+for command in (lineage, impact, plan, split, trace_pii, catalog):
+    cli.add_command(command)
+
+
+def main() -> None:
+    cli(prog_name="medallion")

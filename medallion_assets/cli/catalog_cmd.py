@@ -1,0 +1,39 @@
+"""``medallion catalog validate|show``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+import yaml
+
+from medallion_assets.catalog.describe import describe
+from medallion_assets.cli.common import load, project_option
+
+
+@click.group()
+def catalog() -> None:
+    """Validate the metadata and SQL, or print the fully derived catalog."""
+
+
+@catalog.command()
+@project_option
+def validate(project: Path) -> None:
+    """Check every metadata file and SQL file; list every problem and exit 2 if any."""
+    loaded = load(project)
+    click.echo(f"ok: {len(loaded.datasets)} datasets, {len(loaded.sources)} sources, "
+               f"{len(loaded.exposures)} exposures, {len(loaded.lineage.column_edges)} column edges")
+
+
+@catalog.command()
+@click.option("--format", "fmt", type=click.Choice(["yaml", "json"]), default="yaml",
+              show_default=True)
+@project_option
+def show(fmt: str, project: Path) -> None:
+    """Print the derived catalog: datasets, columns, checks, systems, targets, lineage edges."""
+    data = describe(load(project))
+    if fmt == "json":
+        click.echo(json.dumps(data, indent=2))
+    else:
+        click.echo(yaml.safe_dump(data, sort_keys=False, width=100), nl=False)

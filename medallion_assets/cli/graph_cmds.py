@@ -1,0 +1,115 @@
+"""``medallion impact``, ``plan``, ``split`` and ``trace-pii``: questions answered by the graph."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from medallion_assets.cli.common import fail, known_table, load, project_option
+from medallion_assets.lineage.impact import ImpactReport, impact as impact_of
+
+_fmt = click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+                    show_default=True)
+
+
+@click.command()
+@click.argument("table")
+@click.option("--column", default=None, help="Only what this column of TABLE reaches.")
+@click.option("--fail-on", type=click.Choice(["critical", "high"]), default=None,
+              help="Exit 1 when anything impacted is at this criticality or above (for CI).")
+@_fmt
+@project_option
+@known_table
+def impact(table: str, column: str | None, fail_on: str | None, fmt: str, project: Path) -> None:
+    """Everything downstream of TABLE, by layer, with exposures, owners and criticality."""
+    report = impact_of(load(project).lineage, table, column)
+    if fmt == "json":
+        click.echo(json.dumps(report.as_dict(), indent=2))
+    else:
+        click.echo(_impact_text(report), nl=False)
+    if fail_on and report.reaches(fail_on):
+        names = ", ".join(n.id for n in report.reaches(fail_on))
+        click.echo(f"fail-on {fail_on}: impact reaches {names}", err=True)
+        sys.exit(1)
+
+
+def _impact_text(report: ImpactReport) -> str:
+    start = f"{report.root}.{report.column}" if report.column else report.root
+    lines = [f"impact of {start}"]
+    for layer, nodes in report.by_layer().items():
+        lines.append(f"  {layer}:")
+        for node in nodes:
+            columns = f"  columns: {', '.join(node.columns)}" if node.columns else ""
+            owners = ", ".join(node.owners) or "no owner"
+            lines.append(f"    {node.id:<40} {node.criticality:<9} depth {node.depth}  "
+                         f"owners: {owners}{columns}")
+    if not report.nodes:
+        lines.append("  nothing downstream")
+    lines.append(report.summary())
+    return "\n".join(lines) + "\n"
+
+
+@click.command()
+@_fmt
+@project_option
+def plan(fmt: str, project: Path) -> None:
+    """Execution levels: the tables of each level can run in parallel."""
+    levels = load(project).lineage.levels()
+    if fmt == "json":
+        click.echo(json.dumps({"levels": levels}, indent=2))
+        return
+    for i, level in enumerate(levels, 1):
+        click.echo(f"level {i}: {', '.join(level)}")
+
+
+@click.command()
+@click.option("--sinks", "sink_groups", multiple=True, required=True,
+              help="Comma-separated sink tables of one sub-pipeline; repeat for each.")
+@_fmt
+@project_option
+@known_table
+def split(sink_groups: tuple[str, ...], fmt: str, project: Path) -> None:
+    """Split into non-overlapping sub-pipelines; shared upstream goes to the first that needs it."""
+    catalog = load(project)
+    groups = [[s.strip() for s in group.split(",") if s.strip()] for group in sink_groups]
+    for group in groups:
+        for sink in group:
+            if sink not in catalog.datasets:
+                fail(f"unknown sink table {sink!r}")
+    parts = catalog.lineage.split(groups)
+    if fmt == "json":
+        click.echo(json.dumps([{"sinks": list(p.sinks), "tables": list(p.tables)} for p in parts],
+                              indent=2))
+        return
+    for i, part in enumerate(parts, 1):
+        click.echo(f"sub-pipeline {i} (sinks: {', '.join(part.sinks)}): {len(part.tables)} table(s)")
+        for table in part.tables:
+            click.echo(f"  {table}")
+
+
+@click.command("trace-pii")
+@_fmt
+@project_option
+def trace_pii(fmt: str, project: Path) -> None:
+    """Every table and column that PII reaches, and whether it arrives masked."""
+    reach = load(project).lineage.pii_trace()
+    if fmt == "json":
+        click.echo(json.dumps([
+            {"column": r.column, "from": list(r.origins), "exposed": r.exposed, "depth": r.depth}
+            for r in reach], indent=2))
+        return
+    tables: dict[str, list[str]] = {}
+    for r in reach:
+        table, column = r.column.rsplit(".", 1)
+        state = "EXPOSED" if r.exposed else "masked"
+        tables.setdefault(table, []).append(f"{column} ({state}, from {', '.join(r.origins)})")
+    for table, columns in tables.items():
+        click.echo(table)
+        for column in columns:
+            click.echo(f"  {column}")
+    exposed = sorted({r.column.rsplit('.', 1)[0] for r in reach if r.exposed})
+    click.echo(f"PII reaches {len(reach)} column(s) in {len(tables)} table(s); "
+               f"unmasked in {len(exposed)} table(s)")

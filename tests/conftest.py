@@ -1,0 +1,34 @@
+"""Shared fixtures. TheWorldShop (the repo's own sql/ and metadata/) is the project every test uses."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from medallion_assets.catalog import Catalog, load_catalog
+
+REPO = Path(__file__).resolve().parents[1]
+CORPORA = Path(
+    __import__("os").environ.get("MEDALLION_CORPORA", REPO.parent / "shared" / "corpora")
+)
+
+
+def copy_demo_project(destination: Path) -> Path:
+    """A private copy of TheWorldShop that a test may edit or break."""
+    destination.mkdir(parents=True, exist_ok=True)
+    for folder in ("sql", "metadata"):
+        shutil.copytree(REPO / folder, destination / folder)
+    return destination
+
+
+@pytest.fixture
+def demo_project(tmp_path: Path) -> Path:
+    return copy_demo_project(tmp_path / "theworldshop")
+
+
+@pytest.fixture(scope="session")
+def demo_catalog() -> Catalog:
+    """The loaded demo catalog (read-only; loaded once per test run, without the cache)."""
+    return load_catalog(REPO, use_cache=False)
