@@ -1,4 +1,4 @@
-"""Shared fixtures. TheWorldShop (the repo's own sql/ and metadata/) is the project every test uses."""
+"""Shared fixtures: TheWorldShop (the repo's own sql/ and metadata/) is every test's project."""
 
 from __future__ import annotations
 

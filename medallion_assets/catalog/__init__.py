@@ -7,4 +7,11 @@ from medallion_assets.catalog.catalog import AlternateProducer, Catalog, Dataset
 from medallion_assets.catalog.errors import CatalogError, CatalogIssue
 from medallion_assets.catalog.loader import load_catalog
 
-__all__ = ["AlternateProducer", "Catalog", "CatalogError", "CatalogIssue", "Dataset", "load_catalog"]
+__all__ = [
+    "AlternateProducer",
+    "Catalog",
+    "CatalogError",
+    "CatalogIssue",
+    "Dataset",
+    "load_catalog",
+]

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from medallion_assets.catalog import models
 from medallion_assets.catalog.catalog import AlternateProducer, Dataset
 from medallion_assets.catalog.errors import CatalogIssue
-from medallion_assets.catalog.metadata_files import LoadedFile
+from medallion_assets.catalog.metadata_files import LoadedFile, model_of
 from medallion_assets.catalog.references import KnownNames
 from medallion_assets.catalog.rules import Rule
 from medallion_assets.catalog.sql_files import ProjectSql
@@ -40,10 +40,10 @@ def build_datasets(
     alternates: Analysis,
     known: KnownNames,
 ) -> tuple[dict[str, Dataset], list[CatalogIssue]]:
-    settings_file = _get(files, "datasets", models.DatasetsFile)
-    targets_file = _get(files, "targets", models.TargetsFile)
-    validation = _get(files, "validation", models.ValidationFile)
-    sources_file = _get(files, "sources", models.SourcesFile)
+    settings_file = model_of(files, "datasets", models.DatasetsFile)
+    targets_file = model_of(files, "targets", models.TargetsFile)
+    validation = model_of(files, "validation", models.ValidationFile)
+    sources_file = model_of(files, "sources", models.SourcesFile)
     all_settings = settings_file.datasets if settings_file else {}
     targets = {t.table: t for t in targets_file.targets} if targets_file else {}
     rule_sets = validation.rule_sets if validation else {}
@@ -75,24 +75,29 @@ def build_datasets(
             target=target,
             alternates=tuple(alts),
             code_version=code_version(
-                sql_file.text, sql_file.dialect, _json(settings), _json(target),
+                sql_file.text,
+                sql_file.dialect,
+                _json(settings),
+                _json(target),
                 json.dumps([_json(r) for r in rules]),
             ),
         )
     for path, sql_file in sql.alternates.items():
         if f"sql/{path}" not in used_alternates:
-            issues.append(CatalogIssue(
-                sql_file.label, "", "alternate producer is not used by any dataset",
-                "reference it from datasets.yaml: alternates: [{name: ..., sql: " + path + "}]"))
+            issues.append(
+                CatalogIssue(
+                    sql_file.label,
+                    "",
+                    "alternate producer is not used by any dataset",
+                    "reference it from datasets.yaml: alternates: [{name: ..., sql: " + path + "}]",
+                )
+            )
     return datasets, issues
 
 
-def _get(files: Mapping[str, LoadedFile], stem: str, kind: type) -> object | None:
-    loaded = files.get(stem)
-    return loaded.model if loaded is not None and isinstance(loaded.model, kind) else None
-
-
-def _rules(settings: models.DatasetSettings, rule_sets: Mapping[str, tuple[Rule, ...]]) -> tuple[Rule, ...]:
+def _rules(
+    settings: models.DatasetSettings, rule_sets: Mapping[str, tuple[Rule, ...]]
+) -> tuple[Rule, ...]:
     rules: list[Rule] = []
     for set_name in settings.checks:
         rules.extend(rule_sets.get(set_name, ()))
@@ -100,8 +105,13 @@ def _rules(settings: models.DatasetSettings, rule_sets: Mapping[str, tuple[Rule,
     return tuple(rules)
 
 
-def _system(name: str, lineage: FileLineage, target: models.Target | None,
-            sources: Mapping[str, models.Source], project: models.ProjectFile) -> str:
+def _system(
+    name: str,
+    lineage: FileLineage,
+    target: models.Target | None,
+    sources: Mapping[str, models.Source],
+    project: models.ProjectFile,
+) -> str:
     """The system whose throttle governs this dataset's job."""
     if name.startswith("bronze."):
         for upstream in lineage.sources:
@@ -128,34 +138,62 @@ def _alternates(
         field = f"datasets.{name}.alternates[{i}].sql"
         sql_file = sql.alternates.get(alternate.sql)
         if sql_file is None:
-            issues.append(CatalogIssue(label, field, f"alternate SQL {alternate.sql!r} does not exist",
-                                       "put the file under sql/alternates/<layer>/ and give its "
-                                       "path relative to sql/"))
+            issues.append(
+                CatalogIssue(
+                    label,
+                    field,
+                    f"alternate SQL {alternate.sql!r} does not exist",
+                    "put the file under sql/alternates/<layer>/ and give its path relative to sql/",
+                )
+            )
             continue
         lineage = analysis.lineage.get(sql_file.label)
         if lineage is None:
             continue  # its SQL error is reported already
         if lineage.kind != "select" and lineage.target != name:
-            issues.append(CatalogIssue(sql_file.label, "target",
-                                       f"writes {lineage.target!r} but is an alternate for {name!r}",
-                                       f"write to {name} or use a bare SELECT"))
+            issues.append(
+                CatalogIssue(
+                    sql_file.label,
+                    "target",
+                    f"writes {lineage.target!r} but is an alternate for {name!r}",
+                    f"write to {name} or use a bare SELECT",
+                )
+            )
         raw = {f"raw.{s}" for s in known.sources}
         for upstream in lineage.sources:
             if upstream == name or (upstream not in tables and upstream not in raw):
-                issues.append(CatalogIssue(sql_file.label, "sql",
-                                           f"alternate for {name} reads unknown table {upstream!r}",
-                                           "read registered sources or project tables"))
+                issues.append(
+                    CatalogIssue(
+                        sql_file.label,
+                        "sql",
+                        f"alternate for {name} reads unknown table {upstream!r}",
+                        "read registered sources or project tables",
+                    )
+                )
         primary = known.datasets.get(name)
         mine = lineage.output_schema()
         if primary is not None and mine is not None and set(primary) != set(mine):
             missing = sorted(set(primary) - set(mine))
             extra = sorted(set(mine) - set(primary))
-            issues.append(CatalogIssue(
-                sql_file.label, "sql", f"alternate for {name} yields other columns than the primary "
-                f"(missing: {', '.join(missing) or '-'}; extra: {', '.join(extra) or '-'})",
-                "an alternate must produce exactly the primary's columns"))
-        result.append(AlternateProducer(alternate.name, sql_file.label, sql_file.text,
-                                        sql_file.dialect, lineage.sources, alternate.cost))
+            issues.append(
+                CatalogIssue(
+                    sql_file.label,
+                    "sql",
+                    f"alternate for {name} yields other columns than the primary "
+                    f"(missing: {', '.join(missing) or '-'}; extra: {', '.join(extra) or '-'})",
+                    "an alternate must produce exactly the primary's columns",
+                )
+            )
+        result.append(
+            AlternateProducer(
+                alternate.name,
+                sql_file.label,
+                sql_file.text,
+                sql_file.dialect,
+                lineage.sources,
+                alternate.cost,
+            )
+        )
     return result, issues
 
 
@@ -165,13 +203,29 @@ def build_graph(
     exposures: Sequence[models.Exposure],
 ) -> LineageGraph:
     nodes = [
-        Node(f"raw.{name}", "source", "raw", "normal", source.owners, None,
-             tuple(c.name for c in source.columns), source.pii_columns)
+        Node(
+            f"raw.{name}",
+            "source",
+            "raw",
+            "normal",
+            source.owners,
+            None,
+            tuple(c.name for c in source.columns),
+            source.pii_columns,
+        )
         for name, source in sources.items()
     ]
     nodes += [
-        Node(d.name, "dataset", d.layer, d.criticality, d.owners, d.sql_path, d.column_names,
-             d.pii_columns)
+        Node(
+            d.name,
+            "dataset",
+            d.layer,
+            d.criticality,
+            d.owners,
+            d.sql_path,
+            d.column_names,
+            d.pii_columns,
+        )
         for d in datasets.values()
     ]
     nodes += [

@@ -20,8 +20,12 @@ def describe(catalog: Catalog) -> dict[str, Any]:
             f"exposure.{name}": e.model_dump(mode="json") for name, e in catalog.exposures.items()
         },
         "pipelines": {
-            pid: {"schedule": p.schedule, "enabled": p.enabled, "owners": list(p.owners),
-                  "datasets": list(catalog.pipeline_datasets(pid))}
+            pid: {
+                "schedule": p.schedule,
+                "enabled": p.enabled,
+                "owners": list(p.owners),
+                "datasets": list(catalog.pipeline_datasets(pid)),
+            }
             for pid, p in catalog.pipelines.items()
         },
         "lineage_edges": [{"from": u, "to": d} for u, d in catalog.lineage.dag.edges()],
@@ -37,9 +41,13 @@ def _source(catalog: Catalog, name: str) -> dict[str, Any]:
         "location": f"s3://{source.bucket}/{source.prefix}",
         "partition": source.partition,
         "format": source.format,
-        "columns": [f"{c.name} {c.type}{'' if c.nullable else ' not null'}" for c in source.columns],
+        "columns": [
+            f"{c.name} {c.type}{'' if c.nullable else ' not null'}" for c in source.columns
+        ],
         "pii_columns": list(source.pii_columns),
-        "replicas": [f"{r.name}: s3://{r.bucket}/{r.prefix} (cost {r.cost})" for r in source.replicas],
+        "replicas": [
+            f"{r.name}: s3://{r.bucket}/{r.prefix} (cost {r.cost})" for r in source.replicas
+        ],
         "throttle": _throttle(catalog, source.system),
     }
 
@@ -59,8 +67,13 @@ def _dataset(catalog: Catalog, dataset: Dataset) -> dict[str, Any]:
         "statement": dataset.statement_kind,
         "upstream": list(dataset.upstream),
         "columns": [
-            {"name": c.column, "type": c.type, "from": list(c.sources), "transform": c.transform,
-             **({"unresolved": c.unresolved} if c.unresolved else {})}
+            {
+                "name": c.column,
+                "type": c.type,
+                "from": list(c.sources),
+                "transform": c.transform,
+                **({"unresolved": c.unresolved} if c.unresolved else {}),
+            }
             for c in dataset.columns
         ],
         "criticality": dataset.criticality,
@@ -78,6 +91,7 @@ def _dataset(catalog: Catalog, dataset: Dataset) -> dict[str, Any]:
             for a in dataset.alternates
         ],
         "partitions": dataset.settings.partitions.model_dump(mode="json")
-        if dataset.settings.partitions else None,
+        if dataset.settings.partitions
+        else None,
         "code_version": dataset.code_version,
     }

@@ -8,13 +8,14 @@
 from __future__ import annotations
 
 import difflib
+from collections.abc import Mapping
 from pathlib import Path
 
 from medallion_assets.catalog import models
-from medallion_assets.catalog.catalog import INGESTION_COLUMNS, Catalog
+from medallion_assets.catalog.catalog import INGESTION_COLUMNS, Catalog, Dataset
 from medallion_assets.catalog.datasets import build_datasets, build_graph
 from medallion_assets.catalog.errors import CatalogError, CatalogIssue
-from medallion_assets.catalog.metadata_files import LoadedFile, load_metadata
+from medallion_assets.catalog.metadata_files import LoadedFile, load_metadata, model_of
 from medallion_assets.catalog.references import KnownNames, ReferenceChecker
 from medallion_assets.catalog.sql_files import ProjectSql, discover_sql
 from medallion_assets.lineage.analysis import Analysis, SqlFile, analyze
@@ -29,15 +30,16 @@ def load_catalog(root: Path | str = ".", *, use_cache: bool = True) -> Catalog:
     """Load and check a project; raise ``CatalogError`` listing every problem found."""
     root = Path(root)
     files, issues = load_metadata(root)
-    project = _model(files, "project", models.ProjectFile) or models.ProjectFile(name=root.name)
-    datasets_file = _model(files, "datasets", models.DatasetsFile)
+    project = model_of(files, "project", models.ProjectFile) or models.ProjectFile(name=root.name)
+    datasets_file = model_of(files, "datasets", models.DatasetsFile)
     dialects = {
-        name: s.dialect for name, s in (datasets_file.datasets if datasets_file else {}).items()
+        name: s.dialect
+        for name, s in (datasets_file.datasets if datasets_file else {}).items()
         if s.dialect
     }
     sql, sql_issues = discover_sql(root, project.dialect, dialects)
     issues.extend(sql_issues)
-    sources_file = _model(files, "sources", models.SourcesFile)
+    sources_file = model_of(files, "sources", models.SourcesFile)
     sources = sources_file.sources if sources_file else {}
     base_schema = {f"raw.{name}": _raw_schema(source) for name, source in sources.items()}
 
@@ -65,11 +67,6 @@ def load_catalog(root: Path | str = ".", *, use_cache: bool = True) -> Catalog:
     return _assemble(root, files, project, datasets)
 
 
-def _model(files: dict[str, LoadedFile], stem: str, kind: type) -> object | None:
-    loaded = files.get(stem)
-    return loaded.model if loaded is not None and isinstance(loaded.model, kind) else None
-
-
 def _raw_schema(source: models.Source) -> dict[str, str]:
     schema = {c.name: c.type for c in source.columns}
     schema.update(INGESTION_COLUMNS)
@@ -88,17 +85,27 @@ def _tables(
         if lineage is None:
             continue
         if lineage.target.split(".")[0] != layer or lineage.target.count(".") != 1:
-            issues.append(CatalogIssue(
-                sql_file.label, "target", f"the statement writes {lineage.target!r}, "
-                f"but the file is in the {layer} folder",
-                f"write to '{layer}.<table>' or move the file to the target's layer folder"))
+            issues.append(
+                CatalogIssue(
+                    sql_file.label,
+                    "target",
+                    f"the statement writes {lineage.target!r}, "
+                    f"but the file is in the {layer} folder",
+                    f"write to '{layer}.<table>' or move the file to the target's layer folder",
+                )
+            )
             continue
         if lineage.target in tables:
             other = tables[lineage.target][0].label
-            issues.append(CatalogIssue(
-                sql_file.label, "target", f"table {lineage.target!r} is also produced by {other}",
-                "one table has one SQL file: remove or rename one of them "
-                "(alternate producers go in sql/alternates/ and datasets.yaml)"))
+            issues.append(
+                CatalogIssue(
+                    sql_file.label,
+                    "target",
+                    f"table {lineage.target!r} is also produced by {other}",
+                    "one table has one SQL file: remove or rename one of them "
+                    "(alternate producers go in sql/alternates/ and datasets.yaml)",
+                )
+            )
             continue
         tables[lineage.target] = (sql_file, lineage)
     raw = {f"raw.{name}" for name in sources}
@@ -106,19 +113,27 @@ def _tables(
         for source in lineage.sources:
             if source not in tables and source not in raw:
                 issues.append(_unknown_table(sql_file.label, source, tables, raw))
-    dag = DAG(list(tables), [(s, t) for t, (_, fl) in tables.items() for s in fl.sources
-                             if s in tables])
+    dag = DAG(
+        list(tables), [(s, t) for t, (_, fl) in tables.items() for s in fl.sources if s in tables]
+    )
     try:
         dag.levels()
     except CycleError as error:
-        files = [tables[n][0].label for n in error.cycle[:-1]]
-        issues.append(CatalogIssue(
-            files[0], "sql", f"{error}; files: {', '.join(files)}",
-            "break the cycle: a table cannot read, directly or indirectly, what it produces"))
+        files = [tables[str(n)][0].label for n in error.cycle[:-1]]
+        issues.append(
+            CatalogIssue(
+                files[0],
+                "sql",
+                f"{error}; files: {', '.join(files)}",
+                "break the cycle: a table cannot read, directly or indirectly, what it produces",
+            )
+        )
     return tables, issues
 
 
-def _unknown_table(label: str, name: str, tables: dict[str, object], raw: set[str]) -> CatalogIssue:
+def _unknown_table(
+    label: str, name: str, tables: Mapping[str, object], raw: set[str]
+) -> CatalogIssue:
     if name.startswith("raw."):
         fix = f"register source {name[4:]!r} in metadata/sources.yaml"
     else:
@@ -133,40 +148,38 @@ def _unique(issues: list[CatalogIssue]) -> list[CatalogIssue]:
     return list(dict.fromkeys(issues))
 
 
-def _assemble(root: Path, files: dict[str, LoadedFile], project: models.ProjectFile,
-              datasets: dict[str, object]) -> Catalog:
-    def get(stem: str, kind: type) -> object:
-        return _model(files, stem, kind)
-
-    systems = get("systems", models.SystemsFile)
-    sources = get("sources", models.SourcesFile)
-    targets = get("targets", models.TargetsFile)
-    validation = get("validation", models.ValidationFile)
-    policies = get("policies", models.PoliciesFile)
-    control = get("control", models.ControlFile)
-    pipelines = get("pipelines", models.PipelinesFile)
-    exposures = get("exposures", models.ExposuresFile)
-    assert isinstance(systems, models.SystemsFile) and isinstance(sources, models.SourcesFile)
-    assert isinstance(targets, models.TargetsFile) and isinstance(validation, models.ValidationFile)
-    assert isinstance(policies, models.PoliciesFile) and isinstance(control, models.ControlFile)
-    assert isinstance(pipelines, models.PipelinesFile)
-    assert isinstance(exposures, models.ExposuresFile)
-    profiles = get("profiles", models.ProfilesFile)
-    graph = build_graph(sources.sources, datasets, exposures.exposures)  # type: ignore[arg-type]
+def _assemble(
+    root: Path,
+    files: dict[str, LoadedFile],
+    project: models.ProjectFile,
+    datasets: Mapping[str, Dataset],
+) -> Catalog:
+    systems = model_of(files, "systems", models.SystemsFile)
+    sources = model_of(files, "sources", models.SourcesFile)
+    targets = model_of(files, "targets", models.TargetsFile)
+    validation = model_of(files, "validation", models.ValidationFile)
+    policies = model_of(files, "policies", models.PoliciesFile)
+    control = model_of(files, "control", models.ControlFile)
+    pipelines = model_of(files, "pipelines", models.PipelinesFile)
+    exposures = model_of(files, "exposures", models.ExposuresFile)
+    # Reached only without issues, so every file validated (or took its empty default).
+    assert systems and sources and targets and validation and policies and control
+    assert pipelines and exposures
+    graph = build_graph(sources.sources, datasets, exposures.exposures)
     order = graph.dag.subgraph(list(datasets)).topological_order()
     return Catalog(
         root=root,
         project=project,
         systems=systems.systems,
         sources=sources.sources,
-        datasets={name: datasets[name] for name in order},  # type: ignore[misc]
+        datasets={name: datasets[name] for name in order},
         targets={t.table: t for t in targets.targets},
         rule_sets=validation.rule_sets,
         retry_policies=policies.retry_policies,
         default_retry_policy=policies.default_retry_policy,
         healing_rules=policies.healing_rules,
         control_flags=control.flags,
-        profiles=profiles if isinstance(profiles, models.ProfilesFile) else None,
+        profiles=model_of(files, "profiles", models.ProfilesFile),
         pipelines={p.id: p for p in pipelines.pipelines},
         exposures={e.name: e for e in exposures.exposures},
         lineage=graph,

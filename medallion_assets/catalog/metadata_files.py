@@ -9,9 +9,10 @@ from __future__ import annotations
 import difflib
 import types
 import typing
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Union
+from typing import Any, TypeVar, Union
 
 from pydantic import BaseModel, ValidationError
 
@@ -42,26 +43,41 @@ class LoadedFile:
     document: YamlDocument | None  # None when the file is absent and defaults were used
 
 
+M = TypeVar("M", bound=BaseModel)
+
+
+def model_of(files: Mapping[str, LoadedFile], stem: str, kind: type[M]) -> M | None:
+    """The validated model of ``metadata/<stem>.yaml``, or None if it did not validate."""
+    loaded = files.get(stem)
+    return loaded.model if loaded is not None and isinstance(loaded.model, kind) else None
+
+
 def load_metadata(root: Path) -> tuple[dict[str, LoadedFile], list[CatalogIssue]]:
     """Every metadata file that validated, by stem; issues for those that did not."""
     folder = root / "metadata"
     issues: list[CatalogIssue] = []
     loaded: dict[str, LoadedFile] = {}
     if not folder.is_dir():
-        return loaded, [CatalogIssue("metadata/", "", "the metadata folder is missing",
-                                     "create metadata/ with at least project.yaml")]
+        return loaded, [
+            CatalogIssue(
+                "metadata/",
+                "",
+                "the metadata folder is missing",
+                "create metadata/ with at least project.yaml",
+            )
+        ]
     present = {p.stem: p for p in sorted(folder.iterdir()) if p.is_file()}
     for stem, path in present.items():
         if path.suffix not in (".yaml", ".yml") or stem not in METADATA_FILES:
             issues.append(_unknown_file(path))
     for stem, model in METADATA_FILES.items():
-        path = present.get(stem)
-        if path is None or path.suffix not in (".yaml", ".yml"):
+        found = present.get(stem)
+        if found is None or found.suffix not in (".yaml", ".yml"):
             default = _default(stem, root)
             if default is not None:
                 loaded[stem] = LoadedFile(default, None)
             continue
-        result, file_issues = _load_one(path, f"metadata/{path.name}", model)
+        result, file_issues = _load_one(found, f"metadata/{found.name}", model)
         issues.extend(file_issues)
         if result is not None:
             loaded[stem] = result
@@ -104,8 +120,13 @@ def _load_one(
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        issues.append(document.issue((), f"the file holds a {type(data).__name__}, not a mapping",
-                                     f"start the file with the keys of {model.__name__}"))
+        issues.append(
+            document.issue(
+                (),
+                f"the file holds a {type(data).__name__}, not a mapping",
+                f"start the file with the keys of {model.__name__}",
+            )
+        )
         return None, issues
     try:
         return LoadedFile(model.model_validate(data), document), issues
@@ -126,7 +147,7 @@ def _issues_from(
 
 
 def _strip_union_tags(loc: tuple[Any, ...]) -> tuple[Any, ...]:
-    """Pydantic puts the chosen rule kind (or union member) in the location; YAML has no such key."""
+    """Drop the rule kind Pydantic adds to a location: the YAML has no such key."""
     out: list[Any] = []
     for part in loc:
         if isinstance(part, str) and (part in RULE_KINDS or part.startswith("function-")):
@@ -156,8 +177,9 @@ def _explain(item: Any, loc: tuple[Any, ...], model: type[BaseModel]) -> tuple[s
     if kind == "literal_error":
         expected = item.get("ctx", {}).get("expected", "")
         return f"{item['input']!r} is not allowed", f"use one of: {expected}"
-    message = str(item["msg"]).removeprefix("Value error, ")
-    return message, "correct the value"
+    if kind == "value_error":  # our validators' messages already say what to write
+        return str(item["msg"]).removeprefix("Value error, "), ""
+    return f"{item['msg']} (got {item.get('input')!r})", "give a value of the expected type"
 
 
 def _allowed_keys(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:

@@ -12,7 +12,6 @@ from datetime import date
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
-
 from sqlglot import exp
 from sqlglot.errors import ParseError
 
@@ -102,6 +101,7 @@ class SystemsFile(Model):
 
 # --- sources.yaml -----------------------------------------------------------------------------
 
+
 class Column(Model):
     name: str
     type: str = "string"
@@ -183,7 +183,8 @@ class Source(Model):
     def _partition(cls, value: str | None) -> str | None:
         if value is not None and "{date}" not in value:
             raise ValueError(
-                f"partition pattern {value!r} has no '{{date}}' placeholder; write e.g. 'dt={{date}}'"
+                f"partition pattern {value!r} has no '{{date}}' placeholder; "
+                "write e.g. 'dt={date}'"
             )
         return value
 
@@ -314,7 +315,8 @@ class HealingRule(Model):
             if action not in BUILTIN_HEALING_ACTIONS and not _DOTTED.match(action):
                 raise ValueError(
                     f"unknown healing action {action!r}: use one of "
-                    f"{', '.join(BUILTIN_HEALING_ACTIONS)} or a dotted path 'package.module:function'"
+                    f"{', '.join(BUILTIN_HEALING_ACTIONS)} "
+                    "or a dotted path 'package.module:function'"
                 )
         return value
 
@@ -344,10 +346,13 @@ class ControlFile(Model):
 # --- profiles.yaml ----------------------------------------------------------------------------
 
 
+_DEFAULT_PRIORITY: dict[Criticality, int] = {"critical": 3, "high": 2, "normal": 1, "low": 0}
+
+
 class ProfileSettings(Model):
     max_concurrent_runs: int = Field(ge=1)
     criticality_priority: dict[Criticality, int] = Field(
-        default_factory=lambda: {"critical": 3, "high": 2, "normal": 1, "low": 0}
+        default_factory=lambda: dict(_DEFAULT_PRIORITY)
     )
     reserved_capacity_for_critical: int = Field(default=0, ge=0)
     preempt_low_priority: bool = False

@@ -62,7 +62,9 @@ class ReferenceChecker:
         if loaded is not None and loaded.document is not None:
             self.issues.append(loaded.document.issue(loc, message, fix))
         else:
-            self.issues.append(CatalogIssue(f"metadata/{stem}.yaml", format_field(loc), message, fix))
+            self.issues.append(
+                CatalogIssue(f"metadata/{stem}.yaml", format_field(loc), message, fix)
+            )
 
     def _require(self, stem: str, loc: Loc, name: str, pool: Iterable[str], what: str) -> bool:
         pool = list(pool)
@@ -92,19 +94,28 @@ class ReferenceChecker:
     def check_project(self) -> None:
         project = self._model("project")
         if isinstance(project, ProjectFile) and isinstance(self._model("systems"), SystemsFile):
-            self._require("project", ("compute_system",), project.compute_system,
-                          self._systems(), "system")
+            self._require(
+                "project", ("compute_system",), project.compute_system, self._systems(), "system"
+            )
 
     def check_sources(self) -> None:
         sources = self._model("sources")
-        if not isinstance(sources, SourcesFile) or not isinstance(self._model("systems"), SystemsFile):
+        if not isinstance(sources, SourcesFile) or not isinstance(
+            self._model("systems"), SystemsFile
+        ):
             return
         for name, source in sources.sources.items():
-            self._require("sources", ("sources", name, "system"), source.system, self._systems(),
-                          "system")
+            self._require(
+                "sources", ("sources", name, "system"), source.system, self._systems(), "system"
+            )
             for i, replica in enumerate(source.replicas):
-                self._require("sources", ("sources", name, "replicas", i, "system"),
-                              replica.system, self._systems(), "system")
+                self._require(
+                    "sources",
+                    ("sources", name, "replicas", i, "system"),
+                    replica.system,
+                    self._systems(),
+                    "system",
+                )
 
     def check_targets(self) -> None:
         targets = self._model("targets")
@@ -115,24 +126,44 @@ class ReferenceChecker:
         for i, target in enumerate(targets.targets):
             loc: Loc = ("targets", i)
             if target.table in seen:
-                self._issue("targets", (*loc, "table"), f"table {target.table!r} has two targets",
-                            f"keep one; the first is targets[{seen[target.table]}]")
+                self._issue(
+                    "targets",
+                    (*loc, "table"),
+                    f"table {target.table!r} has two targets",
+                    f"keep one; the first is targets[{seen[target.table]}]",
+                )
             seen.setdefault(target.table, i)
-            if self._require("targets", (*loc, "table"), target.table, self.known.datasets, "table"):
+            if self._require(
+                "targets", (*loc, "table"), target.table, self.known.datasets, "table"
+            ):
                 if not target.table.startswith("gold."):
-                    self._issue("targets", (*loc, "table"), "only gold tables load into the warehouse",
-                                f"point the target at a gold table, not {target.table!r}")
-                self._columns_exist("targets", loc, target.table,
-                                    [*target.keys, *target.sort_keys,
-                                     *([target.dist_key] if target.dist_key else [])])
+                    self._issue(
+                        "targets",
+                        (*loc, "table"),
+                        "only gold tables load into the warehouse",
+                        f"point the target at a gold table, not {target.table!r}",
+                    )
+                self._columns_exist(
+                    "targets",
+                    loc,
+                    target.table,
+                    [
+                        *target.keys,
+                        *target.sort_keys,
+                        *([target.dist_key] if target.dist_key else []),
+                    ],
+                )
             if isinstance(self._model("systems"), SystemsFile) and self._require(
                 "targets", (*loc, "system"), target.system, systems, "system"
             ):
                 kind = getattr(systems[target.system], "kind", "")
                 if kind not in WAREHOUSE_KINDS:
-                    self._issue("targets", (*loc, "system"),
-                                f"system {target.system!r} is a {kind} system, not a warehouse",
-                                f"use a system of kind {', '.join(WAREHOUSE_KINDS)}")
+                    self._issue(
+                        "targets",
+                        (*loc, "system"),
+                        f"system {target.system!r} is a {kind} system, not a warehouse",
+                        f"use a system of kind {', '.join(WAREHOUSE_KINDS)}",
+                    )
 
     def _columns_exist(self, stem: str, loc: Loc, table: str, columns: Iterable[str]) -> None:
         known = self.known.datasets.get(table)
@@ -140,20 +171,33 @@ class ReferenceChecker:
             return
         for column in columns:
             if column not in known:
-                self._issue(stem, loc, f"column {column!r} is not a column of {table}",
-                            _suggest(column, known))
+                self._issue(
+                    stem,
+                    loc,
+                    f"column {column!r} is not a column of {table}",
+                    _suggest(column, known),
+                )
 
     def check_policies(self) -> None:
         policies = self._model("policies")
         if isinstance(policies, PoliciesFile) and policies.default_retry_policy:
-            self._require("policies", ("default_retry_policy",), policies.default_retry_policy,
-                          policies.retry_policies, "retry policy")
+            self._require(
+                "policies",
+                ("default_retry_policy",),
+                policies.default_retry_policy,
+                policies.retry_policies,
+                "retry policy",
+            )
         if isinstance(policies, PoliciesFile):
             names = [r.name for r in policies.healing_rules]
             for i, name in enumerate(names):
                 if names.index(name) != i:
-                    self._issue("policies", ("healing_rules", i, "name"),
-                                f"healing rule {name!r} is defined twice", "give each rule a unique name")
+                    self._issue(
+                        "policies",
+                        ("healing_rules", i, "name"),
+                        f"healing rule {name!r} is defined twice",
+                        "give each rule a unique name",
+                    )
 
     def _retry_policies(self) -> Mapping[str, object] | None:
         policies = self._model("policies")
@@ -175,18 +219,29 @@ class ReferenceChecker:
                 continue
             self._columns_exist("datasets", (*loc, "pii_columns"), name, settings.pii_columns)
             if settings.partitions is not None:
-                self._columns_exist("datasets", (*loc, "partitions", "column"), name,
-                                    [settings.partitions.column])
+                self._columns_exist(
+                    "datasets", (*loc, "partitions", "column"), name, [settings.partitions.column]
+                )
             if settings.retry_policy and (policies := self._retry_policies()) is not None:
-                self._require("datasets", (*loc, "retry_policy"), settings.retry_policy, policies,
-                              "retry policy")
+                self._require(
+                    "datasets",
+                    (*loc, "retry_policy"),
+                    settings.retry_policy,
+                    policies,
+                    "retry policy",
+                )
             for i, rule in enumerate(settings.rules):
                 self._rule("datasets", (*loc, "rules", i), name, rule)
             for i, set_name in enumerate(settings.checks):
                 if rule_sets is None:
                     continue
-                if self._require("datasets", (*loc, "checks", i), set_name, rule_sets,
-                                 "rule set (validation.yaml)"):
+                if self._require(
+                    "datasets",
+                    (*loc, "checks", i),
+                    set_name,
+                    rule_sets,
+                    "rule set (validation.yaml)",
+                ):
                     for rule in rule_sets[set_name]:
                         self._rule("datasets", (*loc, "checks", i), name, rule, set_name)
 
@@ -196,8 +251,13 @@ class ReferenceChecker:
         if known is not None:
             for column in rule.referenced_columns():
                 if column not in known:
-                    self._issue(stem, loc, f"{rule.kind} rule{where} names column {column!r}, "
-                                f"which {table} does not have", _suggest(column, known))
+                    self._issue(
+                        stem,
+                        loc,
+                        f"{rule.kind} rule{where} names column {column!r}, "
+                        f"which {table} does not have",
+                        _suggest(column, known),
+                    )
         if via is None:
             self._rule_tables(stem, loc, rule)
 
@@ -216,15 +276,29 @@ class ReferenceChecker:
         for i, pipeline in enumerate(pipelines.pipelines):
             loc: Loc = ("pipelines", i)
             if pipeline.id in ids:
-                self._issue("pipelines", (*loc, "id"), f"pipeline id {pipeline.id!r} is used twice",
-                            "give each pipeline a unique id")
+                self._issue(
+                    "pipelines",
+                    (*loc, "id"),
+                    f"pipeline id {pipeline.id!r} is used twice",
+                    "give each pipeline a unique id",
+                )
             ids.append(pipeline.id)
             for j, sink in enumerate(pipeline.select.sinks):
-                self._require("pipelines", (*loc, "select", "sinks", j), sink, self.known.datasets,
-                              "sink table")
+                self._require(
+                    "pipelines",
+                    (*loc, "select", "sinks", j),
+                    sink,
+                    self.known.datasets,
+                    "sink table",
+                )
             if pipeline.retry_policy and policies is not None:
-                self._require("pipelines", (*loc, "retry_policy"), pipeline.retry_policy, policies,
-                              "retry policy")
+                self._require(
+                    "pipelines",
+                    (*loc, "retry_policy"),
+                    pipeline.retry_policy,
+                    policies,
+                    "retry policy",
+                )
 
     def check_exposures(self) -> None:
         exposures = self._model("exposures")
@@ -233,12 +307,21 @@ class ReferenceChecker:
         names: list[str] = []
         for i, exposure in enumerate(exposures.exposures):
             if exposure.name in names:
-                self._issue("exposures", ("exposures", i, "name"),
-                            f"exposure {exposure.name!r} is defined twice", "use unique names")
+                self._issue(
+                    "exposures",
+                    ("exposures", i, "name"),
+                    f"exposure {exposure.name!r} is defined twice",
+                    "use unique names",
+                )
             names.append(exposure.name)
             for j, table in enumerate(exposure.depends_on):
-                self._require("exposures", ("exposures", i, "depends_on", j), table,
-                              self.known.datasets, "table")
+                self._require(
+                    "exposures",
+                    ("exposures", i, "depends_on", j),
+                    table,
+                    self.known.datasets,
+                    "table",
+                )
 
     def check_control(self) -> None:
         control = self._model("control")
@@ -257,8 +340,9 @@ class ReferenceChecker:
             pools["target"] = [t.table for t in targets.targets]
         for i, flag in enumerate(control.flags):
             if flag.scope in pools:
-                self._require("control", ("flags", i, "name"), flag.name, pools[flag.scope],
-                              flag.scope)
+                self._require(
+                    "control", ("flags", i, "name"), flag.name, pools[flag.scope], flag.scope
+                )
 
     def check_profiles(self) -> None:
         profiles = self._model("profiles")
@@ -269,5 +353,6 @@ class ReferenceChecker:
             loc: Loc = ("pipeline_profiles", pipeline_id)
             self._require("profiles", loc, profile, profiles.profiles, "profile")
             if isinstance(pipelines, PipelinesFile):
-                self._require("profiles", loc, pipeline_id, [p.id for p in pipelines.pipelines],
-                              "pipeline")
+                self._require(
+                    "profiles", loc, pipeline_id, [p.id for p in pipelines.pipelines], "pipeline"
+                )

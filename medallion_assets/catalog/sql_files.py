@@ -37,8 +37,12 @@ def discover_sql(
     alternates: dict[str, SqlFile] = {}
     if not folder.is_dir():
         return ProjectSql((), {}), [
-            CatalogIssue("sql/", "", "the sql folder is missing",
-                         "create sql/bronze, sql/silver, sql/gold with one .sql file per table")
+            CatalogIssue(
+                "sql/",
+                "",
+                "the sql folder is missing",
+                "create sql/bronze, sql/silver, sql/gold with one .sql file per table",
+            )
         ]
     for path in sorted(folder.rglob("*")):
         if path.is_dir() or path.name.startswith("."):
@@ -47,8 +51,14 @@ def discover_sql(
         label = f"sql/{relative.as_posix()}"
         top = relative.parts[0]
         if path.suffix != ".sql":
-            issues.append(CatalogIssue(label, "", "not a .sql file in the sql folder",
-                                       "move it out of sql/ or rename it to .sql"))
+            issues.append(
+                CatalogIssue(
+                    label,
+                    "",
+                    "not a .sql file in the sql folder",
+                    "move it out of sql/ or rename it to .sql",
+                )
+            )
             continue
         if top == ALTERNATES:
             layer = relative.parts[1] if len(relative.parts) > 2 else ""
@@ -71,7 +81,9 @@ def discover_sql(
 
 def _misplaced(label: str) -> CatalogIssue:
     return CatalogIssue(
-        label, "", "SQL file outside a layer folder",
+        label,
+        "",
+        "SQL file outside a layer folder",
         f"move it to sql/<layer>/<table>.sql with layer one of {', '.join(LAYERS)}, "
         "or to sql/alternates/<layer>/ for an alternate producer",
     )
@@ -83,7 +95,9 @@ def _read(
     stem = path.stem
     if not _STEM.match(stem):
         return None, CatalogIssue(
-            label, "", f"file name {stem!r} is not a safe table name",
+            label,
+            "",
+            f"file name {stem!r} is not a safe table name",
             "use lower-case letters, digits and _ (the file stem becomes the table name)",
         )
     try:

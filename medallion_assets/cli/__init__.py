@@ -1,4 +1,4 @@
-"""The ``medallion`` command: lineage, impact, catalog, plan, split and PII trace on the pure core."""
+"""The ``medallion`` command: lineage, impact, catalog, plan, split and PII trace."""
 
 from __future__ import annotations
 

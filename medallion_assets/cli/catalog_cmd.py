@@ -22,13 +22,16 @@ def catalog() -> None:
 def validate(project: Path) -> None:
     """Check every metadata file and SQL file; list every problem and exit 2 if any."""
     loaded = load(project)
-    click.echo(f"ok: {len(loaded.datasets)} datasets, {len(loaded.sources)} sources, "
-               f"{len(loaded.exposures)} exposures, {len(loaded.lineage.column_edges)} column edges")
+    click.echo(
+        f"ok: {len(loaded.datasets)} datasets, {len(loaded.sources)} sources, "
+        f"{len(loaded.exposures)} exposures, {len(loaded.lineage.column_edges)} column edges"
+    )
 
 
 @catalog.command()
-@click.option("--format", "fmt", type=click.Choice(["yaml", "json"]), default="yaml",
-              show_default=True)
+@click.option(
+    "--format", "fmt", type=click.Choice(["yaml", "json"]), default="yaml", show_default=True
+)
 @project_option
 def show(fmt: str, project: Path) -> None:
     """Print the derived catalog: datasets, columns, checks, systems, targets, lineage edges."""

@@ -9,17 +9,23 @@ from pathlib import Path
 import click
 
 from medallion_assets.cli.common import fail, known_table, load, project_option
-from medallion_assets.lineage.impact import ImpactReport, impact as impact_of
+from medallion_assets.lineage.impact import ImpactReport
+from medallion_assets.lineage.impact import impact as impact_of
 
-_fmt = click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
-                    show_default=True)
+_fmt = click.option(
+    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
 
 
 @click.command()
 @click.argument("table")
 @click.option("--column", default=None, help="Only what this column of TABLE reaches.")
-@click.option("--fail-on", type=click.Choice(["critical", "high"]), default=None,
-              help="Exit 1 when anything impacted is at this criticality or above (for CI).")
+@click.option(
+    "--fail-on",
+    type=click.Choice(["critical", "high"]),
+    default=None,
+    help="Exit 1 when anything impacted is at this criticality or above (for CI).",
+)
 @_fmt
 @project_option
 @known_table
@@ -44,8 +50,10 @@ def _impact_text(report: ImpactReport) -> str:
         for node in nodes:
             columns = f"  columns: {', '.join(node.columns)}" if node.columns else ""
             owners = ", ".join(node.owners) or "no owner"
-            lines.append(f"    {node.id:<40} {node.criticality:<9} depth {node.depth}  "
-                         f"owners: {owners}{columns}")
+            lines.append(
+                f"    {node.id:<40} {node.criticality:<9} depth {node.depth}  "
+                f"owners: {owners}{columns}"
+            )
     if not report.nodes:
         lines.append("  nothing downstream")
     lines.append(report.summary())
@@ -66,8 +74,13 @@ def plan(fmt: str, project: Path) -> None:
 
 
 @click.command()
-@click.option("--sinks", "sink_groups", multiple=True, required=True,
-              help="Comma-separated sink tables of one sub-pipeline; repeat for each.")
+@click.option(
+    "--sinks",
+    "sink_groups",
+    multiple=True,
+    required=True,
+    help="Comma-separated sink tables of one sub-pipeline; repeat for each.",
+)
 @_fmt
 @project_option
 @known_table
@@ -81,11 +94,16 @@ def split(sink_groups: tuple[str, ...], fmt: str, project: Path) -> None:
                 fail(f"unknown sink table {sink!r}")
     parts = catalog.lineage.split(groups)
     if fmt == "json":
-        click.echo(json.dumps([{"sinks": list(p.sinks), "tables": list(p.tables)} for p in parts],
-                              indent=2))
+        click.echo(
+            json.dumps(
+                [{"sinks": list(p.sinks), "tables": list(p.tables)} for p in parts], indent=2
+            )
+        )
         return
     for i, part in enumerate(parts, 1):
-        click.echo(f"sub-pipeline {i} (sinks: {', '.join(part.sinks)}): {len(part.tables)} table(s)")
+        click.echo(
+            f"sub-pipeline {i} (sinks: {', '.join(part.sinks)}): {len(part.tables)} table(s)"
+        )
         for table in part.tables:
             click.echo(f"  {table}")
 
@@ -97,9 +115,20 @@ def trace_pii(fmt: str, project: Path) -> None:
     """Every table and column that PII reaches, and whether it arrives masked."""
     reach = load(project).lineage.pii_trace()
     if fmt == "json":
-        click.echo(json.dumps([
-            {"column": r.column, "from": list(r.origins), "exposed": r.exposed, "depth": r.depth}
-            for r in reach], indent=2))
+        click.echo(
+            json.dumps(
+                [
+                    {
+                        "column": r.column,
+                        "from": list(r.origins),
+                        "exposed": r.exposed,
+                        "depth": r.depth,
+                    }
+                    for r in reach
+                ],
+                indent=2,
+            )
+        )
         return
     tables: dict[str, list[str]] = {}
     for r in reach:
@@ -110,6 +139,8 @@ def trace_pii(fmt: str, project: Path) -> None:
         click.echo(table)
         for column in columns:
             click.echo(f"  {column}")
-    exposed = sorted({r.column.rsplit('.', 1)[0] for r in reach if r.exposed})
-    click.echo(f"PII reaches {len(reach)} column(s) in {len(tables)} table(s); "
-               f"unmasked in {len(exposed)} table(s)")
+    exposed = sorted({r.column.rsplit(".", 1)[0] for r in reach if r.exposed})
+    click.echo(
+        f"PII reaches {len(reach)} column(s) in {len(tables)} table(s); "
+        f"unmasked in {len(exposed)} table(s)"
+    )

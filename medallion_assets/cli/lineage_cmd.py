@@ -19,9 +19,8 @@ class _TableOrSubcommand(click.Group):
     """``lineage scan DIR`` is a subcommand; anything else is ``lineage TABLE``."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if args and args[0] not in self.commands and not args[0].startswith("-"):
-            args = ["show", *args]
-        elif args and args[0].startswith("-") and "--help" not in args and "-h" not in args:
+        wants_help = "--help" in args or "-h" in args
+        if args and args[0] not in self.commands and not (args[0].startswith("-") and wants_help):
             args = ["show", *args]
         return super().parse_args(ctx, args)
 
@@ -45,15 +44,18 @@ def lineage() -> None:
 @click.option("--format", "fmt", type=click.Choice(sorted(RENDERERS)), default="tree")
 @project_option
 @known_table
-def show(table: str, direction: str | None, depth: int | None, columns: bool, fmt: str,
-         project: Path) -> None:
+def show(
+    table: str, direction: str | None, depth: int | None, columns: bool, fmt: str, project: Path
+) -> None:
     catalog = load(project)
     v = view(catalog.lineage, table, direction or "both", depth, columns)
     if columns:
         unresolved = tuple(
             {"column": f"{d.name}.{c.column}", "reason": c.unresolved}
-            for d in catalog.datasets.values() if d.name in v.depths
-            for c in d.columns if c.unresolved
+            for d in catalog.datasets.values()
+            if d.name in v.depths
+            for c in d.columns
+            if c.unresolved
         )
         v = LineageView(v.root, v.direction, v.nodes, v.depths, v.edges, v.column_edges, unresolved)
     click.echo(RENDERERS[fmt](v), nl=False)
@@ -61,24 +63,46 @@ def show(table: str, direction: str | None, depth: int | None, columns: bool, fm
 
 @lineage.command("scan")
 @click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--dialect", default="spark", show_default=True, help="Dialect the SQL is written in.")
+@click.option(
+    "--dialect", default="spark", show_default=True, help="Dialect the SQL is written in."
+)
 @click.option("--columns", is_flag=True, help="Include column lineage.")
-@click.option("--format", "fmt", type=click.Choice(["json", "tree", "mermaid"]), default="json",
-              show_default=True)
-@click.option("--schema", "schema_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="YAML/JSON {table: {column: type}} of the tables read, for * expansion.")
-@click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Reuse parse results from this folder.")
-def scan(directory: Path, dialect: str, columns: bool, fmt: str, schema_file: Path | None,
-         cache_dir: Path | None) -> None:
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["json", "tree", "mermaid"]),
+    default="json",
+    show_default=True,
+)
+@click.option(
+    "--schema",
+    "schema_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="YAML/JSON {table: {column: type}} of the tables read, for * expansion.",
+)
+@click.option(
+    "--cache-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Reuse parse results from this folder.",
+)
+def scan(
+    directory: Path,
+    dialect: str,
+    columns: bool,
+    fmt: str,
+    schema_file: Path | None,
+    cache_dir: Path | None,
+) -> None:
     """Lineage of every .sql file under DIRECTORY; a bare SELECT writes its file stem.
 
     A file that does not parse is listed under "errors" and the scan goes on.
     """
     schema = _read_schema(schema_file) if schema_file else None
     try:
-        result = scan_directory(directory, dialect, columns=columns, schema=schema,
-                                cache_dir=cache_dir)
+        result = scan_directory(
+            directory, dialect, columns=columns, schema=schema, cache_dir=cache_dir
+        )
     except ValueError as error:
         fail(str(error))
     if fmt == "json":
@@ -101,8 +125,10 @@ def _read_schema(path: Path) -> dict[str, dict[str, str]]:
         fail(f"{path}: not valid YAML/JSON: {error}")
     if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
         fail(f"{path}: expected a mapping of table -> {{column: type}}")
-    return {str(t).lower(): {str(c).lower(): str(ty) for c, ty in cols.items()}
-            for t, cols in data.items()}
+    return {
+        str(t).lower(): {str(c).lower(): str(ty) for c, ty in cols.items()}
+        for t, cols in data.items()
+    }
 
 
 def _scan_view(result: ScanResult, columns: bool) -> LineageView:
@@ -111,10 +137,21 @@ def _scan_view(result: ScanResult, columns: bool) -> LineageView:
     for fl in result.files.values():
         column_names[fl.target] = [c.column for c in fl.columns or ()]
     nodes = [
-        Node(n, "dataset" if n in targets else "source", "table" if n in targets else "source",
-             columns=tuple(column_names.get(n, ())))
+        Node(
+            n,
+            "dataset" if n in targets else "source",
+            "table" if n in targets else "source",
+            columns=tuple(column_names.get(n, ())),
+        )
         for n in result.nodes
     ]
     graph = LineageGraph(nodes, result.edges, result.column_edges)
-    return LineageView(None, "all", tuple(nodes), {n.id: 0 for n in nodes}, result.edges,
-                       graph.column_edges if columns else None, result.unresolved)
+    return LineageView(
+        None,
+        "all",
+        tuple(nodes),
+        {n.id: 0 for n in nodes},
+        result.edges,
+        graph.column_edges if columns else None,
+        result.unresolved,
+    )

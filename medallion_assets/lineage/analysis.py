@@ -93,8 +93,9 @@ class _Run:
         result = FileLineage(statement.target, statement.kind, statement.sources, None)
         self.results[sql_file.label] = result
         if self.cache:
-            self.cache.put(key, {"target": result.target, "kind": result.kind,
-                                 "sources": list(result.sources)})
+            self.cache.put(
+                key, {"target": result.target, "kind": result.kind, "sources": list(result.sources)}
+            )
 
     def column_order(self, files: Sequence[SqlFile]) -> list[SqlFile]:
         """Files in dependency order; files caught in a cycle come last, in input order."""

@@ -10,18 +10,18 @@ import hashlib
 import json
 import os
 import tempfile
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-import sqlglot
-
 # Bump when the shape of cached results changes; the sqlglot version is part of the key too.
 FORMAT_VERSION = 1
+_SQLGLOT_VERSION = version("sqlglot")
 
 
 def content_key(*parts: str) -> str:
     digest = hashlib.sha256()
-    for part in (str(FORMAT_VERSION), sqlglot.__version__, *parts):
+    for part in (str(FORMAT_VERSION), _SQLGLOT_VERSION, *parts):
         digest.update(part.encode("utf-8"))
         digest.update(b"\0")
     return digest.hexdigest()

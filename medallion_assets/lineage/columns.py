@@ -124,8 +124,9 @@ class _Resolver:
 
     def _lateral_outputs(self, scope: Scope, lateral: exp.Lateral) -> list[OutputColumn]:
         origin = self.expression_origin(scope, lateral.this, [])
-        origin = Origin(origin.sources, _stronger(origin.transform, "expression"), None,
-                        origin.unresolved)
+        origin = Origin(
+            origin.sources, _stronger(origin.transform, "expression"), None, origin.unresolved
+        )
         alias = lateral.args.get("alias")
         names = [c.name for c in alias.columns] if alias is not None else []
         return [OutputColumn(name, origin) for name in names or [lateral.alias_or_name]]
@@ -168,8 +169,12 @@ class _Resolver:
             return origin
         own = _own_transform(expression)
         if own != "direct":
-            origin = Origin(origin.sources, _stronger(origin.transform, own),
-                            _cast_type(expression), origin.unresolved)
+            origin = Origin(
+                origin.sources,
+                _stronger(origin.transform, own),
+                _cast_type(expression),
+                origin.unresolved,
+            )
         return origin
 
     def _subquery_origin(self, node: exp.Expr) -> Origin:
@@ -180,10 +185,13 @@ class _Resolver:
         origin = Origin()
         for column in self.outputs(scope):
             origin = origin.merge(column.origin)
-        return Origin(origin.sources, _stronger(origin.transform, "expression"), None,
-                      origin.unresolved)
+        return Origin(
+            origin.sources, _stronger(origin.transform, "expression"), None, origin.unresolved
+        )
 
-    def column_origin(self, scope: Scope, column: exp.Column, earlier: list[OutputColumn]) -> Origin:
+    def column_origin(
+        self, scope: Scope, column: exp.Column, earlier: list[OutputColumn]
+    ) -> Origin:
         name = column.name
         qualifier = column.table
         current: Scope | None = scope
@@ -220,16 +228,17 @@ class _Resolver:
         col_type = known.get(name) if known else None
         if known is not None and name not in known:
             return Origin(
-                frozenset({f"{table}.{name}"}), "direct",
+                frozenset({f"{table}.{name}"}),
+                "direct",
                 unresolved=f"{name}: not a column of {table} (known columns: {', '.join(known)})",
             )
         return Origin(frozenset({f"{table}.{name}"}), "direct", col_type)
 
     def _unqualified(self, scope: Scope, name: str, earlier: list[OutputColumn]) -> Origin | None:
-        sources = list(scope.selected_sources.values())
-        sources += [(None, s) for s in scope.lateral_sources.values()]
+        sources = [source for _, source in scope.selected_sources.values()]
+        sources += list(scope.lateral_sources.values())
         definite, possible = [], []
-        for _, source in sources:
+        for source in sources:
             columns = self._known_columns(source)
             if columns is None:
                 possible.append(source)
@@ -246,7 +255,9 @@ class _Resolver:
                 return output.origin
         if len(possible) > 1:
             names = ", ".join(sorted(_source_label(s) for s in possible))
-            return Origin(unresolved=f"{name}: ambiguous, could come from {names} (schemas unknown)")
+            return Origin(
+                unresolved=f"{name}: ambiguous, could come from {names} (schemas unknown)"
+            )
         return None
 
     def _known_columns(self, source: exp.Table | Scope) -> set[str] | None:
@@ -264,8 +275,8 @@ def _apply_alias_columns(scope: Scope, outputs: list[OutputColumn]) -> list[Outp
     names = [c.name for c in alias.columns] if isinstance(alias, exp.TableAlias) else []
     if not names or any(o.name == "*" for o in outputs):
         return outputs
-    renamed = [OutputColumn(n, o.origin) for n, o in zip(names, outputs)]
-    return renamed + outputs[len(names):]
+    renamed = [OutputColumn(n, o.origin) for n, o in zip(names, outputs, strict=False)]
+    return renamed + outputs[len(names) :]
 
 
 def _source_label(source: exp.Table | Scope) -> str:

@@ -99,7 +99,7 @@ class DAG(Generic[T]):
                     path.pop()
                     state[node] = 2
                 elif state.get(child) == 1:
-                    return path[path.index(child):] + [child]
+                    return [*path[path.index(child) :], child]
                 elif child not in state:
                     state[child] = 1
                     path.append(child)

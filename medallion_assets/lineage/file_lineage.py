@@ -42,8 +42,12 @@ class FileLineage:
             columns = [
                 [c.column, list(c.sources), c.transform, c.type, c.unresolved] for c in self.columns
             ]
-        return {"target": self.target, "kind": self.kind, "sources": list(self.sources),
-                "columns": columns}
+        return {
+            "target": self.target,
+            "kind": self.kind,
+            "sources": list(self.sources),
+            "columns": columns,
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> FileLineage:
@@ -84,7 +88,7 @@ def _rename(outputs: list[OutputColumn], names: tuple[str, ...]) -> list[OutputC
             else "INSERT column list cannot be matched to an unexpanded '*'"
         )
         return [OutputColumn(n, Origin(unresolved=reason)) for n in names]
-    return [OutputColumn(n, o.origin) for n, o in zip(names, outputs)]
+    return [OutputColumn(n, o.origin) for n, o in zip(names, outputs, strict=True)]
 
 
 def _merge_outputs(merge: exp.Expr, schema: Schema) -> list[OutputColumn]:
@@ -105,7 +109,7 @@ def _merge_outputs(merge: exp.Expr, schema: Schema) -> list[OutputColumn]:
         return []
     select.set("expressions", [e.as_(f"__m{i}") for i, (_, e) in enumerate(assigned)])
     by_name: dict[str, Origin] = {}
-    for (name, _), out in zip(assigned, query_columns(select, schema)):
+    for (name, _), out in zip(assigned, query_columns(select, schema), strict=True):
         if name == "*":
             continue
         kept = frozenset(s for s in out.origin.sources if not s.startswith(f"{_MERGE_TARGET}."))
@@ -119,7 +123,7 @@ def _merge_outputs(merge: exp.Expr, schema: Schema) -> list[OutputColumn]:
 
 def _assignments(then: exp.Expr | None, source_alias: str) -> list[tuple[str, exp.Expr]]:
     if isinstance(then, exp.Update):
-        pairs = []
+        pairs: list[tuple[str, exp.Expr]] = []
         for eq in then.expressions:
             if isinstance(eq, exp.Star):
                 pairs.append(("*", exp.Star()))
@@ -131,7 +135,7 @@ def _assignments(then: exp.Expr | None, source_alias: str) -> list[tuple[str, ex
             return [("*", exp.Star())]
         names = [c.name for c in then.this.expressions] if then.this else []
         values = then.expression.expressions if then.expression else []
-        return list(zip(names, values))
+        return list(zip(names, values, strict=False))
     return []
 
 
@@ -156,4 +160,4 @@ def schema_subset(sources: tuple[str, ...], known: Schema) -> dict[str, dict[str
     return {s: dict(known[s]) for s in sources if s in known}
 
 
-__all__ = ["ColumnLineage", "FileLineage", "statement_columns", "schema_subset", "table_name"]
+__all__ = ["ColumnLineage", "FileLineage", "schema_subset", "statement_columns", "table_name"]

@@ -167,4 +167,3 @@ def _walk_columns(
 def max_criticality(values: Iterable[str]) -> str | None:
     ranked = sorted(values, key=CRITICALITY_RANK.__getitem__)
     return ranked[-1] if ranked else None
-

@@ -56,7 +56,9 @@ class ImpactReport:
         start = f"{self.root}.{self.column}" if self.column else self.root
         tables = [n for n in self.nodes if n.kind != "exposure"]
         layers = ", ".join(
-            f"{len(nodes)} {layer}" for layer, nodes in self.by_layer().items() if layer != "exposure"
+            f"{len(nodes)} {layer}"
+            for layer, nodes in self.by_layer().items()
+            if layer != "exposure"
         )
         critical = len(self.reaches("critical"))
         return (
@@ -75,8 +77,13 @@ class ImpactReport:
             "owners": list(self.owners),
             "layers": {
                 layer: [
-                    {"id": n.id, "depth": n.depth, "criticality": n.criticality,
-                     "owners": list(n.owners), "columns": list(n.columns)}
+                    {
+                        "id": n.id,
+                        "depth": n.depth,
+                        "criticality": n.criticality,
+                        "owners": list(n.owners),
+                        "columns": list(n.columns),
+                    }
                     for n in nodes
                 ]
                 for layer, nodes in self.by_layer().items()
@@ -95,8 +102,17 @@ def impact(graph: LineageGraph, table: str, column: str | None = None) -> Impact
     nodes = []
     for node_id, depth in reached.items():
         node = graph.nodes[node_id]
-        nodes.append(ImpactedNode(node.id, node.kind, node.layer, depth, node.criticality,
-                                  node.owners, tuple(sorted(columns.get(node_id, ())))))
+        nodes.append(
+            ImpactedNode(
+                node.id,
+                node.kind,
+                node.layer,
+                depth,
+                node.criticality,
+                node.owners,
+                tuple(sorted(columns.get(node_id, ()))),
+            )
+        )
     order = {layer: i for i, layer in enumerate(LAYER_ORDER)}
     nodes.sort(key=lambda n: (order.get(n.layer, 99), n.depth, n.id))
     return ImpactReport(table, column, tuple(nodes))

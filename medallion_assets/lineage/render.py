@@ -43,7 +43,8 @@ def view(
     column_edges = None
     if columns:
         column_edges = tuple(
-            e for e in graph.column_edges
+            e
+            for e in graph.column_edges
             if e.target.rsplit(".", 1)[0] in keep and e.source.rsplit(".", 1)[0] in keep
         )
     nodes = tuple(graph.nodes[n] for n in sorted(keep, key=lambda n: (depths[n], n)))
@@ -83,8 +84,15 @@ def render_tree(v: LineageView) -> str:
     return "\n".join(line for line in lines if line) + "\n"
 
 
-def _branch(node: str, adjacency: dict[str, list[str]], by_id: dict[str, Node], v: LineageView,
-            indent: str, lines: list[str], path: set[str]) -> None:
+def _branch(
+    node: str,
+    adjacency: dict[str, list[str]],
+    by_id: dict[str, Node],
+    v: LineageView,
+    indent: str,
+    lines: list[str],
+    path: set[str],
+) -> None:
     nexts = sorted(n for n in adjacency.get(node, []) if n in by_id)
     for i, nxt in enumerate(nexts):
         last = i == len(nexts) - 1
@@ -108,11 +116,14 @@ def _columns(v: LineageView, table: str, indent: str, lines: list[str]) -> None:
     node = next((n for n in v.nodes if n.id == table), None)
     for column in node.columns if node else ():
         if column in sources:
-            lines.append(f"{indent}· {column} <- {', '.join(sorted(sources[column]))} "
-                         f"({transforms[column]})")
+            lines.append(
+                f"{indent}· {column} <- {', '.join(sorted(sources[column]))} ({transforms[column]})"
+            )
     for item in v.unresolved:
         if item["column"].rsplit(".", 1)[0] == table:
-            lines.append(f"{indent}· {item['column'].rsplit('.', 1)[1]} <- UNRESOLVED: {item['reason']}")
+            lines.append(
+                f"{indent}· {item['column'].rsplit('.', 1)[1]} <- UNRESOLVED: {item['reason']}"
+            )
 
 
 # --- json, mermaid, dot --------------------------------------------------------------------------
@@ -123,8 +134,15 @@ def render_json(v: LineageView) -> str:
         "root": v.root,
         "direction": v.direction,
         "nodes": [
-            {"id": n.id, "kind": n.kind, "layer": n.layer, "criticality": n.criticality,
-             "owners": list(n.owners), "depth": v.depths.get(n.id, 0), "file": n.file}
+            {
+                "id": n.id,
+                "kind": n.kind,
+                "layer": n.layer,
+                "criticality": n.criticality,
+                "owners": list(n.owners),
+                "depth": v.depths.get(n.id, 0),
+                "file": n.file,
+            }
             for n in v.nodes
         ],
         "edges": [{"from": u, "to": d} for u, d in v.edges],
@@ -147,8 +165,13 @@ def render_mermaid(v: LineageView) -> str:
         lines.append(f'  {_mermaid_id(node.id)}["{node.id}"]:::{node.layer}')
     for u, d in v.edges:
         lines.append(f"  {_mermaid_id(u)} --> {_mermaid_id(d)}")
-    styles = {"raw": "#eeeeee", "bronze": "#e8c39e", "silver": "#d9d9d9", "gold": "#f5d76e",
-              "exposure": "#b3d9ff"}
+    styles = {
+        "raw": "#eeeeee",
+        "bronze": "#e8c39e",
+        "silver": "#d9d9d9",
+        "gold": "#f5d76e",
+        "exposure": "#b3d9ff",
+    }
     for layer, color in styles.items():
         lines.append(f"  classDef {layer} fill:{color},stroke:#555")
     return "\n".join(lines) + "\n"

@@ -48,7 +48,7 @@ def scan_directory(
     schema: Mapping[str, Mapping[str, str]] | None = None,
     cache_dir: Path | None = None,
 ) -> ScanResult:
-    """Scan every ``*.sql`` below ``directory`` (sorted); a file that fails is reported, not fatal."""
+    """Scan every ``*.sql`` below ``directory``; a file that fails is reported, not fatal."""
     files = []
     read_errors = []
     for path in sorted(directory.rglob("*.sql")):

@@ -1,0 +1,1 @@
+SELECT country, sum(amount) AS revenue FROM silver.orders_clean GROUP BY country
