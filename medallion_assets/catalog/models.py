@@ -82,11 +82,6 @@ class System(Model):
     description: str = ""
     throttle: Throttle = Throttle()
 
-    @property
-    def pool(self) -> str:
-        """Name of the Dagster concurrency pool that enforces ``max_concurrent_jobs``."""
-        return self.kind
-
 
 class SystemsFile(Model):
     systems: dict[str, System]
@@ -266,6 +261,15 @@ class RetryPolicy(Model):
     jitter: Literal["none", "full", "plus_minus"] = "none"
     max_delay_seconds: float | None = Field(default=None, gt=0)
 
+    @model_validator(mode="after")
+    def _delays(self) -> RetryPolicy:
+        if self.max_delay_seconds is not None and self.max_delay_seconds < self.delay_seconds:
+            raise ValueError(
+                f"max_delay_seconds {self.max_delay_seconds} is below delay_seconds "
+                f"{self.delay_seconds}"
+            )
+        return self
+
 
 BUILTIN_HEALING_ACTIONS: tuple[str, ...] = (
     "clear_staging",
@@ -279,6 +283,11 @@ _DOTTED = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)+(:[A-Za-z_][\w]*)?$")
 
 
 class ErrorSignature(Model):
+    """Which failures a healing rule handles. Every field given must match (exception: the
+    class name or dotted path of the exception or one of its bases; message: a regex searched in
+    the message; sqlstate: the five-character code). Rules are tried in file order; the first
+    match wins."""
+
     exception: str | None = None
     message: str | None = None
     sqlstate: str | None = None

@@ -13,6 +13,7 @@ SELECT
     nullif(upper(trim(promo_code)), '') AS promo_code,
     upper(trim(ship_to_country)) AS ship_to_country,
     items,
+    CAST(updated_at AS TIMESTAMP) AS updated_at,
     _ingested_at,
     _source_file,
     _batch_id

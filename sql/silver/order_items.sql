@@ -6,7 +6,7 @@ WITH latest_orders AS (
         order_date,
         currency,
         items,
-        row_number() OVER (PARTITION BY order_id ORDER BY _ingested_at DESC) AS version_rank
+        row_number() OVER (PARTITION BY order_id ORDER BY updated_at DESC, _ingested_at DESC) AS version_rank
     FROM bronze.orders
 ),
 order_lines AS (

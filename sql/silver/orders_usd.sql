@@ -11,7 +11,7 @@ WITH latest_orders AS (
         total_amount,
         promo_code,
         ship_to_country,
-        row_number() OVER (PARTITION BY order_id ORDER BY _ingested_at DESC) AS version_rank
+        row_number() OVER (PARTITION BY order_id ORDER BY updated_at DESC, _ingested_at DESC) AS version_rank
     FROM bronze.orders
 )
 SELECT

@@ -3,7 +3,8 @@
 SELECT
     customer_id,
     sha2(email, 256) AS email_sha256,
-    substring_index(email, '@', -1) AS email_domain,
+    -- Only the part after '@'; a malformed email without '@' must not leak whole.
+    nullif(regexp_extract(email, '@([^@]+)$', 1), '') AS email_domain,
     CASE
         WHEN phone IS NULL THEN NULL
         ELSE concat(repeat('*', greatest(length(phone) - 4, 0)), substring(phone, -4, 4))
