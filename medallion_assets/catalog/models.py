@@ -7,6 +7,7 @@ such as ``criticallity:`` is reported instead of silently ignored. Cross-file re
 
 from __future__ import annotations
 
+import difflib
 import re
 from datetime import date
 from typing import Annotated, Literal
@@ -16,6 +17,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError
 
 from medallion_assets.catalog.rules import Rule
+from medallion_assets.lineage.statement import known_dialects
 
 LAYERS: tuple[str, ...] = ("bronze", "silver", "gold")
 CRITICALITIES: tuple[str, ...] = ("critical", "high", "normal", "low")
@@ -58,6 +60,14 @@ class Model(BaseModel):
 # --- project.yaml -----------------------------------------------------------------------------
 
 
+def check_dialect(value: str | None) -> str | None:
+    if value is not None and value.lower() not in known_dialects():
+        close = difflib.get_close_matches(value.lower(), known_dialects(), n=1)
+        hint = f"did you mean {close[0]!r}?" if close else f"known: {', '.join(known_dialects())}"
+        raise ValueError(f"unknown SQL dialect {value!r}; {hint}")
+    return value.lower() if value is not None else None
+
+
 class ProjectFile(Model):
     name: str
     description: str = ""
@@ -65,6 +75,8 @@ class ProjectFile(Model):
     owners: tuple[str, ...] = ()
     default_criticality: Criticality = "normal"
     compute_system: str = "spark"
+
+    _dialect = field_validator("dialect")(classmethod(lambda cls, v: check_dialect(v)))
 
 
 # --- systems.yaml -----------------------------------------------------------------------------
@@ -463,6 +475,8 @@ class DatasetSettings(Model):
     retry_policy: str | None = None
     dialect: str | None = None
     alternates: tuple[Alternate, ...] = ()
+
+    _dialect = field_validator("dialect")(classmethod(lambda cls, v: check_dialect(v)))
 
 
 class DatasetsFile(Model):

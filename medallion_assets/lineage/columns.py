@@ -156,26 +156,23 @@ class _Resolver:
     def expression_origin(
         self, scope: Scope, expression: exp.Expr, earlier: list[OutputColumn]
     ) -> Origin:
-        origin = Origin(transform="constant", type=_cast_type(expression))
-        saw_column = False
+        found: Origin | None = None
         for node in expression.walk(prune=lambda n: n is not expression and _is_query(n)):
+            part = None
             if isinstance(node, exp.Column) and not isinstance(node.this, exp.Star):
-                origin = origin.merge(self.column_origin(scope, node, earlier))
-                saw_column = True
+                part = self.column_origin(scope, node, earlier)
             elif _is_query(node) and node is not expression:
-                origin = origin.merge(self._subquery_origin(node))
-                saw_column = True
-        if not saw_column:
-            return origin
+                part = self._subquery_origin(node)
+            if part is not None:
+                found = part if found is None else found.merge(part)
+        if found is None:
+            return Origin(transform="constant", type=_cast_type(expression))
         own = _own_transform(expression)
-        if own != "direct":
-            origin = Origin(
-                origin.sources,
-                _stronger(origin.transform, own),
-                _cast_type(expression),
-                origin.unresolved,
-            )
-        return origin
+        if own == "direct":
+            return found  # a bare column keeps its source's type
+        return Origin(
+            found.sources, _stronger(found.transform, own), _cast_type(expression), found.unresolved
+        )
 
     def _subquery_origin(self, node: exp.Expr) -> Origin:
         query = node.this if isinstance(node, exp.Subquery) else node

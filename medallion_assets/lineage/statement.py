@@ -34,6 +34,21 @@ def table_name(table: exp.Table) -> str:
     return ".".join(part.name.lower() for part in table.parts)
 
 
+# Names users may give that sqlglot spells differently: ANSI SQL is sqlglot's generic dialect.
+_DIALECT_ALIASES = {"ansi": "", "generic": "", "sparksql": "spark"}
+
+
+def known_dialects() -> list[str]:
+    from sqlglot.dialects.dialect import Dialects
+
+    return sorted({d.value for d in Dialects if d.value} | set(_DIALECT_ALIASES))
+
+
+def sqlglot_dialect(name: str) -> str:
+    """The sqlglot name of an authoring dialect (``ansi`` -> sqlglot's generic dialect)."""
+    return _DIALECT_ALIASES.get(name.lower(), name.lower())
+
+
 def parse_statement(sql: str, dialect: str, default_target: str | None) -> Statement:
     """Parse ``sql`` (one statement) written in ``dialect``.
 
@@ -59,11 +74,11 @@ def parse_statement(sql: str, dialect: str, default_target: str | None) -> State
 
 def _parse_one(sql: str, dialect: str) -> exp.Expr:
     try:
-        statements = [s for s in sqlglot.parse(sql, read=dialect) if s is not None]
+        statements = [s for s in sqlglot.parse(sql, read=sqlglot_dialect(dialect)) if s is not None]
     except (ParseError, TokenError) as error:
         raise SqlError(f"does not parse as {dialect} SQL: {_first_line(error)}") from None
     except ValueError as error:  # unknown dialect name
-        raise SqlError(str(error)) from None
+        raise SqlError(f"{error} Known dialects: {', '.join(known_dialects())}") from None
     if not statements:
         raise SqlError("holds no SQL statement: write the SELECT that produces the table")
     if len(statements) > 1:

@@ -129,7 +129,14 @@ CASES: dict[str, Broken] = {
             "sql/silver/orders_clean.sql": "SELECT order_id, amount, country FROM gold.revenue\n",
             "sql/gold/revenue.sql": "SELECT order_id, amount, country FROM silver.orders_clean\n",
         },
-        [("sql/", None, "cycle: ")],
+        [
+            (
+                "sql/gold/revenue.sql",
+                None,
+                "cycle: gold.revenue -> silver.orders_clean -> gold.revenue; "
+                "files: sql/gold/revenue.sql, sql/silver/orders_clean.sql",
+            )
+        ],
     ),
     "unknown_rule_kind": Broken(
         {"metadata/validation.yaml": "rule_sets:\n  keys:\n    - {kind: not_nul, columns: [a]}\n"},
@@ -295,3 +302,13 @@ def test_a_broken_project_loses_nothing(tmp_path: Path):
     with pytest.raises(CatalogError):
         load_catalog(root, use_cache=False)
     assert {p: p.read_bytes() for p in root.rglob("*") if p.is_file()} == before
+
+
+def test_unknown_dialect_is_named_with_a_suggestion(tmp_path: Path):
+    broken = Broken({"metadata/project.yaml": "name: minimal\ndialect: redshfit\n"}, [])
+    with pytest.raises(CatalogError) as raised:
+        load_catalog(build(tmp_path, broken), use_cache=False)
+    assert (
+        "metadata/project.yaml:2: dialect: unknown SQL dialect 'redshfit'; did you mean "
+        "'redshift'?" in str(raised.value)
+    )
