@@ -83,6 +83,8 @@ def build_datasets(
             ),
         )
     for path, sql_file in sql.alternates.items():
+        if settings_file is None:
+            break  # datasets.yaml did not load: its own error is reported, not this echo of it
         if f"sql/{path}" not in used_alternates:
             issues.append(
                 CatalogIssue(

@@ -44,7 +44,7 @@ def load_catalog(root: Path | str = ".", *, use_cache: bool = True) -> Catalog:
     base_schema = {f"raw.{name}": _raw_schema(source) for name, source in sources.items()}
 
     cache = LineageCache(root / CACHE_DIR) if use_cache else None
-    primary = analyze([f for _, f in sql.primary], base_schema, cache=cache)
+    primary = analyze([f for _, f in sql.primary], base_schema, cache=cache, save_cache=False)
     tables, table_issues = _tables(sql, primary, sources)
     issues.extend(table_issues)
     derived = {t: fl.output_schema() for t, (_, fl) in tables.items()}
@@ -52,7 +52,10 @@ def load_catalog(root: Path | str = ".", *, use_cache: bool = True) -> Catalog:
         list(sql.alternates.values()),
         {**base_schema, **{t: s for t, s in derived.items() if s is not None}},
         cache=cache,
+        save_cache=False,
     )
+    if cache is not None:
+        cache.save()  # once, after both analyses: a save keeps only the entries used so far
     issues.extend(CatalogIssue(e.file, "sql", e.message, "fix the SQL") for e in alternates.errors)
 
     known = KnownNames(

@@ -43,15 +43,19 @@ def analyze(
     *,
     columns: bool = True,
     cache: LineageCache | None = None,
+    save_cache: bool = True,
 ) -> Analysis:
-    """Lineage for every file; a file that fails is reported in ``errors`` and the rest go on."""
+    """Lineage for every file; a file that fails is reported in ``errors`` and the rest go on.
+
+    ``save_cache=False`` lets a caller run several analyses on one cache and save it once.
+    """
     run = _Run(base_schema, cache)
     for sql_file in files:
         run.table_level(sql_file)
     if columns:
         for sql_file in run.column_order(files):
             run.column_level(sql_file)
-    if cache is not None:
+    if cache is not None and save_cache:
         cache.save()
     lineage = {f.label: run.results[f.label] for f in files if f.label in run.results}
     return Analysis(lineage, tuple(run.errors), run.parsed)
@@ -81,10 +85,13 @@ class _Run:
         self.keys[sql_file.label] = key
         cached = self.cache.get(key) if self.cache else None
         if cached is not None:
-            self.results[sql_file.label] = FileLineage(
-                cached["target"], cached["kind"], tuple(cached["sources"]), None
-            )
-            return
+            try:
+                self.results[sql_file.label] = FileLineage(
+                    str(cached["target"]), str(cached["kind"]), tuple(cached["sources"]), None
+                )
+                return
+            except (KeyError, TypeError, ValueError):
+                pass  # a damaged entry is a miss: parse again
         try:
             statement = self._statement(sql_file)
         except SqlError as error:
@@ -120,8 +127,11 @@ class _Run:
         key = content_key("columns", self.keys[sql_file.label], json.dumps(schema, sort_keys=True))
         cached = self.cache.get(key) if self.cache else None
         if cached is not None:
-            self._store(sql_file.label, FileLineage.from_dict(cached))
-            return
+            try:
+                self._store(sql_file.label, FileLineage.from_dict(cached))
+                return
+            except (KeyError, TypeError, ValueError):
+                pass  # a damaged entry is a miss: analyse again
         try:
             statement = self._statement(sql_file)
             columns = statement_columns(statement, schema)

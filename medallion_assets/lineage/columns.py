@@ -103,7 +103,8 @@ class _Resolver:
             elif isinstance(projection, exp.Column) and isinstance(projection.this, exp.Star):
                 outputs.extend(self._star(scope, projection.table))
             else:
-                name = projection.alias_or_name
+                # Spark names an unaliased expression by its SQL text, e.g. "sum(sales)".
+                name = projection.alias_or_name or projection.sql("spark").lower()
                 origin = self.expression_origin(scope, projection.unalias(), outputs)
                 outputs.append(OutputColumn(name, origin))
         return outputs

@@ -141,7 +141,8 @@ class LineageGraph:
                 seen = best.get(edge.target)
                 if seen is not None and (seen[0] or not carried):
                     continue  # nothing new: already reached at least as exposed
-                best[edge.target] = (carried, depth + 1)
+                shortest = depth + 1 if seen is None else min(seen[1], depth + 1)
+                best[edge.target] = (carried, shortest)
                 queue.append((edge.target, carried, depth + 1))
         return best
 
