@@ -14,7 +14,10 @@ Both are given the same CTAS files as our engine and asked for table AND column 
   "non-validating" parser is deprecated). It is lazy, so the timed part calls
   ``source_tables``, ``target_tables`` and ``get_column_lineage()`` for every file. It is
   given the TPC schema through its ``DummyMetaDataProvider``, as our engine is, so it can
-  resolve unqualified columns.
+  resolve unqualified columns. sqllineage consults that schema only for schema-qualified
+  tables, so unqualified tables are placed in a default schema ``main`` (its documented
+  ``DEFAULT_SCHEMA`` setting, set for the analysing thread only) and the schema is keyed
+  ``main.<table>``.
 """
 
 from __future__ import annotations
@@ -23,9 +26,10 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from bench.tools import Adapter, Summary, bare_table, target_stem
+from bench.tools import Adapter, Schema, Summary, bare_column, bare_table, target_stem
 
 MAX_SAMPLES = 5
+DEFAULT_SCHEMA = "main"  # sqllineage's schema for unqualified tables (see the docstring)
 
 
 class _Collect(logging.Handler):
@@ -45,14 +49,15 @@ class CLGraph(Adapter):
     name = "clgraph"
     parser = "sqlglot"
 
-    def __init__(self, dialect: str = "duckdb", schema: dict | None = None):
+    def __init__(self, dialect: str = "duckdb", schema: Schema | None = None):
         from clgraph import Pipeline
 
         self._pipeline = Pipeline
         self.dialect = dialect  # clgraph has no schema input: ``schema`` is ignored
         logger = logging.getLogger("clgraph")
-        self._log = _Collect()
-        logger.addHandler(self._log)
+        self._log = next((h for h in logger.handlers if isinstance(h, _Collect)), _Collect())
+        if self._log not in logger.handlers:  # one collector, however many adapters
+            logger.addHandler(self._log)
         logger.setLevel(logging.WARNING)  # its default level; INFO would add records
         logger.propagate = False  # keep its ~1,000 ambiguity warnings off the console
 
@@ -63,7 +68,7 @@ class CLGraph(Adapter):
     def summarise(self, pipeline: Any) -> Summary:
         queries = pipeline.table_graph.queries
         sources: dict[str, list[str]] = {}
-        table_edges = set()
+        table_edges: set[tuple[str, str]] = set()
         for query in queries.values():
             stem = target_stem(query.destination_table or query.query_id)
             found = sorted({bare_table(t) for t in query.source_tables})
@@ -74,12 +79,15 @@ class CLGraph(Adapter):
         missing = sorted(set(queries) - set(pipeline.query_graphs))
         failed = {m.split()[4].rstrip(":") for m in self._log.messages if len(m.split()) > 4}
         samples = list(self._log.messages)
-        samples += [f"{q}: skipped, no column graph (logged at INFO)" for q in missing if q not in failed]
+        samples += [
+            f"{q}: skipped, no column graph (logged at INFO)" for q in missing if q not in failed
+        ]
         return Summary(
             files=len(queries),
             errors=len(missing),
             table_edges=len(table_edges),
             column_edges=len(column_edges),
+            column_edge_sources=[bare_column(source) for source, _ in column_edges],
             sources=sources,
             error_samples=samples[:MAX_SAMPLES],
         )
@@ -89,18 +97,23 @@ class SQLLineage(Adapter):
     name = "sqllineage"
     parser = "sqlfluff"
 
-    def __init__(self, dialect: str = "duckdb", schema: dict | None = None):
+    def __init__(self, dialect: str = "duckdb", schema: Schema | None = None):
+        from sqllineage.config import SQLLineageConfig
         from sqllineage.core.metadata.dummy import DummyMetaDataProvider
         from sqllineage.runner import LineageRunner
 
         self._runner = LineageRunner
+        self._config = SQLLineageConfig
         self.dialect = dialect
-        # unqualified TPC tables live in sqllineage's "<default>" schema
-        metadata = {f"<default>.{t}": list(cols) for t, cols in (schema or {}).items()}
+        metadata = {f"{DEFAULT_SCHEMA}.{t}": list(c) for t, c in (schema or {}).items()}
         self._metadata = DummyMetaDataProvider(metadata)
 
     def analyse(self, folder: Path) -> Any:
-        results = []
+        with self._config(DEFAULT_SCHEMA=DEFAULT_SCHEMA):
+            return self._analyse(folder)
+
+    def _analyse(self, folder: Path) -> list[tuple[Any, ...]]:
+        results: list[tuple[Any, ...]] = []
         for path in sorted(folder.glob("*.sql")):
             try:
                 runner = self._runner(
@@ -109,16 +122,21 @@ class SQLLineage(Adapter):
                     metadata_provider=self._metadata,
                 )
                 results.append(
-                    (path.stem, runner.source_tables, runner.target_tables, runner.get_column_lineage())
+                    (
+                        path.stem,
+                        runner.source_tables,
+                        runner.target_tables,
+                        runner.get_column_lineage(),
+                    )
                 )
-            except Exception as error:  # noqa: BLE001 - any failure counts as an errored file
+            except Exception as error:  # any failure counts as an errored file
                 results.append((path.stem, error, None, None))
         return results
 
     def summarise(self, results: Any) -> Summary:
         sources: dict[str, list[str]] = {}
-        table_edges = set()
-        column_edges = set()
+        table_edges: set[tuple[str, str]] = set()
+        column_edges: set[tuple[str, str]] = set()
         samples = []
         errors = 0
         for stem, source_tables, target_tables, paths in results:
@@ -136,6 +154,7 @@ class SQLLineage(Adapter):
             errors=errors,
             table_edges=len(table_edges),
             column_edges=len(column_edges),
+            column_edge_sources=[bare_column(source) for source, _ in column_edges],
             sources=sources,
             error_samples=samples[:MAX_SAMPLES],
         )

@@ -49,7 +49,8 @@ def write_ctas_corpus(out_dir: Path, root: Path | None = None) -> list[Path]:
     written = []
     for source in query_files(root):
         target = out_dir / source.name
-        target.write_text(as_ctas(source.stem, source.read_text(encoding="utf-8")), encoding="utf-8")
+        sql = source.read_text(encoding="utf-8")
+        target.write_text(as_ctas(source.stem, sql), encoding="utf-8")
         written.append(target)
     if not written:
         raise FileNotFoundError(f"no .sql files under {root or corpora_dir()}")
@@ -60,14 +61,16 @@ def load_schema() -> dict[str, dict[str, str]] | None:
     """TPC table schemas ``{table: {column: type}}``, or None when the file is missing."""
     if not SCHEMA_FILE.is_file():
         return None
-    return json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
+    schema: dict[str, dict[str, str]] = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
+    return schema
 
 
 def expected_sources() -> dict[str, frozenset[str]] | None:
     """Hand-checked base tables per query stem (tests/data/tpc_expected.py), or None."""
     if not EXPECTED_FILE.is_file():
         return None
-    return runpy.run_path(str(EXPECTED_FILE))["EXPECTED_SOURCES"]
+    expected: dict[str, frozenset[str]] = runpy.run_path(str(EXPECTED_FILE))["EXPECTED_SOURCES"]
+    return expected
 
 
 def write_warmup_corpus(out_dir: Path) -> Path:

@@ -11,7 +11,7 @@ import gc
 import math
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 
@@ -24,7 +24,7 @@ def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
 
 
 def repeat(fn: Callable[[], Any], reps: int, budget_s: float | None = None) -> list[float]:
-    """Time ``fn`` up to ``reps`` times; stop early (after at least one) once ``budget_s`` is spent."""
+    """Time ``fn`` up to ``reps`` times; stop early once ``budget_s`` is spent (1 rep at least)."""
     times: list[float] = []
     for _ in range(reps):
         seconds, _ = timed(fn)
@@ -34,11 +34,11 @@ def repeat(fn: Callable[[], Any], reps: int, budget_s: float | None = None) -> l
     return times
 
 
-def median(values: list[float]) -> float:
+def median(values: Sequence[float]) -> float:
     return statistics.median(values)
 
 
-def percentile(values: list[float], pct: float) -> float:
+def percentile(values: Sequence[float], pct: float) -> float:
     """Nearest-rank percentile (``pct`` in 0..100) of a non-empty list."""
     ordered = sorted(values)
     rank = max(1, min(len(ordered), math.ceil(pct / 100 * len(ordered))))

@@ -12,6 +12,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+Schema = dict[str, dict[str, str]]  # {table: {column: type}}
+
 
 @dataclass
 class Summary:
@@ -21,6 +23,8 @@ class Summary:
     errors: int  # files the tool failed on, or skipped without lineage
     table_edges: int  # distinct (source table, target table) pairs
     column_edges: int  # distinct (source column, target column) pairs
+    # source of each distinct column edge as bare "table.column", to check against the schema
+    column_edge_sources: list[str] = field(default_factory=list)
     sources: dict[str, list[str]] = field(default_factory=dict)  # target stem -> base tables
     error_samples: list[str] = field(default_factory=list)  # "file: message", a few only
 
@@ -31,6 +35,12 @@ class Summary:
 def bare_table(name: str) -> str:
     """``'<default>.LineItem'`` / ``'main.lineitem'`` -> ``'lineitem'``: for comparing tools."""
     return str(name).strip('"`').rsplit(".", 1)[-1].strip('"`').lower()
+
+
+def bare_column(name: str) -> str:
+    """``'<default>.lineitem.l_tax'`` -> ``'lineitem.l_tax'``: for checking against the schema."""
+    table, _, column = str(name).rpartition(".")
+    return bare_table(table) + "." + column.strip('"`').lower()
 
 
 def target_stem(name: str) -> str:

@@ -8,6 +8,7 @@ such as ``criticallity:`` is reported instead of silently ignored. Cross-file re
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 from datetime import date
 from typing import Annotated, Literal
@@ -28,6 +29,16 @@ _IDENT = re.compile(r"^[a-z_][a-z0-9_]*$")
 _TABLE = re.compile(r"^[a-z_][a-z0-9_]*\.[a-z_][a-z0-9_]*$")
 _BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 _CRON_FIELD = re.compile(r"^[\d*/,\-A-Za-z?LW#]+$")
+
+
+@functools.lru_cache(maxsize=1024)
+def _is_spark_type(value: str) -> bool:
+    # Projects repeat a handful of types thousands of times: parse each spelling once.
+    try:
+        exp.DataType.build(value, dialect="spark")
+    except (ParseError, ValueError):
+        return False
+    return True
 
 
 def check_identifier(value: str) -> str:
@@ -123,13 +134,11 @@ class Column(Model):
     @field_validator("type")
     @classmethod
     def _type(cls, value: str) -> str:
-        try:
-            exp.DataType.build(value, dialect="spark")
-        except (ParseError, ValueError):
+        if not _is_spark_type(value.lower()):
             raise ValueError(
                 f"{value!r} is not a Spark SQL type; use e.g. string, bigint, double, "
                 "decimal(18,2), date, timestamp"
-            ) from None
+            )
         return value.lower()
 
 

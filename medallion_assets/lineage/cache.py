@@ -10,6 +10,7 @@ import hashlib
 import json
 import os
 import tempfile
+import warnings
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
@@ -59,14 +60,22 @@ class LineageCache:
         if not self._dirty and self._used == set(self._entries):
             return
         kept = {k: v for k, v in self._entries.items() if k in self._used}
+        try:
+            self._write(kept)
+        except OSError as error:
+            # A read-only checkout still loads; it only parses again next time.
+            warnings.warn(f"lineage cache not saved to {self.path}: {error}", stacklevel=2)
+            return
+        self._entries = kept
+        self._dirty = False
+
+    def _write(self, entries: dict[str, Any]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".lineage-", suffix=".json")
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(kept, handle, separators=(",", ":"))
-            os.replace(tmp, self.path)
+                json.dump(entries, handle, separators=(",", ":"))
+            os.replace(tmp, self.path)  # atomic: readers see the old file or the new one
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
-        self._entries = kept
-        self._dirty = False

@@ -171,3 +171,16 @@ def test_loading_an_unchanged_project_twice_parses_no_sql_the_second_time(
     assert parsed_targets == []
     assert second.lineage.column_edges == first.lineage.column_edges
     assert second.lineage.dag.edges() == first.lineage.dag.edges()
+
+
+def test_a_cache_folder_that_cannot_be_written_only_warns(tmp_path):
+    from medallion_assets.lineage.analysis import SqlFile, analyze
+    from medallion_assets.lineage.cache import LineageCache
+
+    blocker = tmp_path / "not_a_folder"
+    blocker.write_text("a file where the cache folder should be")
+    cache = LineageCache(blocker / "cache")
+    files = [SqlFile("a.sql", "SELECT x FROM t", "spark", "a")]
+    with pytest.warns(UserWarning, match="lineage cache not saved"):
+        result = analyze(files, {}, cache=cache)
+    assert result.lineage["a.sql"].sources == ("t",)

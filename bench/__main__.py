@@ -1,0 +1,37 @@
+"""``python -m bench [A] [B] [C]``: run the chosen benchmarks (all by default).
+
+Always exits 0: the benchmarks are informational, a missed bar prints FAIL but fails nothing.
+A benchmark that crashes (e.g. our API changed under it) is reported and the others still run.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+import traceback
+
+from bench import catalog_bench, dag_bench, lineage_bench
+
+BENCHMARKS = {"A": lineage_bench.main, "B": catalog_bench.main, "C": dag_bench.main}
+
+
+def main(argv: list[str]) -> int:
+    chosen = [a.upper() for a in argv] or list(BENCHMARKS)
+    unknown = [c for c in chosen if c not in BENCHMARKS]
+    if unknown:
+        print(f"unknown benchmark(s) {', '.join(unknown)}; choose from A, B, C")
+        return 0
+    print(f"python {sys.version.split()[0]}; benchmarks: {', '.join(chosen)}")
+    for name in chosen:
+        start = time.perf_counter()
+        try:
+            BENCHMARKS[name]()
+        except Exception:  # report and go on: benchmarks never fail the run
+            print(f"\n  [ERROR] benchmark {name} crashed:")
+            traceback.print_exc(file=sys.stdout)
+        print(f"  ({name} took {time.perf_counter() - start:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
