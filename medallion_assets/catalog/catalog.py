@@ -7,17 +7,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from medallion_assets.catalog.models import (
-    ControlFlag,
     DatasetSettings,
     Exposure,
-    HealingRule,
-    Pipeline,
-    ProfilesFile,
     ProjectFile,
-    RetryPolicy,
     Source,
     System,
     Target,
+)
+from medallion_assets.catalog.operations import (
+    ControlFlag,
+    HealingRule,
+    Pipeline,
+    ProfilesFile,
+    RetryPolicy,
 )
 from medallion_assets.catalog.rules import Rule
 from medallion_assets.lineage.file_lineage import ColumnLineage

@@ -11,7 +11,7 @@ import difflib
 from collections.abc import Mapping
 from pathlib import Path
 
-from medallion_assets.catalog import models
+from medallion_assets.catalog import models, operations
 from medallion_assets.catalog.catalog import INGESTION_COLUMNS, Catalog, Dataset
 from medallion_assets.catalog.datasets import build_datasets, build_graph
 from medallion_assets.catalog.errors import CatalogError, CatalogIssue
@@ -161,9 +161,9 @@ def _assemble(
     sources = model_of(files, "sources", models.SourcesFile)
     targets = model_of(files, "targets", models.TargetsFile)
     validation = model_of(files, "validation", models.ValidationFile)
-    policies = model_of(files, "policies", models.PoliciesFile)
-    control = model_of(files, "control", models.ControlFile)
-    pipelines = model_of(files, "pipelines", models.PipelinesFile)
+    policies = model_of(files, "policies", operations.PoliciesFile)
+    control = model_of(files, "control", operations.ControlFile)
+    pipelines = model_of(files, "pipelines", operations.PipelinesFile)
     exposures = model_of(files, "exposures", models.ExposuresFile)
     # Reached only without issues, so every file validated (or took its empty default).
     assert systems and sources and targets and validation and policies and control
@@ -182,7 +182,7 @@ def _assemble(
         default_retry_policy=policies.default_retry_policy,
         healing_rules=policies.healing_rules,
         control_flags=control.flags,
-        profiles=model_of(files, "profiles", models.ProfilesFile),
+        profiles=model_of(files, "profiles", operations.ProfilesFile),
         pipelines={p.id: p for p in pipelines.pipelines},
         exposures={e.name: e for e in exposures.exposures},
         lineage=graph,

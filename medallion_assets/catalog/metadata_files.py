@@ -16,7 +16,7 @@ from typing import Any, TypeVar, Union
 
 from pydantic import BaseModel, ValidationError
 
-from medallion_assets.catalog import models
+from medallion_assets.catalog import models, operations
 from medallion_assets.catalog.errors import CatalogIssue
 from medallion_assets.catalog.rules import RULE_KINDS
 from medallion_assets.catalog.yaml_source import YamlDocument, read_yaml
@@ -28,10 +28,10 @@ METADATA_FILES: dict[str, type[BaseModel]] = {
     "sources": models.SourcesFile,
     "targets": models.TargetsFile,
     "validation": models.ValidationFile,
-    "policies": models.PoliciesFile,
-    "control": models.ControlFile,
-    "profiles": models.ProfilesFile,
-    "pipelines": models.PipelinesFile,
+    "policies": operations.PoliciesFile,
+    "control": operations.ControlFile,
+    "profiles": operations.ProfilesFile,
+    "pipelines": operations.PipelinesFile,
     "datasets": models.DatasetsFile,
     "exposures": models.ExposuresFile,
 }

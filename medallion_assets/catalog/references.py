@@ -12,17 +12,19 @@ from dataclasses import dataclass
 from medallion_assets.catalog.errors import CatalogIssue, format_field
 from medallion_assets.catalog.metadata_files import LoadedFile
 from medallion_assets.catalog.models import (
-    ControlFile,
     DatasetsFile,
     ExposuresFile,
-    PipelinesFile,
-    PoliciesFile,
-    ProfilesFile,
     ProjectFile,
     SourcesFile,
     SystemsFile,
     TargetsFile,
     ValidationFile,
+)
+from medallion_assets.catalog.operations import (
+    ControlFile,
+    PipelinesFile,
+    PoliciesFile,
+    ProfilesFile,
 )
 from medallion_assets.catalog.rules import Rule
 from medallion_assets.catalog.yaml_source import Loc

@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from medallion_assets.catalog.base import LAYERS
 from medallion_assets.catalog.errors import CatalogIssue
-from medallion_assets.catalog.models import LAYERS
 from medallion_assets.lineage.analysis import SqlFile
 
 ALTERNATES = "alternates"
