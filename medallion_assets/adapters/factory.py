@@ -1,0 +1,174 @@
+"""Build one executable Dagster asset per dataset from its spec; execution is the runtime's.
+
+The asset function resolves resources, calls ``runtime.ingest`` (bronze) or
+``runtime.build`` (silver, gold), loads the warehouse for gold tables with a target, and
+returns a ``MaterializeResult`` whose data version is the published lake version.
+"""
+
+from typing import Any
+
+import dagster as dg  # no "from __future__ import annotations": Dagster reads the hints
+
+from medallion_assets.adapters.resources import (
+    LakeResource,
+    S3Resource,
+    SparkResource,
+    WarehouseResource,
+)
+from medallion_assets.adapters.translator import DatasetTranslator
+from medallion_assets.catalog import Catalog, Dataset
+from medallion_assets.catalog.operations import RetryPolicy
+from medallion_assets.runtime.build import build_table
+from medallion_assets.runtime.ingest import ingest
+
+
+def retry_policy(catalog: Catalog, dataset: Dataset) -> dg.RetryPolicy | None:
+    name = dataset.settings.retry_policy or catalog.default_retry_policy
+    if name is None:
+        return None
+    return to_dagster_retry(catalog.retry_policies[name])
+
+
+def to_dagster_retry(policy: RetryPolicy) -> dg.RetryPolicy | None:
+    if policy.max_retries == 0:
+        return None
+    backoff = dg.Backoff.EXPONENTIAL if policy.backoff == "exponential" else dg.Backoff.LINEAR
+    jitter = {"none": None, "full": dg.Jitter.FULL, "plus_minus": dg.Jitter.PLUS_MINUS}
+    return dg.RetryPolicy(
+        max_retries=policy.max_retries,
+        delay=policy.delay_seconds or None,
+        backoff=backoff if policy.delay_seconds else None,
+        jitter=jitter[policy.jitter] if policy.delay_seconds else None,
+    )
+
+
+def build_assets(catalog: Catalog, translator: DatasetTranslator) -> list[dg.AssetsDefinition]:
+    return [_asset(catalog, dataset, translator) for dataset in catalog.datasets.values()]
+
+
+def _asset(
+    catalog: Catalog, dataset: Dataset, translator: DatasetTranslator
+) -> dg.AssetsDefinition:
+    spec = translator.get_asset_spec(dataset)
+
+    @dg.multi_asset(
+        specs=[spec],
+        name=dataset.name.replace(".", "__"),
+        pool=dataset.system,  # `dagster instance concurrency set <system> N` caps the system
+        retry_policy=retry_policy(catalog, dataset),
+        partitions_def=spec.partitions_def,
+    )
+    def _materialize(
+        context: dg.AssetExecutionContext,
+        spark: SparkResource,
+        lake: LakeResource,
+        s3: S3Resource,
+        warehouse: WarehouseResource,
+    ) -> dg.MaterializeResult:
+        return materialize_dataset(context, catalog, dataset, spark, lake, s3, warehouse)
+
+    return _materialize
+
+
+def materialize_dataset(
+    context: dg.AssetExecutionContext,
+    catalog: Catalog,
+    dataset: Dataset,
+    spark: SparkResource,
+    lake: LakeResource,
+    s3: S3Resource,
+    warehouse: WarehouseResource,
+) -> dg.MaterializeResult:
+    partition = context.partition_key if context.has_partition_key else None
+    session = spark.session()
+    log = context.log.info
+    metadata: dict[str, Any] = {}
+    if dataset.layer == "bronze":
+        outcome = ingest(
+            session,
+            lake.lake,
+            s3.store(dataset.system),
+            lake.landing_root,
+            catalog,
+            dataset,
+            partition,
+            run_id=context.run_id,
+            log=log,
+        )
+        build = outcome.build
+        metadata.update(outcome.metadata)
+    else:
+        build = build_table(
+            session, lake.lake, catalog, dataset, partition, run_id=context.run_id, log=log
+        )
+    version = build.version
+    metadata.update(
+        {
+            "rows": version.rows,
+            "dagster/row_count": version.rows,
+            "lake_version": version.version_id,
+            "skipped": build.skipped,
+            "inputs": dg.MetadataValue.json(version.inputs),
+        }
+    )
+    if build.skipped:
+        metadata["skip_reason"] = build.reason
+    if dataset.target is not None:
+        metadata.update(load_warehouse(context, dataset, session, lake, warehouse, version))
+    return dg.MaterializeResult(data_version=dg.DataVersion(version.version_id), metadata=metadata)
+
+
+def load_warehouse(
+    context: dg.AssetExecutionContext,
+    dataset: Dataset,
+    session: Any,
+    lake: LakeResource,
+    warehouse: WarehouseResource,
+    version: Any,
+) -> dict[str, Any]:
+    """Load the published version into the warehouse, unless that version is already there."""
+    assert dataset.target is not None
+    marker_name = f"warehouse__{dataset.name}"
+    marker = lake.lake.read_state(marker_name)
+    url = warehouse.url()
+    if marker.get("version") == version.version_id and marker.get("warehouse") == _safe(url):
+        context.log.info(f"warehouse already holds {dataset.name} version {version.version_id}")
+        return {"warehouse_rows": marker.get("rows"), "warehouse_loaded": "unchanged"}
+    data = session.read.parquet(str(lake.lake.version_path(version))).toArrow()
+    target_warehouse = warehouse.connect()
+    try:
+        report = target_warehouse.load(
+            dataset.target,
+            data,
+            throttle=warehouse.throttle(dataset.target.system),
+            lake_rows=version.rows,
+        )
+    finally:
+        target_warehouse.close()
+    if not report.reconciled:
+        raise RuntimeError(
+            f"{dataset.target.warehouse_table}: {report.rows_in_table} rows in the warehouse, "
+            f"expected {report.expected_rows} (lake version {version.version_id})"
+        )
+    lake.lake.write_state(
+        marker_name,
+        {"version": version.version_id, "warehouse": _safe(url), "rows": report.rows_in_table},
+    )
+    context.log.info(
+        f"loaded {report.rows_staged} rows into {dataset.target.warehouse_table} "
+        f"({report.mode}); reconciled {report.rows_in_table} rows"
+    )
+    return {
+        "warehouse_table": dataset.target.warehouse_table,
+        "warehouse_rows": report.rows_in_table,
+        "warehouse_rows_loaded": report.rows_staged,
+        "warehouse_reconciled": report.reconciled,
+    }
+
+
+def _safe(url: str) -> str:
+    """The warehouse URL without credentials, for state files and logs."""
+    if "@" in url and "://" in url:
+        scheme, rest = url.split("://", 1)
+        return f"{scheme}://{rest.split('@', 1)[1]}"
+    return url

@@ -1,0 +1,114 @@
+"""Asset jobs per pipeline and per layer, and schedules from each pipeline's cron.
+
+Dagster runs one partitions definition per job, so a pipeline mixing daily-partitioned and
+unpartitioned tables gets two jobs: ``<id>`` and ``<id>__daily``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import dagster as dg
+
+from medallion_assets.adapters.translator import DatasetTranslator, table_key
+from medallion_assets.catalog import Catalog
+
+DAILY_SUFFIX = "__daily"
+
+
+def _split(catalog: Catalog, tables: Iterable[str]) -> tuple[list[str], list[str]]:
+    plain, daily = [], []
+    for table in tables:
+        partitioned = catalog.datasets[table].settings.partitions is not None
+        (daily if partitioned else plain).append(table)
+    return plain, daily
+
+
+def _jobs_for(
+    name: str,
+    catalog: Catalog,
+    tables: Iterable[str],
+    translator: DatasetTranslator,
+    description: str,
+    tags: dict[str, str],
+) -> list[dg.UnresolvedAssetJobDefinition]:
+    plain, daily = _split(catalog, tables)
+    jobs = []
+    if plain:
+        jobs.append(
+            dg.define_asset_job(
+                name, selection=[table_key(t) for t in plain], description=description, tags=tags
+            )
+        )
+    if daily:
+        partitions = translator.partitions_def(catalog.datasets[daily[0]])
+        jobs.append(
+            dg.define_asset_job(
+                name + DAILY_SUFFIX,
+                selection=[table_key(t) for t in daily],
+                partitions_def=partitions,
+                description=f"{description} (daily partitions)",
+                tags=tags,
+            )
+        )
+    return jobs
+
+
+def build_jobs(
+    catalog: Catalog, translator: DatasetTranslator
+) -> list[dg.UnresolvedAssetJobDefinition]:
+    jobs = []
+    for pipeline_id, pipeline in catalog.pipelines.items():
+        jobs += _jobs_for(
+            pipeline_id,
+            catalog,
+            catalog.pipeline_datasets(pipeline_id),
+            translator,
+            pipeline.description or f"pipeline {pipeline_id}",
+            {"pipeline": pipeline_id},
+        )
+    for layer in ("bronze", "silver", "gold"):
+        tables = [n for n, d in catalog.datasets.items() if d.layer == layer]
+        jobs += _jobs_for(
+            f"layer_{layer}", catalog, tables, translator, f"every {layer} table", {"layer": layer}
+        )
+    return jobs
+
+
+def build_schedules(
+    catalog: Catalog, jobs: list[dg.UnresolvedAssetJobDefinition]
+) -> list[dg.ScheduleDefinition]:
+    by_name = {job.name: job for job in jobs}
+    schedules: list[dg.ScheduleDefinition] = []
+    for pipeline_id, pipeline in catalog.pipelines.items():
+        if pipeline.schedule is None:
+            continue
+        status = (
+            dg.DefaultScheduleStatus.RUNNING
+            if pipeline.enabled
+            else dg.DefaultScheduleStatus.STOPPED
+        )
+        if pipeline_id in by_name:
+            schedules.append(
+                dg.ScheduleDefinition(
+                    name=f"{pipeline_id}_schedule",
+                    job=by_name[pipeline_id],
+                    cron_schedule=pipeline.schedule,
+                    default_status=status,
+                    execution_timezone="UTC",
+                )
+            )
+        daily = by_name.get(pipeline_id + DAILY_SUFFIX)
+        if daily is not None:
+            # A daily job's schedule follows its partitions; the cron gives the time of day.
+            minute, hour = (int(f) if f.isdigit() else 0 for f in pipeline.schedule.split()[:2])
+            schedules.append(
+                dg.build_schedule_from_partitioned_job(  # type: ignore[arg-type]
+                    daily,
+                    name=f"{pipeline_id}{DAILY_SUFFIX}_schedule",
+                    minute_of_hour=minute,
+                    hour_of_day=hour,
+                    default_status=status,
+                )
+            )
+    return schedules

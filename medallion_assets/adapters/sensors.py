@@ -1,0 +1,67 @@
+"""Sensors that notice new objects under a raw source's S3 prefix and request its bronze table.
+
+The bronze step itself decides what is new from its manifest; the sensor compares the listing
+with the same manifest, so it requests a run only when there is something to ingest.
+"""
+
+import hashlib
+import re
+
+import dagster as dg
+
+from medallion_assets.adapters.resources import LakeResource, S3Resource
+from medallion_assets.adapters.translator import table_key
+from medallion_assets.catalog import Catalog, Dataset
+from medallion_assets.runtime.ingest import manifest_name, source_of
+
+
+def build_sensors(catalog: Catalog) -> list[dg.SensorDefinition]:
+    return [
+        _source_sensor(catalog, dataset)
+        for dataset in catalog.datasets.values()
+        if dataset.layer == "bronze"
+    ]
+
+
+def _source_sensor(catalog: Catalog, dataset: Dataset) -> dg.SensorDefinition:
+    name, source = source_of(catalog, dataset)
+    partitioned = dataset.settings.partitions is not None and source.partition is not None
+    pattern = re.compile(
+        re.escape(source.partition or "").replace(re.escape("{date}"), r"(\d{4}-\d{2}-\d{2})")
+    )
+
+    @dg.sensor(
+        name=f"new_objects__{name}",
+        asset_selection=[table_key(dataset.name)],
+        minimum_interval_seconds=60,
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        description=f"Requests {dataset.name} when s3://{source.bucket}/{source.prefix} "
+        "has objects not yet ingested.",
+    )
+    def _sensor(
+        context: dg.SensorEvaluationContext, s3: S3Resource, lake: LakeResource
+    ) -> dg.SensorResult:
+        store = s3.store(dataset.system)
+        fresh: dict[str | None, list[str]] = {}
+        for obj in store.list(source.bucket, source.prefix):
+            partition = None
+            if partitioned:
+                match = pattern.search(obj.key)
+                if match is None:
+                    continue
+                partition = match.group(1)
+            manifest = lake.lake.read_state(manifest_name(name, partition))
+            if manifest.get(obj.key, {}).get("etag") != obj.etag:
+                fresh.setdefault(partition, []).append(f"{obj.key}@{obj.etag}")
+        requests = [
+            dg.RunRequest(
+                run_key=hashlib.sha256("\n".join(sorted(keys)).encode()).hexdigest()[:24],
+                partition_key=partition,
+                asset_selection=[table_key(dataset.name)],
+                tags={"trigger": f"new_objects__{name}"},
+            )
+            for partition, keys in sorted(fresh.items(), key=lambda kv: kv[0] or "")
+        ]
+        return dg.SensorResult(run_requests=requests)
+
+    return _sensor

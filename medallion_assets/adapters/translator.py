@@ -1,0 +1,136 @@
+"""The seam between the catalog and Dagster: one catalog object in, one ``AssetSpec`` out.
+
+Spec-building is pure: it reads the catalog and runs nothing, so the whole graph can be built
+and tested without Spark. Subclass ``DatasetTranslator`` to change keys, groups or tags.
+"""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from medallion_assets.catalog import Catalog, Dataset
+from medallion_assets.catalog.models import Exposure, Source
+
+WAREHOUSE_KINDS = {"redshift", "postgres", "duckdb"}
+
+
+def table_key(table: str) -> dg.AssetKey:
+    """``silver.orders_usd`` -> AssetKey(["silver", "orders_usd"]); raw and exposures alike."""
+    return dg.AssetKey(table.split(".", 1))
+
+
+class DatasetTranslator:
+    def __init__(self, catalog: Catalog):
+        self.catalog = catalog
+        # Tables PII reaches unhashed: tagged pii even when the metadata does not say so.
+        self._pii_tables = {
+            r.column.rsplit(".", 1)[0] for r in catalog.lineage.pii_trace() if r.exposed
+        }
+
+    def get_asset_spec(self, dataset: Dataset) -> dg.AssetSpec:
+        return dg.AssetSpec(
+            key=table_key(dataset.name),
+            deps=[table_key(u) for u in dataset.upstream],
+            description=self.description(dataset),
+            group_name=dataset.layer,
+            code_version=dataset.code_version,
+            owners=list(dataset.owners),
+            tags=self.tags(dataset),
+            kinds=self.kinds(dataset),
+            metadata=self.metadata(dataset),
+            partitions_def=self.partitions_def(dataset),
+        )
+
+    def description(self, dataset: Dataset) -> str:
+        if dataset.settings.description:
+            return dataset.settings.description
+        comments = [
+            line.strip().lstrip("-").strip()
+            for line in dataset.sql.splitlines()
+            if line.strip().startswith("--") and "dialect:" not in line
+        ]
+        return " ".join(comments[:3]) or f"{dataset.layer} table built from {dataset.sql_path}"
+
+    def tags(self, dataset: Dataset) -> dict[str, str]:
+        tags = {
+            "layer": dataset.layer,
+            "criticality": dataset.criticality,
+            "pii": "true" if dataset.pii_columns or dataset.name in self._pii_tables else "false",
+            "system": dataset.system,
+        }
+        for tag in dataset.tags:
+            tags[f"tag_{tag}"] = ""  # Dagster shows key-only tags as labels
+        return tags
+
+    def kinds(self, dataset: Dataset) -> set[str]:
+        kinds = {"spark", "parquet"}
+        if dataset.layer == "bronze":
+            kinds.add("s3")
+        if dataset.target is not None:
+            kind = self.catalog.systems[dataset.target.system].kind
+            kinds.add(kind if kind in WAREHOUSE_KINDS else "warehouse")
+        return kinds
+
+    def metadata(self, dataset: Dataset) -> dict[str, object]:
+        columns = [c for c in dataset.columns if c.column != "*"]
+        lineage = {
+            c.column: [
+                dg.TableColumnDep(
+                    asset_key=table_key(s.rsplit(".", 1)[0]), column_name=s.rsplit(".", 1)[1]
+                )
+                for s in c.sources
+            ]
+            for c in columns
+        }
+        metadata: dict[str, object] = {
+            "sql": dg.MetadataValue.md(f"```sql\n{dataset.sql.strip()}\n```"),
+            "sql_path": dataset.sql_path,
+            "dialect": dataset.dialect,
+            "dagster/column_schema": dg.TableSchema(
+                columns=[dg.TableColumn(c.column, c.type or "unknown") for c in columns]
+            ),
+            "dagster/column_lineage": dg.TableColumnLineage(deps_by_column=lineage),
+        }
+        if dataset.target is not None:
+            metadata["warehouse_table"] = dataset.target.warehouse_table
+            metadata["load_mode"] = dataset.target.mode
+        return metadata
+
+    def partitions_def(self, dataset: Dataset) -> dg.PartitionsDefinition | None:
+        partitions = dataset.settings.partitions
+        if partitions is None:
+            return None
+        return dg.DailyPartitionsDefinition(start_date=partitions.start.isoformat())
+
+    def get_source_spec(self, name: str, source: Source) -> dg.AssetSpec:
+        return dg.AssetSpec(
+            key=table_key(f"raw.{name}"),
+            description=source.description or f"raw S3 source s3://{source.bucket}/{source.prefix}",
+            group_name="raw",
+            owners=list(source.owners),
+            kinds={"s3", source.format},
+            tags={
+                "layer": "raw",
+                "pii": "true" if source.pii_columns else "false",
+                "system": source.system,
+            },
+            metadata={
+                "location": f"s3://{source.bucket}/{source.prefix}",
+                "partition": source.partition or "",
+                "dagster/column_schema": dg.TableSchema(
+                    columns=[dg.TableColumn(c.name, c.type) for c in source.columns]
+                ),
+            },
+        )
+
+    def get_exposure_spec(self, exposure: Exposure) -> dg.AssetSpec:
+        return dg.AssetSpec(
+            key=table_key(f"exposure.{exposure.name}"),
+            deps=[table_key(t) for t in exposure.depends_on],
+            description=exposure.description or f"{exposure.type} {exposure.name}",
+            group_name="exposures",
+            owners=list(exposure.owners),
+            kinds={exposure.type},
+            tags={"layer": "exposure", "criticality": exposure.criticality},
+            metadata={"url": exposure.url or ""},
+        )

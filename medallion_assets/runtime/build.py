@@ -1,0 +1,157 @@
+"""Build one silver or gold table (or one daily partition of it) on Spark, then publish it.
+
+The steps: resolve the published version of every upstream table; skip when the code and every
+input are unchanged since the current version; otherwise register the upstream versions as
+views, run the SQL, write to staging, validate, publish atomically.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from medallion_assets.catalog import Catalog, Dataset
+from medallion_assets.runtime.lake import Lake, TableVersion
+from medallion_assets.runtime.sql import spark_query, view_name
+
+# Called with the staged DataFrame before publish; raising stops the publish.
+Validator = Callable[[Any], None]
+
+
+class MissingInput(RuntimeError):
+    """An upstream table has no published version yet."""
+
+
+@dataclass(frozen=True)
+class BuildOutcome:
+    version: TableVersion
+    skipped: bool
+    reason: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+def input_versions(
+    lake: Lake, catalog: Catalog, dataset: Dataset, partition: str | None
+) -> dict[str, str]:
+    """The version of every upstream table this build would read."""
+    versions: dict[str, str] = {}
+    for upstream in dataset.upstream:
+        if upstream.startswith("raw."):
+            continue  # only bronze reads raw; the ingest step tracks objects instead
+        versions[upstream] = _upstream_version(lake, catalog, dataset, upstream, partition)
+    return versions
+
+
+def _upstream_version(
+    lake: Lake, catalog: Catalog, dataset: Dataset, upstream: str, partition: str | None
+) -> str:
+    if lake.is_partitioned(upstream):
+        keys = (
+            [partition]
+            if _same_partitions(catalog, dataset, upstream)
+            else lake.partitions(upstream)
+        )
+        found = [(k, lake.current(upstream, k)) for k in keys if k is not None]
+        missing = [k for k, v in found if v is None]
+        if missing or not found:
+            raise MissingInput(
+                f"{upstream} has no published version for partition(s) "
+                f"{', '.join(str(k) for k in missing) or '(none)'}: materialize it first"
+            )
+        joined = ",".join(f"{k}={v.version_id}" for k, v in found if v is not None)
+        return hashlib.sha256(joined.encode()).hexdigest()[:16] if len(found) > 1 else joined
+    current = lake.current(upstream)
+    if current is None:
+        raise MissingInput(f"{upstream} has no published version: materialize it first")
+    return current.version_id
+
+
+def _same_partitions(catalog: Catalog, dataset: Dataset, upstream: str) -> bool:
+    """A daily dataset reading a daily upstream reads the same day (identity mapping)."""
+    mine = dataset.settings.partitions
+    theirs = (
+        catalog.datasets[upstream].settings.partitions if upstream in catalog.datasets else None
+    )
+    return mine is not None and theirs is not None
+
+
+def build_table(
+    spark: Any,
+    lake: Lake,
+    catalog: Catalog,
+    dataset: Dataset,
+    partition: str | None = None,
+    *,
+    run_id: str = "",
+    validate: Validator | None = None,
+    log: Callable[[str], None] = lambda _m: None,
+) -> BuildOutcome:
+    inputs = input_versions(lake, catalog, dataset, partition)
+    current = lake.current(dataset.name, partition)
+    if (
+        current is not None
+        and current.code_version == dataset.code_version
+        and (current.inputs == inputs)
+    ):
+        reason = (
+            f"skipped {dataset.name}{_label(partition)}: code and inputs unchanged since "
+            f"version {current.version_id}"
+        )
+        log(reason)
+        return BuildOutcome(current, True, reason)
+
+    views = register_inputs(spark, lake, catalog, dataset, partition)
+    kind, query = spark_query(dataset.sql, dataset.dialect, dataset.name, views)
+    frame = spark.sql(query)
+    if kind == "insert" and current is not None:
+        # INSERT INTO appends: the new version is the current rows plus the query's rows.
+        frame = spark.read.parquet(str(lake.version_path(current))).unionByName(frame)
+    staging = lake.new_staging(dataset.name, partition)
+    try:
+        frame.write.mode("overwrite").parquet(str(staging))
+        staged = spark.read.parquet(str(staging))
+        rows = staged.count()
+        if validate is not None:
+            validate(staged)
+        version = lake.publish(
+            staging, dataset.name, partition, dataset.code_version, inputs, rows, run_id
+        )
+    except BaseException:
+        lake.discard(staging)
+        raise
+    log(f"published {dataset.name}{_label(partition)} version {version.version_id}: {rows} rows")
+    return BuildOutcome(version, False, "built", {"rows": rows, "spark_sql": query})
+
+
+def register_inputs(
+    spark: Any, lake: Lake, catalog: Catalog, dataset: Dataset, partition: str | None
+) -> dict[str, str]:
+    """Register each upstream table's published version as a temp view; returns table -> view."""
+    views: dict[str, str] = {}
+    for upstream in dataset.upstream:
+        paths = _input_paths(lake, catalog, dataset, upstream, partition)
+        if not paths:
+            raise MissingInput(f"{upstream} has no published version: materialize it first")
+        view = view_name(upstream)
+        spark.read.parquet(*[str(p) for p in paths]).createOrReplaceTempView(view)
+        views[upstream] = view
+    return views
+
+
+def _input_paths(
+    lake: Lake, catalog: Catalog, dataset: Dataset, upstream: str, partition: str | None
+) -> list[Path]:
+    if lake.is_partitioned(upstream) and _same_partitions(catalog, dataset, upstream):
+        return lake.current_paths(upstream, [partition] if partition else None)
+    return lake.current_paths(upstream)
+
+
+def _label(partition: str | None) -> str:
+    return f" [{partition}]" if partition else ""
+
+
+def describe_inputs(inputs: Mapping[str, str]) -> str:
+    return ", ".join(f"{k}@{v}" for k, v in sorted(inputs.items()))

@@ -1,0 +1,221 @@
+"""Bronze ingest: extract new S3 objects of a source, read them with the declared schema, keep
+malformed records in quarantine, add ingestion columns, run the bronze SQL, publish.
+
+A manifest per source (and partition) records every ingested object with its ETag, the batch
+that brought it and when. Only objects that are new or changed are downloaded; the bronze table
+is rebuilt from all landed objects, so re-running ingests nothing twice and a file replaced
+upstream (new ETag) replaces its rows instead of adding to them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from medallion_assets.catalog import Catalog, Dataset
+from medallion_assets.catalog.models import Source
+from medallion_assets.runtime.build import BuildOutcome, Validator
+from medallion_assets.runtime.lake import Lake
+from medallion_assets.runtime.sql import spark_query, view_name
+
+CORRUPT = "_corrupt_record"
+
+
+class ObjectSource(Protocol):
+    """What ingest needs from the (throttled) S3 resource."""
+
+    def list(self, bucket: str, prefix: str) -> list[Any]: ...
+
+    def download(self, bucket: str, key: str, destination: Path) -> Any: ...
+
+
+@dataclass(frozen=True)
+class IngestOutcome:
+    build: BuildOutcome
+    new_objects: int
+    quarantined: int
+    total_records: int
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+def source_of(catalog: Catalog, dataset: Dataset) -> tuple[str, Source]:
+    raw = [u for u in dataset.upstream if u.startswith("raw.")]
+    if len(raw) != 1:
+        raise ValueError(f"{dataset.name}: a bronze table reads exactly one raw source, got {raw}")
+    name = raw[0].removeprefix("raw.")
+    return name, catalog.sources[name]
+
+
+def source_prefix(source: Source, partition: str | None) -> str:
+    if partition and source.partition:
+        return source.prefix + source.partition.replace("{date}", partition) + "/"
+    return source.prefix
+
+
+def manifest_name(source_name: str, partition: str | None) -> str:
+    return f"manifest__{source_name}" + (f"__{partition}" if partition else "")
+
+
+def manifest_digest(manifest: dict[str, Any]) -> str:
+    listing = "\n".join(f"{k}\t{v['etag']}" for k, v in sorted(manifest.items()))
+    return hashlib.sha256(listing.encode()).hexdigest()[:16]
+
+
+def ingest(
+    spark: Any,
+    lake: Lake,
+    store: ObjectSource,
+    landing_root: Path,
+    catalog: Catalog,
+    dataset: Dataset,
+    partition: str | None = None,
+    *,
+    run_id: str = "",
+    validate: Validator | None = None,
+    log: Callable[[str], None] = lambda _m: None,
+) -> IngestOutcome:
+    name, source = source_of(catalog, dataset)
+    prefix = source_prefix(source, partition)
+    manifest = lake.read_state(manifest_name(name, partition))
+    listed = [o for o in store.list(source.bucket, prefix) if not o.key.endswith("/")]
+    fresh = [o for o in listed if manifest.get(o.key, {}).get("etag") != o.etag]
+    landing = landing_root / name / (partition or "_all")
+    now = time.time()
+    updated = dict(manifest)
+    for obj in fresh:
+        destination = landing / obj.key
+        store.download(source.bucket, obj.key, destination)
+        updated[obj.key] = {
+            "etag": obj.etag,
+            "size": obj.size,
+            "ingested_at": now,
+            "batch_id": run_id,
+            "landing": str(destination),
+        }
+    digest = manifest_digest(updated)
+    inputs = {f"raw.{name}": digest}
+    current = lake.current(dataset.name, partition)
+    if (
+        current is not None
+        and current.code_version == dataset.code_version
+        and (current.inputs == inputs)
+    ):
+        reason = (
+            f"skipped {dataset.name}: no new objects under s3://{source.bucket}/{prefix} "
+            f"and code unchanged since version {current.version_id}"
+        )
+        log(reason)
+        return IngestOutcome(BuildOutcome(current, True, reason), 0, 0, current.rows)
+    if not updated:
+        raise FileNotFoundError(
+            f"{dataset.name}: no objects under s3://{source.bucket}/{prefix}; "
+            "nothing to ingest (check the source's bucket and prefix, or the partition date)"
+        )
+    good, quarantine, total = _read_landed(spark, source, updated)
+    good.createOrReplaceTempView(view_name(f"raw.{name}"))
+    _, query = spark_query(
+        dataset.sql, dataset.dialect, dataset.name, {f"raw.{name}": view_name(f"raw.{name}")}
+    )
+    outcome, quarantined = _publish(
+        spark, lake, dataset, partition, query, quarantine, inputs, run_id, validate
+    )
+    lake.write_state(manifest_name(name, partition), updated)  # only after a successful publish
+    log(
+        f"ingested {len(fresh)} new object(s) of {name}; {quarantined} malformed record(s) "
+        f"quarantined out of {total}"
+    )
+    rate = quarantined / total if total else 0.0
+    metadata = {
+        "new_objects": len(fresh),
+        "objects": len(updated),
+        "quarantined_rows": quarantined,
+        "quarantine_rate": round(rate, 6),
+        "records_read": total,
+    }
+    return IngestOutcome(outcome, len(fresh), quarantined, total, metadata)
+
+
+def _read_landed(spark: Any, source: Source, manifest: dict[str, Any]) -> tuple[Any, Any, int]:
+    """(good rows with ingestion columns, malformed records, records read)."""
+    from pyspark.sql import functions as F
+
+    paths = [entry["landing"] for entry in manifest.values()]
+    ddl = ", ".join(f"`{c.name}` {c.type}" for c in source.columns)
+    reader = spark.read
+    if source.format == "parquet":
+        frame = reader.schema(ddl).parquet(*paths).withColumn(CORRUPT, F.lit(None).cast("string"))
+    else:
+        reader = reader.schema(f"{ddl}, `{CORRUPT}` string").option("mode", "PERMISSIVE")
+        reader = reader.option("columnNameOfCorruptRecord", CORRUPT)
+        if source.format == "csv":
+            frame = reader.option("header", str(source.csv_header).lower()).csv(*paths)
+        else:
+            frame = reader.json(*paths)
+    files = spark.createDataFrame(
+        [
+            (e["landing"], f"s3://{source.bucket}/{key}", float(e["ingested_at"]), e["batch_id"])
+            for key, e in manifest.items()
+        ],
+        "_landing string, _source_file string, _ingested_epoch double, _batch_id string",
+    )
+    landed = F.regexp_replace(F.col("_metadata.file_path"), "^file:(//)?", "")
+    frame = frame.withColumn("_landing", landed).join(F.broadcast(files), "_landing")
+    frame = frame.withColumn("_ingested_at", F.col("_ingested_epoch").cast("timestamp"))
+    frame = frame.drop("_landing", "_ingested_epoch").cache()  # Spark needs a cache to filter
+    total = frame.count()  # on the corrupt-record column
+    malformed = frame.where(F.col(CORRUPT).isNotNull())
+    quarantine = malformed.select(CORRUPT, "_source_file", "_ingested_at", "_batch_id")
+    good = frame.where(F.col(CORRUPT).isNull()).drop(CORRUPT)
+    return good, quarantine, total
+
+
+def _publish(
+    spark: Any,
+    lake: Lake,
+    dataset: Dataset,
+    partition: str | None,
+    query: str,
+    quarantine: Any,
+    inputs: dict[str, str],
+    run_id: str,
+    validate: Validator | None,
+) -> tuple[BuildOutcome, int]:
+    quarantine_table = f"{dataset.name}__quarantine"
+    q_staging = lake.new_staging(quarantine_table, partition)
+    staging = lake.new_staging(dataset.name, partition)
+    try:
+        quarantine.write.mode("overwrite").parquet(str(q_staging))
+        quarantined = spark.read.parquet(str(q_staging)).count()
+        spark.sql(query).write.mode("overwrite").parquet(str(staging))
+        staged = spark.read.parquet(str(staging))
+        rows = staged.count()
+        if validate is not None:
+            validate(staged)
+        lake.publish(
+            q_staging,
+            quarantine_table,
+            partition,
+            dataset.code_version,
+            inputs,
+            quarantined,
+            run_id,
+        )
+        version = lake.publish(
+            staging,
+            dataset.name,
+            partition,
+            dataset.code_version,
+            inputs,
+            rows,
+            run_id,
+            {"quarantined_rows": quarantined},
+        )
+    except BaseException:
+        lake.discard(staging)
+        lake.discard(q_staging)
+        raise
+    return BuildOutcome(version, False, "built", {"rows": rows}), quarantined

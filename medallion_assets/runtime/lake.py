@@ -1,0 +1,200 @@
+"""The lake: versioned tables on a filesystem, published atomically.
+
+Layout of one table (or one partition of a daily-partitioned table)::
+
+    <root>/<layer>/<table>[/partitions/<key>]/
+        versions/<version_id>/part-*.parquet   each version complete, written once
+        versions/<version_id>/_version.json    what produced it (code, inputs, rows)
+        _staging/<staging_id>/                  output being written or validated
+        CURRENT                                 {"version": "<version_id>"}
+
+A run writes to ``_staging``; publishing renames the staged folder into ``versions/`` and then
+replaces ``CURRENT`` with ``os.replace``. Readers follow ``CURRENT``, so they see the previous
+version or the new one, never a half-written one; a crash before the pointer moves leaves the
+previous version current. Older versions are kept (``keep_versions``) for rollback and for
+readers still holding them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+VERSION_FILE = "_version.json"
+POINTER = "CURRENT"
+
+
+@dataclass(frozen=True)
+class TableVersion:
+    table: str
+    partition: str | None
+    version_id: str
+    code_version: str
+    inputs: dict[str, str]  # upstream table (or source object set) -> version it was built from
+    rows: int
+    created_at: float
+    run_id: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def as_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+
+class Lake:
+    """Versioned tables under ``root``; ``on_publish`` lets tests inject a crash mid-publish."""
+
+    def __init__(
+        self,
+        root: Path,
+        keep_versions: int = 3,
+        on_publish: Callable[[str], None] | None = None,
+    ):
+        if keep_versions < 1:
+            raise ValueError("keep_versions must be at least 1: the current version is kept")
+        self.root = root
+        self.keep_versions = keep_versions
+        self._on_publish = on_publish or (lambda _step: None)
+
+    # --- locations ------------------------------------------------------------------------------
+
+    def table_dir(self, table: str, partition: str | None = None) -> Path:
+        layer, name = table.split(".", 1)
+        base = self.root / layer / name
+        return base / "partitions" / partition if partition else base
+
+    def partitions(self, table: str) -> list[str]:
+        folder = self.table_dir(table) / "partitions"
+        if not folder.is_dir():
+            return []
+        return sorted(p.name for p in folder.iterdir() if (p / POINTER).is_file())
+
+    def is_partitioned(self, table: str) -> bool:
+        return (self.table_dir(table) / "partitions").is_dir()
+
+    # --- reading ----------------------------------------------------------------------------------
+
+    def current(self, table: str, partition: str | None = None) -> TableVersion | None:
+        folder = self.table_dir(table, partition)
+        try:
+            pointer = json.loads((folder / POINTER).read_text())
+            info = json.loads((folder / "versions" / pointer["version"] / VERSION_FILE).read_text())
+        except (OSError, ValueError, KeyError):
+            return None
+        return TableVersion(**info)
+
+    def version_path(self, version: TableVersion) -> Path:
+        return self.table_dir(version.table, version.partition) / "versions" / version.version_id
+
+    def current_paths(self, table: str, partitions: list[str] | None = None) -> list[Path]:
+        """Folders holding the current data: one per partition, or the table's one."""
+        if self.is_partitioned(table):
+            wanted = self.partitions(table) if partitions is None else partitions
+            versions = [self.current(table, p) for p in wanted]
+        else:
+            versions = [self.current(table)]
+        return [self.version_path(v) for v in versions if v is not None]
+
+    def versions(self, table: str, partition: str | None = None) -> list[str]:
+        folder = self.table_dir(table, partition) / "versions"
+        if not folder.is_dir():
+            return []
+        return sorted(p.name for p in folder.iterdir() if (p / VERSION_FILE).is_file())
+
+    # --- writing ----------------------------------------------------------------------------------
+
+    def new_staging(self, table: str, partition: str | None = None) -> Path:
+        """A fresh, empty staging folder for one attempt (Spark writes into it)."""
+        staging = self.table_dir(table, partition) / "_staging" / uuid.uuid4().hex
+        staging.parent.mkdir(parents=True, exist_ok=True)
+        return staging
+
+    def publish(
+        self,
+        staging: Path,
+        table: str,
+        partition: str | None,
+        code_version: str,
+        inputs: Mapping[str, str],
+        rows: int,
+        run_id: str = "",
+        extra: Mapping[str, Any] | None = None,
+    ) -> TableVersion:
+        """Make the staged output the current version, atomically."""
+        if not staging.is_dir():
+            raise FileNotFoundError(f"nothing staged at {staging}")
+        version_id = f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{uuid.uuid4().hex[:8]}"
+        version = TableVersion(
+            table,
+            partition,
+            version_id,
+            code_version,
+            dict(inputs),
+            rows,
+            time.time(),
+            run_id,
+            dict(extra or {}),
+        )
+        (staging / VERSION_FILE).write_text(version.as_json())
+        folder = self.table_dir(table, partition)
+        final = folder / "versions" / version_id
+        final.parent.mkdir(parents=True, exist_ok=True)
+        os.rename(staging, final)  # same filesystem: atomic
+        self._on_publish("renamed")
+        _atomic_write(folder / POINTER, json.dumps({"version": version_id}))
+        self._prune(table, partition, keep=version_id)
+        return version
+
+    def discard(self, staging: Path) -> None:
+        shutil.rmtree(staging, ignore_errors=True)
+
+    def clear_staging(self, table: str, partition: str | None = None) -> int:
+        """Remove leftovers of failed attempts; returns how many were removed."""
+        folder = self.table_dir(table, partition) / "_staging"
+        if not folder.is_dir():
+            return 0
+        leftovers = list(folder.iterdir())
+        for path in leftovers:
+            shutil.rmtree(path, ignore_errors=True)
+        return len(leftovers)
+
+    def _prune(self, table: str, partition: str | None, keep: str) -> None:
+        versions = self.versions(table, partition)
+        old = [v for v in versions if v != keep][: max(0, len(versions) - self.keep_versions)]
+        for version_id in old:
+            shutil.rmtree(
+                self.table_dir(table, partition) / "versions" / version_id, ignore_errors=True
+            )
+
+    # --- small JSON state next to tables (manifests, warehouse load markers) ----------------
+
+    def read_state(self, name: str) -> dict[str, Any]:
+        try:
+            data = json.loads((self.root / "_state" / f"{name}.json").read_text())
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def write_state(self, name: str, data: Mapping[str, Any]) -> None:
+        _atomic_write(self.root / "_state" / f"{name}.json", json.dumps(data, sort_keys=True))
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
