@@ -7,6 +7,7 @@ import click
 from medallion_assets.cli.catalog_cmd import catalog
 from medallion_assets.cli.graph_cmds import impact, plan, split, trace_pii
 from medallion_assets.cli.lineage_cmd import lineage
+from medallion_assets.cli.run_cmd import run
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -14,7 +15,7 @@ def cli() -> None:
     """medallion: a metadata-driven medallion ETL on Dagster and Spark."""
 
 
-for command in (lineage, impact, plan, split, trace_pii, catalog):
+for command in (lineage, impact, plan, split, trace_pii, catalog, run):
     cli.add_command(command)
 
 

@@ -1,0 +1,51 @@
+"""``medallion run``: materialize every table headless, then print a summary."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from medallion_assets.cli.common import project_option
+
+
+@click.command("run")
+@project_option
+def run(project: Path) -> None:
+    """Materialize every asset of the project on the configured components, headless.
+
+    Daily-partitioned tables run for each day found in their raw data, then the rest. Uses
+    the Dagster instance of $DAGSTER_HOME when set, so `dagster dev` shows the runs.
+    """
+    from medallion_assets.adapters.headless import run_project
+
+    summary = run_project(project, log=lambda m: click.echo(m))
+    click.echo(_table(summary))
+    if not summary.success:
+        click.echo("error: the run failed; see the messages above", err=True)
+        sys.exit(1)
+
+
+def _table(summary) -> str:  # type: ignore[no-untyped-def]
+    rows = sorted(summary.results, key=lambda r: (r.table, r.partition or ""))
+    lines = [f"{'table':<42} {'partition':<11} {'rows':>9} {'status':<8} "
+             f"{'quarantined':>11} {'warehouse':>9} {'checks':>7}"]
+    for r in rows:
+        checks = f"{r.checks_passed}/{r.checks_passed + r.checks_failed}"
+        lines.append(
+            f"{r.table:<42} {r.partition or '-':<11} {r.rows:>9,} "
+            f"{'skipped' if r.skipped else 'built':<8} "
+            f"{'' if r.quarantined is None else r.quarantined:>11} "
+            f"{'' if r.warehouse_rows is None else r.warehouse_rows:>9} {checks:>7}"
+        )
+    tables = len({r.table for r in rows})
+    total = sum(r.rows for r in rows)
+    passed = sum(r.checks_passed for r in rows)
+    failed = sum(r.checks_failed for r in rows)
+    lines.append(
+        f"{tables} tables, {len(rows)} materializations, {total:,} rows, "
+        f"checks {passed} passed / {failed} failed, {summary.seconds:.1f} s, "
+        f"{len(summary.run_ids)} run(s)"
+    )
+    return "\n".join(lines)

@@ -1,0 +1,56 @@
+"""Helpers for tests and notebooks: read a table's current published version.
+
+>>> from medallion_assets.testing import read_table
+>>> orders = read_table("silver.orders_usd")               # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+
+def read_table(
+    name: str,
+    as_: str = "pandas",
+    *,
+    project: Path | str | None = None,
+    lake_root: Path | str | None = None,
+    spark: Any = None,
+) -> Any:
+    """The current version of ``name`` (all partitions) as a pandas or Spark DataFrame.
+
+    The lake is ``lake_root``, else ``$MEDALLION_LAKE``, else ``$MEDALLION_HOME/lake``, else
+    ``<project>/.medallion/lake`` with the project ``$MEDALLION_PROJECT`` or the current folder.
+    """
+    from medallion_assets.runtime.lake import Lake
+
+    lake = Lake(_lake_root(project, lake_root))
+    paths = lake.current_paths(name)
+    if not paths:
+        raise LookupError(f"{name} has no published version under {lake.root}")
+    if as_ == "spark":
+        from medallion_assets.runtime.spark import SparkSettings, spark_session
+
+        session = spark or spark_session(SparkSettings.from_env(os.environ))
+        return session.read.parquet(*[str(p) for p in paths])
+    if as_ == "pandas":
+        import pyarrow.parquet as pq
+
+        tables = [pq.read_table(p) for p in paths]
+        import pyarrow as pa
+
+        return pa.concat_tables(tables, promote_options="default").to_pandas()
+    raise ValueError(f"as_ must be 'pandas' or 'spark', not {as_!r}")
+
+
+def _lake_root(project: Path | str | None, lake_root: Path | str | None) -> Path:
+    if lake_root is not None:
+        return Path(lake_root)
+    if os.environ.get("MEDALLION_LAKE"):
+        return Path(os.environ["MEDALLION_LAKE"])
+    if os.environ.get("MEDALLION_HOME"):
+        return Path(os.environ["MEDALLION_HOME"]) / "lake"
+    root = Path(project or os.environ.get("MEDALLION_PROJECT") or ".")
+    return root / ".medallion" / "lake"
