@@ -9,6 +9,8 @@ import pytest
 
 from medallion_assets.catalog import Catalog, load_catalog
 
+pytest_plugins = ["tests.spark_session"]
+
 REPO = Path(__file__).resolve().parents[1]
 CORPORA = Path(
     __import__("os").environ.get("MEDALLION_CORPORA", REPO.parent / "shared" / "corpora")

@@ -152,9 +152,9 @@ def _read_landed(spark: Any, source: Source, manifest: dict[str, Any]) -> tuple[
         reader = reader.schema(f"{ddl}, `{CORRUPT}` string").option("mode", "PERMISSIVE")
         reader = reader.option("columnNameOfCorruptRecord", CORRUPT)
         if source.format == "csv":
-            frame = reader.option("header", str(source.csv_header).lower()).csv(*paths)
+            frame = reader.option("header", str(source.csv_header).lower()).csv(paths)
         else:
-            frame = reader.json(*paths)
+            frame = reader.json(paths)
     files = spark.createDataFrame(
         [
             (e["landing"], f"s3://{source.bucket}/{key}", float(e["ingested_at"]), e["batch_id"])

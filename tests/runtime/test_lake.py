@@ -1,0 +1,78 @@
+"""The lake publishes atomically: readers see the previous version or the new one, never a
+half-written one, and a crash between staging and publish leaves the previous version current."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from medallion_assets.runtime.lake import Lake
+
+
+def stage(lake: Lake, table: str, rows: list[int], partition: str | None = None) -> Path:
+    staging = lake.new_staging(table, partition)
+    staging.mkdir(parents=True)
+    pq.write_table(pa.table({"x": rows}), staging / "part-0.parquet")
+    return staging
+
+
+def read(lake: Lake, table: str) -> list[int]:
+    return sorted(
+        x for path in lake.current_paths(table) for x in pq.read_table(path)["x"].to_pylist()
+    )
+
+
+def test_publish_makes_the_staged_output_current(tmp_path: Path):
+    lake = Lake(tmp_path)
+    assert lake.current("gold.t") is None
+    version = lake.publish(stage(lake, "gold.t", [1, 2]), "gold.t", None, "c1", {"a": "v1"}, 2)
+    assert lake.current("gold.t") == version
+    assert read(lake, "gold.t") == [1, 2]
+    assert version.inputs == {"a": "v1"} and version.code_version == "c1"
+
+
+def test_a_crash_between_staging_and_publish_keeps_the_previous_version(tmp_path: Path):
+    class Crash(Exception):
+        pass
+
+    def crash(step: str) -> None:
+        raise Crash(step)
+
+    lake = Lake(tmp_path)
+    first = lake.publish(stage(lake, "gold.t", [1]), "gold.t", None, "c1", {}, 1)
+    crashing = Lake(tmp_path, on_publish=crash)
+    with pytest.raises(Crash):
+        crashing.publish(stage(crashing, "gold.t", [9, 9, 9]), "gold.t", None, "c2", {}, 3)
+    assert lake.current("gold.t") == first
+    assert read(lake, "gold.t") == [1]
+
+
+def test_older_versions_are_kept_up_to_the_configured_count(tmp_path: Path):
+    lake = Lake(tmp_path, keep_versions=2)
+    for n in range(4):
+        last = lake.publish(stage(lake, "gold.t", [n]), "gold.t", None, "c", {}, 1)
+    versions = lake.versions("gold.t")
+    assert len(versions) == 2 and last.version_id in versions
+    assert read(lake, "gold.t") == [3]
+
+
+def test_partitions_are_published_and_read_independently(tmp_path: Path):
+    lake = Lake(tmp_path)
+    lake.publish(stage(lake, "silver.e", [1], "2026-01-01"), "silver.e", "2026-01-01", "c", {}, 1)
+    lake.publish(stage(lake, "silver.e", [2], "2026-01-02"), "silver.e", "2026-01-02", "c", {}, 1)
+    assert lake.partitions("silver.e") == ["2026-01-01", "2026-01-02"]
+    assert read(lake, "silver.e") == [1, 2]
+    lake.publish(stage(lake, "silver.e", [5], "2026-01-01"), "silver.e", "2026-01-01", "c", {}, 1)
+    assert read(lake, "silver.e") == [2, 5]
+
+
+def test_failed_attempts_leave_staging_that_clear_staging_removes(tmp_path: Path):
+    lake = Lake(tmp_path)
+    stage(lake, "gold.t", [1])
+    stage(lake, "gold.t", [2])
+    assert lake.current("gold.t") is None
+    assert lake.clear_staging("gold.t") == 2
+    assert lake.clear_staging("gold.t") == 0

@@ -1,0 +1,131 @@
+"""Bronze ingest and silver/gold builds on a real local Spark session, over the minimal project
+with a local folder standing in for S3."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from medallion_assets.catalog import load_catalog
+from medallion_assets.runtime.build import MissingInput, build_table
+from medallion_assets.runtime.ingest import ingest
+from medallion_assets.runtime.lake import Lake
+from medallion_assets.runtime.s3 import LocalFolderObjectStore
+from medallion_assets.testing import read_table
+
+MINIMAL = Path(__file__).parents[1] / "catalog" / "minimal_project"
+
+pytestmark = pytest.mark.slow
+
+
+def orders(*rows: dict[str, object], broken: int = 0) -> bytes:
+    lines = [json.dumps(r) for r in rows] + ["{not json"] * broken
+    return ("\n".join(lines) + "\n").encode()
+
+
+@pytest.fixture
+def project(tmp_path: Path):
+    root = tmp_path / "project"
+    shutil.copytree(MINIMAL, root)
+    catalog = load_catalog(root, use_cache=False)
+    store = LocalFolderObjectStore(tmp_path / "s3")
+    store.ensure_bucket("minimal-raw")
+    lake = Lake(tmp_path / "lake")
+    return catalog, store, lake, tmp_path / "landing"
+
+
+def run_bronze(spark, project, run_id="r1"):
+    catalog, store, lake, landing = project
+    return ingest(spark, lake, store, landing, catalog, catalog.datasets["bronze.orders"],
+                  run_id=run_id)
+
+
+def test_bronze_quarantines_malformed_records_and_adds_ingestion_columns(spark, project):
+    catalog, store, lake, _ = project
+    store.put("minimal-raw", "orders/a.jsonl", orders(
+        {"order_id": 1, "amount": 10.5, "country": "DE"},
+        {"order_id": 2, "amount": "not a number", "country": "FR"},
+        broken=1,
+    ))
+    outcome = run_bronze(spark, project)
+    assert (outcome.new_objects, outcome.quarantined, outcome.total_records) == (1, 2, 3)
+    bronze = read_table("bronze.orders", lake_root=lake.root)
+    assert bronze["order_id"].tolist() == [1]
+    assert bronze["_source_file"].tolist() == ["s3://minimal-raw/orders/a.jsonl"]
+    assert bronze["_batch_id"].tolist() == ["r1"]
+    assert bronze["_ingested_at"].notna().all()
+    quarantine = read_table("bronze.orders__quarantine", lake_root=lake.root)
+    assert sorted(quarantine["_corrupt_record"].str[:5]) == ['{"ord', "{not "]
+
+
+def test_reingesting_the_same_files_adds_nothing_and_is_skipped(spark, project):
+    catalog, store, lake, _ = project
+    store.put("minimal-raw", "orders/a.jsonl", orders({"order_id": 1, "amount": 1, "country": "DE"}))
+    first = run_bronze(spark, project, "r1")
+    second = run_bronze(spark, project, "r2")
+    assert not first.build.skipped and second.build.skipped
+    assert "no new objects" in second.build.reason
+    assert second.build.version == first.build.version
+    store.put("minimal-raw", "orders/b.jsonl", orders({"order_id": 2, "amount": 2, "country": "FR"}))
+    third = run_bronze(spark, project, "r3")
+    assert third.new_objects == 1
+    bronze = read_table("bronze.orders", lake_root=lake.root).sort_values("order_id")
+    assert bronze["order_id"].tolist() == [1, 2]
+    assert bronze["_batch_id"].tolist() == ["r1", "r3"]  # each row keeps the batch that brought it
+
+
+def test_a_replaced_object_replaces_its_rows(spark, project):
+    catalog, store, lake, _ = project
+    store.put("minimal-raw", "orders/a.jsonl", orders({"order_id": 1, "amount": 1, "country": "DE"}))
+    run_bronze(spark, project, "r1")
+    store.put("minimal-raw", "orders/a.jsonl", orders({"order_id": 7, "amount": 1, "country": "DE"}))
+    run_bronze(spark, project, "r2")
+    assert read_table("bronze.orders", lake_root=lake.root)["order_id"].tolist() == [7]
+
+
+def test_silver_and_gold_build_from_published_upstream_and_skip_when_unchanged(spark, project):
+    catalog, store, lake, _ = project
+    store.put("minimal-raw", "orders/a.jsonl", orders(
+        {"order_id": 1, "amount": 10, "country": "de"},
+        {"order_id": 2, "amount": 5, "country": "DE"},
+        {"order_id": 3, "amount": -1, "country": "FR"},
+    ))
+    run_bronze(spark, project)
+    messages: list[str] = []
+    silver = build_table(spark, lake, catalog, catalog.datasets["silver.orders_clean"],
+                         log=messages.append)
+    gold = build_table(spark, lake, catalog, catalog.datasets["gold.revenue"])
+    assert (silver.version.rows, gold.version.rows) == (2, 1)
+    revenue = read_table("gold.revenue", lake_root=lake.root)
+    assert revenue.to_dict("records") == [{"country": "DE", "revenue": 15}]
+    again = build_table(spark, lake, catalog, catalog.datasets["gold.revenue"],
+                        log=messages.append)
+    assert again.skipped and again.version == gold.version
+    assert "code and inputs unchanged" in messages[-1]
+
+
+def test_a_table_whose_upstream_was_never_published_fails_clearly(spark, project):
+    catalog, _, lake, _ = project
+    with pytest.raises(MissingInput, match="bronze.orders has no published version"):
+        build_table(spark, lake, catalog, catalog.datasets["silver.orders_clean"])
+
+
+def test_a_failed_validation_keeps_the_previous_version_current(spark, project):
+    catalog, store, lake, _ = project
+    store.put("minimal-raw", "orders/a.jsonl", orders({"order_id": 1, "amount": 1, "country": "DE"}))
+    run_bronze(spark, project)
+    dataset = catalog.datasets["silver.orders_clean"]
+    first = build_table(spark, lake, catalog, dataset)
+    store.put("minimal-raw", "orders/b.jsonl", orders({"order_id": 2, "amount": 1, "country": "X"}))
+    run_bronze(spark, project, "r2")
+
+    def reject(frame):
+        raise ValueError("blocking check failed")
+
+    with pytest.raises(ValueError, match="blocking check failed"):
+        build_table(spark, lake, catalog, dataset, validate=reject)
+    assert lake.current("silver.orders_clean") == first.version
+    assert read_table("silver.orders_clean", lake_root=lake.root)["order_id"].tolist() == [1]
