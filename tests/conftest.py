@@ -9,7 +9,7 @@ import pytest
 
 from medallion_assets.catalog import Catalog, load_catalog
 
-pytest_plugins = ["tests.spark_session"]
+pytest_plugins = ["tests.spark_session", "tests.s3_server", "tests.postgres_server"]
 
 REPO = Path(__file__).resolve().parents[1]
 CORPORA = Path(

@@ -66,8 +66,11 @@ def run_project(
     translator = DatasetTranslator(catalog)
     defs = definitions_for(catalog, translator)
     if instance is None:
-        instance = (dg.DagsterInstance.get() if os.environ.get("DAGSTER_HOME")
-                    else dg.DagsterInstance.ephemeral())
+        instance = (
+            dg.DagsterInstance.get()
+            if os.environ.get("DAGSTER_HOME")
+            else dg.DagsterInstance.ephemeral()
+        )
     daily = [n for n, d in catalog.datasets.items() if d.settings.partitions is not None]
     plain = [n for n in catalog.datasets if n not in daily]
     summary = RunSummary()
@@ -83,8 +86,9 @@ def run_project(
     return summary
 
 
-def _execute(job: Any, tables: list[str], partition: str | None, instance: Any,
-             summary: RunSummary) -> None:
+def _execute(
+    job: Any, tables: list[str], partition: str | None, instance: Any, summary: RunSummary
+) -> None:
     result = job.execute_in_process(
         asset_selection=[table_key(t) for t in tables],
         partition_key=partition,
@@ -96,11 +100,16 @@ def _execute(job: Any, tables: list[str], partition: str | None, instance: Any,
     for event in result.get_asset_materialization_events():
         materialization = event.step_materialization_data.materialization
         meta = {k: v.value for k, v in materialization.metadata.items()}
-        summary.results.append(TableResult(
-            ".".join(materialization.asset_key.path), partition, int(meta.get("rows", 0)),
-            bool(meta.get("skipped", False)), meta.get("quarantined_rows"),
-            meta.get("warehouse_rows"),
-        ))
+        summary.results.append(
+            TableResult(
+                ".".join(materialization.asset_key.path),
+                partition,
+                int(meta.get("rows", 0)),
+                bool(meta.get("skipped", False)),
+                meta.get("quarantined_rows"),
+                meta.get("warehouse_rows"),
+            )
+        )
     for event in result.all_events:
         if event.event_type_value == "ASSET_CHECK_EVALUATION":
             evaluation = event.event_specific_data

@@ -9,7 +9,8 @@ Each reads its environment when a run builds it (``setup_for_execution``), never
 | ``MEDALLION_KEEP_VERSIONS`` | 3 | versions kept per table |
 | ``MEDALLION_S3_ENDPOINT`` | unset: a local folder stands in | S3 API endpoint (moto, AWS) |
 | ``MEDALLION_S3_LOCAL_ROOT`` | ``$MEDALLION_HOME/s3`` | the local folder standing in for S3 |
-| ``MEDALLION_SPARK_MASTER`` / ``MEDALLION_SPARK_REMOTE`` | ``local[*]`` | Spark master / Spark Connect URL |
+| ``MEDALLION_SPARK_MASTER`` | ``local[*]`` | Spark master URL |
+| ``MEDALLION_SPARK_REMOTE`` | unset | Spark Connect URL, e.g. ``sc://host:15002`` |
 | ``MEDALLION_WAREHOUSE_URL`` | ``duckdb:///$MEDALLION_HOME/warehouse.duckdb`` | warehouse |
 """
 

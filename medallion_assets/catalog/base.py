@@ -39,7 +39,7 @@ def _is_spark_type(value: str) -> bool:
 
 
 def check_identifier(value: str) -> str:
-    if not _IDENT.match(value):
+    if not _IDENT.fullmatch(value):
         raise ValueError(
             f"{value!r} is not a safe identifier: use lower-case letters, digits and _ "
             "and start with a letter or _"
@@ -48,7 +48,7 @@ def check_identifier(value: str) -> str:
 
 
 def check_table_name(value: str) -> str:
-    if not _TABLE.match(value):
+    if not _TABLE.fullmatch(value):
         raise ValueError(
             f"{value!r} is not a table name: write '<layer>.<table>' in lower case, "
             "e.g. 'silver.orders_usd'"
@@ -74,7 +74,7 @@ def check_dialect(value: str | None) -> str | None:
 
 
 def check_bucket(value: str) -> str:
-    if not _BUCKET.match(value) or ".." in value:
+    if not _BUCKET.fullmatch(value) or ".." in value:
         raise ValueError(
             f"{value!r} is not a valid S3 bucket name: 3-63 characters of a-z, 0-9, '.' and '-'"
         )

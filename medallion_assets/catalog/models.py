@@ -182,7 +182,7 @@ class Target(Model):
     @field_validator("warehouse_table")
     @classmethod
     def _warehouse_table(cls, value: str) -> str:
-        if not _TABLE.match(value) and not _IDENT.match(value):
+        if not _TABLE.fullmatch(value) and not _IDENT.fullmatch(value):
             raise ValueError(
                 f"{value!r} is not a safe warehouse table name: write 'schema.table' in lower case"
             )

@@ -29,8 +29,10 @@ def run(project: Path) -> None:
 
 def _table(summary) -> str:  # type: ignore[no-untyped-def]
     rows = sorted(summary.results, key=lambda r: (r.table, r.partition or ""))
-    lines = [f"{'table':<42} {'partition':<11} {'rows':>9} {'status':<8} "
-             f"{'quarantined':>11} {'warehouse':>9} {'checks':>7}"]
+    lines = [
+        f"{'table':<42} {'partition':<11} {'rows':>9} {'status':<8} "
+        f"{'quarantined':>11} {'warehouse':>9} {'checks':>7}"
+    ]
     for r in rows:
         checks = f"{r.checks_passed}/{r.checks_passed + r.checks_failed}"
         lines.append(

@@ -312,3 +312,12 @@ def test_unknown_dialect_is_named_with_a_suggestion(tmp_path: Path):
         "metadata/project.yaml:2: dialect: unknown SQL dialect 'redshfit'; did you mean "
         "'redshift'?" in str(raised.value)
     )
+
+
+def test_identifiers_with_a_trailing_newline_are_not_safe():
+    from medallion_assets.catalog.base import check_identifier, check_table_name
+
+    with pytest.raises(ValueError):
+        check_identifier("orders\n")
+    with pytest.raises(ValueError):
+        check_table_name("silver.orders\n")

@@ -39,17 +39,22 @@ def project(tmp_path: Path):
 
 def run_bronze(spark, project, run_id="r1"):
     catalog, store, lake, landing = project
-    return ingest(spark, lake, store, landing, catalog, catalog.datasets["bronze.orders"],
-                  run_id=run_id)
+    return ingest(
+        spark, lake, store, landing, catalog, catalog.datasets["bronze.orders"], run_id=run_id
+    )
 
 
 def test_bronze_quarantines_malformed_records_and_adds_ingestion_columns(spark, project):
-    catalog, store, lake, _ = project
-    store.put("minimal-raw", "orders/a.jsonl", orders(
-        {"order_id": 1, "amount": 10.5, "country": "DE"},
-        {"order_id": 2, "amount": "not a number", "country": "FR"},
-        broken=1,
-    ))
+    _, store, lake, _ = project
+    store.put(
+        "minimal-raw",
+        "orders/a.jsonl",
+        orders(
+            {"order_id": 1, "amount": 10.5, "country": "DE"},
+            {"order_id": 2, "amount": "not a number", "country": "FR"},
+            broken=1,
+        ),
+    )
     outcome = run_bronze(spark, project)
     assert (outcome.new_objects, outcome.quarantined, outcome.total_records) == (1, 2, 3)
     bronze = read_table("bronze.orders", lake_root=lake.root)
@@ -62,14 +67,18 @@ def test_bronze_quarantines_malformed_records_and_adds_ingestion_columns(spark, 
 
 
 def test_reingesting_the_same_files_adds_nothing_and_is_skipped(spark, project):
-    catalog, store, lake, _ = project
-    store.put("minimal-raw", "orders/a.jsonl", orders({"order_id": 1, "amount": 1, "country": "DE"}))
+    _, store, lake, _ = project
+    store.put(
+        "minimal-raw", "orders/a.jsonl", orders({"order_id": 1, "amount": 1, "country": "DE"})
+    )
     first = run_bronze(spark, project, "r1")
     second = run_bronze(spark, project, "r2")
     assert not first.build.skipped and second.build.skipped
     assert "no new objects" in second.build.reason
     assert second.build.version == first.build.version
-    store.put("minimal-raw", "orders/b.jsonl", orders({"order_id": 2, "amount": 2, "country": "FR"}))
+    store.put(
+        "minimal-raw", "orders/b.jsonl", orders({"order_id": 2, "amount": 2, "country": "FR"})
+    )
     third = run_bronze(spark, project, "r3")
     assert third.new_objects == 1
     bronze = read_table("bronze.orders", lake_root=lake.root).sort_values("order_id")
@@ -78,44 +87,54 @@ def test_reingesting_the_same_files_adds_nothing_and_is_skipped(spark, project):
 
 
 def test_a_replaced_object_replaces_its_rows(spark, project):
-    catalog, store, lake, _ = project
-    store.put("minimal-raw", "orders/a.jsonl", orders({"order_id": 1, "amount": 1, "country": "DE"}))
+    _, store, lake, _ = project
+    store.put(
+        "minimal-raw", "orders/a.jsonl", orders({"order_id": 1, "amount": 1, "country": "DE"})
+    )
     run_bronze(spark, project, "r1")
-    store.put("minimal-raw", "orders/a.jsonl", orders({"order_id": 7, "amount": 1, "country": "DE"}))
+    store.put(
+        "minimal-raw", "orders/a.jsonl", orders({"order_id": 7, "amount": 1, "country": "DE"})
+    )
     run_bronze(spark, project, "r2")
     assert read_table("bronze.orders", lake_root=lake.root)["order_id"].tolist() == [7]
 
 
 def test_silver_and_gold_build_from_published_upstream_and_skip_when_unchanged(spark, project):
-    catalog, store, lake, _ = project
-    store.put("minimal-raw", "orders/a.jsonl", orders(
-        {"order_id": 1, "amount": 10, "country": "de"},
-        {"order_id": 2, "amount": 5, "country": "DE"},
-        {"order_id": 3, "amount": -1, "country": "FR"},
-    ))
+    _, store, lake, _ = project
+    store.put(
+        "minimal-raw",
+        "orders/a.jsonl",
+        orders(
+            {"order_id": 1, "amount": 10, "country": "de"},
+            {"order_id": 2, "amount": 5, "country": "DE"},
+            {"order_id": 3, "amount": -1, "country": "FR"},
+        ),
+    )
     run_bronze(spark, project)
     messages: list[str] = []
-    silver = build_table(spark, lake, catalog, catalog.datasets["silver.orders_clean"],
-                         log=messages.append)
+    silver = build_table(
+        spark, lake, catalog, catalog.datasets["silver.orders_clean"], log=messages.append
+    )
     gold = build_table(spark, lake, catalog, catalog.datasets["gold.revenue"])
     assert (silver.version.rows, gold.version.rows) == (2, 1)
     revenue = read_table("gold.revenue", lake_root=lake.root)
     assert revenue.to_dict("records") == [{"country": "DE", "revenue": 15}]
-    again = build_table(spark, lake, catalog, catalog.datasets["gold.revenue"],
-                        log=messages.append)
+    again = build_table(spark, lake, catalog, catalog.datasets["gold.revenue"], log=messages.append)
     assert again.skipped and again.version == gold.version
     assert "code and inputs unchanged" in messages[-1]
 
 
 def test_a_table_whose_upstream_was_never_published_fails_clearly(spark, project):
     catalog, _, lake, _ = project
-    with pytest.raises(MissingInput, match="bronze.orders has no published version"):
+    with pytest.raises(MissingInput, match=r"bronze\.orders has no published version"):
         build_table(spark, lake, catalog, catalog.datasets["silver.orders_clean"])
 
 
 def test_a_failed_validation_keeps_the_previous_version_current(spark, project):
-    catalog, store, lake, _ = project
-    store.put("minimal-raw", "orders/a.jsonl", orders({"order_id": 1, "amount": 1, "country": "DE"}))
+    _, store, lake, _ = project
+    store.put(
+        "minimal-raw", "orders/a.jsonl", orders({"order_id": 1, "amount": 1, "country": "DE"})
+    )
     run_bronze(spark, project)
     dataset = catalog.datasets["silver.orders_clean"]
     first = build_table(spark, lake, catalog, dataset)

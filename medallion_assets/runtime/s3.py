@@ -1,0 +1,371 @@
+"""Object storage for raw sources: S3 via boto3, a local folder standing in for S3, throttling.
+
+All stores share one protocol (``ObjectStore``), so the bronze extract runs unchanged against
+AWS S3, moto's S3 server in tests, or a folder on disk (the embedded default)::
+
+    store = ThrottledS3(object_store_from_env(os.environ, Path("s3")), throttle)
+    for obj in store.list("vendor-feeds", "orders/dt=2024-05-01/"):
+        store.download(obj.bucket, obj.key, key_path(landing, obj.key))
+
+Keys are checked before they touch a local path, so a hostile key such as ``../../etc/x`` is
+refused instead of writing outside the destination folder. Downloads go to a temporary file
+beside the destination and are renamed into place, so a partial download is never visible.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import tempfile
+import threading
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+from medallion_assets.catalog.base import check_bucket
+from medallion_assets.runtime.throttle import SystemThrottle
+
+CHUNK_SIZE = 1024 * 1024
+PAGE_SIZE = 1000  # the most keys S3 returns per ListObjectsV2 page
+_PART_SUFFIX = ".medallion-part"
+_NOT_FOUND = {"NoSuchKey", "NoSuchBucket", "NotFound", "404"}
+OnPage = Callable[[], object]
+OnChunk = Callable[[int], object]
+Chunks = Generator[bytes, None, None]
+
+
+def _ignore(*_: object) -> None:
+    """The default ``on_page``/``on_chunk``: do nothing."""
+
+
+@dataclass(frozen=True)
+class S3Object:
+    bucket: str
+    key: str
+    etag: str  # without quotes; the content MD5 for single-part uploads
+    size: int
+
+    @property
+    def uri(self) -> str:
+        return f"s3://{self.bucket}/{self.key}"
+
+
+class ObjectStore(Protocol):
+    """What the runtime needs from S3. ``on_page``/``on_chunk`` run before each list page request
+    and after each downloaded chunk (its size), which is where ``ThrottledS3`` takes tokens."""
+
+    def list(
+        self, bucket: str, prefix: str = "", *, on_page: OnPage = _ignore
+    ) -> list[S3Object]: ...
+    def download(
+        self, bucket: str, key: str, destination: Path, *, on_chunk: OnChunk = _ignore
+    ) -> S3Object: ...
+    def read(self, bucket: str, key: str, *, on_chunk: OnChunk = _ignore) -> bytes: ...
+    def put(self, bucket: str, key: str, data: bytes) -> S3Object: ...
+    def ensure_bucket(self, bucket: str) -> None: ...
+
+
+_UNSAFE: tuple[tuple[Callable[[str], bool], str], ...] = (
+    (lambda k: not k, "it is empty"),
+    (lambda k: len(k.encode()) > 1024, "it is longer than S3's limit of 1024 bytes"),
+    (lambda k: any(ord(c) < 32 or ord(c) == 127 for c in k), "it has a NUL or control character"),
+    (lambda k: "\\" in k, "it has a backslash, which some tools read as a path separator"),
+    (lambda k: k.startswith("/"), "it is an absolute path"),
+    (lambda k: ".." in k.split("/"), "it has a '..' segment, which climbs out of the folder"),
+    (lambda k: bool({".", ""} & set(k.split("/"))), "it has a '.' or empty segment (//, /$)"),
+)
+
+
+def check_key(key: str) -> str:
+    """Return ``key`` if it maps to a relative path below a folder; else ValueError saying why."""
+    for unsafe, reason in _UNSAFE:
+        if unsafe(key):
+            raise ValueError(f"unsafe S3 key {key!r}: {reason}")
+    return key
+
+
+def key_path(root: Path, key: str) -> Path:
+    """The local path of ``key`` below ``root``; ValueError if the key is unsafe."""
+    path = root / check_key(key)
+    # A symlink inside root must not lead a read or write outside it.
+    if not path.resolve().is_relative_to(root.resolve()):
+        raise ValueError(f"unsafe S3 key {key!r}: it resolves outside {root} through a symlink")
+    return path
+
+
+def _counted(chunks: Iterable[bytes], on_chunk: OnChunk) -> Iterator[bytes]:
+    for chunk in chunks:
+        yield chunk
+        on_chunk(len(chunk))
+
+
+def _write_atomically(destination: Path, chunks: Iterable[bytes]) -> str:
+    """Stream ``chunks`` to a temp file beside ``destination``, then rename; return the MD5."""
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp = tempfile.mkstemp(
+        dir=destination.parent, prefix=f".{destination.name}.", suffix=_PART_SUFFIX
+    )
+    digest = hashlib.md5(usedforsecurity=False)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            for chunk in chunks:
+                out.write(chunk)
+                digest.update(chunk)
+        os.replace(temp, destination)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp)
+        raise
+    return digest.hexdigest()
+
+
+class _StreamingStore:
+    """``download`` and ``read`` on one primitive, ``_open``: the object and a chunk iterator.
+
+    Truncated S3 streams raise in botocore (it checks Content-Length), so the rename never runs.
+    """
+
+    def _open(self, bucket: str, key: str) -> tuple[S3Object, Chunks]:
+        raise NotImplementedError
+
+    def download(
+        self, bucket: str, key: str, destination: Path, *, on_chunk: OnChunk = _ignore
+    ) -> S3Object:
+        obj, chunks = self._open(bucket, check_key(key))
+        with contextlib.closing(chunks):
+            _write_atomically(Path(destination), _counted(chunks, on_chunk))
+        return obj
+
+    def read(self, bucket: str, key: str, *, on_chunk: OnChunk = _ignore) -> bytes:
+        _, chunks = self._open(bucket, check_key(key))
+        with contextlib.closing(chunks):
+            return b"".join(_counted(chunks, on_chunk))
+
+
+@contextlib.contextmanager
+def _s3_errors(uri: str) -> Iterator[None]:
+    """Raise a missing bucket or key as FileNotFoundError, as the local folder store does."""
+    try:
+        yield
+    except ClientError as error:
+        code = str(error.response.get("Error", {}).get("Code", ""))
+        if code in _NOT_FOUND:
+            raise FileNotFoundError(f"{uri} does not exist ({code})") from error
+        raise
+
+
+class Boto3ObjectStore(_StreamingStore):
+    """S3, or an S3 API such as moto's server at ``endpoint_url``, through one boto3 client.
+
+    Credentials come from boto3's standard chain (``AWS_*`` variables, profile, instance role);
+    this class never holds, logs or formats them into errors.
+    """
+
+    def __init__(
+        self,
+        endpoint_url: str | None,
+        region: str = "us-east-1",
+        *,
+        page_size: int = PAGE_SIZE,
+        chunk_size: int = CHUNK_SIZE,
+        max_attempts: int = 3,
+        timeout_seconds: float = 60.0,
+    ):
+        self.endpoint_url, self.region = endpoint_url, region
+        self.page_size, self.chunk_size = page_size, chunk_size
+        config = Config(
+            retries={"max_attempts": max_attempts, "mode": "standard"},
+            connect_timeout=min(10.0, timeout_seconds),
+            read_timeout=timeout_seconds,
+            # Custom endpoints (moto, MinIO) are not DNS names that can take a bucket prefix.
+            s3={"addressing_style": "path"} if endpoint_url else {},
+        )
+        self._client: Any = boto3.session.Session().client(
+            "s3", endpoint_url=endpoint_url, region_name=region, config=config
+        )
+
+    def list(self, bucket: str, prefix: str = "", *, on_page: OnPage = _ignore) -> list[S3Object]:
+        """Every object under ``prefix`` (a string prefix, as in S3), sorted by key."""
+        objects, request = [], {"Bucket": bucket, "Prefix": prefix, "MaxKeys": self.page_size}
+        with _s3_errors(f"s3://{bucket}/{prefix}"):
+            while True:
+                on_page()
+                page = self._client.list_objects_v2(**request)
+                objects += [
+                    S3Object(bucket, item["Key"], item["ETag"].strip('"'), item["Size"])
+                    for item in page.get("Contents", ())
+                    # Console "folder" markers are not data and have no local file equivalent.
+                    if not item["Key"].endswith("/")
+                ]
+                if not page.get("IsTruncated"):
+                    break
+                request["ContinuationToken"] = page["NextContinuationToken"]
+        return sorted(objects, key=lambda o: o.key)
+
+    def _open(self, bucket: str, key: str) -> tuple[S3Object, Chunks]:
+        uri = f"s3://{bucket}/{key}"
+        with _s3_errors(uri):
+            response = self._client.get_object(Bucket=bucket, Key=key)
+        obj = S3Object(bucket, key, response["ETag"].strip('"'), response["ContentLength"])
+
+        def chunks() -> Chunks:
+            with contextlib.closing(response["Body"]), _s3_errors(uri):
+                yield from response["Body"].iter_chunks(self.chunk_size)
+
+        return obj, chunks()
+
+    def put(self, bucket: str, key: str, data: bytes) -> S3Object:
+        uri = f"s3://{bucket}/{check_key(key)}"
+        with _s3_errors(uri):
+            response = self._client.put_object(Bucket=bucket, Key=key, Body=data)
+        return S3Object(bucket, key, response["ETag"].strip('"'), len(data))
+
+    def ensure_bucket(self, bucket: str) -> None:
+        try:
+            self._client.head_bucket(Bucket=check_bucket(bucket))
+            return
+        except ClientError as error:
+            if str(error.response.get("Error", {}).get("Code")) not in _NOT_FOUND:
+                raise
+        extra = {}
+        if self.region != "us-east-1":  # S3 rejects an explicit us-east-1 location constraint
+            extra["CreateBucketConfiguration"] = {"LocationConstraint": self.region}
+        with contextlib.suppress(self._client.exceptions.BucketAlreadyOwnedByYou):
+            self._client.create_bucket(Bucket=bucket, **extra)
+
+
+class LocalFolderObjectStore(_StreamingStore):
+    """A local folder standing in for S3: bucket = ``root/<bucket>``, key = relative path.
+
+    ETags are the content MD5 (S3's single-part ETag), cached by (path, mtime, size) so listing
+    a large folder does not re-hash unchanged files. Unlike S3, a key cannot be both an object
+    and a "folder" of other keys (``a`` and ``a/b``).
+    """
+
+    def __init__(self, root: Path, *, page_size: int = PAGE_SIZE, chunk_size: int = CHUNK_SIZE):
+        self.root = Path(root)
+        self.page_size, self.chunk_size = page_size, chunk_size
+        self._etags: dict[Path, tuple[int, int, str]] = {}
+        self._lock = threading.Lock()
+
+    def list(self, bucket: str, prefix: str = "", *, on_page: OnPage = _ignore) -> list[S3Object]:
+        """Every object under ``prefix`` (a string prefix, as in S3), sorted by key."""
+        on_page()
+        base = self._bucket(bucket)
+        folder = prefix.rpartition("/")[0]
+        start = key_path(base, folder) if folder else base
+        objects = []
+        for directory, _, files in os.walk(start):
+            for name in files:
+                path = Path(directory, name)
+                key = path.relative_to(base).as_posix()
+                if key.startswith(prefix) and not name.endswith(_PART_SUFFIX):
+                    objects.append(self._object(bucket, key, path))
+        objects.sort(key=lambda o: o.key)
+        # Count the pages S3 would have needed, so throttled listing costs the same here.
+        for _ in range(1, -(-len(objects) // self.page_size)):
+            on_page()
+        return objects
+
+    def _open(self, bucket: str, key: str) -> tuple[S3Object, Chunks]:
+        path = key_path(self._bucket(bucket), key)
+        if not path.is_file():
+            raise FileNotFoundError(f"s3://{bucket}/{key} does not exist (NoSuchKey)")
+        return self._object(bucket, key, path), _file_chunks(path, self.chunk_size)
+
+    def put(self, bucket: str, key: str, data: bytes) -> S3Object:
+        path = key_path(self._bucket(bucket), key)
+        etag = _write_atomically(path, [data])
+        stat = path.stat()
+        with self._lock:
+            self._etags[path] = (stat.st_mtime_ns, stat.st_size, etag)
+        return S3Object(bucket, key, etag, len(data))
+
+    def ensure_bucket(self, bucket: str) -> None:
+        (self.root / check_bucket(bucket)).mkdir(parents=True, exist_ok=True)
+
+    def _bucket(self, bucket: str) -> Path:
+        path = self.root / check_bucket(bucket)
+        if not path.is_dir():
+            raise FileNotFoundError(f"s3://{bucket} does not exist (NoSuchBucket) in {self.root}")
+        return path
+
+    def _object(self, bucket: str, key: str, path: Path) -> S3Object:
+        stat = path.stat()
+        with self._lock:
+            cached = self._etags.get(path)
+        if cached is not None and cached[:2] == (stat.st_mtime_ns, stat.st_size):
+            return S3Object(bucket, key, cached[2], stat.st_size)
+        etag = _md5_file(path, self.chunk_size)
+        with self._lock:
+            self._etags[path] = (stat.st_mtime_ns, stat.st_size, etag)
+        return S3Object(bucket, key, etag, stat.st_size)
+
+    def __repr__(self) -> str:
+        return f"LocalFolderObjectStore({str(self.root)!r})"
+
+
+def _file_chunks(path: Path, chunk_size: int) -> Chunks:
+    with path.open("rb") as source:
+        while chunk := source.read(chunk_size):
+            yield chunk
+
+
+def _md5_file(path: Path, chunk_size: int) -> str:
+    digest = hashlib.md5(usedforsecurity=False)
+    for chunk in _file_chunks(path, chunk_size):
+        digest.update(chunk)
+    return digest.hexdigest()
+
+
+class ThrottledS3:
+    """An ``ObjectStore`` within a system's limits: one request token per API call (per page
+    when listing) and byte tokens per chunk moved. ``throttle.usage()`` reports the rates."""
+
+    def __init__(
+        self, store: ObjectStore, throttle: SystemThrottle, *, chunk_size: int = CHUNK_SIZE
+    ):
+        self.store, self.throttle, self.chunk_size = store, throttle, chunk_size
+
+    def list(self, bucket: str, prefix: str = "", *, on_page: OnPage = _ignore) -> list[S3Object]:
+        return self.store.list(
+            bucket, prefix, on_page=lambda: (self.throttle.requests(), on_page())
+        )
+
+    def download(
+        self, bucket: str, key: str, destination: Path, *, on_chunk: OnChunk = _ignore
+    ) -> S3Object:
+        self.throttle.requests()
+        return self.store.download(bucket, key, destination, on_chunk=self._bytes(on_chunk))
+
+    def read(self, bucket: str, key: str, *, on_chunk: OnChunk = _ignore) -> bytes:
+        self.throttle.requests()
+        return self.store.read(bucket, key, on_chunk=self._bytes(on_chunk))
+
+    def put(self, bucket: str, key: str, data: bytes) -> S3Object:
+        self.throttle.requests()
+        for start in range(0, len(data), self.chunk_size):
+            self.throttle.bytes(min(self.chunk_size, len(data) - start))
+        return self.store.put(bucket, key, data)
+
+    def ensure_bucket(self, bucket: str) -> None:
+        self.throttle.requests()
+        self.store.ensure_bucket(bucket)
+
+    def _bytes(self, on_chunk: OnChunk) -> OnChunk:
+        return lambda size: (self.throttle.bytes(size), on_chunk(size))
+
+
+def object_store_from_env(env: Mapping[str, str], default_root: Path) -> ObjectStore:
+    """S3 when ``MEDALLION_S3_ENDPOINT`` is set or ``MEDALLION_S3=aws``; else a local folder
+    (``MEDALLION_S3_LOCAL_ROOT`` or ``default_root``). Reads only ``env``, when called."""
+    endpoint = env.get("MEDALLION_S3_ENDPOINT") or None
+    if endpoint or env.get("MEDALLION_S3", "").strip().lower() == "aws":
+        return Boto3ObjectStore(endpoint, region=env.get("AWS_DEFAULT_REGION", "us-east-1"))
+    return LocalFolderObjectStore(Path(env.get("MEDALLION_S3_LOCAL_ROOT", default_root)))

@@ -1,0 +1,346 @@
+"""SQL text for warehouse loads, one builder per statement, for the postgres, redshift and duckdb
+dialects. Pure: no connection, no I/O, so Redshift's statements are tested as text.
+
+Every identifier is validated (lower-case ``[a-z_][a-z0-9_]*``) and then double-quoted, so
+nothing a metadata file or an Arrow schema holds can change the shape of a statement.
+
+>>> create_table("gold.orders", [("id", "BIGINT")], "redshift", dist_key="id")
+'CREATE TABLE IF NOT EXISTS "gold"."orders" ("id" BIGINT) DISTKEY("id")'
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from typing import Literal
+
+import pyarrow as pa
+
+Dialect = Literal["postgres", "redshift", "duckdb"]
+DIALECTS: tuple[str, ...] = ("postgres", "redshift", "duckdb")
+
+BEGIN, COMMIT, ROLLBACK = "BEGIN", "COMMIT", "ROLLBACK"
+
+# fullmatch everywhere: ``$`` alone would also accept a trailing newline.
+_IDENT = re.compile(r"[a-z_][a-z0-9_]*")
+# PostgreSQL silently truncates longer names; Redshift allows 127. The smaller bound keeps a name
+# meaning the same table on every warehouse.
+_MAX_IDENT = 63
+_S3_URI = re.compile(r"s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/[A-Za-z0-9_.=/()!*-]*)?")
+_IAM_ROLE = re.compile(r"arn:aws[a-z-]*:iam::\d{12}:role/[A-Za-z0-9_+=,.@/-]{1,512}")
+
+
+def quote_identifier(name: str) -> str:
+    """``orders`` -> ``"orders"``; anything but a lower-case identifier is a ValueError."""
+    if not isinstance(name, str) or not _IDENT.fullmatch(name):
+        raise ValueError(
+            f"{name!r} is not a safe warehouse identifier: use lower-case letters, digits and _, "
+            "starting with a letter or _ (rename the column in the gold SQL, e.g. AS order_id)"
+        )
+    if len(name) > _MAX_IDENT:
+        raise ValueError(f"identifier {name!r} is longer than {_MAX_IDENT} characters")
+    return f'"{name}"'
+
+
+def split_table(table: str) -> tuple[str | None, str]:
+    """``"gold.orders"`` -> ``("gold", "orders")``; a bare ``"orders"`` has no schema."""
+    parts = table.split(".") if isinstance(table, str) else []
+    if not 1 <= len(parts) <= 2:
+        raise ValueError(f"{table!r} is not a warehouse table: write 'schema.table' in lower case")
+    try:
+        for part in parts:
+            quote_identifier(part)
+    except ValueError:
+        raise ValueError(
+            f"{table!r} is not a safe warehouse table name: write 'schema.table' in lower case "
+            "(letters, digits and _)"
+        ) from None
+    return (parts[0], parts[1]) if len(parts) == 2 else (None, parts[0])
+
+
+def quote_table(table: str) -> str:
+    """``gold.orders`` -> ``"gold"."orders"``."""
+    schema, name = split_table(table)
+    return quote_identifier(name) if schema is None else f'"{schema}"."{name}"'
+
+
+def _check_dialect(dialect: str) -> None:
+    if dialect not in DIALECTS:
+        raise ValueError(f"unknown warehouse dialect {dialect!r}; use one of {', '.join(DIALECTS)}")
+
+
+# --- types ------------------------------------------------------------------------------------
+
+
+def sql_type(arrow_type: pa.DataType, dialect: Dialect, column: str = "?") -> str:
+    """The warehouse column type for an Arrow type; nested values travel as JSON text (SUPER)."""
+    _check_dialect(dialect)
+    t = arrow_type
+    if pa.types.is_dictionary(t):
+        return sql_type(t.value_type, dialect, column)
+    if pa.types.is_decimal(t):
+        if t.precision > 38:
+            raise ValueError(
+                f"column {column!r}: {t} has precision {t.precision}; warehouses hold at most "
+                "38 digits (cast it to decimal(38, s) in the gold SQL)"
+            )
+        return f"DECIMAL({t.precision},{t.scale})"
+    if pa.types.is_timestamp(t):
+        return "TIMESTAMP" if t.tz is None else "TIMESTAMPTZ"
+    if is_nested(t):
+        return "SUPER" if dialect == "redshift" else _varchar(dialect)
+    # A null column has no values yet: text is the safe home for whatever comes later.
+    if pa.types.is_null(t) or any(is_text(t) for is_text in _TEXT):
+        return _varchar(dialect)
+    for is_type, name in _SIMPLE_TYPES:
+        if is_type(t):
+            return name
+    raise ValueError(
+        f"column {column!r}: Arrow type {t} has no warehouse type; cast it in the gold SQL to "
+        "string, bigint, double, decimal(p,s), boolean, date or timestamp"
+    )
+
+
+_TEXT = (pa.types.is_string, pa.types.is_large_string, pa.types.is_string_view)
+_SIMPLE_TYPES: tuple[tuple[Callable[[pa.DataType], bool], str], ...] = (
+    (pa.types.is_boolean, "BOOLEAN"),
+    (lambda t: pa.types.is_int8(t) or pa.types.is_int16(t) or pa.types.is_uint8(t), "SMALLINT"),
+    (lambda t: pa.types.is_int32(t) or pa.types.is_uint16(t), "INTEGER"),
+    (lambda t: pa.types.is_int64(t) or pa.types.is_uint32(t), "BIGINT"),
+    (pa.types.is_uint64, "DECIMAL(20,0)"),
+    (lambda t: pa.types.is_float16(t) or pa.types.is_float32(t), "REAL"),
+    (pa.types.is_float64, "DOUBLE PRECISION"),
+    (pa.types.is_date, "DATE"),
+    (pa.types.is_time, "TIME"),
+)
+
+
+def _varchar(dialect: Dialect) -> str:
+    # Redshift's VARCHAR without a length is VARCHAR(256) and rejects longer values at COPY time.
+    return "VARCHAR(65535)" if dialect == "redshift" else "VARCHAR"
+
+
+def is_nested(arrow_type: pa.DataType) -> bool:
+    """Lists, structs and maps: loaded as JSON text (SUPER on Redshift)."""
+    return any(is_kind(arrow_type) for is_kind in _NESTED)
+
+
+_NESTED = (
+    pa.types.is_list,
+    pa.types.is_large_list,
+    pa.types.is_fixed_size_list,
+    pa.types.is_struct,
+    pa.types.is_map,
+)
+
+
+def arrow_columns(schema: pa.Schema, dialect: Dialect) -> list[tuple[str, str]]:
+    """``[(column, sql type)]`` for an Arrow schema, each name validated."""
+    if len(schema) == 0:
+        raise ValueError("the data has no columns; a warehouse table needs at least one")
+    names = [field.name for field in schema]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise ValueError(f"the data has duplicate column(s): {', '.join(duplicates)}")
+    columns = []
+    for field in schema:
+        quote_identifier(field.name)
+        columns.append((field.name, sql_type(field.type, dialect, field.name)))
+    return columns
+
+
+# --- DDL --------------------------------------------------------------------------------------
+
+
+def create_schema(table: str) -> str | None:
+    """``CREATE SCHEMA IF NOT EXISTS`` for a qualified table; None for a bare name."""
+    schema, _ = split_table(table)
+    return None if schema is None else f"CREATE SCHEMA IF NOT EXISTS {quote_identifier(schema)}"
+
+
+def create_table(
+    table: str,
+    columns: Sequence[tuple[str, str]],
+    dialect: Dialect,
+    dist_key: str | None = None,
+    sort_keys: Sequence[str] = (),
+) -> str:
+    """``CREATE TABLE IF NOT EXISTS``; Redshift adds DISTKEY/SORTKEY, the others ignore them."""
+    _check_dialect(dialect)
+    if not columns:
+        raise ValueError(f"table {table!r} needs at least one column")
+    names = {name for name, _ in columns}
+    body = ", ".join(f"{quote_identifier(name)} {_check_type(kind)}" for name, kind in columns)
+    statement = f"CREATE TABLE IF NOT EXISTS {quote_table(table)} ({body})"
+    if dialect != "redshift":
+        return statement
+    for key in (dist_key, *sort_keys):
+        if key is not None and key not in names:
+            raise ValueError(
+                f"distribution/sort key {key!r} of {table!r} is not a column of the data; "
+                f"columns are: {', '.join(sorted(names))}"
+            )
+    if dist_key is not None:
+        statement += f" DISTKEY({quote_identifier(dist_key)})"
+    if sort_keys:
+        statement += f" SORTKEY({', '.join(quote_identifier(k) for k in sort_keys)})"
+    return statement
+
+
+def _check_type(kind: str) -> str:
+    # Types come from sql_type(); this guards hand-written column lists from smuggling SQL.
+    if not re.fullmatch(r"[A-Z][A-Z ]*(\(\d+(,\d+)?\))?", kind):
+        raise ValueError(f"{kind!r} is not a column type this loader writes")
+    return kind
+
+
+def temp_table_name(table: str, token: str) -> str:
+    """A session-private staging table name, unique per load: ``_stage_orders_<token>``."""
+    _, name = split_table(table)
+    return quote_identifier(f"_stage_{name[:40]}_{token}")[1:-1]
+
+
+def create_temp_like(
+    temp: str,
+    table: str,
+    columns: Sequence[str],
+    dialect: Dialect,
+    dist_key: str | None = None,
+) -> str:
+    """A temp table with the data's columns, in the data's order, typed like the target's.
+
+    The order matters on Redshift: COPY from Parquet maps file columns to table columns by
+    position. On Redshift the temp table shares the target's DISTKEY so the merge join is local.
+    """
+    _check_dialect(dialect)
+    attributes = ""
+    if dialect == "redshift" and dist_key is not None and dist_key in columns:
+        attributes = f" DISTKEY({quote_identifier(dist_key)})"
+    return (
+        f"CREATE TEMP TABLE {quote_identifier(temp)}{attributes} AS "
+        f"SELECT {_column_list(columns)} FROM {quote_table(table)} WHERE 1 = 0"
+    )
+
+
+def drop_table(table: str) -> str:
+    return f"DROP TABLE IF EXISTS {quote_table(table)}"
+
+
+def copy_from_s3(
+    temp: str, s3_uri: str, iam_role: str, format: str = "parquet", serialize_json: bool = False
+) -> str:
+    """Redshift ``COPY`` of every file under an S3 prefix into the staging table.
+
+    ``serialize_json`` loads nested Parquet columns into SUPER columns as JSON.
+    """
+    if not _S3_URI.fullmatch(s3_uri):
+        raise ValueError(f"{s3_uri!r} is not a safe s3:// URI for COPY (s3://bucket/prefix/)")
+    if not _IAM_ROLE.fullmatch(iam_role):
+        raise ValueError(
+            "iam_role must be an IAM role ARN such as arn:aws:iam::123456789012:role/redshift-load"
+        )
+    if format.lower() != "parquet":
+        raise ValueError(f"COPY format {format!r} is not supported; the loader stages Parquet")
+    suffix = " SERIALIZETOJSON" if serialize_json else ""
+    return (
+        f"COPY {quote_identifier(temp)} FROM '{s3_uri}' IAM_ROLE '{iam_role}' "
+        f"FORMAT AS PARQUET{suffix}"
+    )
+
+
+# --- the transaction --------------------------------------------------------------------------
+
+
+def _column_list(columns: Sequence[str]) -> str:
+    if not columns:
+        raise ValueError("a load needs at least one column")
+    return ", ".join(quote_identifier(c) for c in columns)
+
+
+def insert_select(into: str, source: str, columns: Sequence[str]) -> str:
+    """``INSERT INTO into (cols) SELECT cols FROM source``: named columns, never ``*``."""
+    cols = _column_list(columns)
+    return f"INSERT INTO {quote_table(into)} ({cols}) SELECT {cols} FROM {quote_table(source)}"
+
+
+def _key_match(target: str, temp: str, keys: Sequence[str]) -> str:
+    if not keys:
+        raise ValueError(f"merge into {target!r} needs keys: the columns that identify a row")
+    # Redshift's DELETE takes no alias: the bare table name qualifies the target's columns.
+    _, name = split_table(target)
+    left, right = quote_identifier(name), quote_identifier(temp)
+    quoted = [quote_identifier(k) for k in keys]
+    return " AND ".join(f"{left}.{k} = {right}.{k}" for k in quoted)
+
+
+def replace_statements(target: str, temp: str, columns: Sequence[str]) -> list[str]:
+    # DELETE, not TRUNCATE: TRUNCATE commits on Redshift and locks out readers on PostgreSQL.
+    return [f"DELETE FROM {quote_table(target)}", insert_select(target, temp, columns)]
+
+
+def append_statements(target: str, temp: str, columns: Sequence[str]) -> list[str]:
+    return [insert_select(target, temp, columns)]
+
+
+def merge_statements(
+    target: str, temp: str, keys: Sequence[str], columns: Sequence[str]
+) -> list[str]:
+    """Delete the target rows whose keys are staged, then insert every staged row."""
+    missing = [k for k in keys if k not in columns]
+    if missing:
+        raise ValueError(f"merge key(s) {', '.join(missing)} of {target!r} are not in the data")
+    delete = (
+        f"DELETE FROM {quote_table(target)} USING {quote_identifier(temp)} "
+        f"WHERE {_key_match(target, temp, keys)}"
+    )
+    return [delete, insert_select(target, temp, columns)]
+
+
+def apply_statements(
+    mode: str, target: str, temp: str, columns: Sequence[str], keys: Sequence[str] = ()
+) -> list[str]:
+    """The statements of one load mode, to run between BEGIN and COMMIT."""
+    if mode == "replace":
+        return replace_statements(target, temp, columns)
+    if mode == "append":
+        return append_statements(target, temp, columns)
+    if mode == "merge":
+        return merge_statements(target, temp, keys, columns)
+    raise ValueError(f"unknown load mode {mode!r}; use replace, append or merge")
+
+
+def count_rows(table: str) -> str:
+    return f"SELECT COUNT(*) FROM {quote_table(table)}"
+
+
+def count_matched(target: str, temp: str, keys: Sequence[str]) -> str:
+    """Target rows a merge will replace (the staged keys are unique)."""
+    return (
+        f"SELECT COUNT(*) FROM {quote_table(target)} JOIN {quote_identifier(temp)} "
+        f"ON {_key_match(target, temp, keys)}"
+    )
+
+
+def copy_from_stdin(temp: str, columns: Sequence[str]) -> str:
+    """PostgreSQL ``COPY`` of CSV rows sent by the client into the staging table."""
+    return f"COPY {quote_identifier(temp)} ({_column_list(columns)}) FROM STDIN (FORMAT csv)"
+
+
+def schema_exists(table: str) -> str | None:
+    """Counts the table's schema; checked before CREATE SCHEMA, which needs database-level
+    CREATE privilege on PostgreSQL even when the schema is already there."""
+    schema, _ = split_table(table)
+    if schema is None:
+        return None
+    return f"SELECT COUNT(*) FROM information_schema.schemata WHERE schema_name = '{schema}'"
+
+
+def table_columns(table: str) -> str:
+    """The target's column names, in order, from information_schema (all three dialects)."""
+    schema, name = split_table(table)
+    where_schema = "current_schema()" if schema is None else f"'{schema}'"
+    return (
+        "SELECT column_name FROM information_schema.columns "
+        f"WHERE table_schema = {where_schema} AND table_name = '{name}' "
+        "ORDER BY ordinal_position"
+    )
