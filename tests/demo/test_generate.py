@@ -228,7 +228,7 @@ def test_parquet_columns_have_the_arrow_types_of_the_spark_types(demo_catalog, f
             pa.field("published_at", pa.timestamp("us", tz="UTC")),
         ]
     )
-    items = demo_catalog.sources["orders"].columns[-2].type
+    items = next(c.type for c in demo_catalog.sources["orders"].columns if c.name == "items")
     assert arrow_type(items) == pa.list_(
         pa.struct(
             [
@@ -295,7 +295,7 @@ def test_payments_and_shipments_belong_to_exported_orders(demo_catalog, records)
     assert {p["status"] for p in records["payments"]} <= accepted(
         demo_catalog, "silver.payments", "status"
     )
-    assert {s["status"] for s in records["shipments"]} == accepted(
+    assert {s["status"] for s in records["shipments"]} <= accepted(
         demo_catalog, "silver.shipments", "status"
     )
 

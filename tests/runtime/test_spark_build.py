@@ -100,7 +100,7 @@ def test_a_replaced_object_replaces_its_rows(spark, project):
 
 
 def test_silver_and_gold_build_from_published_upstream_and_skip_when_unchanged(spark, project):
-    _, store, lake, _ = project
+    catalog, store, lake, _ = project
     store.put(
         "minimal-raw",
         "orders/a.jsonl",
@@ -131,7 +131,7 @@ def test_a_table_whose_upstream_was_never_published_fails_clearly(spark, project
 
 
 def test_a_failed_validation_keeps_the_previous_version_current(spark, project):
-    _, store, lake, _ = project
+    catalog, store, lake, _ = project
     store.put(
         "minimal-raw", "orders/a.jsonl", orders({"order_id": 1, "amount": 1, "country": "DE"})
     )
