@@ -1,0 +1,142 @@
+"""The code location: one asset per table built from the catalog, with exactly the lineage
+engine's dependencies, and jobs, schedules and sensors from metadata. Nothing here runs Spark."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from medallion_assets.adapters.build import definitions_for
+from medallion_assets.adapters.translator import DatasetTranslator
+from tests.conftest import REPO
+
+
+@pytest.fixture(scope="module")
+def defs(demo_catalog) -> dg.Definitions:
+    return definitions_for(demo_catalog, DatasetTranslator(demo_catalog))
+
+
+@pytest.fixture(scope="module")
+def graph(defs):
+    return defs.resolve_asset_graph()
+
+
+def key(table: str) -> dg.AssetKey:
+    return dg.AssetKey(table.split(".", 1))
+
+
+def test_one_materializable_asset_per_table_and_external_sources_and_exposures(
+    defs, graph, demo_catalog
+):
+    materializable = {k.to_user_string() for k in graph.materializable_asset_keys}
+    assert materializable == {n.replace(".", "/") for n in demo_catalog.datasets}
+    external = {k.to_user_string() for k in graph.external_asset_keys}
+    assert external == {f"raw/{s}" for s in demo_catalog.sources} | {
+        f"exposure/{e}" for e in demo_catalog.exposures
+    }
+
+
+def test_asset_deps_equal_the_lineage_engines_edges_one_by_one(graph, demo_catalog):
+    asset_edges = {
+        (".".join(parent.path), ".".join(node.key.path))
+        for node in graph.asset_nodes
+        for parent in node.parent_keys
+    }
+    lineage_edges = set(demo_catalog.lineage.dag.edges())
+    assert asset_edges == lineage_edges
+
+
+def test_spec_carries_kinds_owners_tags_code_version_and_column_lineage(graph, demo_catalog):
+    dataset = demo_catalog.datasets["gold.revenue_by_region"]
+    node = graph.get(key("gold.revenue_by_region"))
+    assert node.group_name == "gold"
+    assert {"spark", "redshift"} <= set(node.kinds)
+    assert node.owners == list(dataset.owners)
+    assert node.tags["layer"] == "gold" and node.tags["criticality"] == "critical"
+    assert node.code_version == dataset.code_version
+    assert "sql" in node.metadata
+    schema = node.metadata["dagster/column_schema"]
+    assert [c.name for c in schema.columns] == list(dataset.column_names)
+    lineage = node.metadata["dagster/column_lineage"]
+    for column in dataset.columns:
+        deps = {
+            f"{'.'.join(d.asset_key.path)}.{d.column_name}"
+            for d in lineage.deps_by_column[column.column]
+        }
+        assert deps == set(column.sources)
+
+
+def test_bronze_is_tagged_s3_and_pii_flows_into_tags(graph):
+    customers = graph.get(key("bronze.customers"))
+    assert "s3" in customers.kinds
+    assert customers.tags["pii"] == "true"
+    assert graph.get(key("gold.revenue_by_region")).tags["pii"] == "false"
+
+
+def test_daily_partitioned_tables_have_daily_partitions(graph, demo_catalog):
+    for name, dataset in demo_catalog.datasets.items():
+        node = graph.get(key(name))
+        if dataset.settings.partitions is None:
+            assert node.partitions_def is None, name
+        else:
+            assert isinstance(node.partitions_def, dg.DailyPartitionsDefinition), name
+            assert node.partitions_def.start.date() == dataset.settings.partitions.start
+
+
+def test_jobs_per_pipeline_and_layer_and_schedules_from_cron(defs, demo_catalog):
+    jobs = {job.name: job for job in defs.resolve_all_job_defs()}
+    for pipeline_id in demo_catalog.pipelines:
+        assert pipeline_id in jobs or f"{pipeline_id}__daily" in jobs
+    for layer in ("bronze", "silver", "gold"):
+        assert f"layer_{layer}" in jobs
+    ingest = jobs["ingest"]
+    selected = {".".join(k.path) for k in ingest.asset_layer.selected_asset_keys}
+    assert selected == {
+        n
+        for n in demo_catalog.pipeline_datasets("ingest")
+        if demo_catalog.datasets[n].settings.partitions is None
+    }
+    schedules = {s.name: s for s in defs.schedules}
+    for pipeline_id, pipeline in demo_catalog.pipelines.items():
+        if pipeline.schedule and pipeline_id in jobs:
+            assert schedules[f"{pipeline_id}_schedule"].cron_schedule == pipeline.schedule
+
+
+def test_a_sensor_watches_every_raw_source(defs, demo_catalog):
+    names = {s.name for s in defs.sensors}
+    assert names == {f"new_objects__{source}" for source in demo_catalog.sources}
+
+
+def test_retry_policy_and_pool_come_from_metadata(defs, demo_catalog):
+    assets = {a.key: a for a in defs.assets if isinstance(a, dg.AssetsDefinition)}
+    dataset = demo_catalog.datasets["silver.orders_usd"]
+    definition = assets[key("silver.orders_usd")]
+    assert definition.op.pool == dataset.system
+    policy = demo_catalog.retry_policies[
+        dataset.settings.retry_policy or demo_catalog.default_retry_policy
+    ]
+    assert definition.op.retry_policy.max_retries == policy.max_retries
+
+
+@pytest.mark.slow
+def test_dagster_definitions_validate_passes(tmp_path: Path):
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    env = {**os.environ, "DAGSTER_HOME": str(home)}
+    dagster = Path(sys.executable).parent / "dagster"
+    result = subprocess.run(
+        [str(dagster), "definitions", "validate", "-w", "workspace.yaml"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "Validation successful" in result.stderr + result.stdout
