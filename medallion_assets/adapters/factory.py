@@ -57,6 +57,8 @@ def _asset(
         pool=dataset.system,  # `dagster instance concurrency set <system> N` caps the system
         retry_policy=retry_policy(catalog, dataset),
         partitions_def=spec.partitions_def,
+        # A backfill over a date range runs as one run that builds each day in turn.
+        backfill_policy=dg.BackfillPolicy.single_run() if spec.partitions_def else None,
     )
     def _materialize(
         context: dg.AssetExecutionContext,
@@ -79,8 +81,40 @@ def materialize_dataset(
     s3: S3Resource,
     warehouse: WarehouseResource,
 ) -> dg.MaterializeResult:
-    partition = context.partition_key if context.has_partition_key else None
     session = spark.session()
+    partitions: list[str | None] = (
+        list(context.partition_keys) if context.has_partition_key_range else [None]
+    )
+    per_partition = [
+        _materialize_one(context, catalog, dataset, session, lake, s3, warehouse, p)
+        for p in partitions
+    ]
+    if len(per_partition) == 1:
+        version, metadata = per_partition[0]
+        return dg.MaterializeResult(
+            data_version=dg.DataVersion(version.version_id), metadata=metadata
+        )
+    metadata = {
+        "partitions": len(per_partition),
+        "rows": sum(v.rows for v, _ in per_partition),
+        "skipped": all(m["skipped"] for _, m in per_partition),
+        "lake_versions": dg.MetadataValue.json(
+            {v.partition: v.version_id for v, _ in per_partition}
+        ),
+    }
+    return dg.MaterializeResult(metadata=metadata)
+
+
+def _materialize_one(
+    context: dg.AssetExecutionContext,
+    catalog: Catalog,
+    dataset: Dataset,
+    session: Any,
+    lake: LakeResource,
+    s3: S3Resource,
+    warehouse: WarehouseResource,
+    partition: str | None,
+) -> tuple[Any, dict[str, Any]]:
     log = context.log.info
     metadata: dict[str, Any] = {}
     if dataset.layer == "bronze":
@@ -115,7 +149,7 @@ def materialize_dataset(
         metadata["skip_reason"] = build.reason
     if dataset.target is not None:
         metadata.update(load_warehouse(context, dataset, session, lake, warehouse, version))
-    return dg.MaterializeResult(data_version=dg.DataVersion(version.version_id), metadata=metadata)
+    return version, metadata
 
 
 def load_warehouse(
