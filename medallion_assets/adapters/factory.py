@@ -82,9 +82,11 @@ def materialize_dataset(
     warehouse: WarehouseResource,
 ) -> dg.MaterializeResult:
     session = spark.session()
-    partitions: list[str | None] = (
-        list(context.partition_keys) if context.has_partition_key_range else [None]
-    )
+    partitions: list[str | None] = [None]
+    if context.has_partition_key:
+        partitions = [context.partition_key]
+    elif context.has_partition_key_range:
+        partitions = list(context.partition_keys)
     per_partition = [
         _materialize_one(context, catalog, dataset, session, lake, s3, warehouse, p)
         for p in partitions

@@ -59,6 +59,20 @@ def raw_partitions(catalog: Catalog, defs: dg.Definitions) -> list[str]:
     return sorted(days)
 
 
+def dagster_home(project_root: Path) -> Path:
+    """The project's own Dagster instance folder, used when DAGSTER_HOME is not set."""
+    return Path(project_root).resolve() / ".medallion" / "dagster"
+
+
+def project_instance(project_root: Path) -> dg.DagsterInstance:
+    home = dagster_home(project_root)
+    home.mkdir(parents=True, exist_ok=True)
+    config = home / "dagster.yaml"
+    if not config.exists():
+        config.write_text("telemetry:\n  enabled: false\n")
+    return dg.DagsterInstance.from_config(str(home))
+
+
 def run_project(
     project_root: Path, log: Callable[[str], None] = print, instance: Any = None
 ) -> RunSummary:
@@ -94,6 +108,8 @@ def _execute(
         partition_key=partition,
         instance=instance,
         raise_on_error=False,
+        # Step-by-step debug events go to the instance; the console shows warnings and errors.
+        run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}},
     )
     summary.run_ids.append(result.run_id)
     summary.success = summary.success and result.success

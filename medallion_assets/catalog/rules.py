@@ -80,6 +80,17 @@ class AcceptedValuesRule(_ColumnRule):
     kind: Literal["accepted_values"]
     values: tuple[str | int | float | bool, ...] = Field(min_length=1)
 
+    @model_validator(mode="after")
+    def _no_yaml_booleans_among_codes(self) -> AcceptedValuesRule:
+        # YAML 1.1 reads unquoted NO, YES, ON, OFF as booleans: Norway's code would become false.
+        kinds = {type(v) for v in self.values}
+        if bool in kinds and kinds != {bool}:
+            raise ValueError(
+                "accepted values mix booleans with other values; YAML reads unquoted "
+                'NO/YES/ON/OFF as true/false: quote codes such as "NO"'
+            )
+        return self
+
 
 class RangeRule(_ColumnRule):
     kind: Literal["range"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from medallion_assets.cli.catalog_cmd import catalog
+from medallion_assets.cli.demo_cmd import demo_data
 from medallion_assets.cli.graph_cmds import impact, plan, split, trace_pii
 from medallion_assets.cli.lineage_cmd import lineage
 from medallion_assets.cli.run_cmd import run
@@ -15,7 +16,7 @@ def cli() -> None:
     """medallion: a metadata-driven medallion ETL on Dagster and Spark."""
 
 
-for command in (lineage, impact, plan, split, trace_pii, catalog, run):
+for command in (lineage, impact, plan, split, trace_pii, catalog, demo_data, run):
     cli.add_command(command)
 
 

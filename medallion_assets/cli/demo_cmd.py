@@ -98,6 +98,7 @@ def object_store(target: str | None, project: Path) -> tuple[Any, str]:
         object_store_from_env,
     )
 
+    store: Any
     if target is None:
         home = Path(os.environ.get("MEDALLION_HOME") or project / ".medallion")
         store = object_store_from_env(os.environ, home / "s3")
@@ -110,7 +111,8 @@ def object_store(target: str | None, project: Path) -> tuple[Any, str]:
         store = LocalFolderObjectStore(Path(target))
     if isinstance(store, LocalFolderObjectStore):
         return store, str(store.root)
-    return store, "s3://" if store.endpoint_url is None else f"s3:// at {store!r}"
+    # The repr shows the endpoint's scheme, host and port only, never credentials.
+    return store, "s3://" if store.endpoint_url is None else f"s3:// ({store!r})"
 
 
 def summary_table(catalog: Catalog, files: list[GeneratedFile], where: str) -> str:

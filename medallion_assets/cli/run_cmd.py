@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -15,16 +16,24 @@ from medallion_assets.cli.common import project_option
 def run(project: Path) -> None:
     """Materialize every asset of the project on the configured components, headless.
 
-    Daily-partitioned tables run for each day found in their raw data, then the rest. Uses
-    the Dagster instance of $DAGSTER_HOME when set, so `dagster dev` shows the runs.
+    Daily-partitioned tables run for each day found in their raw data, then the rest. Runs
+    go to the Dagster instance of $DAGSTER_HOME, else to <project>/.medallion/dagster, so
+    `dagster dev` with that DAGSTER_HOME shows them.
     """
-    from medallion_assets.adapters.headless import run_project
+    from medallion_assets.adapters.headless import dagster_home, run_project
 
     summary = run_project(project, log=lambda m: click.echo(m))
     click.echo(_table(summary))
     if not summary.success:
         click.echo("error: the run failed; see the messages above", err=True)
         sys.exit(1)
+    home = os.environ.get("DAGSTER_HOME") or dagster_home(project)
+    click.echo(
+        "\nOpen the asset graph, runs and checks in the Dagster UI:\n"
+        f"  DAGSTER_HOME={home} {Path(sys.executable).parent / 'dagster'} dev "
+        f"-w {Path(project).resolve() / 'workspace.yaml'}\n"
+        "  then browse http://127.0.0.1:3000"
+    )
 
 
 def _table(summary) -> str:  # type: ignore[no-untyped-def]

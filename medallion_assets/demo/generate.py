@@ -24,14 +24,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from decimal import Decimal
-from typing import Any, Protocol
-
-import pyarrow as pa
-import pyarrow.parquet as pq
+from typing import TYPE_CHECKING, Any, Protocol
 
 from medallion_assets.catalog import Catalog
 from medallion_assets.catalog.models import Column, Source
 from medallion_assets.demo.orders import simulate
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
 from medallion_assets.demo.world import (
     Days,
     DemoSettings,
@@ -50,15 +51,6 @@ MALFORMED_RATE = 0.0075
 # (unlike "NaN", "Infinity" or "1,299", which some parsers accept).
 NON_NUMERIC = ("n/a", "#REF!", "unknown", "-", "12O")
 NUMERIC = ("bigint", "long", "int", "smallint", "tinyint", "double", "float", "real", "decimal")
-# fmt: off
-_SIMPLE_ARROW = {
-    "bigint": pa.int64(), "long": pa.int64(), "int": pa.int32(), "integer": pa.int32(),
-    "smallint": pa.int16(), "tinyint": pa.int8(), "double": pa.float64(), "float": pa.float32(),
-    "real": pa.float32(), "date": pa.date32(), "timestamp": pa.timestamp("us", tz="UTC"),
-    "timestamp_ltz": pa.timestamp("us", tz="UTC"), "timestamp_ntz": pa.timestamp("us"),
-    "boolean": pa.bool_(), "string": pa.string(), "binary": pa.binary(),
-}
-# fmt: on
 
 
 @dataclass(frozen=True)
@@ -191,9 +183,21 @@ def split_top_level(text: str, separator: str = ",") -> list[str]:
 
 def arrow_type(spark_type: str) -> pa.DataType:
     """The Arrow type of a Spark SQL type string (nested arrays, structs and maps included)."""
+    import pyarrow as pa  # imported here: only parquet sources pay its import time
+
     text = spark_type.strip().lower()
-    if text in _SIMPLE_ARROW:
-        return _SIMPLE_ARROW[text]
+    # fmt: off
+    simple = {
+        "bigint": pa.int64(), "long": pa.int64(), "int": pa.int32(), "integer": pa.int32(),
+        "smallint": pa.int16(), "tinyint": pa.int8(), "double": pa.float64(),
+        "float": pa.float32(), "real": pa.float32(), "date": pa.date32(),
+        "timestamp": pa.timestamp("us", tz="UTC"), "timestamp_ltz": pa.timestamp("us", tz="UTC"),
+        "timestamp_ntz": pa.timestamp("us"), "boolean": pa.bool_(), "string": pa.string(),
+        "binary": pa.binary(),
+    }
+    # fmt: on
+    if text in simple:
+        return simple[text]
     if text.startswith(("varchar", "char")):
         return pa.string()
     if text.startswith(("decimal", "numeric")):
@@ -213,6 +217,8 @@ def arrow_type(spark_type: str) -> pa.DataType:
 
 
 def arrow_schema(columns: Sequence[Column]) -> pa.Schema:
+    import pyarrow as pa
+
     return pa.schema([pa.field(c.name, arrow_type(c.type), c.nullable) for c in columns])
 
 
@@ -310,6 +316,9 @@ def _break_csv_row(row: list[str], columns: Sequence[Column], rng: random.Random
 
 def _parquet(columns: Sequence[Column], records: Sequence[dict[str, Any]]) -> bytes:
     schema = arrow_schema(columns)
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     table = pa.Table.from_pylist(
         [{c.name: r.get(c.name) for c in columns} for r in records], schema=schema
     )

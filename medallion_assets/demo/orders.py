@@ -33,6 +33,11 @@ CARRIERS = {"US": ("UPS", "FedEx", "USPS"), "GB": ("Royal Mail", "DPD", "DHL")}
 # Service level: (days promised after payment, actual transit days low..high).
 SERVICE = {"standard": (5, (2, 6)), "express": (2, (1, 3)), "economy": (8, (4, 10))}
 SITE = "https://www.theworldshop.example"
+DEVICES = {
+    "web": ("desktop", "desktop", "mobile"),
+    "ios": ("mobile", "mobile", "tablet"),
+    "android": ("mobile", "mobile", "tablet"),
+}
 BROWSE_SESSIONS_PER_ORDER = 0.5
 DUPLICATE_EVENT_RATE = 0.005
 
@@ -242,7 +247,9 @@ def _payment(
     return [{**base, "status": status, "updated_at": moment} for status, moment in steps]
 
 
-def _shipment(rng: random.Random, order: Record, paid: datetime) -> tuple[list[Record], list]:
+def _shipment(
+    rng: random.Random, order: Record, paid: datetime
+) -> tuple[list[Record], list[tuple[str, datetime]]]:
     """Carrier updates of the order's shipment and the order status changes they cause."""
     level = rng.choices(list(SERVICE), (70, 20, 10))[0]
     promise, (low, high) = SERVICE[level]
@@ -307,11 +314,7 @@ def _clickstream(
 
 
 def _context(rng: random.Random, customer: Record | None, channel: str | None) -> Record:
-    devices = {
-        "web": ("desktop", "desktop", "mobile"),
-        "ios": ("mobile", "mobile", "tablet"),
-        "android": ("mobile", "mobile", "tablet"),
-    }.get(channel, ("desktop", "mobile"))
+    devices = DEVICES.get(channel or "", ("desktop", "mobile"))
     home = home_country(customer) if customer else rng.choice(list(COUNTRIES))
     roll = rng.random()  # geo-IP: mostly home, sometimes travelling, sometimes unknown
     geo = home if roll < 0.92 else None if roll < 0.95 else rng.choice(list(COUNTRIES))

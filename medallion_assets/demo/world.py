@@ -185,7 +185,7 @@ def customers(s: DemoSettings) -> list[History]:
 
 
 def _phone(rng: random.Random, prefix: str) -> str:
-    digits = "".join(rng.choice("0123456789") for _ in range(9))
+    digits = "".join(rng.choice("0123456789") for _ in range(10))
     return rng.choice(
         (
             f"{prefix} {digits[:3]} {digits[3:6]} {digits[6:]}",
@@ -248,8 +248,8 @@ def fx_rates(s: DemoSettings) -> dict[tuple[int, str], Decimal]:
     for currency, base in USD_PER_UNIT.items():
         level = base
         for day in range(s.days):
-            rates[day, currency] = Decimal(level).quantize(Decimal("0.00000001"))
             level = level if currency == "USD" else level * math.exp(rng.gauss(0, 0.004))
+            rates[day, currency] = Decimal(level).quantize(Decimal("0.00000001"))
     return rates
 
 
@@ -272,7 +272,8 @@ def fx_records(s: DemoSettings, rates: dict[tuple[int, str], Decimal]) -> Days:
 
 
 def address_feed(s: DemoSettings, people: list[History], uk_rate: float = 0.15) -> Days:
-    """The vendor's verdicts: most customers on day one, then new, moved and re-checked ones.
+    """The vendor's verdicts: about 75% of customers on day one, then each day the customers who
+    moved and about 4% re-checked.
 
     The vendor writes 'UK' for about ``uk_rate`` of GB rows (at least one latest row), which
     silver.addresses_validated's ISO country check must catch.

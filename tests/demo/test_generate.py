@@ -28,6 +28,7 @@ from medallion_assets.cli.demo_cmd import demo_data
 from medallion_assets.demo import DemoSettings, GeneratedFile, generate, write_files
 from medallion_assets.demo.generate import arrow_type, malformed_count
 from medallion_assets.runtime.s3 import LocalFolderObjectStore
+from tests.s3_server import S3Server
 
 SETTINGS = DemoSettings(rows=400, seed=7, days=3, start=date(2026, 1, 1))
 TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z")
@@ -372,3 +373,22 @@ def test_demo_data_command_refuses_an_s3_target_with_a_bucket(demo_project: Path
     args = ["--target", "s3://my-bucket/x", "--project", str(demo_project)]
     result = CliRunner().invoke(demo_data, args)
     assert result.exit_code == 2 and "takes no bucket" in result.output
+
+
+@pytest.mark.slow
+def test_demo_data_command_writes_to_the_s3_endpoint_creating_the_buckets(
+    demo_project: Path, s3_server: S3Server, s3_env: dict[str, str]
+):
+    args = ["--rows", "50", "--days", "1", "--target", "s3://", "--project", str(demo_project)]
+    result = CliRunner().invoke(demo_data, args)
+    assert result.exit_code == 0, result.output
+    client = s3_server.client()
+    listing = client.list_objects_v2(Bucket="theworldshop-vendor-drop")
+    assert [o["Key"] for o in listing["Contents"]] == [
+        "address-validation/batch=0001/part-00000.csv"
+    ]
+    events = client.get_object(
+        Bucket="theworldshop-raw", Key="user_events/dt=2026-01-01/part-00000.jsonl"
+    )
+    assert events["Body"].read().startswith(b'{"event_id": ')
+    assert "s3://theworldshop-raw/orders/" in result.output
