@@ -148,3 +148,49 @@ def test_a_failed_validation_keeps_the_previous_version_current(spark, project):
         build_table(spark, lake, catalog, dataset, validate=reject)
     assert lake.current("silver.orders_clean") == first.version
     assert read_table("silver.orders_clean", lake_root=lake.root)["order_id"].tolist() == [1]
+
+
+def test_a_crash_between_staging_and_publish_leaves_the_previous_version_readable(spark, project):
+    catalog, store, lake, _ = project
+    store.put(
+        "minimal-raw", "orders/a.jsonl", orders({"order_id": 1, "amount": 1, "country": "DE"})
+    )
+    run_bronze(spark, project)
+    dataset = catalog.datasets["silver.orders_clean"]
+    first = build_table(spark, lake, catalog, dataset)
+    store.put(
+        "minimal-raw", "orders/b.jsonl", orders({"order_id": 2, "amount": 1, "country": "FR"})
+    )
+    run_bronze(spark, project, "r2")
+
+    class ProcessKilled(BaseException):
+        pass
+
+    def kill(step: str) -> None:
+        raise ProcessKilled(step)
+
+    crashing = Lake(lake.root, on_publish=kill)
+    with pytest.raises(ProcessKilled):
+        build_table(spark, crashing, catalog, dataset)
+    assert lake.current("silver.orders_clean") == first.version
+    assert read_table("silver.orders_clean", lake_root=lake.root)["order_id"].tolist() == [1]
+    assert build_table(spark, lake, catalog, dataset).version.rows == 2  # the next run recovers
+
+
+def test_sql_in_another_dialect_is_transpiled_to_spark(spark, project, tmp_path):
+    catalog, store, lake, landing = project
+    root = catalog.root
+    (root / "sql/gold/revenue.sql").write_text(
+        "-- dialect: redshift\n"
+        "SELECT country, SUM(NVL(amount, 0)) AS revenue, LEN(country) AS code_length\n"
+        "FROM silver.orders_clean GROUP BY country\n"
+    )
+    catalog = load_catalog(root, use_cache=False)
+    store.put(
+        "minimal-raw", "orders/a.jsonl", orders({"order_id": 1, "amount": 4, "country": "DE"})
+    )
+    ingest(spark, lake, store, landing, catalog, catalog.datasets["bronze.orders"])
+    build_table(spark, lake, catalog, catalog.datasets["silver.orders_clean"])
+    build_table(spark, lake, catalog, catalog.datasets["gold.revenue"])
+    revenue = read_table("gold.revenue", lake_root=lake.root)
+    assert revenue.to_dict("records") == [{"country": "DE", "revenue": 4, "code_length": 2}]
