@@ -120,19 +120,31 @@ def _materialize_one(
     log = context.log.info
     metadata: dict[str, Any] = {}
     if dataset.layer == "bronze":
-        outcome = ingest(
-            session,
-            lake.lake,
-            s3.store(dataset.system),
-            lake.landing_root,
-            catalog,
-            dataset,
-            partition,
-            run_id=context.run_id,
-            log=log,
-        )
+        store = s3.store(dataset.system)
+        with store.throttle.slot():  # max_concurrent_jobs within this process
+            outcome = ingest(
+                session,
+                lake.lake,
+                store,
+                lake.landing_root,
+                catalog,
+                dataset,
+                partition,
+                run_id=context.run_id,
+                log=log,
+            )
         build = outcome.build
         metadata.update(outcome.metadata)
+        usage = store.throttle.usage()
+        metadata.update(
+            {
+                "s3_requests": usage.requests,
+                "s3_bytes": usage.bytes,
+                "s3_requests_per_second": round(usage.requests_per_second, 2),
+                "s3_bytes_per_second": round(usage.bytes_per_second, 1),
+                "throttle_waited_seconds": round(usage.waited_seconds, 3),
+            }
+        )
     else:
         build = build_table(
             session, lake.lake, catalog, dataset, partition, run_id=context.run_id, log=log

@@ -116,6 +116,9 @@ def ingest(
             "nothing to ingest (check the source's bucket and prefix, or the partition date)"
         )
     good, quarantine, total = _read_landed(spark, source, updated)
+    throttle = getattr(store, "throttle", None)
+    if throttle is not None:
+        throttle.rows(total)  # paces the extract to the source system's rows/s
     good.createOrReplaceTempView(view_name(f"raw.{name}"))
     _, query = spark_query(
         dataset.sql, dataset.dialect, dataset.name, {f"raw.{name}": view_name(f"raw.{name}")}
