@@ -29,7 +29,7 @@ def build_definitions(
 def definitions_for(catalog: Catalog, translator: DatasetTranslator) -> dg.Definitions:
     external = [translator.get_source_spec(n, s) for n, s in catalog.sources.items()]
     external += [translator.get_exposure_spec(e) for e in catalog.exposures.values()]
-    jobs = build_jobs(catalog, translator)
+    jobs = build_jobs(catalog)
     root = str(catalog.root.resolve())
     throttles = {name: system.throttle.model_dump() for name, system in catalog.systems.items()}
     return dg.Definitions(

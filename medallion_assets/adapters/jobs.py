@@ -10,7 +10,7 @@ from collections.abc import Iterable
 
 import dagster as dg
 
-from medallion_assets.adapters.translator import DatasetTranslator, table_key
+from medallion_assets.adapters.translator import table_key
 from medallion_assets.catalog import Catalog
 
 DAILY_SUFFIX = "__daily"
@@ -28,7 +28,6 @@ def _jobs_for(
     name: str,
     catalog: Catalog,
     tables: Iterable[str],
-    translator: DatasetTranslator,
     description: str,
     tags: dict[str, str],
 ) -> list[dg.UnresolvedAssetJobDefinition]:
@@ -41,12 +40,10 @@ def _jobs_for(
             )
         )
     if daily:
-        partitions = translator.partitions_def(catalog.datasets[daily[0]])
         jobs.append(
             dg.define_asset_job(
                 name + DAILY_SUFFIX,
                 selection=[table_key(t) for t in daily],
-                partitions_def=partitions,
                 description=f"{description} (daily partitions)",
                 tags=tags,
             )
@@ -54,23 +51,20 @@ def _jobs_for(
     return jobs
 
 
-def build_jobs(
-    catalog: Catalog, translator: DatasetTranslator
-) -> list[dg.UnresolvedAssetJobDefinition]:
+def build_jobs(catalog: Catalog) -> list[dg.UnresolvedAssetJobDefinition]:
     jobs = []
     for pipeline_id, pipeline in catalog.pipelines.items():
         jobs += _jobs_for(
             pipeline_id,
             catalog,
             catalog.pipeline_datasets(pipeline_id),
-            translator,
             pipeline.description or f"pipeline {pipeline_id}",
             {"pipeline": pipeline_id},
         )
     for layer in ("bronze", "silver", "gold"):
         tables = [n for n, d in catalog.datasets.items() if d.layer == layer]
         jobs += _jobs_for(
-            f"layer_{layer}", catalog, tables, translator, f"every {layer} table", {"layer": layer}
+            f"layer_{layer}", catalog, tables, f"every {layer} table", {"layer": layer}
         )
     return jobs
 
