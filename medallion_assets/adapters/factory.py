@@ -130,7 +130,7 @@ def _materialize_one(
                 catalog,
                 dataset,
                 partition,
-                run_id=context.run_id,
+                run_id=context.run.run_id,
                 log=log,
             )
         build = outcome.build
@@ -147,7 +147,7 @@ def _materialize_one(
         )
     else:
         build = build_table(
-            session, lake.lake, catalog, dataset, partition, run_id=context.run_id, log=log
+            session, lake.lake, catalog, dataset, partition, run_id=context.run.run_id, log=log
         )
     version = build.version
     metadata.update(

@@ -159,7 +159,9 @@ def test_the_repository_shows_the_jobs_schedules_and_sensors_of_the_definitions(
         "__ASSET_JOB"
     }
     schedules = {s["name"]: (s["cronSchedule"], s["pipelineName"]) for s in repository["schedules"]}
-    assert schedules == {s.name: (s.cron_schedule, s.job_name) for s in defs.schedules}
+    assert schedules == {
+        s.name: (s.cron_schedule, s.job_name) for s in defs.get_repository_def().schedule_defs
+    }
     assert {s["name"] for s in repository["sensors"]} == {s.name for s in defs.sensors}
 
 
