@@ -91,17 +91,14 @@ def build_table(
 ) -> BuildOutcome:
     inputs = input_versions(lake, catalog, dataset, partition)
     current = lake.current(dataset.name, partition)
-    if (
-        current is not None
-        and current.code_version == dataset.code_version
-        and (current.inputs == inputs)
-    ):
+    reusable = lake.reusable(dataset.name, partition, dataset.code_version, inputs)
+    if reusable is not None:
         reason = (
             f"skipped {dataset.name}{_label(partition)}: code and inputs unchanged since "
-            f"version {current.version_id}"
+            f"version {reusable.version_id}"
         )
         log(reason)
-        return BuildOutcome(current, True, reason)
+        return BuildOutcome(reusable, True, reason)
 
     views = register_inputs(spark, lake, catalog, dataset, partition)
     kind, query = spark_query(dataset.sql, dataset.dialect, dataset.name, views)

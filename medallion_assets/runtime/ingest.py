@@ -98,12 +98,8 @@ def ingest(
         }
     digest = manifest_digest(updated)
     inputs = {f"raw.{name}": digest}
-    current = lake.current(dataset.name, partition)
-    if (
-        current is not None
-        and current.code_version == dataset.code_version
-        and (current.inputs == inputs)
-    ):
+    current = lake.reusable(dataset.name, partition, dataset.code_version, inputs)
+    if current is not None:
         reason = (
             f"skipped {dataset.name}: no new objects under s3://{source.bucket}/{prefix} "
             f"and code unchanged since version {current.version_id}"

@@ -90,6 +90,16 @@ class Lake:
             return None
         return TableVersion(**info)
 
+    def reusable(
+        self, table: str, partition: str | None, code_version: str, inputs: Mapping[str, str]
+    ) -> TableVersion | None:
+        """The current version when it was built from this code and these inputs: nothing to
+        recompute."""
+        current = self.current(table, partition)
+        if current is None or current.code_version != code_version:
+            return None
+        return current if current.inputs == dict(inputs) else None
+
     def version_path(self, version: TableVersion) -> Path:
         return self.table_dir(version.table, version.partition) / "versions" / version.version_id
 
