@@ -1,4 +1,7 @@
-"""Lineage benchmarks for medallion_assets. Run them all with ``bash bench/run``.
+"""Benchmarks for medallion_assets. Run them all with ``bash bench/run``.
+
+A-C: lineage and catalog speed; D: orchestration overhead of a Dagster run against a plain
+PySpark script; E: code-location load (Definitions) of a large project.
 
 Informational only: never part of the test suite, and ``bench/run`` exits 0 whether a bar is
 met or not. Modules:
@@ -13,4 +16,11 @@ met or not. Modules:
 - ``catalog_bench``  benchmark B: load_catalog on the synthetic project, cold and warm
 - ``dag_bench``      benchmark C: downstream / impact latency on the synthetic DAG
 - ``report``         table formatting and PASS/FAIL lines
+- ``shop_data``      TheWorldShop project copy + ``medallion demo-data`` raw files for D
+- ``plain_pyspark``  D's baseline: the same pipeline as a plain PySpark script (one process)
+- ``dagster_run``    D's Dagster side: ``run_project`` in one process, instrumented
+- ``orchestration_bench``  benchmark D: Dagster run vs plain PySpark, ratio and breakdown
+- ``definitions_worker``   E's worker: build and resolve the Definitions in one process
+- ``definitions_bench``    benchmark E: code-location load of a 2,000-table project, cold/warm
+- ``profiles``       cProfile dumps summarised by package
 """

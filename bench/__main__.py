@@ -1,4 +1,4 @@
-"""``python -m bench [A] [B] [C]``: run the chosen benchmarks (all by default).
+"""``python -m bench [A] [B] [C] [D] [E]``: run the chosen benchmarks (all by default).
 
 Always exits 0: the benchmarks are informational, a missed bar prints FAIL but fails nothing.
 A benchmark that crashes (e.g. our API changed under it) is reported and the others still run.
@@ -10,16 +10,28 @@ import sys
 import time
 import traceback
 
-from bench import catalog_bench, dag_bench, lineage_bench
+from bench import (
+    catalog_bench,
+    dag_bench,
+    definitions_bench,
+    lineage_bench,
+    orchestration_bench,
+)
 
-BENCHMARKS = {"A": lineage_bench.main, "B": catalog_bench.main, "C": dag_bench.main}
+BENCHMARKS = {
+    "A": lineage_bench.main,
+    "B": catalog_bench.main,
+    "C": dag_bench.main,
+    "D": orchestration_bench.main,
+    "E": definitions_bench.main,
+}
 
 
 def main(argv: list[str]) -> int:
     chosen = [a.upper() for a in argv] or list(BENCHMARKS)
     unknown = [c for c in chosen if c not in BENCHMARKS]
     if unknown:
-        print(f"unknown benchmark(s) {', '.join(unknown)}; choose from A, B, C")
+        print(f"unknown benchmark(s) {', '.join(unknown)}; choose from {', '.join(BENCHMARKS)}")
         return 0
     print(f"python {sys.version.split()[0]}; benchmarks: {', '.join(chosen)}")
     for name in chosen:

@@ -21,6 +21,8 @@ from medallion_assets.catalog.operations import RetryPolicy
 from medallion_assets.runtime.build import build_table
 from medallion_assets.runtime.ingest import ingest
 
+RESOURCE_KEYS = {"spark", "lake", "s3", "warehouse"}
+
 
 def retry_policy(catalog: Catalog, dataset: Dataset) -> dg.RetryPolicy | None:
     name = dataset.settings.retry_policy or catalog.default_retry_policy
@@ -59,15 +61,21 @@ def _asset(
         partitions_def=spec.partitions_def,
         # A backfill over a date range runs as one run that builds each day in turn.
         backfill_policy=dg.BackfillPolicy.single_run() if spec.partitions_def else None,
+        # Resource keys rather than typed parameters: Dagster then skips inspecting each of
+        # thousands of asset functions' signatures when the code location loads.
+        required_resource_keys=RESOURCE_KEYS,
     )
-    def _materialize(
-        context: dg.AssetExecutionContext,
-        spark: SparkResource,
-        lake: LakeResource,
-        s3: S3Resource,
-        warehouse: WarehouseResource,
-    ) -> dg.MaterializeResult:
-        return materialize_dataset(context, catalog, dataset, spark, lake, s3, warehouse)
+    def _materialize(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
+        resources = context.resources
+        return materialize_dataset(
+            context,
+            catalog,
+            dataset,
+            resources.spark,
+            resources.lake,
+            resources.s3,
+            resources.warehouse,
+        )
 
     return _materialize
 
