@@ -46,11 +46,8 @@ def read_table(
 
 
 def _lake_root(project: Path | str | None, lake_root: Path | str | None) -> Path:
+    from medallion_assets.runtime.lake import lake_location
+
     if lake_root is not None:
         return Path(lake_root)
-    if os.environ.get("MEDALLION_LAKE"):
-        return Path(os.environ["MEDALLION_LAKE"])
-    if os.environ.get("MEDALLION_HOME"):
-        return Path(os.environ["MEDALLION_HOME"]) / "lake"
-    root = Path(project or os.environ.get("MEDALLION_PROJECT") or ".")
-    return root / ".medallion" / "lake"
+    return lake_location(os.environ, Path(project or os.environ.get("MEDALLION_PROJECT") or "."))

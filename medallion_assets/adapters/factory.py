@@ -20,6 +20,7 @@ from medallion_assets.catalog import Catalog, Dataset
 from medallion_assets.catalog.operations import RetryPolicy
 from medallion_assets.runtime.build import build_table
 from medallion_assets.runtime.ingest import ingest
+from medallion_assets.runtime.warehouse import mask_credentials
 
 RESOURCE_KEYS = {"spark", "lake", "s3", "warehouse"}
 
@@ -186,8 +187,8 @@ def load_warehouse(
     assert dataset.target is not None
     marker_name = f"warehouse__{dataset.name}"
     marker = lake.lake.read_state(marker_name)
-    url = warehouse.url()
-    if marker.get("version") == version.version_id and marker.get("warehouse") == _safe(url):
+    where = mask_credentials(warehouse.url())  # the state file never holds a password
+    if marker.get("version") == version.version_id and marker.get("warehouse") == where:
         context.log.info(f"warehouse already holds {dataset.name} version {version.version_id}")
         return {"warehouse_rows": marker.get("rows"), "warehouse_loaded": "unchanged"}
     data = session.read.parquet(str(lake.lake.version_path(version))).toArrow()
@@ -208,7 +209,11 @@ def load_warehouse(
         )
     lake.lake.write_state(
         marker_name,
-        {"version": version.version_id, "warehouse": _safe(url), "rows": report.rows_in_table},
+        {
+            "version": version.version_id,
+            "warehouse": where,
+            "rows": report.rows_in_table,
+        },
     )
     context.log.info(
         f"loaded {report.rows_staged} rows into {dataset.target.warehouse_table} "
@@ -220,11 +225,3 @@ def load_warehouse(
         "warehouse_rows_loaded": report.rows_staged,
         "warehouse_reconciled": report.reconciled,
     }
-
-
-def _safe(url: str) -> str:
-    """The warehouse URL without credentials, for state files and logs."""
-    if "@" in url and "://" in url:
-        scheme, rest = url.split("://", 1)
-        return f"{scheme}://{rest.split('@', 1)[1]}"
-    return url

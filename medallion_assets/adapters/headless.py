@@ -6,7 +6,6 @@ when it is set (so ``dagster dev`` shows them), else to an ephemeral instance.
 """
 
 import os
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,7 +17,7 @@ import dagster as dg
 from medallion_assets.adapters.build import definitions_for
 from medallion_assets.adapters.translator import DatasetTranslator, table_key
 from medallion_assets.catalog import Catalog, load_catalog
-from medallion_assets.runtime.ingest import source_of
+from medallion_assets.runtime.ingest import partition_of, source_of
 
 
 @dataclass
@@ -51,11 +50,10 @@ def raw_partitions(catalog: Catalog, defs: dg.Definitions) -> list[str]:
         _, source = source_of(catalog, dataset)
         if source.partition is None:
             continue
-        pattern = re.escape(source.partition).replace(re.escape("{date}"), r"(\d{4}-\d{2}-\d{2})")
         for obj in s3.store(dataset.system).list(source.bucket, source.prefix):
-            match = re.search(pattern, obj.key)
-            if match:
-                days.add(match.group(1))
+            day = partition_of(source, obj.key)
+            if day is not None:
+                days.add(day)
     return sorted(days)
 
 

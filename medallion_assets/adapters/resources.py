@@ -23,7 +23,7 @@ from typing import Any
 import dagster as dg
 from pydantic import PrivateAttr
 
-from medallion_assets.runtime.lake import Lake
+from medallion_assets.runtime.lake import Lake, lake_location
 from medallion_assets.runtime.spark import SparkSettings, spark_session
 
 
@@ -47,10 +47,8 @@ class LakeResource(dg.ConfigurableResource):  # type: ignore[type-arg]
         self._lake = self.build()
 
     def build(self) -> Lake:
-        home = medallion_home(self.project_root)
-        root = Path(os.environ.get("MEDALLION_LAKE") or home / "lake")
         keep = int(os.environ.get("MEDALLION_KEEP_VERSIONS", "3"))
-        return Lake(root, keep_versions=keep)
+        return Lake(lake_location(os.environ, Path(self.project_root)), keep_versions=keep)
 
     @property
     def lake(self) -> Lake:

@@ -5,14 +5,14 @@ with the same manifest, so it requests a run only when there is something to ing
 """
 
 import hashlib
-import re
+from typing import Any
 
 import dagster as dg
 
 from medallion_assets.adapters.resources import LakeResource, S3Resource
 from medallion_assets.adapters.translator import table_key
 from medallion_assets.catalog import Catalog, Dataset
-from medallion_assets.runtime.ingest import manifest_name, source_of
+from medallion_assets.runtime.ingest import manifest_name, partition_of, source_of
 
 
 def build_sensors(catalog: Catalog) -> list[dg.SensorDefinition]:
@@ -26,9 +26,6 @@ def build_sensors(catalog: Catalog) -> list[dg.SensorDefinition]:
 def _source_sensor(catalog: Catalog, dataset: Dataset) -> dg.SensorDefinition:
     name, source = source_of(catalog, dataset)
     partitioned = dataset.settings.partitions is not None and source.partition is not None
-    pattern = re.compile(
-        re.escape(source.partition or "").replace(re.escape("{date}"), r"(\d{4}-\d{2}-\d{2})")
-    )
 
     @dg.sensor(
         name=f"new_objects__{name}",
@@ -43,15 +40,14 @@ def _source_sensor(catalog: Catalog, dataset: Dataset) -> dg.SensorDefinition:
     ) -> dg.SensorResult:
         store = s3.store(dataset.system)
         fresh: dict[str | None, list[str]] = {}
+        manifests: dict[str | None, dict[str, Any]] = {}  # one read per partition, not per object
         for obj in store.list(source.bucket, source.prefix):
-            partition = None
-            if partitioned:
-                match = pattern.search(obj.key)
-                if match is None:
-                    continue
-                partition = match.group(1)
-            manifest = lake.lake.read_state(manifest_name(name, partition))
-            if manifest.get(obj.key, {}).get("etag") != obj.etag:
+            partition = partition_of(source, obj.key) if partitioned else None
+            if partitioned and partition is None:
+                continue
+            if partition not in manifests:
+                manifests[partition] = lake.lake.read_state(manifest_name(name, partition))
+            if manifests[partition].get(obj.key, {}).get("etag") != obj.etag:
                 fresh.setdefault(partition, []).append(f"{obj.key}@{obj.etag}")
         requests = [
             dg.RunRequest(

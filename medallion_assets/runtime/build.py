@@ -8,7 +8,7 @@ views, run the SQL, write to staging, validate, publish atomically.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -106,10 +106,8 @@ def build_table(
     if kind == "insert" and current is not None:
         # INSERT INTO appends: the new version is the current rows plus the query's rows.
         frame = spark.read.parquet(str(lake.version_path(current))).unionByName(frame)
-    staging = lake.new_staging(dataset.name, partition)
+    staging, staged = lake.stage_frame(frame, dataset.name, partition)
     try:
-        frame.write.mode("overwrite").parquet(str(staging))
-        staged = spark.read.parquet(str(staging))
         rows = staged.count()
         if validate is not None:
             validate(staged)
@@ -148,7 +146,3 @@ def _input_paths(
 
 def _label(partition: str | None) -> str:
     return f" [{partition}]" if partition else ""
-
-
-def describe_inputs(inputs: Mapping[str, str]) -> str:
-    return ", ".join(f"{k}@{v}" for k, v in sorted(inputs.items()))

@@ -10,6 +10,7 @@ upstream (new ETag) replaces its rows instead of adding to them.
 from __future__ import annotations
 
 import hashlib
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -54,6 +55,15 @@ def source_prefix(source: Source, partition: str | None) -> str:
     if partition and source.partition:
         return source.prefix + source.partition.replace("{date}", partition) + "/"
     return source.prefix
+
+
+def partition_of(source: Source, key: str) -> str | None:
+    """The date a daily source's object key belongs to (``dt=2026-01-01``), or None."""
+    if source.partition is None:
+        return None
+    pattern = re.escape(source.partition).replace(re.escape("{date}"), r"(\d{4}-\d{2}-\d{2})")
+    match = re.search(pattern, key)
+    return match.group(1) if match else None
 
 
 def manifest_name(source_name: str, partition: str | None) -> str:
@@ -184,13 +194,11 @@ def _publish(
     validate: Validator | None,
 ) -> tuple[BuildOutcome, int]:
     quarantine_table = f"{dataset.name}__quarantine"
-    q_staging = lake.new_staging(quarantine_table, partition)
-    staging = lake.new_staging(dataset.name, partition)
+    q_staging, q_staged = lake.stage_frame(quarantine, quarantine_table, partition)
+    staging: Path | None = None
     try:
-        quarantine.write.mode("overwrite").parquet(str(q_staging))
-        quarantined = spark.read.parquet(str(q_staging)).count()
-        spark.sql(query).write.mode("overwrite").parquet(str(staging))
-        staged = spark.read.parquet(str(staging))
+        quarantined = q_staged.count()
+        staging, staged = lake.stage_frame(spark.sql(query), dataset.name, partition)
         rows = staged.count()
         if validate is not None:
             validate(staged)
@@ -214,7 +222,8 @@ def _publish(
             {"quarantined_rows": quarantined},
         )
     except BaseException:
-        lake.discard(staging)
+        if staging is not None:
+            lake.discard(staging)
         lake.discard(q_staging)
         raise
     return BuildOutcome(version, False, "built", {"rows": rows}), quarantined

@@ -162,6 +162,15 @@ class Lake:
         self._prune(table, partition, keep=version_id)
         return version
 
+    def stage_frame(self, frame: Any, table: str, partition: str | None = None) -> tuple[Path, Any]:
+        """Write a Spark DataFrame to a fresh staging folder; (folder, the staged data read back).
+
+        Checks and row counts then run on exactly what would be published.
+        """
+        staging = self.new_staging(table, partition)
+        frame.write.mode("overwrite").parquet(str(staging))
+        return staging, frame.sparkSession.read.parquet(str(staging))
+
     def discard(self, staging: Path) -> None:
         shutil.rmtree(staging, ignore_errors=True)
 
@@ -194,6 +203,13 @@ class Lake:
 
     def write_state(self, name: str, data: Mapping[str, Any]) -> None:
         _atomic_write(self.root / "_state" / f"{name}.json", json.dumps(data, sort_keys=True))
+
+
+def lake_location(env: Mapping[str, str], project_root: Path) -> Path:
+    """``$MEDALLION_LAKE``, else ``$MEDALLION_HOME/lake``, else ``<project>/.medallion/lake``."""
+    if env.get("MEDALLION_LAKE"):
+        return Path(env["MEDALLION_LAKE"])
+    return Path(env.get("MEDALLION_HOME") or project_root / ".medallion") / "lake"
 
 
 def _atomic_write(path: Path, text: str) -> None:
