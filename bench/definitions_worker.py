@@ -4,7 +4,9 @@
 
 Timed in order, each once: the imports (``dagster`` and ``medallion_assets.adapters.build``),
 then ``build_definitions(PROJECT)``, then ``defs.resolve_asset_graph()``, then
-``defs.resolve_all_job_defs()``. ``load_catalog`` is timed inside ``build_definitions`` by
+``defs.resolve_all_job_defs()``. ``build_definitions`` resolves both itself (with the garbage
+collector paused), so the last two are what a code server's own calls then cost.
+``load_catalog`` is timed inside ``build_definitions`` by
 wrapping the name ``build`` calls, so it is the same call with the same cache state, not a
 second load; likewise our translator's spec methods (``get_asset_spec``, ``get_source_spec``,
 ``get_exposure_spec``: metadata, tags and column lineage into ``AssetSpec``s). ``--profile``

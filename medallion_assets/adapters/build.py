@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import dagster as dg
@@ -22,8 +25,36 @@ from medallion_assets.catalog import Catalog, load_catalog
 def build_definitions(
     project_root: Path, translator_class: type[DatasetTranslator] = DatasetTranslator
 ) -> dg.Definitions:
-    catalog = load_catalog(project_root)
-    return definitions_for(catalog, translator_class(catalog))
+    """The code location's ``Definitions``, with its asset graph and jobs already resolved.
+
+    A code server resolves both before it answers anything, so doing it here costs nothing
+    extra, and it lets the whole load run with the cyclic garbage collector paused.
+    """
+    with collector_paused():
+        catalog = load_catalog(project_root)
+        defs = definitions_for(catalog, translator_class(catalog))
+        defs.resolve_asset_graph()
+        defs.resolve_all_job_defs()  # cached on defs: the code server's own call reuses it
+    return defs
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a large code location loads.
+
+    Building the definitions of a few thousand tables allocates millions of long-lived
+    objects (catalog models, specs, ops, job graphs); each allocation burst triggers a
+    collection that walks all of them again, which alone was ~1.4 s of a 4.2 s load of a
+    2,000-table project (bench E). Nothing built here is garbage, so nothing is lost by
+    waiting; the collector runs again as soon as the load is done.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def definitions_for(catalog: Catalog, translator: DatasetTranslator) -> dg.Definitions:

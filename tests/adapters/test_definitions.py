@@ -140,3 +140,33 @@ def test_dagster_definitions_validate_passes(tmp_path: Path):
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert "Validation successful" in result.stderr + result.stdout
+
+
+def test_build_definitions_resolves_with_the_collector_paused_and_restores_it(demo_project):
+    """The code location resolves its graph and jobs inside ``build_definitions`` (collector
+    paused), leaves them cached for the code server, and always turns the collector back on."""
+    import gc
+
+    from medallion_assets.adapters import build
+
+    seen: list[bool] = []
+    original = build.definitions_for
+
+    def spy(catalog, translator):
+        seen.append(gc.isenabled())
+        return original(catalog, translator)
+
+    assert gc.isenabled()
+    build.definitions_for = spy
+    try:
+        built = build.build_definitions(demo_project)
+    finally:
+        build.definitions_for = original
+    assert seen == [False]
+    assert gc.isenabled()
+    assert "layer_silver" in {job.name for job in built.resolve_all_job_defs()}
+
+    (demo_project / "metadata" / "datasets.yaml").write_text("datasets: [unclosed\n")
+    with pytest.raises(Exception, match=r"datasets\.yaml"):
+        build.build_definitions(demo_project)
+    assert gc.isenabled()
