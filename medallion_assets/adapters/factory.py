@@ -2,9 +2,12 @@
 
 The asset function resolves resources, calls ``runtime.ingest`` (bronze) or
 ``runtime.build`` (silver, gold), loads the warehouse for gold tables with a target, and
-returns a ``MaterializeResult`` whose data version is the published lake version.
+returns a ``MaterializeResult`` whose data version is the published lake version, with one
+``AssetCheckResult`` per validation rule. When a blocking check fails, the check results are
+reported, nothing is published and the step fails, so downstream assets of the run do not run.
 """
 
+from collections.abc import Iterator
 from typing import Any
 
 import dagster as dg  # no "from __future__ import annotations": Dagster reads the hints
@@ -15,11 +18,14 @@ from medallion_assets.adapters.resources import (
     SparkResource,
     WarehouseResource,
 )
-from medallion_assets.adapters.translator import DatasetTranslator
+from medallion_assets.adapters.translator import DatasetTranslator, table_key
 from medallion_assets.catalog import Catalog, Dataset
 from medallion_assets.catalog.operations import RetryPolicy
+from medallion_assets.catalog.rules import ReconciliationRule
 from medallion_assets.runtime.build import build_table
 from medallion_assets.runtime.ingest import ingest
+from medallion_assets.runtime.rule_checks import reconciliation_result
+from medallion_assets.runtime.validation import CheckResult, ChecksFailed
 from medallion_assets.runtime.warehouse import mask_credentials
 
 RESOURCE_KEYS = {"spark", "lake", "s3", "warehouse"}
@@ -56,6 +62,7 @@ def _asset(
 
     @dg.multi_asset(
         specs=[spec],
+        check_specs=translator.get_check_specs(dataset),
         name=dataset.name.replace(".", "__"),
         pool=dataset.system,  # `dagster instance concurrency set <system> N` caps the system
         retry_policy=retry_policy(catalog, dataset),
@@ -66,9 +73,9 @@ def _asset(
         # thousands of asset functions' signatures when the code location loads.
         required_resource_keys=RESOURCE_KEYS,
     )
-    def _materialize(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
+    def _materialize(context: dg.AssetExecutionContext) -> Iterator[Any]:
         resources = context.resources
-        return materialize_dataset(
+        yield from materialize_dataset(
             context,
             catalog,
             dataset,
@@ -89,31 +96,101 @@ def materialize_dataset(
     lake: LakeResource,
     s3: S3Resource,
     warehouse: WarehouseResource,
-) -> dg.MaterializeResult:
+) -> Iterator[Any]:
     session = spark.session()
     partitions: list[str | None] = [None]
     if context.has_partition_key:
         partitions = [context.partition_key]
     elif context.has_partition_key_range:
         partitions = list(context.partition_keys)
-    per_partition = [
-        _materialize_one(context, catalog, dataset, session, lake, s3, warehouse, p)
-        for p in partitions
-    ]
+    per_partition = []
+    for partition in partitions:
+        try:
+            per_partition.append(
+                _materialize_one(context, catalog, dataset, session, lake, s3, warehouse, partition)
+            )
+        except ChecksFailed as failed:
+            done = [c for _, _, checks in per_partition for c in checks]
+            yield from check_results(dataset, [*done, *failed.validation.results])
+            raise dg.Failure(
+                description=str(failed),
+                metadata={
+                    "failed_checks": [r.name for r in failed.validation.blocking_failures],
+                    "rejected_staging": str(failed.staging),
+                },
+            ) from failed
+    checks = [c for _, _, results in per_partition for c in results]
     if len(per_partition) == 1:
-        version, metadata = per_partition[0]
-        return dg.MaterializeResult(
-            data_version=dg.DataVersion(version.version_id), metadata=metadata
+        version, metadata, _ = per_partition[0]
+        yield dg.MaterializeResult(
+            data_version=dg.DataVersion(version.version_id),
+            metadata=metadata,
+            check_results=list(check_results(dataset, checks)),
         )
+        _raise_on_blocking(dataset, checks)
+        return
     metadata = {
         "partitions": len(per_partition),
-        "rows": sum(v.rows for v, _ in per_partition),
-        "skipped": all(m["skipped"] for _, m in per_partition),
+        "rows": sum(v.rows for v, _, _ in per_partition),
+        "skipped": all(m["skipped"] for _, m, _ in per_partition),
         "lake_versions": dg.MetadataValue.json(
-            {v.partition: v.version_id for v, _ in per_partition}
+            {v.partition: v.version_id for v, _, _ in per_partition}
         ),
     }
-    return dg.MaterializeResult(metadata=metadata)
+    yield dg.MaterializeResult(
+        metadata=metadata, check_results=list(check_results(dataset, checks))
+    )
+    _raise_on_blocking(dataset, checks)
+
+
+def _raise_on_blocking(dataset: Dataset, checks: list[CheckResult]) -> None:
+    """A blocking check that fails after publishing (the warehouse reconciliation) still
+    fails the step, so nothing downstream builds on an unreconciled load."""
+    failed = [c for c in checks if c.blocking_failure]
+    if failed:
+        raise dg.Failure(
+            description=f"{dataset.name}: "
+            + "; ".join(f"{c.name} ({c.kind}): {c.message}" for c in failed),
+            metadata={"failed_checks": [c.name for c in failed]},
+        )
+
+
+def check_results(dataset: Dataset, results: list[CheckResult]) -> Iterator[dg.AssetCheckResult]:
+    """One ``AssetCheckResult`` per check; results of several partitions are combined."""
+    by_name: dict[str, list[CheckResult]] = {}
+    for result in results:
+        by_name.setdefault(result.name, []).append(result)
+    for name, parts in by_name.items():
+        first = parts[0]
+        failed = [p for p in parts if not p.passed]
+        samples = [s for p in failed for s in p.samples][:5]
+        metadata: dict[str, Any] = {
+            "kind": first.kind,
+            "failing_rows": sum(p.failing_rows for p in parts),
+            "total_rows": sum(p.total_rows for p in parts),
+            "engine": first.engine,
+            "message": "; ".join(p.message for p in (failed or parts))[:2000],
+            "seconds": round(sum(p.seconds for p in parts), 3),
+        }
+        if samples:
+            metadata["sample_failing_rows"] = dg.MetadataValue.json(samples)
+        if len(parts) > 1:
+            metadata["partitions"] = len(parts)
+        reused = {p.details.get("reused_from") for p in parts} - {None}
+        if reused:
+            metadata["reused_from"] = ", ".join(sorted(reused))
+        yield dg.AssetCheckResult(
+            asset_key=table_key(dataset.name),
+            check_name=name,
+            passed=not failed,
+            severity=(
+                dg.AssetCheckSeverity.ERROR
+                if first.severity == "error"
+                else dg.AssetCheckSeverity.WARN
+            ),
+            metadata=metadata,
+            description=metadata["message"][:500],
+        )
 
 
 def _materialize_one(
@@ -125,7 +202,7 @@ def _materialize_one(
     s3: S3Resource,
     warehouse: WarehouseResource,
     partition: str | None,
-) -> tuple[Any, dict[str, Any]]:
+) -> tuple[Any, dict[str, Any], list[CheckResult]]:
     log = context.log.info
     metadata: dict[str, Any] = {}
     if dataset.layer == "bronze":
@@ -170,9 +247,18 @@ def _materialize_one(
     )
     if build.skipped:
         metadata["skip_reason"] = build.reason
+    checks = list(build.validation.results)
     if dataset.target is not None:
-        metadata.update(load_warehouse(context, dataset, session, lake, warehouse, version))
-    return version, metadata
+        loaded = load_warehouse(context, dataset, session, lake, warehouse, version)
+        metadata.update(loaded)
+        checks += [
+            reconciliation_result(
+                rule, loaded["warehouse_expected_rows"], loaded["warehouse_rows"], dataset.name
+            )
+            for rule in dataset.rules
+            if isinstance(rule, ReconciliationRule)
+        ]
+    return version, metadata, checks
 
 
 def load_warehouse(
@@ -190,7 +276,11 @@ def load_warehouse(
     where = mask_credentials(warehouse.url())  # the state file never holds a password
     if marker.get("version") == version.version_id and marker.get("warehouse") == where:
         context.log.info(f"warehouse already holds {dataset.name} version {version.version_id}")
-        return {"warehouse_rows": marker.get("rows"), "warehouse_loaded": "unchanged"}
+        return {
+            "warehouse_rows": marker.get("rows"),
+            "warehouse_expected_rows": marker.get("expected_rows", marker.get("rows")),
+            "warehouse_loaded": "unchanged",
+        }
     data = session.read.parquet(str(lake.lake.version_path(version))).toArrow()
     target_warehouse = warehouse.connect()
     try:
@@ -202,7 +292,8 @@ def load_warehouse(
         )
     finally:
         target_warehouse.close()
-    if not report.reconciled:
+    reconciled_by_check = any(isinstance(r, ReconciliationRule) for r in dataset.rules)
+    if not report.reconciled and not reconciled_by_check:
         raise RuntimeError(
             f"{dataset.target.warehouse_table}: {report.rows_in_table} rows in the warehouse, "
             f"expected {report.expected_rows} (lake version {version.version_id})"
@@ -213,6 +304,7 @@ def load_warehouse(
             "version": version.version_id,
             "warehouse": where,
             "rows": report.rows_in_table,
+            "expected_rows": report.expected_rows,
         },
     )
     context.log.info(
@@ -222,6 +314,7 @@ def load_warehouse(
     return {
         "warehouse_table": dataset.target.warehouse_table,
         "warehouse_rows": report.rows_in_table,
+        "warehouse_expected_rows": report.expected_rows,
         "warehouse_rows_loaded": report.rows_staged,
         "warehouse_reconciled": report.reconciled,
     }

@@ -10,8 +10,18 @@ import dagster as dg
 
 from medallion_assets.catalog import Catalog, Dataset
 from medallion_assets.catalog.models import Exposure, Source
+from medallion_assets.catalog.rules import Rule
 
 WAREHOUSE_KINDS = {"redshift", "postgres", "duckdb"}
+CHECK_DEP = "medallion/dependency"  # AssetDep metadata: a dependency of checks, not of the SQL
+
+
+def rule_summary(rule: Rule) -> str:
+    """One line describing a rule, for a check without a description of its own."""
+    fields = rule.model_dump(exclude={"kind", "name", "severity", "description"}, mode="json")
+    shown = ", ".join(f"{k}={v}" for k, v in fields.items() if v not in (None, [], ()))
+    blocking = "blocks publishing" if rule.blocking else "warns"
+    return f"{rule.kind}({shown}); {blocking} when it fails"
 
 
 def table_key(table: str) -> dg.AssetKey:
@@ -30,7 +40,7 @@ class DatasetTranslator:
     def get_asset_spec(self, dataset: Dataset) -> dg.AssetSpec:
         return dg.AssetSpec(
             key=table_key(dataset.name),
-            deps=[table_key(u) for u in dataset.upstream],
+            deps=self.deps(dataset),
             description=self.description(dataset),
             group_name=dataset.layer,
             code_version=dataset.code_version,
@@ -40,6 +50,37 @@ class DatasetTranslator:
             metadata=self.metadata(dataset),
             partitions_def=self.partitions_def(dataset),
         )
+
+    def deps(self, dataset: Dataset) -> list[dg.AssetDep]:
+        """The lineage engine's upstream tables, then the tables the checks read (marked
+        ``medallion/dependency: check``): those must be published before this table is
+        checked, so Dagster runs them first."""
+        deps = [dg.AssetDep(table_key(u)) for u in dataset.upstream]
+        lineage = set(dataset.upstream)
+        deps += [
+            dg.AssetDep(table_key(t), metadata={CHECK_DEP: "check"})
+            for t in dataset.check_dependencies
+            if t not in lineage
+        ]
+        return deps
+
+    def get_check_specs(self, dataset: Dataset) -> list[dg.AssetCheckSpec]:
+        """One asset check per validation rule; severity error blocks publishing."""
+        return [
+            dg.AssetCheckSpec(
+                name=rule.label(),
+                asset=table_key(dataset.name),
+                description=rule.description or rule_summary(rule),
+                blocking=rule.blocking,
+                additional_deps=[table_key(t) for t in rule.referenced_tables()],
+                metadata={
+                    "kind": rule.kind,
+                    "severity": rule.severity,
+                    "rule": dg.MetadataValue.json(rule.model_dump(mode="json")),
+                },
+            )
+            for rule in dataset.rules
+        ]
 
     def description(self, dataset: Dataset) -> str:
         if dataset.settings.description:

@@ -75,6 +75,16 @@ class Dataset:
         return tuple(c.column for c in self.columns if c.column != "*")
 
     @property
+    def check_dependencies(self) -> tuple[str, ...]:
+        """Other tables this table's checks read (referential integrity, SQL assertions).
+
+        They are published before this table is checked, so a check never compares against a
+        stale version of them.
+        """
+        tables = {t for rule in self.rules for t in rule.referenced_tables()}
+        return tuple(sorted(tables - {self.name}))
+
+    @property
     def pii_columns(self) -> tuple[str, ...]:
         return self.settings.pii_columns
 

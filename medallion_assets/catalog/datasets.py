@@ -14,6 +14,7 @@ from medallion_assets.catalog.references import KnownNames
 from medallion_assets.catalog.rules import Rule
 from medallion_assets.catalog.sql_files import ProjectSql
 from medallion_assets.lineage.analysis import Analysis, SqlFile
+from medallion_assets.lineage.dag import DAG, CycleError
 from medallion_assets.lineage.file_lineage import FileLineage
 from medallion_assets.lineage.graph import ColumnEdge, LineageGraph, Node
 
@@ -243,3 +244,24 @@ def build_graph(
         for source in c.sources
     ]
     return LineageGraph(nodes, edges, column_edges)
+
+
+def check_dependency_issues(datasets: Mapping[str, Dataset]) -> list[CatalogIssue]:
+    """A check may read another table only if that table does not depend on the checked one:
+    it is built first, so the two together must still form a DAG."""
+    edges = [(u, n) for n, d in datasets.items() for u in d.upstream if u in datasets]
+    extra = [(t, n) for n, d in datasets.items() for t in d.check_dependencies if t in datasets]
+    try:
+        DAG(list(datasets), edges + extra).levels()
+    except CycleError as error:
+        checked = [n for n in map(str, error.cycle) if datasets[n].check_dependencies]
+        return [
+            CatalogIssue(
+                "metadata/datasets.yaml",
+                f"datasets.{checked[0] if checked else error.cycle[0]}.rules",
+                f"a check reads a table built from the checked table: {error}",
+                "a referential_integrity or sql check may only read tables the checked table "
+                "does not feed; check the relationship on the downstream table instead",
+            )
+        ]
+    return []

@@ -13,7 +13,11 @@ from pathlib import Path
 
 from medallion_assets.catalog import models, operations
 from medallion_assets.catalog.catalog import INGESTION_COLUMNS, Catalog, Dataset
-from medallion_assets.catalog.datasets import build_datasets, build_graph
+from medallion_assets.catalog.datasets import (
+    build_datasets,
+    build_graph,
+    check_dependency_issues,
+)
 from medallion_assets.catalog.errors import CatalogError, CatalogIssue
 from medallion_assets.catalog.metadata_files import LoadedFile, load_metadata, model_of
 from medallion_assets.catalog.references import KnownNames, ReferenceChecker
@@ -65,6 +69,8 @@ def load_catalog(root: Path | str = ".", *, use_cache: bool = True) -> Catalog:
     issues.extend(ReferenceChecker(files, known).check_all())
     datasets, dataset_issues = build_datasets(files, project, tables, sql, alternates, known)
     issues.extend(dataset_issues)
+    if not issues:
+        issues.extend(check_dependency_issues(datasets))
     if issues:
         raise CatalogError(root, _unique(issues))
     return _assemble(root, files, project, datasets)

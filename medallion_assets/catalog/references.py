@@ -26,7 +26,12 @@ from medallion_assets.catalog.operations import (
     PoliciesFile,
     ProfilesFile,
 )
-from medallion_assets.catalog.rules import Rule
+from medallion_assets.catalog.rules import (
+    FreshnessRule,
+    Rule,
+    duplicate_labels,
+    placement_problems,
+)
 from medallion_assets.catalog.yaml_source import Loc
 
 WAREHOUSE_KINDS = ("redshift", "postgres", "duckdb")
@@ -54,6 +59,11 @@ class ReferenceChecker:
         self.files = files
         self.known = known
         self.issues: list[CatalogIssue] = []
+        targets = self._model("targets")
+        # Tables loaded into a warehouse (where a reconciliation rule makes sense).
+        self._loaded = (
+            {t.table for t in targets.targets} if isinstance(targets, TargetsFile) else set()
+        )
 
     def _model(self, stem: str) -> object | None:
         loaded = self.files.get(stem)
@@ -234,6 +244,14 @@ class ReferenceChecker:
                 )
             for i, rule in enumerate(settings.rules):
                 self._rule("datasets", (*loc, "rules", i), name, rule)
+            attached = [r for s in settings.checks for r in (rule_sets or {}).get(s, ())]
+            for label in duplicate_labels([*attached, *settings.rules]):
+                self._issue(
+                    "datasets",
+                    loc,
+                    f"two checks of {name} are both named {label!r}",
+                    "give one of them its own name: name: <check_name>",
+                )
             for i, set_name in enumerate(settings.checks):
                 if rule_sets is None:
                     continue
@@ -250,8 +268,12 @@ class ReferenceChecker:
     def _rule(self, stem: str, loc: Loc, table: str, rule: Rule, via: str | None = None) -> None:
         known = self.known.datasets.get(table)
         where = f" (rule set {via!r})" if via else ""
+        for message, fix in placement_problems(rule, table, known, table in self._loaded):
+            self._issue(stem, loc, f"{message}{where}", fix)
         if known is not None:
             for column in rule.referenced_columns():
+                if isinstance(rule, FreshnessRule) and rule.column is None:
+                    continue  # placement_problems explains the missing _ingested_at
                 if column not in known:
                     self._issue(
                         stem,

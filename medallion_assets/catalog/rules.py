@@ -13,9 +13,18 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal, Union
 
+import sqlglot
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from sqlglot import exp
+from sqlglot.errors import ParseError, TokenError
+
+from medallion_assets.lineage.statement import table_name
 
 Severity = Literal["warn", "error"]
+# A check name becomes a Dagster asset check name: letters, digits and underscores.
+_CHECK_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Stands for the checked table while a custom SQL assertion is parsed.
+SELF_PLACEHOLDER = "__medallion_checked_table__"
 
 
 class _Rule(BaseModel):
@@ -24,6 +33,21 @@ class _Rule(BaseModel):
     name: str | None = None
     severity: Severity = "error"
     description: str = ""
+
+    @field_validator("name")
+    @classmethod
+    def _check_name(cls, value: str | None) -> str | None:
+        if value is not None and not _CHECK_NAME.fullmatch(value):
+            raise ValueError(
+                f"check name {value!r} may hold only letters, digits and underscores "
+                "(it becomes the Dagster asset check name)"
+            )
+        return value
+
+    @property
+    def blocking(self) -> bool:
+        """Severity error blocks publishing; warn records the failure and publishes."""
+        return self.severity == "error"
 
     def referenced_columns(self) -> tuple[str, ...]:
         """Columns of the dataset this rule reads; checked against the dataset's schema."""
@@ -123,12 +147,24 @@ class RegexRule(_ColumnRule):
 
 
 class FreshnessRule(_Rule):
+    """The newest value of ``column`` (default ``_ingested_at``: the last ingest) is at most
+    ``max_age_hours`` old when the table is checked."""
+
     kind: Literal["freshness"]
-    column: str | None = None  # None: age of the last ingest
+    column: str | None = None
     max_age_hours: float = Field(gt=0)
 
+    @property
+    def timestamp_column(self) -> str:
+        return self.column or "_ingested_at"
+
     def referenced_columns(self) -> tuple[str, ...]:
-        return (self.column,) if self.column else ()
+        return (self.timestamp_column,)
+
+    def label(self) -> str:
+        if self.name:
+            return self.name
+        return f"freshness_{self.column}" if self.column else "freshness"
 
 
 class SchemaRule(_Rule):
@@ -156,10 +192,45 @@ class ReferentialIntegrityRule(_Rule):
 
 
 class SqlAssertionRule(_Rule):
-    """A query over ``{table}`` whose returned rows are failures."""
+    """A Spark SQL query over ``{table}`` whose returned rows are failures; it may also read
+    other tables of the project by name (they must exist)."""
 
     kind: Literal["sql"]
     query: str
+
+    @field_validator("query")
+    @classmethod
+    def _parses(cls, value: str) -> str:
+        if "{table}" not in value:
+            raise ValueError(
+                "the query must read the checked table as {table}, e.g. "
+                "SELECT id FROM {table} WHERE amount < 0"
+            )
+        _parse_assertion(value)
+        return value
+
+    def referenced_tables(self) -> tuple[str, ...]:
+        tree = _parse_assertion(self.query)
+        names = {table_name(t) for t in tree.find_all(exp.Table)}
+        ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
+        return tuple(sorted(names - ctes - {SELF_PLACEHOLDER}))
+
+
+def _parse_assertion(query: str) -> exp.Expression:
+    try:
+        tree = sqlglot.parse_one(query.replace("{table}", SELF_PLACEHOLDER), dialect="spark")
+    except (ParseError, TokenError) as error:
+        raise ValueError(f"the query does not parse as Spark SQL: {error}") from None
+    if not isinstance(tree, exp.Query):
+        raise ValueError("the query must be a SELECT whose rows are the failures")
+    return tree
+
+
+class QuarantineRateRule(_Rule):
+    """Bronze only: malformed records sent to quarantine, as a fraction of records read."""
+
+    kind: Literal["quarantine_rate"]
+    max_fraction: float = Field(ge=0, le=1)
 
 
 class ReconciliationRule(_Rule):
@@ -182,6 +253,7 @@ Rule = Annotated[
         ReferentialIntegrityRule,
         SqlAssertionRule,
         ReconciliationRule,
+        QuarantineRateRule,
     ],
     Field(discriminator="kind"),
 ]
@@ -198,4 +270,48 @@ RULE_KINDS: tuple[str, ...] = (
     "referential_integrity",
     "sql",
     "reconciliation",
+    "quarantine_rate",
 )
+
+
+def placement_problems(
+    rule: Rule, table: str, columns: tuple[str, ...] | None, has_target: bool
+) -> list[tuple[str, str]]:
+    """Why ``rule`` cannot apply to ``table``, as (message, fix) pairs; empty when it can.
+
+    ``columns`` is the table's column list (None when unknown); unknown columns in general are
+    the caller's check, this covers what depends on the rule kind.
+    """
+    problems: list[tuple[str, str]] = []
+    if isinstance(rule, ReconciliationRule) and not has_target:
+        problems.append(
+            (
+                f"reconciliation rule on {table}, which is not loaded into a warehouse",
+                f"add a target for {table} in targets.yaml, or remove the rule",
+            )
+        )
+    if isinstance(rule, QuarantineRateRule) and not table.startswith("bronze."):
+        problems.append(
+            (
+                f"quarantine_rate rule on {table}: only bronze tables quarantine records",
+                "attach it to the bronze table that ingests the source",
+            )
+        )
+    default_column = isinstance(rule, FreshnessRule) and rule.column is None
+    if default_column and columns is not None and "_ingested_at" not in columns:
+        problems.append(
+            (
+                f"freshness rule without a column measures the last ingest "
+                f"(_ingested_at), which {table} does not have",
+                "name a timestamp column of the table: column: <column>",
+            )
+        )
+    return problems
+
+
+def duplicate_labels(rules: tuple[Rule, ...] | list[Rule]) -> list[str]:
+    """Check names used by more than one rule of one table (asset check names must differ)."""
+    seen: dict[str, int] = {}
+    for rule in rules:
+        seen[rule.label()] = seen.get(rule.label(), 0) + 1
+    return [label for label, count in seen.items() if count > 1]

@@ -16,9 +16,14 @@ from typing import Any
 from medallion_assets.catalog import Catalog, Dataset
 from medallion_assets.runtime.lake import Lake, TableVersion
 from medallion_assets.runtime.sql import spark_query, view_name
-
-# Called with the staged DataFrame before publish; raising stops the publish.
-Validator = Callable[[Any], None]
+from medallion_assets.runtime.validation import (
+    CheckContext,
+    ChecksFailed,
+    Validation,
+    rejected_marker,
+    reused_validation,
+    validate_frame,
+)
 
 
 class MissingInput(RuntimeError):
@@ -31,6 +36,7 @@ class BuildOutcome:
     skipped: bool
     reason: str
     metadata: dict[str, Any] = field(default_factory=dict)
+    validation: Validation = field(default_factory=Validation)
 
 
 def input_versions(
@@ -86,7 +92,7 @@ def build_table(
     partition: str | None = None,
     *,
     run_id: str = "",
-    validate: Validator | None = None,
+    checks: bool = True,
     log: Callable[[str], None] = lambda _m: None,
 ) -> BuildOutcome:
     inputs = input_versions(lake, catalog, dataset, partition)
@@ -98,7 +104,11 @@ def build_table(
             f"version {reusable.version_id}"
         )
         log(reason)
-        return BuildOutcome(reusable, True, reason)
+        validation = Validation()
+        if checks:
+            context = CheckContext(spark, lake, catalog, dataset, partition)
+            validation = reused_validation(reusable, context)
+        return BuildOutcome(reusable, True, reason, validation=validation)
 
     views = register_inputs(spark, lake, catalog, dataset, partition)
     kind, query = spark_query(dataset.sql, dataset.dialect, dataset.name, views)
@@ -106,19 +116,72 @@ def build_table(
     if kind == "insert" and current is not None:
         # INSERT INTO appends: the new version is the current rows plus the query's rows.
         frame = spark.read.parquet(str(lake.version_path(current))).unionByName(frame)
+    context = CheckContext(spark, lake, catalog, dataset, partition) if checks else None
     staging, staged = lake.stage_frame(frame, dataset.name, partition)
+    version, validation = publish_checked(
+        lake, staging, staged, context, current, dataset, partition, inputs, run_id
+    )
+    log(
+        f"published {dataset.name}{_label(partition)} version {version.version_id}: "
+        f"{version.rows} rows"
+    )
+    return BuildOutcome(
+        version, False, "built", {"rows": version.rows, "spark_sql": query}, validation
+    )
+
+
+def publish_checked(
+    lake: Lake,
+    staging: Path,
+    staged: Any,
+    context: CheckContext | None,
+    current: TableVersion | None,
+    dataset: Dataset,
+    partition: str | None,
+    inputs: dict[str, str],
+    run_id: str,
+    extra: dict[str, Any] | None = None,
+    before_publish: Callable[[], None] = lambda: None,
+) -> tuple[TableVersion, Validation]:
+    """Count and check the staged output, then publish it, or keep it in staging when a
+    blocking check fails (``ChecksFailed``); any other failure discards it."""
+    validation = Validation()
+    if context is not None:
+        staged = staged.persist()  # the checks read it several times; counting fills the cache
     try:
         rows = staged.count()
-        if validate is not None:
-            validate(staged)
+        if context is not None:
+            validation = validate_frame(staged, context)
+            if validation.blocking_failures:
+                raise ChecksFailed(
+                    dataset.name,
+                    partition,
+                    validation,
+                    staging,
+                    current.version_id if current else None,
+                )
+        before_publish()
         version = lake.publish(
-            staging, dataset.name, partition, dataset.code_version, inputs, rows, run_id
+            staging,
+            dataset.name,
+            partition,
+            dataset.code_version,
+            inputs,
+            rows,
+            run_id,
+            {**(extra or {}), "checks": validation.as_json()},
         )
+    except ChecksFailed as failed:
+        rejected_marker(staging, failed.validation)
+        lake.keep_rejected(staging)
+        raise
     except BaseException:
         lake.discard(staging)
         raise
-    log(f"published {dataset.name}{_label(partition)} version {version.version_id}: {rows} rows")
-    return BuildOutcome(version, False, "built", {"rows": rows, "spark_sql": query})
+    finally:
+        if context is not None:
+            staged.unpersist()
+    return version, validation
 
 
 def register_inputs(

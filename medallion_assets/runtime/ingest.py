@@ -19,9 +19,10 @@ from typing import Any, Protocol
 
 from medallion_assets.catalog import Catalog, Dataset
 from medallion_assets.catalog.models import Source
-from medallion_assets.runtime.build import BuildOutcome, Validator
+from medallion_assets.runtime.build import BuildOutcome, publish_checked
 from medallion_assets.runtime.lake import Lake
 from medallion_assets.runtime.sql import spark_query, view_name
+from medallion_assets.runtime.validation import CheckContext, Validation, reused_validation
 
 CORRUPT = "_corrupt_record"
 
@@ -85,7 +86,7 @@ def ingest(
     partition: str | None = None,
     *,
     run_id: str = "",
-    validate: Validator | None = None,
+    checks: bool = True,
     log: Callable[[str], None] = lambda _m: None,
 ) -> IngestOutcome:
     name, source = source_of(catalog, dataset)
@@ -115,7 +116,12 @@ def ingest(
             f"and code unchanged since version {current.version_id}"
         )
         log(reason)
-        return IngestOutcome(BuildOutcome(current, True, reason), 0, 0, current.rows)
+        validation = Validation()
+        if checks:
+            context = CheckContext(spark, lake, catalog, dataset, partition)
+            validation = reused_validation(current, context)
+        outcome = BuildOutcome(current, True, reason, validation=validation)
+        return IngestOutcome(outcome, 0, 0, current.rows)
     if not updated:
         raise FileNotFoundError(
             f"{dataset.name}: no objects under s3://{source.bucket}/{prefix}; "
@@ -130,7 +136,7 @@ def ingest(
         dataset.sql, dataset.dialect, dataset.name, {f"raw.{name}": view_name(f"raw.{name}")}
     )
     outcome, quarantined = _publish(
-        spark, lake, dataset, partition, query, quarantine, inputs, run_id, validate
+        spark, lake, catalog, dataset, partition, query, quarantine, total, inputs, run_id, checks
     )
     lake.write_state(manifest_name(name, partition), updated)  # only after a successful publish
     log(
@@ -185,45 +191,53 @@ def _read_landed(spark: Any, source: Source, manifest: dict[str, Any]) -> tuple[
 def _publish(
     spark: Any,
     lake: Lake,
+    catalog: Catalog,
     dataset: Dataset,
     partition: str | None,
     query: str,
     quarantine: Any,
+    records_read: int,
     inputs: dict[str, str],
     run_id: str,
-    validate: Validator | None,
+    checks: bool,
 ) -> tuple[BuildOutcome, int]:
+    """Stage the quarantine and the table, check the table, then publish both (quarantine
+    first); a rejected or failed ingest publishes neither."""
     quarantine_table = f"{dataset.name}__quarantine"
     q_staging, q_staged = lake.stage_frame(quarantine, quarantine_table, partition)
-    staging: Path | None = None
     try:
         quarantined = q_staged.count()
+        context = None
+        if checks:
+            context = CheckContext(spark, lake, catalog, dataset, partition, q_staged, records_read)
         staging, staged = lake.stage_frame(spark.sql(query), dataset.name, partition)
-        rows = staged.count()
-        if validate is not None:
-            validate(staged)
-        lake.publish(
-            q_staging,
-            quarantine_table,
-            partition,
-            dataset.code_version,
-            inputs,
-            quarantined,
-            run_id,
-        )
-        version = lake.publish(
+
+        def publish_quarantine() -> None:
+            lake.publish(
+                q_staging,
+                quarantine_table,
+                partition,
+                dataset.code_version,
+                inputs,
+                quarantined,
+                run_id,
+            )
+
+        version, validation = publish_checked(
+            lake,
             staging,
-            dataset.name,
+            staged,
+            context,
+            lake.current(dataset.name, partition),
+            dataset,
             partition,
-            dataset.code_version,
             inputs,
-            rows,
             run_id,
             {"quarantined_rows": quarantined},
+            before_publish=publish_quarantine,
         )
     except BaseException:
-        if staging is not None:
-            lake.discard(staging)
         lake.discard(q_staging)
         raise
-    return BuildOutcome(version, False, "built", {"rows": rows}), quarantined
+    outcome = BuildOutcome(version, False, "built", {"rows": version.rows}, validation)
+    return outcome, quarantined

@@ -30,6 +30,7 @@ from typing import Any
 
 VERSION_FILE = "_version.json"
 POINTER = "CURRENT"
+REJECTED = "_rejected.json"  # in a staging folder whose output failed a blocking check
 
 
 @dataclass(frozen=True)
@@ -173,6 +174,23 @@ class Lake:
 
     def discard(self, staging: Path) -> None:
         shutil.rmtree(staging, ignore_errors=True)
+
+    def keep_rejected(self, staging: Path) -> None:
+        """Keep ``staging`` (output its checks rejected) for inspection; older rejected
+        outputs of the same table are dropped."""
+        for other in staging.parent.iterdir():
+            if other != staging and (other / REJECTED).is_file():
+                shutil.rmtree(other, ignore_errors=True)
+
+    def rejected(self, table: str, partition: str | None = None) -> dict[str, Any] | None:
+        """Why the newest rejected output of ``table`` was not published, if one is kept."""
+        folder = self.table_dir(table, partition) / "_staging"
+        markers = sorted(folder.glob(f"*/{REJECTED}"), key=lambda p: p.stat().st_mtime)
+        if not markers:
+            return None
+        data: dict[str, Any] = json.loads(markers[-1].read_text())
+        data["staging"] = str(markers[-1].parent)
+        return data
 
     def clear_staging(self, table: str, partition: str | None = None) -> int:
         """Remove leftovers of failed attempts; returns how many were removed."""

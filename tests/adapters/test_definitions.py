@@ -12,7 +12,7 @@ import dagster as dg
 import pytest
 
 from medallion_assets.adapters.build import definitions_for
-from medallion_assets.adapters.translator import DatasetTranslator
+from medallion_assets.adapters.translator import CHECK_DEP, DatasetTranslator
 from tests.conftest import REPO
 
 
@@ -48,7 +48,46 @@ def test_asset_deps_equal_the_lineage_engines_edges_one_by_one(graph, demo_catal
         for parent in node.parent_keys
     }
     lineage_edges = set(demo_catalog.lineage.dag.edges())
-    assert asset_edges == lineage_edges
+    check_edges = {
+        (table, name) for name, d in demo_catalog.datasets.items() for table in d.check_dependencies
+    }
+    assert check_edges  # the demo's referential-integrity checks read other tables
+    assert asset_edges == lineage_edges | check_edges
+
+
+def test_check_dependencies_are_marked_apart_from_lineage(defs, demo_catalog):
+    """Dagster runs the tables a check reads first; those extra edges say so in metadata."""
+    marked = set()
+    for assets_def in defs.assets:
+        for spec in getattr(assets_def, "specs", ()):
+            for dep in spec.deps:
+                edge = (".".join(dep.asset_key.path), ".".join(spec.key.path))
+                if dep.metadata.get(CHECK_DEP) == "check":
+                    marked.add(edge)
+                else:
+                    assert edge in set(demo_catalog.lineage.dag.edges())
+    assert ("silver.orders_usd", "silver.order_items") in marked
+    assert marked == {
+        (t, n)
+        for n, d in demo_catalog.datasets.items()
+        for t in d.check_dependencies
+        if t not in d.upstream
+    }
+
+
+def test_every_rule_is_an_asset_check_blocking_when_severity_is_error(graph, demo_catalog):
+    expected = {
+        (name, rule.label(), rule.blocking)
+        for name, d in demo_catalog.datasets.items()
+        for rule in d.rules
+    }
+    found = set()
+    for check_key in graph.asset_check_keys:
+        spec = graph.get_check_spec(check_key)
+        found.add((".".join(check_key.asset_key.path), check_key.name, spec.blocking))
+        assert spec.description
+    assert found == expected
+    assert ("silver.addresses_validated", "iso_country_code", True) in found
 
 
 def test_spec_carries_kinds_owners_tags_code_version_and_column_lineage(graph, demo_catalog):

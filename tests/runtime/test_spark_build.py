@@ -13,6 +13,7 @@ from medallion_assets.catalog import load_catalog
 from medallion_assets.runtime.build import MissingInput, build_table
 from medallion_assets.runtime.ingest import ingest
 from medallion_assets.runtime.lake import Lake
+from medallion_assets.runtime.validation import ChecksFailed
 from medallion_assets.runtime.s3 import LocalFolderObjectStore
 from medallion_assets.testing import read_table
 
@@ -130,7 +131,7 @@ def test_a_table_whose_upstream_was_never_published_fails_clearly(spark, project
         build_table(spark, lake, catalog, catalog.datasets["silver.orders_clean"])
 
 
-def test_a_failed_validation_keeps_the_previous_version_current(spark, project):
+def test_a_failed_blocking_check_keeps_the_previous_version_current(spark, project):
     catalog, store, lake, _ = project
     store.put(
         "minimal-raw", "orders/a.jsonl", orders({"order_id": 1, "amount": 1, "country": "DE"})
@@ -138,16 +139,20 @@ def test_a_failed_validation_keeps_the_previous_version_current(spark, project):
     run_bronze(spark, project)
     dataset = catalog.datasets["silver.orders_clean"]
     first = build_table(spark, lake, catalog, dataset)
+    assert first.validation.passed and len(first.validation.results) == 3
     store.put("minimal-raw", "orders/b.jsonl", orders({"order_id": 2, "amount": 1, "country": "X"}))
     run_bronze(spark, project, "r2")
 
-    def reject(frame):
-        raise ValueError("blocking check failed")
-
-    with pytest.raises(ValueError, match="blocking check failed"):
-        build_table(spark, lake, catalog, dataset, validate=reject)
+    with pytest.raises(ChecksFailed, match="accepted_values_country") as failed:
+        build_table(spark, lake, catalog, dataset)
+    assert f"version {first.version.version_id} stays current" in str(failed.value)
     assert lake.current("silver.orders_clean") == first.version
     assert read_table("silver.orders_clean", lake_root=lake.root)["order_id"].tolist() == [1]
+    # The rejected output stays in staging, with the reason, for whoever investigates.
+    rejected = lake.rejected("silver.orders_clean")
+    assert rejected is not None and Path(rejected["staging"]) == failed.value.staging
+    assert [c["name"] for c in rejected["checks"] if not c["passed"]] == ["accepted_values_country"]
+    assert sorted(p.name for p in failed.value.staging.glob("*.parquet")) != []
 
 
 def test_a_crash_between_staging_and_publish_leaves_the_previous_version_readable(spark, project):

@@ -1,0 +1,211 @@
+"""Validate a staged table against its rules before it is published.
+
+``validate_frame`` evaluates every rule of a dataset on the staged Spark DataFrame and returns a
+``Validation``: one ``CheckResult`` per rule with passed/failed, the failing row count, the total
+and up to five sample failing rows (PII columns masked). Rules pandera can express (not_null,
+unique, accepted_values, range, regex, schema) are judged by pandera on Spark; when pandera
+reports a failure the same predicate is counted and sampled in Spark SQL, since pandera's
+Spark errors carry no counts. The other kinds run in Spark SQL (see ``rule_checks``).
+
+A ``Validation`` with a failed ``error``-severity result is blocking: the build raises
+``ChecksFailed``, the output stays in staging and the previous version stays current.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from medallion_assets.catalog import Catalog, Dataset
+from medallion_assets.catalog.rules import ReconciliationRule, Rule
+from medallion_assets.runtime.lake import REJECTED, Lake
+
+SAMPLE_ROWS = 5
+MASKED = "<masked pii>"
+_MAX_TEXT = 200  # characters of one sample value
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    name: str
+    kind: str
+    severity: str  # "error" blocks publishing, "warn" does not
+    passed: bool
+    failing_rows: int
+    total_rows: int
+    message: str
+    samples: tuple[dict[str, Any], ...] = ()
+    engine: str = "spark_sql"  # or "pandera"
+    details: dict[str, Any] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    @property
+    def blocking_failure(self) -> bool:
+        return not self.passed and self.severity == "error"
+
+    def as_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["samples"] = list(self.samples)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> CheckResult:
+        values = dict(data)
+        values["samples"] = tuple(values.get("samples", ()))
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class Validation:
+    results: tuple[CheckResult, ...] = ()
+
+    @property
+    def blocking_failures(self) -> tuple[CheckResult, ...]:
+        return tuple(r for r in self.results if r.blocking_failure)
+
+    @property
+    def passed(self) -> bool:
+        return not self.blocking_failures
+
+    def as_json(self) -> list[dict[str, Any]]:
+        return [r.as_dict() for r in self.results]
+
+
+class ChecksFailed(RuntimeError):
+    """Blocking checks failed: the staged output was not published."""
+
+    def __init__(
+        self,
+        table: str,
+        partition: str | None,
+        validation: Validation,
+        staging: Path,
+        current: str | None,
+    ):
+        self.table = table
+        self.partition = partition
+        self.validation = validation
+        self.staging = staging
+        self.current = current
+        failures = validation.blocking_failures
+        where = f"{table}[{partition}]" if partition else table
+        kept = f"version {current} stays current" if current else "no version was ever published"
+        lines = [
+            f"{where} not published: {len(failures)} blocking check(s) failed; {kept}; "
+            f"the rejected output is kept in {staging}"
+        ]
+        lines += [f"  - {r.name} ({r.kind}): {r.message}" for r in failures]
+        super().__init__("\n".join(lines))
+
+
+@dataclass(frozen=True)
+class CheckContext:
+    """What checks may read besides the staged frame."""
+
+    spark: Any
+    lake: Lake
+    catalog: Catalog
+    dataset: Dataset
+    partition: str | None = None
+    quarantine: Any = None  # bronze: the staged quarantine DataFrame
+    records_read: int | None = None  # bronze: records read from the raw objects
+    now: float = field(default_factory=time.time)
+
+    @property
+    def pii_columns(self) -> frozenset[str]:
+        columns = set(self.dataset.pii_columns)
+        if self.dataset.layer == "bronze":
+            for upstream in self.dataset.upstream:
+                source = self.catalog.sources.get(upstream.removeprefix("raw."))
+                if source is not None:
+                    columns.update(source.pii_columns)
+        return frozenset(columns)
+
+
+def data_rules(dataset: Dataset) -> tuple[Rule, ...]:
+    """The rules checked on the staged table (reconciliation runs after the warehouse load)."""
+    return tuple(r for r in dataset.rules if not isinstance(r, ReconciliationRule))
+
+
+def validate_frame(
+    frame: Any, context: CheckContext, rules: Sequence[Rule] | None = None
+) -> Validation:
+    """Evaluate ``rules`` (default: every data rule of the dataset) on ``frame``."""
+    from medallion_assets.runtime.rule_checks import evaluate
+
+    chosen = data_rules(context.dataset) if rules is None else tuple(rules)
+    if not chosen:
+        return Validation()
+    total = frame.count()
+    results = []
+    for rule in chosen:
+        started = time.perf_counter()
+        result = evaluate(rule, frame, total, context)
+        results.append(_timed(result, time.perf_counter() - started))
+    return Validation(tuple(results))
+
+
+def _timed(result: CheckResult, seconds: float) -> CheckResult:
+    values = asdict(result)
+    values["samples"] = result.samples
+    values["seconds"] = round(seconds, 4)
+    return CheckResult(**values)
+
+
+def sample_rows(frame: Any, pii: frozenset[str], limit: int = SAMPLE_ROWS) -> tuple[dict, ...]:
+    """Up to ``limit`` rows of ``frame`` as JSON-safe dicts, PII columns masked."""
+    rows = frame.limit(limit).collect()
+    return tuple(
+        {k: (MASKED if k in pii and v is not None else _plain(v)) for k, v in r.asDict().items()}
+        for r in rows
+    )
+
+
+def _plain(value: Any) -> Any:
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    text = value if isinstance(value, str) else str(value)
+    return text if len(text) <= _MAX_TEXT else text[: _MAX_TEXT - 3] + "..."
+
+
+def rejected_marker(staging: Path, validation: Validation) -> None:
+    """Record in the kept staging folder why it was not published (for operators)."""
+    (staging / REJECTED).write_text(
+        json.dumps(
+            {"rejected_at": time.time(), "checks": validation.as_json()},
+            indent=1,
+            default=str,
+        )
+    )
+
+
+def reused_validation(version: Any, context: CheckContext) -> Validation:
+    """Check results for a build skipped because code and inputs are unchanged.
+
+    Results stored with the reused version are reported again (marked ``reused_from``);
+    freshness, which changes with the clock, and any rule without a stored result are
+    evaluated again on the current version.
+    """
+    from medallion_assets.catalog.rules import FreshnessRule
+
+    stored = {r["name"]: CheckResult.from_dict(r) for r in version.extra.get("checks", ())}
+    rules = data_rules(context.dataset)
+    again = [r for r in rules if isinstance(r, FreshnessRule) or r.label() not in stored]
+    fresh: dict[str, CheckResult] = {}
+    if again:
+        frame = context.spark.read.parquet(str(context.lake.version_path(version)))
+        fresh = {r.name: r for r in validate_frame(frame, context, again).results}
+    results = []
+    for rule in rules:
+        label = rule.label()
+        if label in fresh:
+            results.append(fresh[label])
+        else:
+            old = stored[label]
+            details = {**old.details, "reused_from": version.version_id}
+            results.append(CheckResult(**{**asdict(old), "details": details}))
+    return Validation(tuple(results))
