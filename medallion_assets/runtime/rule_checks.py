@@ -118,7 +118,9 @@ def _pandera_schema(rule: Rule, frame: Any) -> Any:
     if isinstance(rule, NotNullRule):
         return pa.DataFrameSchema({c: column(c, nullable=False) for c in rule.columns})
     if isinstance(rule, UniqueRule):
-        return pa.DataFrameSchema({c: column(c) for c in rule.columns}, unique=list(rule.columns))
+        return pa.DataFrameSchema(
+            {c: column(c, nullable=True) for c in rule.columns}, unique=list(rule.columns)
+        )
     if isinstance(rule, AcceptedValuesRule):
         check = pa.Check.isin(list(rule.values))
     elif isinstance(rule, RangeRule):
@@ -128,7 +130,7 @@ def _pandera_schema(rule: Rule, frame: Any) -> Any:
     else:
         raise ValueError(f"no pandera schema for {rule.kind}")
     name = rule.referenced_columns()[0]
-    return pa.DataFrameSchema({name: column(name, checks=[check])})
+    return pa.DataFrameSchema({name: column(name, nullable=True, checks=[check])})
 
 
 def _range_check(pa: Any, rule: RangeRule) -> Any:
@@ -234,15 +236,27 @@ def expected_schema(context: CheckContext) -> dict[str, str | None]:
     return {c.column: c.type or declared.get(c.column) for c in dataset.columns if c.column != "*"}
 
 
+def _spark_type(kind: str | None) -> Any:
+    """The Spark type of a declared type name; None (presence only) when not a Spark type,
+    such as the lineage engine's "unknown"."""
+    from pyspark.errors import PySparkException
+    from pyspark.sql.types import _parse_datatype_string
+
+    if not kind or kind == "unknown":
+        return None
+    try:
+        return _parse_datatype_string(kind)
+    except (PySparkException, ValueError):
+        return None
+
+
 def _schema(rule: SchemaRule, frame: Any, total: int, context: CheckContext) -> CheckResult:
     import pandera.pyspark as pa
-    from pyspark.sql.types import _parse_datatype_string
 
     expected = expected_schema(context)
     columns = {}
     for name, kind in expected.items():
-        dtype = _parse_datatype_string(kind) if kind else None
-        columns[name] = pa.Column(dtype, nullable=True, required=True)
+        columns[name] = pa.Column(_spark_type(kind), nullable=True, required=True)
     schema = pa.DataFrameSchema(columns, strict=not rule.allow_new_nullable_columns)
     errors = _pandera_errors(schema, frame.limit(0))
     new = [c for c in frame.columns if c not in expected]
