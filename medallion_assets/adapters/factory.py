@@ -118,6 +118,7 @@ def materialize_dataset(
                     "failed_checks": [r.name for r in failed.validation.blocking_failures],
                     "rejected_staging": str(failed.staging),
                 },
+                allow_retries=False,  # the same data fails the same check: retrying cannot help
             ) from failed
     checks = [c for _, _, results in per_partition for c in results]
     if len(per_partition) == 1:
@@ -152,6 +153,7 @@ def _raise_on_blocking(dataset: Dataset, checks: list[CheckResult]) -> None:
             description=f"{dataset.name}: "
             + "; ".join(f"{c.name} ({c.kind}): {c.message}" for c in failed),
             metadata={"failed_checks": [c.name for c in failed]},
+            allow_retries=False,
         )
 
 

@@ -1,0 +1,85 @@
+"""A blocking check failing inside a real Dagster run on Spark: nothing is published, the previous
+version stays current and readable, the downstream asset does not run, and the run says why."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from medallion_assets.adapters.build import definitions_for
+from medallion_assets.adapters.translator import DatasetTranslator
+from medallion_assets.catalog import load_catalog
+from medallion_assets.runtime.lake import Lake
+from medallion_assets.runtime.s3 import LocalFolderObjectStore
+from medallion_assets.testing import read_table
+
+MINIMAL = Path(__file__).parents[1] / "catalog" / "minimal_project"
+
+pytestmark = pytest.mark.slow
+
+
+def orders(*rows: dict[str, object]) -> bytes:
+    return ("\n".join(json.dumps(r) for r in rows) + "\n").encode()
+
+
+def run_all(job, instance):
+    result = job.execute_in_process(instance=instance, raise_on_error=False)
+    started = {e.step_key for e in result.all_events if e.event_type_value == "STEP_START"}
+    checks = {
+        e.event_specific_data.check_name: e.event_specific_data
+        for e in result.all_events
+        if e.event_type_value == "ASSET_CHECK_EVALUATION"
+    }
+    return result, started, checks
+
+
+def test_a_failed_blocking_check_publishes_nothing_and_stops_downstream(
+    spark, tmp_path, monkeypatch
+):
+    root = tmp_path / "project"
+    shutil.copytree(MINIMAL, root)
+    home = root / ".medallion"
+    monkeypatch.setenv("MEDALLION_HOME", str(home))
+    for name in ("MEDALLION_LAKE", "MEDALLION_S3_ENDPOINT", "MEDALLION_WAREHOUSE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    store = LocalFolderObjectStore(home / "s3")
+    store.ensure_bucket("minimal-raw")
+    store.put(
+        "minimal-raw", "orders/a.jsonl", orders({"order_id": 1, "amount": 5, "country": "DE"})
+    )
+    catalog = load_catalog(root, use_cache=False)
+    job = definitions_for(
+        catalog, DatasetTranslator(catalog)
+    ).resolve_implicit_global_asset_job_def()
+    instance = dg.DagsterInstance.ephemeral()
+
+    first, _, checks = run_all(job, instance)
+    assert first.success
+    assert checks["accepted_values_country"].passed
+    lake = Lake(home / "lake")
+    published = lake.current("silver.orders_clean")
+
+    # The next delivery carries a country code the rule does not accept.
+    store.put("minimal-raw", "orders/b.jsonl", orders({"order_id": 2, "amount": 7, "country": "X"}))
+    second, started, checks = run_all(job, instance)
+    assert not second.success
+    evaluation = checks["accepted_values_country"]
+    assert not evaluation.passed
+    assert evaluation.metadata["failing_rows"].value == 1
+    assert evaluation.metadata["total_rows"].value == 2
+    assert evaluation.severity == dg.AssetCheckSeverity.ERROR
+    # Bronze took the new object; silver was checked and not published; gold never started.
+    assert lake.current("bronze.orders").rows == 2
+    assert lake.current("silver.orders_clean") == published
+    assert read_table("silver.orders_clean", lake_root=lake.root)["order_id"].tolist() == [1]
+    assert "silver__orders_clean" in started and "gold__revenue" not in started
+    (failure,) = [e for e in second.all_events if e.event_type_value == "STEP_FAILURE"]
+    message = failure.event_specific_data.error.message
+    assert "accepted_values_country" in message and "'X'" in message
+    assert f"version {published.version_id} stays current" in message
+    # Not retried: the same data would fail the same check.
+    assert not [e for e in second.all_events if e.event_type_value == "STEP_UP_FOR_RETRY"]
