@@ -18,7 +18,7 @@ from medallion_assets.runtime.rule_checks import reconciliation_result
 from medallion_assets.runtime.validation import MASKED, CheckContext, validate_frame
 
 MINIMAL = Path(__file__).parents[1] / "catalog" / "minimal_project"
-NOW = dt.datetime(2026, 11, 21, 12, 0, tzinfo=dt.timezone.utc).timestamp()
+NOW = dt.datetime(2026, 11, 21, 12, 0, tzinfo=dt.UTC).timestamp()
 
 pytestmark = pytest.mark.slow
 
@@ -167,10 +167,10 @@ def test_schema_match_and_allowed_evolution(spark, env):
     assert not missing.passed and "amount" in missing.message
 
 
-def test_referential_integrity_against_the_published_parent(spark, env, tmp_path):
-    catalog, lake = env
+def test_referential_integrity_against_the_published_parent(spark, env):
+    _catalog, lake = env
     parent = spark.createDataFrame([(1,), (2,)], "order_id bigint")
-    staging, staged = lake.stage_frame(parent, "bronze.orders")
+    staging, _staged = lake.stage_frame(parent, "bronze.orders")
     lake.publish(staging, "bronze.orders", None, "c", {}, 2)
     fk = rule(
         kind="referential_integrity",
