@@ -216,7 +216,7 @@ class SqlAssertionRule(_Rule):
         return tuple(sorted(names - ctes - {SELF_PLACEHOLDER}))
 
 
-def _parse_assertion(query: str) -> exp.Expression:
+def _parse_assertion(query: str) -> exp.Query:
     try:
         tree = sqlglot.parse_one(query.replace("{table}", SELF_PLACEHOLDER), dialect="spark")
     except (ParseError, TokenError) as error:
