@@ -38,6 +38,14 @@ class RunSummary:
     run_ids: list[str] = field(default_factory=list)
     seconds: float = 0.0
     success: bool = True
+    # table -> "check: message" of each failed blocking check that kept it from publishing
+    blocked: dict[str, list[str]] = field(default_factory=dict)
+    failed_steps: list[str] = field(default_factory=list)  # steps that failed for other reasons
+
+    @property
+    def only_blocked(self) -> bool:
+        """Every failure was a blocking check doing its job (nothing else went wrong)."""
+        return not self.success and bool(self.blocked) and not self.failed_steps
 
 
 def raw_partitions(catalog: Catalog, defs: dg.Definitions) -> list[str]:
@@ -91,7 +99,7 @@ def run_project(
     for day in raw_partitions(catalog, defs) if daily else []:
         log(f"materializing {len(daily)} daily table(s) for {day} ...")
         _execute(job, daily, day, instance, summary)
-    if plain and summary.success:
+    if plain and (summary.success or summary.only_blocked):
         log(f"materializing {len(plain)} table(s) ...")
         _execute(job, plain, None, instance, summary)
     summary.seconds = time.perf_counter() - started
@@ -124,9 +132,23 @@ def _execute(
                 meta.get("warehouse_rows"),
             )
         )
+    materialized = {
+        ".".join(e.step_materialization_data.materialization.asset_key.path)
+        for e in result.get_asset_materialization_events()
+    }
+    blocked_steps = set()
     for event in result.all_events:
+        if event.event_type_value == "STEP_FAILURE" and event.step_key:
+            summary.failed_steps.append(event.step_key)
         if event.event_type_value == "ASSET_CHECK_EVALUATION":
             evaluation = event.event_specific_data
+            table = ".".join(evaluation.asset_key.path)
+            blocking = evaluation.severity == dg.AssetCheckSeverity.ERROR
+            if not evaluation.passed and blocking and table not in materialized:
+                message = evaluation.metadata.get("message")
+                text = f"{evaluation.check_name}: {message.value if message else 'failed'}"
+                summary.blocked.setdefault(table, []).append(text)
+                blocked_steps.add(table.replace(".", "__"))
             for row in summary.results:
                 if row.table == ".".join(evaluation.asset_key.path):
                     if evaluation.passed:
@@ -134,3 +156,4 @@ def _execute(
                     else:
                         row.checks_failed += 1
                     break
+    summary.failed_steps = [s for s in summary.failed_steps if s not in blocked_steps]

@@ -13,7 +13,13 @@ from medallion_assets.cli.common import project_option
 
 @click.command("run")
 @project_option
-def run(project: Path) -> None:
+@click.option(
+    "--fail-on-blocked",
+    is_flag=True,
+    help="Exit 1 also when the only failures are blocking checks that kept bad data from "
+    "publishing (by default those exit 0 and are listed).",
+)
+def run(project: Path, fail_on_blocked: bool) -> None:
     """Materialize every asset of the project on the configured components, headless.
 
     Daily-partitioned tables run for each day found in their raw data, then the rest. Runs
@@ -24,7 +30,9 @@ def run(project: Path) -> None:
 
     summary = run_project(project, log=lambda m: click.echo(m))
     click.echo(_table(summary))
-    if not summary.success:
+    if summary.blocked:
+        click.echo(_blocked(project, summary.blocked))
+    if not summary.success and (fail_on_blocked or not summary.only_blocked):
         click.echo("error: the run failed; see the messages above", err=True)
         sys.exit(1)
     home = os.environ.get("DAGSTER_HOME") or dagster_home(project)
@@ -58,5 +66,23 @@ def _table(summary) -> str:  # type: ignore[no-untyped-def]
         f"{tables} tables, {len(rows)} materializations, {total:,} rows, "
         f"checks {passed} passed / {failed} failed, {summary.seconds:.1f} s, "
         f"{len(summary.run_ids)} run(s)"
+    )
+    return "\n".join(lines)
+
+
+def _blocked(project: Path, blocked: dict[str, list[str]]) -> str:
+    """Which tables checks held back, why, and what downstream kept its previous version."""
+    from medallion_assets.catalog import load_catalog
+
+    catalog = load_catalog(project)
+    lines = ["", "BLOCKED: failing blocking checks kept these tables from publishing"]
+    for table, reasons in sorted(blocked.items()):
+        lines.append(f"  {table}")
+        lines += [f"    - {reason}" for reason in reasons]
+        protected = sorted(catalog.lineage.dag.downstream(table))
+        if protected:
+            lines.append(f"    protected downstream (not built on it): {', '.join(protected)}")
+    lines.append(
+        "  Previous versions stay current; `medallion impact TABLE` shows what depends on them."
     )
     return "\n".join(lines)
