@@ -86,6 +86,8 @@ class DemoSettings:
     seed: int = 42
     days: int = 3
     start: date = date(2026, 1, 1)
+    # Share of the vendor's GB rows written 'UK' (0: a clean feed, nothing for the check to block)
+    vendor_uk_rate: float = 0.15
 
     def __post_init__(self) -> None:
         if self.rows < 1 or self.days < 1:
@@ -271,12 +273,12 @@ def fx_records(s: DemoSettings, rates: dict[tuple[int, str], Decimal]) -> Days:
     ]
 
 
-def address_feed(s: DemoSettings, people: list[History], uk_rate: float = 0.15) -> Days:
+def address_feed(s: DemoSettings, people: list[History]) -> Days:
     """The vendor's verdicts: about 75% of customers on day one, then each day the customers who
     moved and about 4% re-checked.
 
-    The vendor writes 'UK' for about ``uk_rate`` of GB rows (at least one latest row), which
-    silver.addresses_validated's ISO country check must catch.
+    The vendor writes 'UK' for about ``s.vendor_uk_rate`` of GB rows (at least one latest row
+    unless the rate is 0), which silver.addresses_validated's ISO country check must catch.
     """
     rng = s.rng("address_feed")
     days: Days = []
@@ -293,9 +295,9 @@ def address_feed(s: DemoSettings, people: list[History], uk_rate: float = 0.15) 
         days.append(rows)
     gb = [r for rows in days for r in rows if r["country_code"] == "GB"]
     for row in gb:
-        if rng.random() < uk_rate:
+        if rng.random() < s.vendor_uk_rate:
             row["country_code"] = "UK"
-    if gb and not any(r["country_code"] == "UK" for r in gb):
+    if gb and s.vendor_uk_rate > 0 and not any(r["country_code"] == "UK" for r in gb):
         gb[-1]["country_code"] = "UK"  # the last GB row is its customer's latest verdict
     return days
 
