@@ -150,7 +150,9 @@ def test_the_graphs_dependencies_equal_the_lineage_engines_edges(asset_nodes, de
         for name, node in asset_nodes.items()
         for parent in node["dependencyKeys"]
     }
-    assert shown == set(demo_catalog.lineage.dag.edges())
+    # Lineage edges, plus the tables checks read (built first; marked in the dep's metadata).
+    checks = {(t, n) for n, d in demo_catalog.datasets.items() for t in d.check_dependencies}
+    assert shown == set(demo_catalog.lineage.dag.edges()) | checks
 
 
 def test_the_repository_shows_the_jobs_schedules_and_sensors_of_the_definitions(repository, defs):
