@@ -150,7 +150,7 @@ def _execute(
                 summary.blocked.setdefault(table, []).append(text)
                 blocked_steps.add(table.replace(".", "__"))
             for row in summary.results:
-                if row.table == ".".join(evaluation.asset_key.path):
+                if row.table == table:
                     if evaluation.passed:
                         row.checks_passed += 1
                     else:

@@ -104,11 +104,7 @@ def build_table(
             f"version {reusable.version_id}"
         )
         log(reason)
-        validation = Validation()
-        if checks:
-            context = CheckContext(spark, lake, catalog, dataset, partition)
-            validation = reused_validation(reusable, context)
-        return BuildOutcome(reusable, True, reason, validation=validation)
+        return skipped(spark, lake, catalog, dataset, partition, reusable, reason, checks)
 
     views = register_inputs(spark, lake, catalog, dataset, partition)
     kind, query = spark_query(dataset.sql, dataset.dialect, dataset.name, views)
@@ -128,6 +124,24 @@ def build_table(
     return BuildOutcome(
         version, False, "built", {"rows": version.rows, "spark_sql": query}, validation
     )
+
+
+def skipped(
+    spark: Any,
+    lake: Lake,
+    catalog: Catalog,
+    dataset: Dataset,
+    partition: str | None,
+    version: TableVersion,
+    reason: str,
+    checks: bool,
+) -> BuildOutcome:
+    """The outcome of a build that reuses ``version``, with its check results reported again."""
+    validation = Validation()
+    if checks:
+        context = CheckContext(spark, lake, catalog, dataset, partition)
+        validation = reused_validation(version, context)
+    return BuildOutcome(version, True, reason, validation=validation)
 
 
 def publish_checked(
@@ -151,7 +165,7 @@ def publish_checked(
     try:
         rows = staged.count()
         if context is not None:
-            validation = validate_frame(staged, context)
+            validation = validate_frame(staged, context, total=rows)
             if validation.blocking_failures:
                 raise ChecksFailed(
                     dataset.name,

@@ -19,10 +19,10 @@ from typing import Any, Protocol
 
 from medallion_assets.catalog import Catalog, Dataset
 from medallion_assets.catalog.models import Source
-from medallion_assets.runtime.build import BuildOutcome, publish_checked
+from medallion_assets.runtime.build import BuildOutcome, publish_checked, skipped
 from medallion_assets.runtime.lake import Lake
 from medallion_assets.runtime.sql import spark_query, view_name
-from medallion_assets.runtime.validation import CheckContext, Validation, reused_validation
+from medallion_assets.runtime.validation import CheckContext
 
 CORRUPT = "_corrupt_record"
 
@@ -116,11 +116,7 @@ def ingest(
             f"and code unchanged since version {current.version_id}"
         )
         log(reason)
-        validation = Validation()
-        if checks:
-            context = CheckContext(spark, lake, catalog, dataset, partition)
-            validation = reused_validation(current, context)
-        outcome = BuildOutcome(current, True, reason, validation=validation)
+        outcome = skipped(spark, lake, catalog, dataset, partition, current, reason, checks)
         return IngestOutcome(outcome, 0, 0, current.rows)
     if not updated:
         raise FileNotFoundError(

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -132,28 +132,26 @@ def data_rules(dataset: Dataset) -> tuple[Rule, ...]:
 
 
 def validate_frame(
-    frame: Any, context: CheckContext, rules: Sequence[Rule] | None = None
+    frame: Any,
+    context: CheckContext,
+    rules: Sequence[Rule] | None = None,
+    total: int | None = None,
 ) -> Validation:
-    """Evaluate ``rules`` (default: every data rule of the dataset) on ``frame``."""
+    """Evaluate ``rules`` (default: every data rule of the dataset) on ``frame``, whose row
+    count is ``total`` when the caller has already counted it."""
     from medallion_assets.runtime.rule_checks import evaluate
 
     chosen = data_rules(context.dataset) if rules is None else tuple(rules)
     if not chosen:
         return Validation()
-    total = frame.count()
+    if total is None:
+        total = frame.count()
     results = []
     for rule in chosen:
         started = time.perf_counter()
         result = evaluate(rule, frame, total, context)
-        results.append(_timed(result, time.perf_counter() - started))
+        results.append(replace(result, seconds=round(time.perf_counter() - started, 4)))
     return Validation(tuple(results))
-
-
-def _timed(result: CheckResult, seconds: float) -> CheckResult:
-    values = asdict(result)
-    values["samples"] = result.samples
-    values["seconds"] = round(seconds, 4)
-    return CheckResult(**values)
 
 
 def sample_rows(frame: Any, pii: frozenset[str], limit: int = SAMPLE_ROWS) -> tuple[dict, ...]:
@@ -206,6 +204,5 @@ def reused_validation(version: Any, context: CheckContext) -> Validation:
             results.append(fresh[label])
         else:
             old = stored[label]
-            details = {**old.details, "reused_from": version.version_id}
-            results.append(CheckResult(**{**asdict(old), "details": details}))
+            results.append(replace(old, details={**old.details, "reused_from": version.version_id}))
     return Validation(tuple(results))
