@@ -24,9 +24,7 @@ check that they did the same work.
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 import sys
 import tempfile
 from collections import defaultdict
@@ -34,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import report
-from bench.shop_data import prepare, run_env
+from bench.shop_data import prepare, run_env, run_worker
 from bench.timing import median
 
 REPS = int(os.environ.get("BENCH_D_REPS", "2"))
@@ -48,19 +46,10 @@ def run_side(side: str, data: Any, home: Path) -> dict[str, Any]:
         command += ["--s3", str(data.s3_root), "--out", str(home)]
     else:
         command = [sys.executable, "-m", "bench.dagster_run", str(data.project)]
-    done = subprocess.run(
-        command,
-        env=run_env(home, data.s3_root),
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=TIMEOUT_S,
+    result: dict[str, Any] = run_worker(
+        command, run_env(home, data.s3_root), f"{side} run", TIMEOUT_S
     )
-    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
-    if done.returncode != 0 or not lines:
-        errors = [ln for ln in done.stderr.splitlines() if "[Stage " not in ln and ln.strip()]
-        raise RuntimeError(f"{side} run failed ({done.returncode}):\n" + "\n".join(errors[-30:]))
-    return json.loads(lines[-1])
+    return result
 
 
 def main() -> None:

@@ -21,6 +21,7 @@ and 22 sits at the median (0.0008, ~50 M pairs). ``BENCH_D_SEED`` overrides it.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -28,6 +29,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 ROWS = int(os.environ.get("BENCH_D_ROWS", "79000"))
@@ -95,3 +97,15 @@ def run_env(home: Path, s3_root: Path) -> dict[str, str]:
         if name in os.environ:
             env[name] = os.environ[name]
     return env
+
+
+def run_worker(command: list[str], env: dict[str, str], what: str, timeout: float) -> Any:
+    """Run a benchmark worker process; its last JSON line on stdout, parsed."""
+    done = subprocess.run(
+        command, env=env, capture_output=True, text=True, check=False, timeout=timeout
+    )
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    if done.returncode != 0 or not lines:
+        errors = [ln for ln in done.stderr.splitlines() if "[Stage " not in ln and ln.strip()]
+        raise RuntimeError(f"{what} failed ({done.returncode}):\n" + "\n".join(errors[-30:]))
+    return json.loads(lines[-1])

@@ -116,7 +116,16 @@ def _pandera_schema(rule: Rule, frame: Any) -> Any:
         return pa.Column(frame.schema[name].dataType, **kw)
 
     if isinstance(rule, NotNullRule):
-        return pa.DataFrameSchema({c: column(c, nullable=False) for c in rule.columns})
+        if len(rule.columns) == 1:
+            return pa.DataFrameSchema({c: column(c, nullable=False) for c in rule.columns})
+        # pandera scans once per non-nullable column; one table-level check scans once for
+        # all of them (bench F: 4 columns on 1M rows, 0.56 s -> 0.15 s).
+        return pa.DataFrameSchema(
+            {c: column(c, nullable=True) for c in rule.columns},
+            checks=[
+                pa.Check(_no_nulls_in(rule.columns), name=f"not_null({', '.join(rule.columns)})")
+            ],
+        )
     if isinstance(rule, UniqueRule):
         return pa.DataFrameSchema(
             {c: column(c, nullable=True) for c in rule.columns}, unique=list(rule.columns)
@@ -131,6 +140,19 @@ def _pandera_schema(rule: Rule, frame: Any) -> Any:
         raise ValueError(f"no pandera schema for {rule.kind}")
     name = rule.referenced_columns()[0]
     return pa.DataFrameSchema({name: column(name, nullable=True, checks=[check])})
+
+
+def _no_nulls_in(columns: tuple[str, ...]) -> Any:
+    """A pandera table-level check: no row has a null in any of ``columns``."""
+    from pyspark.sql import functions as F
+
+    def check(frame: Any) -> bool:
+        any_null = F.lit(False)
+        for c in columns:
+            any_null = any_null | F.col(c).isNull()
+        return bool(frame.filter(any_null).limit(1).count() == 0)
+
+    return check
 
 
 def _range_check(pa: Any, rule: RangeRule) -> Any:

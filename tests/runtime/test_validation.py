@@ -73,6 +73,10 @@ def test_not_null_counts_rows_with_any_null_and_nulls_per_column(spark, env):
     assert (bad.passed, bad.failing_rows, bad.total_rows) == (False, 2, 4)
     assert bad.details["nulls_by_column"] == {"order_id": 1, "country": 1}
     assert len(bad.samples) == 2
+    # Several columns are judged by one pandera table-level check (one scan, not one each).
+    assert "not_null(order_id, country)" in bad.details["pandera"][0]
+    both = rule(kind="not_null", columns=["order_id", "amount"])
+    assert check(spark, env, orders(spark, GOOD[:2]), both).passed
 
 
 def test_unique_on_one_and_on_several_columns(spark, env):
