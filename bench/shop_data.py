@@ -45,11 +45,15 @@ class ShopData:
     seconds: float  # how long generating took
 
 
-def prepare(tmp: Path, rows: int = ROWS, days: int = DAYS, seed: int = SEED) -> ShopData:
+def prepare(
+    tmp: Path, rows: int = ROWS, days: int = DAYS, seed: int = SEED, checks: bool = True
+) -> ShopData:
     project, s3_root = tmp / "project", tmp / "s3"
     for folder in ("sql", "metadata"):
         shutil.copytree(REPO / folder, project / folder)
     shutil.copy2(REPO / "workspace.yaml", project / "workspace.yaml")
+    if not checks:
+        without_checks(project)
     started = time.perf_counter()
     done = subprocess.run(
         [
@@ -73,6 +77,19 @@ def prepare(tmp: Path, rows: int = ROWS, days: int = DAYS, seed: int = SEED) -> 
         raise RuntimeError(f"medallion demo-data failed:\n{done.stdout}\n{done.stderr}")
     lines = done.stdout.strip().splitlines()
     return ShopData(project, s3_root, "\n".join(lines[1:]), time.perf_counter() - started)
+
+
+def without_checks(project: Path) -> None:
+    """Drop every validation rule from the copied project's datasets (``rules:`` and
+    ``checks:``), for a run that must do the same work as a script without checks."""
+    import yaml
+
+    path = project / "metadata" / "datasets.yaml"
+    document = yaml.safe_load(path.read_text(encoding="utf-8"))
+    for settings in document["datasets"].values():
+        settings.pop("rules", None)
+        settings.pop("checks", None)
+    path.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
 
 
 def run_env(home: Path, s3_root: Path) -> dict[str, str]:
