@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
+import time
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -30,12 +33,23 @@ _fmt = click.option(
 @project_option
 @known_table
 def impact(table: str, column: str | None, fail_on: str | None, fmt: str, project: Path) -> None:
-    """Everything downstream of TABLE, by layer, with exposures, owners and criticality."""
-    report = impact_of(load(project).lineage, table, column)
+    """Everything downstream of TABLE, by layer, with exposures, owners and criticality.
+
+    When the newest output of TABLE failed a blocking check and was not published, the report
+    also says which checks failed, since when, which version stays current, and what
+    downstream was protected from the rejected output.
+    """
+    catalog = load(project)
+    report = impact_of(catalog.lineage, table, column)
+    blocked = _blocked_outputs(project, table) if table in catalog.datasets else []
     if fmt == "json":
-        click.echo(json.dumps(report.as_dict(), indent=2))
+        click.echo(
+            json.dumps({**report.as_dict(), "blocked": [b.as_dict() for b in blocked]}, indent=2)
+        )
     else:
         click.echo(_impact_text(report), nl=False)
+        for output in blocked:
+            click.echo(_blocked_text(output, report), nl=False)
     if fail_on and report.reaches(fail_on):
         names = ", ".join(n.id for n in report.reaches(fail_on))
         click.echo(f"fail-on {fail_on}: impact reaches {names}", err=True)
@@ -57,6 +71,38 @@ def _impact_text(report: ImpactReport) -> str:
     if not report.nodes:
         lines.append("  nothing downstream")
     lines.append(report.summary())
+    return "\n".join(lines) + "\n"
+
+
+def _blocked_outputs(project: Path, table: str) -> list[Any]:
+    from medallion_assets.runtime.lake import Lake, lake_location
+    from medallion_assets.runtime.validation import blocked_outputs
+
+    return blocked_outputs(Lake(lake_location(os.environ, project)), table)
+
+
+def _blocked_text(output: Any, report: ImpactReport) -> str:
+    where = f"{output.table}[{output.partition}]" if output.partition else output.table
+    when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(output.rejected_at))
+    lines = [
+        f"BLOCKED: the newest output of {where} failed blocking checks and was not published",
+        f"  rejected {when}; the output is kept for inspection in {output.staging}",
+    ]
+    lines += [f"  - {c.name} ({c.kind}): {c.message}" for c in output.failures]
+    if output.current is None:
+        lines.append("  no version of it was ever published: downstream has nothing to read")
+    else:
+        published = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(output.current.created_at))
+        lines.append(
+            f"  stays current: version {output.current.version_id} "
+            f"({output.current.rows:,} rows, published {published})"
+        )
+    if report.nodes:
+        names = ", ".join(n.id for n in report.nodes)
+        lines.append(
+            f"  protected: none of the {len(report.nodes)} downstream table(s) and exposure(s) "
+            f"read the rejected output: {names}"
+        )
     return "\n".join(lines) + "\n"
 
 

@@ -192,6 +192,20 @@ class Lake:
         data["staging"] = str(markers[-1].parent)
         return data
 
+    def rejections(self, table: str) -> list[dict[str, Any]]:
+        """The newest rejected output of the table and of each of its partitions (published
+        or not), each with its ``partition``."""
+        base = self.table_dir(table)
+        places: list[str | None] = [None]
+        if (base / "partitions").is_dir():
+            places += sorted(p.name for p in (base / "partitions").iterdir() if p.is_dir())
+        found = []
+        for partition in places:
+            data = self.rejected(table, partition)
+            if data is not None:
+                found.append({**data, "partition": partition})
+        return found
+
     def clear_staging(self, table: str, partition: str | None = None) -> int:
         """Remove leftovers of failed attempts; returns how many were removed."""
         folder = self.table_dir(table, partition) / "_staging"

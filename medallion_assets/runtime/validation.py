@@ -206,3 +206,47 @@ def reused_validation(version: Any, context: CheckContext) -> Validation:
             old = stored[label]
             results.append(replace(old, details={**old.details, "reused_from": version.version_id}))
     return Validation(tuple(results))
+
+
+@dataclass(frozen=True)
+class BlockedOutput:
+    """A table (or partition) whose newest output failed blocking checks and is still the
+    newest attempt: no later version was published after it."""
+
+    table: str
+    partition: str | None
+    rejected_at: float
+    staging: str
+    failures: tuple[CheckResult, ...]  # the blocking checks that failed
+    current: Any  # the TableVersion that stays current, or None when none was published
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "table": self.table,
+            "partition": self.partition,
+            "rejected_at": self.rejected_at,
+            "staging": self.staging,
+            "failed_checks": [f.as_dict() for f in self.failures],
+            "current_version": self.current.version_id if self.current else None,
+        }
+
+
+def blocked_outputs(lake: Lake, table: str) -> list[BlockedOutput]:
+    """What the lake keeps of ``table``'s rejected outputs that no later publish superseded."""
+    blocked = []
+    for kept in lake.rejections(table):
+        current = lake.current(table, kept["partition"])
+        if current is not None and current.created_at >= kept["rejected_at"]:
+            continue  # a later build passed its checks and was published
+        results = [CheckResult.from_dict(r) for r in kept.get("checks", ())]
+        blocked.append(
+            BlockedOutput(
+                table,
+                kept["partition"],
+                float(kept["rejected_at"]),
+                kept["staging"],
+                tuple(r for r in results if r.blocking_failure),
+                current,
+            )
+        )
+    return blocked

@@ -83,3 +83,25 @@ def test_a_failed_blocking_check_publishes_nothing_and_stops_downstream(
     assert f"version {published.version_id} stays current" in message
     # Not retried: the same data would fail the same check.
     assert not [e for e in second.all_events if e.event_type_value == "STEP_UP_FOR_RETRY"]
+
+    # `medallion impact` names the failed check, the version that stays current, and what
+    # downstream was protected from the rejected output.
+    from click.testing import CliRunner
+
+    from medallion_assets.cli import cli
+
+    impact = CliRunner().invoke(cli, ["impact", "silver.orders_clean", "--project", str(root)])
+    assert impact.exit_code == 0, impact.output
+    text = impact.output
+    assert "BLOCKED: the newest output of silver.orders_clean failed blocking checks" in text
+    assert "accepted_values_country (accepted_values): 1 of 2 rows" in text and "'X'" in text
+    assert f"stays current: version {published.version_id} (1 rows" in text
+    assert "protected: none of the 1 downstream table(s) and exposure(s)" in text
+    assert "gold.revenue" in text.split("protected:")[1]
+    as_json = CliRunner().invoke(
+        cli, ["impact", "silver.orders_clean", "--format", "json", "--project", str(root)]
+    )
+    (blocked,) = json.loads(as_json.output)["blocked"]
+    assert blocked["current_version"] == published.version_id
+    assert [c["name"] for c in blocked["failed_checks"]] == ["accepted_values_country"]
+    assert Path(blocked["staging"]).is_dir()

@@ -76,3 +76,36 @@ def test_failed_attempts_leave_staging_that_clear_staging_removes(tmp_path: Path
     assert lake.current("gold.t") is None
     assert lake.clear_staging("gold.t") == 2
     assert lake.clear_staging("gold.t") == 0
+
+
+def test_blocked_outputs_lists_unpublished_rejections_per_partition_until_a_later_publish(
+    tmp_path: Path,
+):
+    from medallion_assets.runtime.validation import (
+        CheckResult,
+        Validation,
+        blocked_outputs,
+        rejected_marker,
+    )
+
+    lake = Lake(tmp_path)
+    failed = CheckResult("in_list", "accepted_values", "error", False, 3, 9, "3 of 9 rows ...")
+    warned = CheckResult("fresh", "freshness", "warn", False, 9, 9, "old")
+    old = lake.publish(
+        stage(lake, "silver.t", [1], "2026-01-01"), "silver.t", "2026-01-01", "c", {}, 1
+    )
+    for day in ("2026-01-01", "2026-01-02"):  # the second day was never published
+        staging = stage(lake, "silver.t", [2], day)
+        rejected_marker(staging, Validation((failed, warned)))
+        lake.keep_rejected(staging)
+
+    blocked = {b.partition: b for b in blocked_outputs(lake, "silver.t")}
+    assert set(blocked) == {"2026-01-01", "2026-01-02"}
+    assert blocked["2026-01-01"].current == old and blocked["2026-01-02"].current is None
+    assert [c.name for c in blocked["2026-01-01"].failures] == ["in_list"]  # blocking ones only
+    assert blocked["2026-01-02"].as_dict()["current_version"] is None
+
+    # A later build of the first day passed and was published: its rejection is history.
+    lake.publish(stage(lake, "silver.t", [3], "2026-01-01"), "silver.t", "2026-01-01", "c", {}, 1)
+    assert [b.partition for b in blocked_outputs(lake, "silver.t")] == ["2026-01-02"]
+    assert blocked_outputs(lake, "silver.other") == []
