@@ -83,19 +83,22 @@ def instrument(
     materialize = factory.materialize_dataset
 
     def timed_materialize(context: Any, catalog: Any, dataset: Any, *rest: Any) -> Any:
+        # The asset body is a generator (it yields check results, then the materialization):
+        # time the iteration, not the call that only creates it.
         before = {k: watch.seconds[k] for k in INSIDE_ASSETS}
         started, jvm_started = time.perf_counter(), jvm_clock()
-        result = materialize(context, catalog, dataset, *rest)
-        partition = context.partition_key if context.has_partition_key else None
-        asset = {
-            "table": dataset.name,
-            "partition": partition,
-            "seconds": time.perf_counter() - started,
-            "jvm": jvm_clock() - jvm_started,
-        }
-        asset.update({k: watch.seconds[k] - before[k] for k in INSIDE_ASSETS})
-        assets.append(asset)
-        return result
+        try:
+            yield from materialize(context, catalog, dataset, *rest)
+        finally:
+            partition = context.partition_key if context.has_partition_key else None
+            asset = {
+                "table": dataset.name,
+                "partition": partition,
+                "seconds": time.perf_counter() - started,
+                "jvm": jvm_clock() - jvm_started,
+            }
+            asset.update({k: watch.seconds[k] - before[k] for k in INSIDE_ASSETS})
+            assets.append(asset)
 
     factory.materialize_dataset = timed_materialize
 
