@@ -17,7 +17,7 @@ from typing import Any, TypeVar, Union
 from pydantic import BaseModel, ValidationError
 
 from medallion_assets.catalog import models, operations
-from medallion_assets.catalog.errors import CatalogIssue
+from medallion_assets.catalog.errors import CatalogError, CatalogIssue
 from medallion_assets.catalog.rules import RULE_KINDS
 from medallion_assets.catalog.yaml_source import YamlDocument, read_yaml
 
@@ -219,3 +219,23 @@ def _unwrap(annotation: Any) -> Any:
                 annotation = members[0]
                 continue
         return annotation
+
+
+def read_control_file(root: Path) -> operations.ControlFile:
+    """``metadata/control.yaml`` as it is on disk now: the kill switch reads it at every
+    decision, so an edit takes effect without reloading the code location. Raises
+    ``CatalogError`` naming the file, field and fix when it does not validate."""
+    path = next(
+        (
+            p
+            for p in (root / "metadata" / "control.yaml", root / "metadata" / "control.yml")
+            if p.is_file()
+        ),
+        None,
+    )
+    if path is None:
+        return operations.ControlFile()
+    loaded, issues = _load_one(path, f"metadata/{path.name}", operations.ControlFile)
+    if loaded is None or not isinstance(loaded.model, operations.ControlFile):
+        raise CatalogError(root, issues)
+    return loaded.model

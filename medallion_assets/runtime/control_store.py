@@ -1,0 +1,336 @@
+"""The control store: runtime control-flag overrides and the audit log, in SQL.
+
+Embedded default: a SQLite file under the project's state folder
+(``$MEDALLION_HOME/control.db``); PostgreSQL when ``MEDALLION_CONTROL_URL`` is a
+``postgresql://`` URL. The code creates the schema and migrates it (``medallion_schema`` holds
+the version; migrations run under a lock, so two processes starting at once do not race).
+
+Several run processes write at once: every operation opens a short-lived connection and commits
+one small transaction. SQLite runs in WAL mode with a busy timeout, so a writer waits for the
+lock instead of failing; PostgreSQL serializes the rows itself.
+
+    store = ControlStore.open("sqlite:////tmp/control.db")
+    store.set_flag("dataset", "gold.revenue", False, "bad FX feed", "oncall")
+    store.flags()  # [FlagOverride(scope="dataset", name="gold.revenue", enabled=False, ...)]
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+SCOPES = ("pipeline", "layer", "dataset", "source", "target")
+
+# Each entry migrates from version i to i + 1; statements use "?" placeholders and portable
+# types (the id column is the one place the dialects differ: see _IDENTITY).
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (
+        """CREATE TABLE control_flags (
+            scope TEXT NOT NULL,
+            name TEXT NOT NULL,
+            enabled BOOLEAN NOT NULL,
+            reason TEXT NOT NULL,
+            changed_by TEXT NOT NULL,
+            changed_at TEXT NOT NULL,
+            PRIMARY KEY (scope, name))""",
+        """CREATE TABLE audit_log (
+            id {identity},
+            at TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            entity TEXT NOT NULL,
+            run_id TEXT NOT NULL,
+            message TEXT NOT NULL,
+            details TEXT NOT NULL)""",
+        "CREATE INDEX audit_log_at ON audit_log (at)",
+        "CREATE INDEX audit_log_entity ON audit_log (entity, at)",
+    ),
+)
+_IDENTITY = {
+    "sqlite": "INTEGER PRIMARY KEY AUTOINCREMENT",
+    "postgresql": "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
+}
+
+
+class ControlStoreError(RuntimeError):
+    """The control store cannot be reached or used; the message names the URL (no password)."""
+
+
+@dataclass(frozen=True)
+class FlagOverride:
+    scope: str
+    name: str
+    enabled: bool
+    reason: str
+    changed_by: str
+    changed_at: str  # ISO 8601, UTC
+
+    @property
+    def entity(self) -> str:
+        return f"{self.scope}:{self.name}"
+
+
+@dataclass(frozen=True)
+class AuditEntry:
+    at: str  # ISO 8601, UTC
+    kind: str  # run, attempt, error, healing, flag, outcome, ...
+    entity: str  # "dataset:silver.orders", "run", "source:orders", ...
+    message: str
+    run_id: str = ""
+    details: dict[str, Any] = field(default_factory=dict)
+    id: int | None = None
+
+
+def utc_now() -> str:
+    """Now as sortable ISO 8601 UTC text (the store compares these as strings)."""
+    now = time.time()
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1e6):06d}Z"
+
+
+def default_url(env: Mapping[str, str], project_root: Path) -> str:
+    """``$MEDALLION_CONTROL_URL``, else a SQLite file in the project's state folder."""
+    if env.get("MEDALLION_CONTROL_URL"):
+        return env["MEDALLION_CONTROL_URL"]
+    home = Path(env.get("MEDALLION_HOME") or Path(project_root) / ".medallion")
+    return f"sqlite:///{(home / 'control.db').resolve()}"
+
+
+class ControlStore:
+    """Flags and audit log in one SQL database; see the module docstring."""
+
+    def __init__(self, url: str):
+        self.url = url
+        if url.startswith("sqlite:///"):
+            self.dialect = "sqlite"
+            self._path = Path(url.removeprefix("sqlite:///"))
+        elif url.startswith(("postgresql://", "postgres://")):
+            self.dialect = "postgresql"
+        else:
+            raise ControlStoreError(
+                f"control store URL {_masked(url)!r} is not supported: use sqlite:///PATH or "
+                "postgresql://user@host:port/db (MEDALLION_CONTROL_URL)"
+            )
+
+    @classmethod
+    def open(cls, url: str) -> ControlStore:
+        """The store at ``url``, its schema created or migrated to the current version."""
+        store = cls(url)
+        store.migrate()
+        return store
+
+    # --- connections and schema ---------------------------------------------------------------
+
+    @contextmanager
+    def _transaction(self) -> Iterator[Any]:
+        """One short transaction on a fresh connection; commits, or rolls back on error."""
+        connection = self._connect()
+        try:
+            if self.dialect == "sqlite":
+                connection.execute("BEGIN IMMEDIATE")  # take the write lock up front
+            yield connection
+            connection.commit()
+        except BaseException:
+            connection.rollback()
+            raise
+        finally:
+            connection.close()
+
+    def _connect(self) -> Any:
+        if self.dialect == "sqlite":
+            self._path.parent.mkdir(parents=True, exist_ok=True)
+            connection = sqlite3.connect(self._path, timeout=30, isolation_level=None)
+            connection.execute("PRAGMA journal_mode=WAL")
+            connection.execute("PRAGMA busy_timeout=30000")
+            return _SqliteConnection(connection)
+        import psycopg
+
+        try:
+            return _PostgresConnection(psycopg.connect(self.url, connect_timeout=10))
+        except psycopg.Error as error:
+            raise ControlStoreError(
+                f"cannot connect to the control store {_masked(self.url)}: {error}"
+            ) from error
+
+    def schema_version(self) -> int:
+        with self._transaction() as db:
+            return self._version(db)
+
+    def _version(self, db: Any) -> int:
+        """The schema version, under the lock that serializes migrations (SQLite's write lock
+        is already held: every transaction here begins IMMEDIATE)."""
+        if self.dialect == "postgresql":
+            db.execute("SELECT pg_advisory_xact_lock(727274)")  # one migrator at a time
+        db.execute("CREATE TABLE IF NOT EXISTS medallion_schema (version INTEGER NOT NULL)")
+        row = db.query("SELECT version FROM medallion_schema")
+        return int(row[0][0]) if row else 0
+
+    def migrate(self) -> int:
+        """Bring the schema to the newest version; returns it. Safe to call from many
+        processes at once: the migration holds the database's write lock."""
+        with self._transaction() as db:
+            version = self._version(db)
+            if version > len(MIGRATIONS):
+                raise ControlStoreError(
+                    f"the control store {_masked(self.url)} has schema version {version}, newer "
+                    f"than this medallion_assets knows ({len(MIGRATIONS)}): upgrade the package"
+                )
+            for statements in MIGRATIONS[version:]:
+                for statement in statements:
+                    db.execute(statement.format(identity=_IDENTITY[self.dialect]))
+            if version == 0:
+                db.execute("INSERT INTO medallion_schema (version) VALUES (?)", (len(MIGRATIONS),))
+            elif version < len(MIGRATIONS):
+                db.execute("UPDATE medallion_schema SET version = ?", (len(MIGRATIONS),))
+            return len(MIGRATIONS)
+
+    # --- flags --------------------------------------------------------------------------------
+
+    def flags(self) -> list[FlagOverride]:
+        with self._transaction() as db:
+            rows = db.query(
+                "SELECT scope, name, enabled, reason, changed_by, changed_at FROM control_flags "
+                "ORDER BY scope, name"
+            )
+        return [FlagOverride(r[0], r[1], bool(r[2]), r[3], r[4], r[5]) for r in rows]
+
+    def set_flag(
+        self, scope: str, name: str, enabled: bool, reason: str, changed_by: str
+    ) -> FlagOverride:
+        """Override one flag, and record the change in the audit log in the same transaction."""
+        if scope not in SCOPES:
+            raise ValueError(f"unknown scope {scope!r}: use one of {', '.join(SCOPES)}")
+        flag = FlagOverride(scope, name, enabled, reason, changed_by, utc_now())
+        with self._transaction() as db:
+            # An upsert: concurrent writers of one flag each land, the last one wins.
+            db.execute(
+                "INSERT INTO control_flags (scope, name, enabled, reason, changed_by, changed_at) "
+                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (scope, name) DO UPDATE SET "
+                "enabled = excluded.enabled, reason = excluded.reason, "
+                "changed_by = excluded.changed_by, changed_at = excluded.changed_at",
+                (scope, name, enabled, reason, changed_by, flag.changed_at),
+            )
+            verb = "enabled" if enabled else "disabled"
+            self._append(
+                db,
+                AuditEntry(
+                    flag.changed_at,
+                    "flag",
+                    flag.entity,
+                    f"{flag.entity} {verb} by {changed_by}: {reason}",
+                    details={"enabled": enabled, "reason": reason, "changed_by": changed_by},
+                ),
+            )
+        return flag
+
+    # --- audit log ----------------------------------------------------------------------------
+
+    def record(
+        self,
+        kind: str,
+        entity: str,
+        message: str,
+        run_id: str = "",
+        details: Mapping[str, Any] | None = None,
+    ) -> AuditEntry:
+        entry = AuditEntry(utc_now(), kind, entity, message, run_id, dict(details or {}))
+        with self._transaction() as db:
+            self._append(db, entry)
+        return entry
+
+    def _append(self, db: Any, entry: AuditEntry) -> None:
+        db.execute(
+            "INSERT INTO audit_log (at, kind, entity, run_id, message, details) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (
+                entry.at,
+                entry.kind,
+                entry.entity,
+                entry.run_id,
+                entry.message,
+                json.dumps(entry.details, default=str, sort_keys=True),
+            ),
+        )
+
+    def audit(
+        self,
+        entities: Sequence[str] | None = None,
+        since: str | None = None,
+        run_id: str | None = None,
+        limit: int | None = None,
+    ) -> list[AuditEntry]:
+        """Entries oldest first, optionally only these entities, from ``since`` (ISO text) on,
+        of one run; ``limit`` keeps the newest."""
+        where, params = [], []
+        if entities is not None:
+            where.append(f"entity IN ({', '.join('?' for _ in entities)})" if entities else "1=0")
+            params += list(entities)
+        if since is not None:
+            where.append("at >= ?")
+            params.append(since)
+        if run_id is not None:
+            where.append("run_id = ?")
+            params.append(run_id)
+        sql = "SELECT id, at, kind, entity, run_id, message, details FROM audit_log"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY id DESC"
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        with self._transaction() as db:
+            rows = db.query(sql, tuple(params))
+        return [
+            AuditEntry(r[1], r[2], r[3], r[5], r[4], json.loads(r[6]), int(r[0]))
+            for r in reversed(rows)
+        ]
+
+
+class _SqliteConnection:
+    def __init__(self, connection: sqlite3.Connection):
+        self._connection = connection
+
+    def execute(self, sql: str, params: tuple[Any, ...] = ()) -> None:
+        self._connection.execute(sql, params)
+
+    def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        return list(self._connection.execute(sql, params).fetchall())
+
+    def commit(self) -> None:
+        self._connection.execute("COMMIT")
+
+    def rollback(self) -> None:
+        if self._connection.in_transaction:
+            self._connection.execute("ROLLBACK")
+
+    def close(self) -> None:
+        self._connection.close()
+
+
+class _PostgresConnection:
+    def __init__(self, connection: Any):
+        self._connection = connection
+
+    def execute(self, sql: str, params: tuple[Any, ...] = ()) -> None:
+        self._connection.execute(sql.replace("?", "%s"), params)
+
+    def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        return list(self._connection.execute(sql.replace("?", "%s"), params).fetchall())
+
+    def commit(self) -> None:
+        self._connection.commit()
+
+    def rollback(self) -> None:
+        self._connection.rollback()
+
+    def close(self) -> None:
+        self._connection.close()
+
+
+def _masked(url: str) -> str:
+    from medallion_assets.runtime.warehouse import mask_credentials
+
+    return mask_credentials(url)

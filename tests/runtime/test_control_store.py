@@ -1,0 +1,131 @@
+"""The control store on SQLite (the embedded default) and on a real PostgreSQL server: schema
+created and migrated by the code, flags overridden with their audit entries, the audit log
+filtered, and several processes writing at once without losing a row."""
+
+from __future__ import annotations
+
+import multiprocessing
+import sqlite3
+import uuid
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from medallion_assets.runtime.control_store import (
+    MIGRATIONS,
+    ControlStore,
+    ControlStoreError,
+    default_url,
+)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def url(request, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'state' / 'control.db'}"
+    server = request.getfixturevalue("postgres_server")
+    database = f"control_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(server.dsn, autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {database}")
+    return server.dsn.rsplit("/", 1)[0] + f"/{database}"
+
+
+def test_the_schema_is_created_once_and_reports_its_version(url: str):
+    store = ControlStore.open(url)
+    assert store.schema_version() == len(MIGRATIONS)
+    assert ControlStore.open(url).migrate() == len(MIGRATIONS)  # idempotent
+    assert store.flags() == [] and store.audit() == []
+
+
+def test_a_flag_override_replaces_the_previous_one_and_is_audited(url: str):
+    store = ControlStore.open(url)
+    store.set_flag("dataset", "gold.revenue", False, "bad FX feed", "oncall@x")
+    store.set_flag("dataset", "gold.revenue", True, "feed fixed", "oncall@x")
+    store.set_flag("source", "orders", False, "SlowDown storm", "sre@x")
+    flags = {f.entity: f for f in store.flags()}
+    assert set(flags) == {"dataset:gold.revenue", "source:orders"}
+    assert (
+        flags["dataset:gold.revenue"].enabled
+        and flags["dataset:gold.revenue"].reason == "feed fixed"
+    )
+    assert not flags["source:orders"].enabled and flags["source:orders"].changed_by == "sre@x"
+    entries = store.audit()
+    assert [(e.kind, e.entity, e.details["enabled"]) for e in entries] == [
+        ("flag", "dataset:gold.revenue", False),
+        ("flag", "dataset:gold.revenue", True),
+        ("flag", "source:orders", False),
+    ]
+    assert "disabled by sre@x: SlowDown storm" in entries[-1].message
+    with pytest.raises(ValueError, match="unknown scope 'table'"):
+        store.set_flag("table", "x", False, "", "")
+
+
+def test_the_audit_log_filters_by_entity_time_and_run(url: str):
+    store = ControlStore.open(url)
+    first = store.record("run", "dataset:silver.a", "started", run_id="r1")
+    store.record("attempt", "dataset:silver.b", "attempt 1 failed", run_id="r1", details={"n": 1})
+    later = store.record("outcome", "dataset:silver.a", "published", run_id="r2")
+    assert [e.message for e in store.audit(entities=["dataset:silver.a"])] == [
+        "started",
+        "published",
+    ]
+    assert [e.message for e in store.audit(since=later.at)] == ["published"]
+    assert [e.entity for e in store.audit(run_id="r1")] == ["dataset:silver.a", "dataset:silver.b"]
+    assert store.audit(run_id="r1")[1].details == {"n": 1}
+    assert [e.message for e in store.audit(limit=1)] == ["published"]
+    assert store.audit(entities=[]) == []
+    assert first.at < later.at
+
+
+def _write_many(url: str, worker: int, count: int) -> None:
+    store = ControlStore.open(url)
+    for i in range(count):
+        store.record("attempt", f"dataset:silver.t{worker}", f"attempt {i}", run_id=f"w{worker}")
+        if i % 10 == 0:
+            store.set_flag("dataset", "silver.shared", i % 20 == 0, f"w{worker} {i}", f"w{worker}")
+
+
+def test_several_processes_migrate_and_write_at_once_without_losing_a_row(url: str):
+    workers, count = 4, 40
+    context = multiprocessing.get_context("spawn")  # fresh processes, as run workers are
+    processes = [context.Process(target=_write_many, args=(url, w, count)) for w in range(workers)]
+    for p in processes:
+        p.start()
+    for p in processes:
+        p.join(timeout=120)
+        assert p.exitcode == 0
+    store = ControlStore(url)
+    entries = store.audit()
+    attempts = [e for e in entries if e.kind == "attempt"]
+    assert len(attempts) == workers * count
+    for w in range(workers):
+        mine = [e.message for e in attempts if e.run_id == f"w{w}"]
+        assert mine == [f"attempt {i}" for i in range(count)]  # each writer's order is kept
+    assert len([e for e in entries if e.kind == "flag"]) == workers * (count // 10)
+    assert [f.name for f in store.flags()] == ["silver.shared"]
+
+
+def test_a_newer_schema_or_a_bad_url_is_refused_with_the_fix(tmp_path: Path):
+    path = tmp_path / "control.db"
+    ControlStore.open(f"sqlite:///{path}")
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE medallion_schema SET version = 99")
+    with pytest.raises(ControlStoreError, match=r"schema version 99, newer .* upgrade the package"):
+        ControlStore.open(f"sqlite:///{path}")
+    with pytest.raises(ControlStoreError, match="use sqlite:///PATH or postgresql://"):
+        ControlStore("mysql://u:secret@h/db")
+    with pytest.raises(ControlStoreError) as refused:
+        ControlStore.open("postgresql://u:secret@127.0.0.1:1/db")
+    assert "cannot connect" in str(refused.value) and "secret" not in str(refused.value)
+
+
+def test_the_default_store_is_a_sqlite_file_in_the_state_folder(tmp_path: Path):
+    assert (
+        default_url({}, tmp_path)
+        == f"sqlite:///{(tmp_path / '.medallion' / 'control.db').resolve()}"
+    )
+    assert default_url({"MEDALLION_HOME": str(tmp_path / "h")}, tmp_path).endswith("/h/control.db")
+    assert (
+        default_url({"MEDALLION_CONTROL_URL": "postgresql://x/y"}, tmp_path) == "postgresql://x/y"
+    )
