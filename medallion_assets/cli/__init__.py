@@ -1,10 +1,11 @@
-"""The ``medallion`` command: lineage, impact, catalog, plan, split and PII trace."""
+"""The ``medallion`` command: lineage, impact, catalog, plan, split, PII trace, run, control."""
 
 from __future__ import annotations
 
 import click
 
 from medallion_assets.cli.catalog_cmd import catalog
+from medallion_assets.cli.control_cmd import audit, control
 from medallion_assets.cli.demo_cmd import demo_data
 from medallion_assets.cli.graph_cmds import impact, plan, split, trace_pii
 from medallion_assets.cli.lineage_cmd import lineage
@@ -16,7 +17,7 @@ def cli() -> None:
     """medallion: a metadata-driven medallion ETL on Dagster and Spark."""
 
 
-for command in (lineage, impact, plan, split, trace_pii, catalog, demo_data, run):
+for command in (lineage, impact, plan, split, trace_pii, catalog, demo_data, run, control, audit):
     cli.add_command(command)
 
 

@@ -114,3 +114,33 @@ def disabled_tables(
 
 
 _ON = EffectiveFlag("", "", True, "", "", "", "")
+
+
+def known_entities(catalog: Catalog) -> dict[str, tuple[str, ...]]:
+    """Scope -> the names a flag of that scope may take in this project."""
+    return {
+        "pipeline": tuple(catalog.pipelines),
+        "layer": ("bronze", "silver", "gold"),
+        "dataset": tuple(catalog.datasets),
+        "source": tuple(catalog.sources),
+        "target": tuple(n for n, d in catalog.datasets.items() if d.target is not None),
+    }
+
+
+def parse_entity(catalog: Catalog, text: str) -> tuple[str, str]:
+    """``SCOPE:NAME`` (a bare table name means ``dataset:NAME``) -> (scope, name); raises
+    ``ValueError`` saying what is known when the entity is not."""
+    import difflib
+
+    scope, _, name = text.partition(":") if ":" in text else ("dataset", "", text)
+    known = known_entities(catalog)
+    if scope not in known:
+        raise ValueError(
+            f"unknown scope {scope!r} in {text!r}: write SCOPE:NAME with SCOPE one of "
+            f"{', '.join(known)} (e.g. dataset:gold.revenue, source:orders, layer:gold)"
+        )
+    if name not in known[scope]:
+        close = difflib.get_close_matches(name, known[scope], n=3)
+        hint = f"did you mean {', '.join(close)}?" if close else f"known: {', '.join(known[scope])}"
+        raise ValueError(f"no {scope} named {name!r} in this project; {hint}")
+    return scope, name

@@ -1,0 +1,179 @@
+"""``medallion control disable|enable|status`` and ``medallion audit``: kill switch and log."""
+
+from __future__ import annotations
+
+import getpass
+import json
+import os
+import re
+import socket
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import click
+
+from medallion_assets.cli.common import fail, load, project_option
+from medallion_assets.planner.kill_switch import parse_entity, table_entities
+
+_fmt = click.option(
+    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
+
+
+def _plane(project: Path):  # type: ignore[no-untyped-def]
+    from medallion_assets.runtime.control import ControlPlane
+    from medallion_assets.runtime.control_store import ControlStoreError
+
+    plane = ControlPlane.from_env(os.environ, project)
+    try:
+        plane.store()
+    except ControlStoreError as error:
+        fail(str(error))
+    return plane
+
+
+@click.group()
+def control() -> None:
+    """Switch pipelines, layers, datasets, sources or targets off and on, without a redeploy."""
+
+
+def _flip(enabled: bool):  # type: ignore[no-untyped-def]
+    verb = "enable" if enabled else "disable"
+
+    @click.argument("entity")
+    @click.option("--reason", required=True, help="Why (kept in the audit log).")
+    @click.option("--by", "changed_by", default=None, help="Who (default: user@host).")
+    @project_option
+    def flip(entity: str, reason: str, changed_by: str | None, project: Path) -> None:
+        catalog = load(project)
+        try:
+            scope, name = parse_entity(catalog, entity)
+        except ValueError as error:
+            fail(str(error))
+        who = changed_by or f"{getpass.getuser()}@{socket.gethostname()}"
+        plane = _plane(project)
+        flag = plane.store().set_flag(scope, name, enabled, reason, who)
+        click.echo(f"{flag.entity} {verb}d by {who} at {flag.changed_at}: {reason}")
+        off = plane.disabled(catalog)
+        affected = [t for t in catalog.datasets if (scope, name) in table_entities(catalog, t)]
+        if scope == "pipeline":
+            affected = list(catalog.pipeline_datasets(name))
+        if not enabled:
+            click.echo(f"switched off: {', '.join(affected) or 'nothing'}")
+        else:
+            still = [t for t in affected if t in off]
+            click.echo(
+                f"switched on: {', '.join(t for t in affected if t not in off) or 'nothing'}"
+            )
+            for table in still:
+                click.echo(f"  still off: {off[table].describe()}")
+
+    flip.__doc__ = (
+        f"{verb.capitalize()} ENTITY (SCOPE:NAME, e.g. dataset:gold.revenue_by_region, "
+        "source:orders, layer:gold, pipeline:fraud, target:gold.product_sales; a bare table name "
+        "means dataset). Takes effect at the next table boundary of every run."
+    )
+    return control.command(name=verb)(flip)
+
+
+disable = _flip(False)
+enable = _flip(True)
+
+
+@control.command()
+@_fmt
+@project_option
+def status(fmt: str, project: Path) -> None:
+    """What is disabled, by whom, since when and why, and the tables it switches off."""
+    catalog = load(project)
+    plane = _plane(project)
+    flags = plane.flags()
+    off = plane.disabled(catalog)
+    disabled = [f for f in flags.values() if not f.enabled]
+    if fmt == "json":
+        data = {
+            "control_store": _masked(plane.url),
+            "flags": [vars(f) | {"entity": f.entity} for f in flags.values()],
+            "disabled_tables": {t: d.flag.entity for t, d in off.items()},
+        }
+        click.echo(json.dumps(data, indent=2))
+        return
+    click.echo(f"control store: {_masked(plane.url)}")
+    if not disabled:
+        click.echo("nothing is disabled")
+    for flag in sorted(disabled, key=lambda f: f.entity):
+        click.echo(
+            f"DISABLED {flag.entity}  by {flag.changed_by or '?'} since "
+            f"{flag.changed_at or '?'} ({flag.origin}): {flag.reason or 'no reason given'}"
+        )
+        tables = sorted(t for t, d in off.items() if d.flag.entity == flag.entity)
+        if tables:
+            click.echo(f"  switches off: {', '.join(tables)}")
+    overrides = [f for f in flags.values() if f.origin == "control store" and f.enabled]
+    for flag in sorted(overrides, key=lambda f: f.entity):
+        click.echo(f"enabled  {flag.entity}  by {flag.changed_by} since {flag.changed_at}")
+
+
+@click.command()
+@click.option("--dataset", default=None, help="Only entries about this table and what governs it.")
+@click.option("--since", default=None, help="ISO time (2026-11-21T09:00) or an age (30m, 6h, 2d).")
+@click.option("--run", "run_id", default=None, help="Only entries of this Dagster run.")
+@click.option("--limit", type=int, default=None, help="Only the newest N entries.")
+@_fmt
+@project_option
+def audit(
+    dataset: str | None,
+    since: str | None,
+    run_id: str | None,
+    limit: int | None,
+    fmt: str,
+    project: Path,
+) -> None:
+    """The audit log: runs, attempts, error codes, healing actions, flag changes, outcomes."""
+    entities = None
+    if dataset is not None:
+        catalog = load(project)
+        if dataset not in catalog.datasets:
+            fail(f"no dataset named {dataset!r} in this project")
+        entities = [f"{s}:{n}" for s, n in table_entities(catalog, dataset)]
+    try:
+        start = _since(since) if since else None
+    except ValueError as error:
+        fail(str(error))
+    entries = _plane(project).store().audit(entities, start, run_id, limit)
+    if fmt == "json":
+        click.echo(json.dumps([vars(e) for e in entries], indent=2, default=str))
+        return
+    for e in entries:
+        run = f" run {e.run_id[:8]}" if e.run_id else ""
+        click.echo(f"{e.at}  {e.kind:<8} {e.entity}{run}: {e.message}")
+    if not entries:
+        click.echo("no audit entries match")
+
+
+def _since(text: str) -> str:
+    """An age like ``6h`` or an ISO time -> the store's ISO UTC text."""
+    age = re.fullmatch(r"(\d+)\s*([smhd])", text.strip())
+    if age:
+        seconds = int(age.group(1)) * {"s": 1, "m": 60, "h": 3600, "d": 86400}[age.group(2)]
+        moment = time.time() - seconds
+    else:
+        try:
+            parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            raise ValueError(
+                f"--since {text!r} is neither an age (30m, 6h, 2d) nor an ISO time "
+                "(2026-11-21T09:00, UTC unless it has an offset)"
+            ) from None
+        if parsed.tzinfo is None:
+            parsed = parsed.replace(tzinfo=UTC)
+        moment = parsed.timestamp()
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(moment))
+    return f"{stamp}.{int(moment % 1 * 1e6):06d}Z"
+
+
+def _masked(url: str) -> str:
+    from medallion_assets.runtime.warehouse import mask_credentials
+
+    return mask_credentials(url)
