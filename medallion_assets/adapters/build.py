@@ -12,6 +12,7 @@ import dagster as dg
 from medallion_assets.adapters.factory import build_assets
 from medallion_assets.adapters.jobs import build_jobs, build_schedules
 from medallion_assets.adapters.resources import (
+    ControlResource,
     LakeResource,
     S3Resource,
     SparkResource,
@@ -70,6 +71,7 @@ def definitions_for(catalog: Catalog, translator: DatasetTranslator) -> dg.Defin
         sensors=build_sensors(catalog),
         resources={
             "spark": SparkResource(),
+            "control": ControlResource(project_root=root),
             "lake": LakeResource(project_root=root),
             "s3": S3Resource(project_root=root, throttles=throttles),
             "warehouse": WarehouseResource(project_root=root, throttles=throttles),

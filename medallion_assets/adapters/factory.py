@@ -28,7 +28,7 @@ from medallion_assets.runtime.rule_checks import reconciliation_result
 from medallion_assets.runtime.validation import CheckResult, ChecksFailed
 from medallion_assets.runtime.warehouse import mask_credentials
 
-RESOURCE_KEYS = {"spark", "lake", "s3", "warehouse"}
+RESOURCE_KEYS = {"spark", "lake", "s3", "warehouse", "control"}
 
 
 def retry_policy(catalog: Catalog, dataset: Dataset) -> dg.RetryPolicy | None:
@@ -67,6 +67,8 @@ def _asset(
         pool=dataset.system,  # `dagster instance concurrency set <system> N` caps the system
         retry_policy=retry_policy(catalog, dataset),
         partitions_def=spec.partitions_def,
+        # Subsettable: a run may skip the table (kill switch) or run only its checks.
+        can_subset=True,
         # A backfill over a date range runs as one run that builds each day in turn.
         backfill_policy=dg.BackfillPolicy.single_run() if spec.partitions_def else None,
         # Resource keys rather than typed parameters: Dagster then skips inspecting each of
@@ -75,6 +77,11 @@ def _asset(
     )
     def _materialize(context: dg.AssetExecutionContext) -> Iterator[Any]:
         resources = context.resources
+        if switched_off(context, catalog, dataset, resources.control):
+            return
+        if table_key(dataset.name) not in context.selected_asset_keys:
+            yield from check_current_version(context, catalog, dataset, resources)
+            return
         yield from materialize_dataset(
             context,
             catalog,
@@ -86,6 +93,28 @@ def _asset(
         )
 
     return _materialize
+
+
+def switched_off(
+    context: dg.AssetExecutionContext, catalog: Catalog, dataset: Dataset, control: Any
+) -> bool:
+    """The kill switch at the table boundary: flags are read now, so a flag flipped while the
+    run is executing stops this table (and, through Dagster, what depends on it in the run)."""
+    pipelines = [context.run.tags["pipeline"]] if "pipeline" in context.run.tags else []
+    plane = control.plane()
+    off = plane.disabled(catalog, [dataset.name], pipelines)
+    if dataset.name not in off:
+        return False
+    message = f"skipped: {off[dataset.name].describe()}; the current version stays published"
+    context.log.warning(message)
+    plane.store().record(
+        "skip",
+        f"dataset:{dataset.name}",
+        message,
+        run_id=context.run.run_id,
+        details={"flag": off[dataset.name].flag.entity},
+    )
+    return True
 
 
 def materialize_dataset(
@@ -111,7 +140,9 @@ def materialize_dataset(
             )
         except ChecksFailed as failed:
             done = [c for _, _, checks in per_partition for c in checks]
-            yield from check_results(dataset, [*done, *failed.validation.results])
+            yield from check_results(
+                dataset, [*done, *failed.validation.results], selected_checks(context)
+            )
             raise dg.Failure(
                 description=str(failed),
                 metadata={
@@ -126,7 +157,7 @@ def materialize_dataset(
         yield dg.MaterializeResult(
             data_version=dg.DataVersion(version.version_id),
             metadata=metadata,
-            check_results=list(check_results(dataset, checks)),
+            check_results=list(check_results(dataset, checks, selected_checks(context))),
         )
         _raise_on_blocking(dataset, checks)
         return
@@ -139,7 +170,8 @@ def materialize_dataset(
         ),
     }
     yield dg.MaterializeResult(
-        metadata=metadata, check_results=list(check_results(dataset, checks))
+        metadata=metadata,
+        check_results=list(check_results(dataset, checks, selected_checks(context))),
     )
     _raise_on_blocking(dataset, checks)
 
@@ -157,11 +189,39 @@ def _raise_on_blocking(dataset: Dataset, checks: list[CheckResult]) -> None:
         )
 
 
-def check_results(dataset: Dataset, results: list[CheckResult]) -> Iterator[dg.AssetCheckResult]:
-    """One ``AssetCheckResult`` per check; results of several partitions are combined."""
+def selected_checks(context: dg.AssetExecutionContext) -> set[str]:
+    return {key.name for key in context.selected_asset_check_keys}
+
+
+def check_current_version(
+    context: dg.AssetExecutionContext, catalog: Catalog, dataset: Dataset, resources: Any
+) -> Iterator[dg.AssetCheckResult]:
+    """Only checks were selected (e.g. "Execute checks" in the UI): evaluate them on the
+    published version, without building anything."""
+    from medallion_assets.runtime.validation import CheckContext, data_rules, validate_frame
+
+    lake = resources.lake.lake
+    partition = context.partition_key if context.has_partition_key else None
+    paths = lake.current_paths(dataset.name, [partition] if partition else None)
+    if not paths:
+        raise dg.Failure(f"{dataset.name} has no published version to check: materialize it")
+    session = resources.spark.session()
+    frame = session.read.parquet(*[str(p) for p in paths])
+    chosen = [r for r in data_rules(dataset) if r.label() in selected_checks(context)]
+    checked = CheckContext(session, lake, catalog, dataset, partition)
+    results = validate_frame(frame, checked, chosen).results
+    yield from check_results(dataset, list(results), selected_checks(context))
+
+
+def check_results(
+    dataset: Dataset, results: list[CheckResult], only: set[str] | None = None
+) -> Iterator[dg.AssetCheckResult]:
+    """One ``AssetCheckResult`` per check (those in ``only``, when given); results of several
+    partitions are combined."""
     by_name: dict[str, list[CheckResult]] = {}
     for result in results:
-        by_name.setdefault(result.name, []).append(result)
+        if only is None or result.name in only:
+            by_name.setdefault(result.name, []).append(result)
     for name, parts in by_name.items():
         first = parts[0]
         failed = [p for p in parts if not p.passed]

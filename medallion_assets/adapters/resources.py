@@ -12,6 +12,7 @@ Each reads its environment when a run builds it (``setup_for_execution``), never
 | ``MEDALLION_SPARK_MASTER`` | ``local[*]`` | Spark master URL |
 | ``MEDALLION_SPARK_REMOTE`` | unset | Spark Connect URL, e.g. ``sc://host:15002`` |
 | ``MEDALLION_WAREHOUSE_URL`` | ``duckdb:///$MEDALLION_HOME/warehouse.duckdb`` | warehouse |
+| ``MEDALLION_CONTROL_URL`` | ``sqlite:///$MEDALLION_HOME/control.db`` | control store |
 """
 
 from __future__ import annotations
@@ -29,6 +30,17 @@ from medallion_assets.runtime.spark import SparkSettings, spark_session
 
 def medallion_home(project_root: str) -> Path:
     return Path(os.environ.get("MEDALLION_HOME") or Path(project_root) / ".medallion")
+
+
+class ControlResource(dg.ConfigurableResource):  # type: ignore[type-arg]
+    """The control plane: effective flags (read at each call) and the audit log."""
+
+    project_root: str
+
+    def plane(self) -> Any:
+        from medallion_assets.runtime.control import ControlPlane
+
+        return ControlPlane.from_env(os.environ, Path(self.project_root))
 
 
 class SparkResource(dg.ConfigurableResource):  # type: ignore[type-arg]

@@ -49,6 +49,9 @@ class DatasetTranslator:
             kinds=self.kinds(dataset),
             metadata=self.metadata(dataset),
             partitions_def=self.partitions_def(dataset),
+            # A table switched off by the kill switch yields nothing; what depends on it in
+            # the run is then skipped by Dagster, not failed.
+            skippable=True,
         )
 
     def deps(self, dataset: Dataset) -> list[dg.AssetDep]:

@@ -1,0 +1,127 @@
+"""The kill switch inside real Dagster runs on Spark: a flag flipped while a run executes stops
+it at the next table boundary, the switched-off tables keep their previous version, nothing is
+failed, and the audit log has the flip and the skip."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from medallion_assets.adapters.build import definitions_for
+from medallion_assets.adapters.translator import DatasetTranslator
+from medallion_assets.catalog import load_catalog
+from medallion_assets.runtime import lake as lake_module
+from medallion_assets.runtime.control import ControlPlane
+from medallion_assets.runtime.lake import Lake
+from medallion_assets.runtime.s3 import LocalFolderObjectStore
+from medallion_assets.testing import read_table
+
+MINIMAL = Path(__file__).parents[1] / "catalog" / "minimal_project"
+
+pytestmark = pytest.mark.slow
+
+
+def orders(*rows: dict[str, object]) -> bytes:
+    return ("\n".join(json.dumps(r) for r in rows) + "\n").encode()
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    root = tmp_path / "project"
+    shutil.copytree(MINIMAL, root)
+    home = root / ".medallion"
+    monkeypatch.setenv("MEDALLION_HOME", str(home))
+    for name in (
+        "MEDALLION_LAKE",
+        "MEDALLION_S3_ENDPOINT",
+        "MEDALLION_WAREHOUSE_URL",
+        "MEDALLION_CONTROL_URL",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    store = LocalFolderObjectStore(home / "s3")
+    store.ensure_bucket("minimal-raw")
+    store.put(
+        "minimal-raw", "orders/a.jsonl", orders({"order_id": 1, "amount": 5, "country": "de"})
+    )
+    catalog = load_catalog(root, use_cache=False)
+    job = definitions_for(catalog, DatasetTranslator(catalog)).resolve_job_def("daily")
+    return (
+        root,
+        store,
+        job,
+        Lake(home / "lake"),
+        ControlPlane.from_env({"MEDALLION_HOME": str(home)}, root),
+    )
+
+
+def steps(result, kind: str) -> set[str]:
+    return {e.step_key for e in result.all_events if e.event_type_value == kind}
+
+
+def test_a_flag_flipped_mid_run_stops_the_run_at_the_next_table(spark, project, monkeypatch):
+    _root, store, job, lake, plane = project
+    instance = dg.DagsterInstance.ephemeral()
+    assert job.execute_in_process(instance=instance).success
+    before = {t: lake.current(t) for t in ("silver.orders_clean", "gold.revenue")}
+
+    # New data arrives; while the run ingests it, an operator disables silver.orders_clean
+    # (the flip happens the moment bronze publishes, through the real control store).
+    store.put(
+        "minimal-raw", "orders/b.jsonl", orders({"order_id": 2, "amount": 7, "country": "fr"})
+    )
+    publish = lake_module.Lake.publish
+
+    def publish_then_flip(self, staging, table, *args, **kwargs):
+        version = publish(self, staging, table, *args, **kwargs)
+        if table == "bronze.orders":
+            plane.store().set_flag("dataset", "silver.orders_clean", False, "bad rows", "oncall")
+        return version
+
+    monkeypatch.setattr(lake_module.Lake, "publish", publish_then_flip)
+    second = job.execute_in_process(instance=instance, raise_on_error=False)
+
+    assert second.success  # stopped, not failed
+    assert lake.current("bronze.orders").rows == 2  # the table before the boundary finished
+    materialized = {e.asset_key.path[-1] for e in second.get_asset_materialization_events()}
+    assert materialized == {"orders"}
+    assert "gold__revenue" in steps(second, "STEP_SKIPPED")  # never started
+    assert "gold__revenue" not in steps(second, "STEP_START")
+    for table, version in before.items():  # the switched-off tables keep their version
+        assert lake.current(table) == version
+    assert read_table("silver.orders_clean", lake_root=lake.root)["order_id"].tolist() == [1]
+    warnings = [
+        e.user_message
+        for e in instance.all_logs(second.run_id)
+        if "skipped: silver.orders_clean" in e.user_message
+    ]
+    assert (
+        warnings
+        and "disabled by dataset:silver.orders_clean (control store by oncall" in warnings[0]
+    )
+
+    log = plane.store().audit(entities=["dataset:silver.orders_clean"])
+    assert [(e.kind, e.run_id) for e in log] == [("flag", ""), ("skip", second.run_id)]
+    assert "bad rows" in log[0].message and log[1].details == {
+        "flag": "dataset:silver.orders_clean"
+    }
+
+
+def test_a_disabled_pipeline_or_layer_skips_its_tables_from_the_run_start(spark, project):
+    root, _store, job, lake, plane = project
+    instance = dg.DagsterInstance.ephemeral()
+    plane.store().set_flag("pipeline", "daily", False, "freeze", "oncall")
+    frozen = job.execute_in_process(instance=instance)
+    assert frozen.success and not frozen.get_asset_materialization_events()
+    assert lake.current("bronze.orders") is None
+
+    plane.store().set_flag("pipeline", "daily", True, "thaw", "oncall")
+    control = root / "metadata" / "control.yaml"  # an edit, read at the next decision
+    control.write_text("flags:\n  - {scope: layer, name: gold, enabled: false, reason: close}\n")
+    partial = job.execute_in_process(instance=instance)
+    built = {".".join(e.asset_key.path) for e in partial.get_asset_materialization_events()}
+    assert built == {"bronze.orders", "silver.orders_clean"}
+    assert lake.current("gold.revenue") is None
