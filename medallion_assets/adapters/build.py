@@ -9,6 +9,7 @@ from pathlib import Path
 
 import dagster as dg
 
+from medallion_assets.adapters.control import build_control_job, build_control_sensor
 from medallion_assets.adapters.factory import build_assets
 from medallion_assets.adapters.jobs import build_jobs, build_schedules
 from medallion_assets.adapters.resources import (
@@ -66,9 +67,9 @@ def definitions_for(catalog: Catalog, translator: DatasetTranslator) -> dg.Defin
     throttles = {name: system.throttle.model_dump() for name, system in catalog.systems.items()}
     return dg.Definitions(
         assets=[*build_assets(catalog, translator), *external],
-        jobs=jobs,
+        jobs=[*jobs, build_control_job(catalog)],
         schedules=build_schedules(catalog, jobs),
-        sensors=build_sensors(catalog),
+        sensors=[*build_sensors(catalog), build_control_sensor(catalog)],
         resources={
             "spark": SparkResource(),
             "control": ControlResource(project_root=root),

@@ -1,7 +1,8 @@
 """Sensors that notice new objects under a raw source's S3 prefix and request its bronze table.
 
 The bronze step itself decides what is new from its manifest; the sensor compares the listing
-with the same manifest, so it requests a run only when there is something to ingest.
+with the same manifest, so it requests a run only when there is something to ingest. A bronze
+table switched off by the kill switch (its dataset, layer or source) is not requested.
 """
 
 import hashlib
@@ -9,7 +10,7 @@ from typing import Any
 
 import dagster as dg
 
-from medallion_assets.adapters.resources import LakeResource, S3Resource
+from medallion_assets.adapters.resources import ControlResource, LakeResource, S3Resource
 from medallion_assets.adapters.translator import table_key
 from medallion_assets.catalog import Catalog, Dataset
 from medallion_assets.runtime.ingest import manifest_name, partition_of, source_of
@@ -36,8 +37,14 @@ def _source_sensor(catalog: Catalog, dataset: Dataset) -> dg.SensorDefinition:
         "has objects not yet ingested.",
     )
     def _sensor(
-        context: dg.SensorEvaluationContext, s3: S3Resource, lake: LakeResource
+        context: dg.SensorEvaluationContext,
+        s3: S3Resource,
+        lake: LakeResource,
+        control: ControlResource,
     ) -> dg.SensorResult:
+        off = control.plane().disabled(catalog, [dataset.name])
+        if off:
+            return dg.SensorResult(skip_reason=off[dataset.name].describe())
         store = s3.store(dataset.system)
         fresh: dict[str | None, list[str]] = {}
         manifests: dict[str | None, dict[str, Any]] = {}  # one read per partition, not per object

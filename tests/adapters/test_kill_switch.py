@@ -125,3 +125,31 @@ def test_a_disabled_pipeline_or_layer_skips_its_tables_from_the_run_start(spark,
     built = {".".join(e.asset_key.path) for e in partial.get_asset_materialization_events()}
     assert built == {"bronze.orders", "silver.orders_clean"}
     assert lake.current("gold.revenue") is None
+
+
+def test_the_control_job_flips_a_flag_from_the_ui_with_an_audit_entry(project):
+    root, _store, _job, _lake, plane = project
+    catalog = load_catalog(root, use_cache=False)
+    defs = definitions_for(catalog, DatasetTranslator(catalog))
+    control_job = defs.resolve_job_def("medallion_control")
+    config = {"entity": "source:orders", "enabled": False, "reason": "SlowDown", "changed_by": "ui"}
+    result = control_job.execute_in_process(
+        run_config={"ops": {"set_control_flag": {"config": config}}},
+        instance=dg.DagsterInstance.ephemeral(),
+    )
+    assert result.success
+    assert [(f.entity, f.enabled, f.changed_by) for f in plane.store().flags()] == [
+        ("source:orders", False, "ui")
+    ]
+    assert set(plane.disabled(catalog)) == {"bronze.orders"}
+    (entry,) = plane.store().audit()
+    assert entry.kind == "flag" and "disabled by ui: SlowDown" in entry.message
+
+    typo = control_job.execute_in_process(
+        run_config={"ops": {"set_control_flag": {"config": {**config, "entity": "source:order"}}}},
+        instance=dg.DagsterInstance.ephemeral(),
+        raise_on_error=False,
+    )
+    assert not typo.success
+    (failure,) = [e for e in typo.all_events if e.event_type_value == "STEP_FAILURE"]
+    assert "did you mean orders" in failure.event_specific_data.error.message

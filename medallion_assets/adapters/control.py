@@ -1,0 +1,115 @@
+"""The kill switch in Dagster: a sensor that stops in-flight runs touching a newly disabled
+entity, and a small job an operator launches from the UI to flip a flag.
+
+The step-level check (``factory.switched_off``) stops a run at the next table boundary; the
+sensor is for the table that is executing right now (a long Spark job): within one tick it
+terminates the runs that touch a table or pipeline disabled since the previous tick. Nothing
+partial is published either way: a terminated step leaves only its staging folder.
+"""
+
+import json  # no "from __future__ import annotations": Dagster reads the hints
+from typing import Any
+
+import dagster as dg
+
+from medallion_assets.adapters.resources import ControlResource
+from medallion_assets.catalog import Catalog
+from medallion_assets.planner.kill_switch import parse_entity
+
+CONTROL_SENSOR = "kill_switch"
+CONTROL_JOB = "medallion_control"
+IN_FLIGHT = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED]
+
+
+def run_tables(run: Any) -> set[str]:
+    """The tables a run materializes (its asset selection; all of them when it has none)."""
+    if run.asset_selection is None:
+        return set()
+    return {".".join(key.path) for key in run.asset_selection}
+
+
+def build_control_sensor(catalog: Catalog) -> dg.SensorDefinition:
+    @dg.sensor(
+        name=CONTROL_SENSOR,
+        minimum_interval_seconds=15,
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        description="Terminates in-flight runs that touch a table or pipeline disabled since "
+        "the previous tick (control.yaml or the control store).",
+    )
+    def _kill_switch(context: dg.SensorEvaluationContext, control: ControlResource) -> Any:
+        plane = control.plane()
+        flags = plane.flags()
+        tables = set(plane.disabled(catalog))
+        pipelines = {n for (s, n), f in flags.items() if s == "pipeline" and not f.enabled}
+        seen = json.loads(context.cursor) if context.cursor else {"tables": [], "pipelines": []}
+        new_tables = tables - set(seen["tables"])
+        new_pipelines = pipelines - set(seen["pipelines"])
+        stopped = []
+        if new_tables or new_pipelines:
+            for run in context.instance.get_runs(filters=dg.RunsFilter(statuses=IN_FLIGHT)):
+                touched = sorted(run_tables(run) & new_tables)
+                if run.tags.get("pipeline") in new_pipelines:
+                    touched.append(f"pipeline:{run.tags['pipeline']}")
+                if touched:
+                    stop_run(context.instance, run, touched, plane)
+                    stopped.append(run.run_id)
+        context.update_cursor(
+            json.dumps({"tables": sorted(tables), "pipelines": sorted(pipelines)})
+        )
+        if not stopped:
+            return dg.SkipReason(
+                f"{len(tables)} table(s) disabled; no in-flight run touches a newly disabled one"
+            )
+        return dg.SkipReason(f"terminated run(s) {', '.join(stopped)}")
+
+    return _kill_switch
+
+
+def stop_run(instance: Any, run: Any, touched: list[str], plane: Any) -> None:
+    message = f"kill switch: run touches disabled {', '.join(touched)}; terminating it"
+    if run.status == dg.DagsterRunStatus.QUEUED:
+        instance.run_coordinator.cancel_run(run.run_id)
+    else:
+        instance.report_run_canceling(run, message=message)
+        instance.run_launcher.terminate(run.run_id)
+    plane.store().record(
+        "terminate", "run", message, run_id=run.run_id, details={"touched": touched}
+    )
+
+
+class FlagChange(dg.Config):
+    """One flag flip, as an operator fills it in the launchpad."""
+
+    entity: str  # SCOPE:NAME, e.g. dataset:gold.revenue_by_region, source:orders, layer:gold
+    enabled: bool
+    reason: str
+    changed_by: str = "dagster-ui"
+
+
+def build_control_job(catalog: Catalog) -> dg.JobDefinition:
+    @dg.op(name="set_control_flag")
+    def set_control_flag(
+        context: dg.OpExecutionContext, config: FlagChange, control: ControlResource
+    ) -> None:
+        try:
+            scope, name = parse_entity(catalog, config.entity)
+        except ValueError as error:
+            raise dg.Failure(str(error), allow_retries=False) from error
+        flag = (
+            control.plane()
+            .store()
+            .set_flag(scope, name, config.enabled, config.reason, config.changed_by)
+        )
+        verb = "enabled" if flag.enabled else "disabled"
+        context.log.info(f"{flag.entity} {verb} by {flag.changed_by}: {flag.reason}")
+
+    @dg.job(
+        name=CONTROL_JOB,
+        description="Flip a kill-switch flag (pipeline, layer, dataset, source, target) in the "
+        "control store; takes effect at the next table boundary of every run.",
+        tags={"medallion/kind": "control"},
+    )
+    def medallion_control() -> None:
+        set_control_flag()
+
+    return medallion_control
