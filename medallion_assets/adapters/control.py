@@ -1,5 +1,6 @@
-"""The kill switch in Dagster: a sensor that stops in-flight runs touching a newly disabled
-entity, and a small job an operator launches from the UI to flip a flag.
+"""The kill switch in Dagster: schedules that leave switched-off tables out, a sensor that
+stops in-flight runs touching a newly disabled entity, and a small job an operator launches
+from the UI to flip a flag.
 
 The step-level check (``factory.switched_off``) stops a run at the next table boundary; the
 sensor is for the table that is executing right now (a long Spark job): within one tick it
@@ -13,6 +14,7 @@ from typing import Any
 import dagster as dg
 
 from medallion_assets.adapters.resources import ControlResource
+from medallion_assets.adapters.translator import table_key
 from medallion_assets.catalog import Catalog
 from medallion_assets.planner.kill_switch import parse_entity
 
@@ -113,3 +115,48 @@ def build_control_job(catalog: Catalog) -> dg.JobDefinition:
         set_control_flag()
 
     return medallion_control
+
+
+def pipeline_schedule(
+    catalog: Catalog,
+    pipeline_id: str,
+    job: Any,
+    cron: str,
+    tables: list[str],
+    status: dg.DefaultScheduleStatus,
+) -> dg.ScheduleDefinition:
+    partitions = _daily_partitions(catalog, tables)
+
+    @dg.schedule(
+        name=f"{job.name}_schedule",
+        job=job,
+        cron_schedule=cron,
+        default_status=status,
+        execution_timezone="UTC",
+    )
+    def _tick(context: dg.ScheduleEvaluationContext, control: ControlResource) -> Any:
+        off = control.plane().disabled(catalog, tables, [pipeline_id])
+        wanted = [t for t in tables if t not in off]
+        if not wanted:
+            reasons = "; ".join(d.describe() for d in off.values())
+            return dg.SkipReason(f"every table of {job.name} is switched off: {reasons}")
+        partition = None
+        if partitions is not None:
+            partition = partitions.get_last_partition_key(
+                current_time=context.scheduled_execution_time
+            )
+            if partition is None:
+                return dg.SkipReason(f"no complete day yet for {job.name}")
+        return dg.RunRequest(
+            asset_selection=[table_key(t) for t in wanted],
+            partition_key=partition,
+            tags={"pipeline": pipeline_id},
+        )
+
+    return _tick
+
+
+def _daily_partitions(catalog: Catalog, tables: list[str]) -> dg.DailyPartitionsDefinition | None:
+    starts = [catalog.datasets[t].settings.partitions for t in tables]
+    dated = [p.start for p in starts if p is not None]
+    return dg.DailyPartitionsDefinition(start_date=min(dated).isoformat()) if dated else None

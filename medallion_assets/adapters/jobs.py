@@ -10,6 +10,7 @@ from collections.abc import Iterable
 
 import dagster as dg
 
+from medallion_assets.adapters.control import pipeline_schedule
 from medallion_assets.adapters.translator import table_key
 from medallion_assets.catalog import Catalog
 
@@ -72,6 +73,9 @@ def build_jobs(catalog: Catalog) -> list[dg.UnresolvedAssetJobDefinition]:
 def build_schedules(
     catalog: Catalog, jobs: list[dg.UnresolvedAssetJobDefinition]
 ) -> list[dg.ScheduleDefinition]:
+    """One schedule per pipeline job, on the pipeline's cron (a daily job at its time of day,
+    for the day that just ended). Each tick reads the kill switch: switched-off tables are left
+    out of the request, and a tick with nothing left to run is skipped with the reason."""
     by_name = {job.name: job for job in jobs}
     schedules: list[dg.ScheduleDefinition] = []
     for pipeline_id, pipeline in catalog.pipelines.items():
@@ -82,27 +86,23 @@ def build_schedules(
             if pipeline.enabled
             else dg.DefaultScheduleStatus.STOPPED
         )
+        plain, daily = _split(catalog, catalog.pipeline_datasets(pipeline_id))
         if pipeline_id in by_name:
             schedules.append(
-                dg.ScheduleDefinition(
-                    name=f"{pipeline_id}_schedule",
-                    job=by_name[pipeline_id],
-                    cron_schedule=pipeline.schedule,
-                    default_status=status,
-                    execution_timezone="UTC",
+                pipeline_schedule(
+                    catalog, pipeline_id, by_name[pipeline_id], pipeline.schedule, plain, status
                 )
             )
-        daily = by_name.get(pipeline_id + DAILY_SUFFIX)
-        if daily is not None:
-            # A daily job's schedule follows its partitions; the cron gives the time of day.
-            minute, hour = (int(f) if f.isdigit() else 0 for f in pipeline.schedule.split()[:2])
+        if pipeline_id + DAILY_SUFFIX in by_name:
+            minute, hour = (f if f.isdigit() else "0" for f in pipeline.schedule.split()[:2])
             schedules.append(
-                dg.build_schedule_from_partitioned_job(  # type: ignore[arg-type]
+                pipeline_schedule(
+                    catalog,
+                    pipeline_id,
+                    by_name[pipeline_id + DAILY_SUFFIX],
+                    f"{minute} {hour} * * *",
                     daily,
-                    name=f"{pipeline_id}{DAILY_SUFFIX}_schedule",
-                    minute_of_hour=minute,
-                    hour_of_day=hour,
-                    default_status=status,
+                    status,
                 )
             )
     return schedules

@@ -153,3 +153,57 @@ def test_the_control_job_flips_a_flag_from_the_ui_with_an_audit_entry(project):
     assert not typo.success
     (failure,) = [e for e in typo.all_events if e.event_type_value == "STEP_FAILURE"]
     assert "did you mean orders" in failure.event_specific_data.error.message
+
+
+def test_schedules_and_source_sensors_do_not_request_switched_off_tables(project):
+    from datetime import UTC, datetime
+
+    from medallion_assets.adapters.resources import (
+        ControlResource,
+        LakeResource,
+        S3Resource,
+    )
+
+    root, _store, _job, _lake, plane = project
+    catalog = load_catalog(root, use_cache=False)
+    defs = definitions_for(catalog, DatasetTranslator(catalog))
+    schedule = next(s for s in defs.schedules if s.name == "daily_schedule")
+    sensor = next(s for s in defs.sensors if s.name == "new_objects__orders")
+    resources = {
+        "control": ControlResource(project_root=str(root)),
+        "lake": LakeResource(project_root=str(root)),
+        "s3": S3Resource(project_root=str(root), throttles={}),
+    }
+
+    def tick():
+        context = dg.build_schedule_context(
+            scheduled_execution_time=datetime(2026, 11, 21, 3, tzinfo=UTC), resources=resources
+        )
+        return list(schedule.evaluate_tick(context).run_requests or []), schedule.evaluate_tick(
+            context
+        ).skip_message
+
+    def sense():
+        return sensor.evaluate_tick(dg.build_sensor_context(resources=resources, definitions=defs))
+
+    (request,), _ = tick()
+    assert {".".join(k.path) for k in request.asset_selection} == {
+        "bronze.orders",
+        "silver.orders_clean",
+        "gold.revenue",
+    }
+    assert request.tags["pipeline"] == "daily"
+    assert len(sense().run_requests) == 1  # orders/a.jsonl is not ingested yet
+
+    plane.store().set_flag("dataset", "gold.revenue", False, "bad FX", "oncall")
+    (request,), _ = tick()
+    assert {".".join(k.path) for k in request.asset_selection} == {
+        "bronze.orders",
+        "silver.orders_clean",
+    }
+    plane.store().set_flag("source", "orders", False, "SlowDown", "oncall")
+    skipped = sense()
+    assert not skipped.run_requests and "disabled by source:orders" in skipped.skip_message
+    plane.store().set_flag("pipeline", "daily", False, "freeze", "oncall")
+    requests, skip = tick()
+    assert requests == [] and "every table of daily is switched off" in skip
