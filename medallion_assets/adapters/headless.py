@@ -17,6 +17,7 @@ import dagster as dg
 from medallion_assets.adapters.build import definitions_for
 from medallion_assets.adapters.translator import DatasetTranslator, table_key
 from medallion_assets.catalog import Catalog, load_catalog
+from medallion_assets.runtime.control import ControlPlane
 from medallion_assets.runtime.ingest import partition_of, source_of
 
 
@@ -41,6 +42,9 @@ class RunSummary:
     # table -> "check: message" of each failed blocking check that kept it from publishing
     blocked: dict[str, list[str]] = field(default_factory=dict)
     failed_steps: list[str] = field(default_factory=list)  # steps that failed for other reasons
+    # table -> why the kill switch skipped it; steps Dagster skipped because an upstream was off
+    disabled: dict[str, str] = field(default_factory=dict)
+    not_run: list[str] = field(default_factory=list)
 
     @property
     def only_blocked(self) -> bool:
@@ -98,16 +102,21 @@ def run_project(
     job = defs.resolve_implicit_global_asset_job_def()
     for day in raw_partitions(catalog, defs) if daily else []:
         log(f"materializing {len(daily)} daily table(s) for {day} ...")
-        _execute(job, daily, day, instance, summary)
+        _execute(job, daily, day, instance, summary, project_root)
     if plain and (summary.success or summary.only_blocked):
         log(f"materializing {len(plain)} table(s) ...")
-        _execute(job, plain, None, instance, summary)
+        _execute(job, plain, None, instance, summary, project_root)
     summary.seconds = time.perf_counter() - started
     return summary
 
 
 def _execute(
-    job: Any, tables: list[str], partition: str | None, instance: Any, summary: RunSummary
+    job: Any,
+    tables: list[str],
+    partition: str | None,
+    instance: Any,
+    summary: RunSummary,
+    root: Path,
 ) -> None:
     result = job.execute_in_process(
         asset_selection=[table_key(t) for t in tables],
@@ -157,3 +166,10 @@ def _execute(
                         row.checks_failed += 1
                     break
     summary.failed_steps = [s for s in summary.failed_steps if s not in blocked_steps]
+    summary.not_run += [
+        e.step_key for e in result.all_events if e.event_type_value == "STEP_SKIPPED" and e.step_key
+    ]
+    skips = ControlPlane.from_env(os.environ, root).store().audit(run_id=result.run_id)
+    for entry in skips:
+        if entry.kind == "skip":
+            summary.disabled[entry.entity.removeprefix("dataset:")] = entry.message

@@ -207,3 +207,18 @@ def test_schedules_and_source_sensors_do_not_request_switched_off_tables(project
     plane.store().set_flag("pipeline", "daily", False, "freeze", "oncall")
     requests, skip = tick()
     assert requests == [] and "every table of daily is switched off" in skip
+
+
+def test_medallion_run_lists_what_the_kill_switch_skipped(spark, project):
+    from click.testing import CliRunner
+
+    from medallion_assets.cli import cli
+
+    root, _store, _job, lake, plane = project
+    plane.store().set_flag("dataset", "silver.orders_clean", False, "bad rows", "oncall")
+    result = CliRunner().invoke(cli, ["run", "--project", str(root)])
+    assert result.exit_code == 0, result.output
+    assert "DISABLED: the kill switch skipped these tables" in result.output
+    assert "silver.orders_clean: silver.orders_clean is disabled by dataset:" in result.output
+    assert "not run, upstream switched off: gold.revenue" in result.output
+    assert lake.current("bronze.orders") is not None and lake.current("gold.revenue") is None
