@@ -22,7 +22,9 @@ from medallion_assets.adapters.translator import DatasetTranslator, table_key
 from medallion_assets.catalog import Catalog, Dataset
 from medallion_assets.catalog.operations import RetryPolicy
 from medallion_assets.catalog.rules import ReconciliationRule
+from medallion_assets.planner.healing import Failure, diagnose, retry_delay
 from medallion_assets.runtime.build import build_table
+from medallion_assets.runtime.healing import HealingContext, run_actions
 from medallion_assets.runtime.ingest import ingest
 from medallion_assets.runtime.rule_checks import reconciliation_result
 from medallion_assets.runtime.validation import CheckResult, ChecksFailed
@@ -32,10 +34,8 @@ RESOURCE_KEYS = {"spark", "lake", "s3", "warehouse", "control"}
 
 
 def retry_policy(catalog: Catalog, dataset: Dataset) -> dg.RetryPolicy | None:
-    name = dataset.settings.retry_policy or catalog.default_retry_policy
-    if name is None:
-        return None
-    return to_dagster_retry(catalog.retry_policies[name])
+    policy = policy_of(catalog, dataset)
+    return None if policy is None else to_dagster_retry(policy)
 
 
 def to_dagster_retry(policy: RetryPolicy) -> dg.RetryPolicy | None:
@@ -82,17 +82,105 @@ def _asset(
         if table_key(dataset.name) not in context.selected_asset_keys:
             yield from check_current_version(context, catalog, dataset, resources)
             return
-        yield from materialize_dataset(
-            context,
-            catalog,
-            dataset,
-            resources.spark,
-            resources.lake,
-            resources.s3,
-            resources.warehouse,
-        )
+        audit = Audit(resources.control.plane().store(), dataset, context)
+        audit.record("attempt", f"attempt {audit.attempt} started")
+        try:
+            yield from materialize_dataset(
+                context,
+                catalog,
+                dataset,
+                resources.spark,
+                resources.lake,
+                resources.s3,
+                resources.warehouse,
+            )
+        except dg.Failure as failure:  # blocking checks, or a failure already classified
+            audit.record("outcome", f"failed: {(failure.description or '')[:500]}")
+            raise
+        except Exception as error:
+            heal_and_retry(context, catalog, dataset, resources, audit, error)
+        else:
+            audit.record("outcome", f"materialized on attempt {audit.attempt}")
 
     return _materialize
+
+
+class Audit:
+    """Audit-log entries of one table's step: attempt, error, healing, outcome."""
+
+    def __init__(self, store: Any, dataset: Dataset, context: dg.AssetExecutionContext):
+        self.store = store
+        self.attempt = context.retry_number + 1
+        self.run_id = context.run.run_id
+        partition = f"[{context.partition_key}]" if context.has_partition_key else ""
+        self.entity = f"dataset:{dataset.name}"
+        self.where = f"{dataset.name}{partition}"
+
+    def record(self, kind: str, message: str, **details: Any) -> None:
+        self.store.record(
+            kind,
+            self.entity,
+            f"{self.where}: {message}",
+            run_id=self.run_id,
+            details={"attempt": self.attempt, **details},
+        )
+
+
+def heal_and_retry(
+    context: dg.AssetExecutionContext,
+    catalog: Catalog,
+    dataset: Dataset,
+    resources: Any,
+    audit: Audit,
+    error: Exception,
+) -> None:
+    """Classify the error by the healing rules, run their actions, then retry with the
+    policy's backoff, or fail at once when the rule says the error is permanent. Raises."""
+    failure = Failure.of(error)
+    diagnosis = diagnose(catalog.healing_rules, failure)
+    first_line = (
+        str(error).strip().splitlines()[0][:300] if str(error).strip() else type(error).__name__
+    )
+    audit.record(
+        "error",
+        f"{diagnosis.error_code} ({type(error).__name__}): {first_line}",
+        rule=diagnosis.rule,
+        sqlstate=failure.sqlstate,
+        then=diagnosis.then,
+    )
+    if diagnosis.permanent:
+        message = (
+            f"{dataset.name}: {diagnosis.error_code} is permanent (healing rule "
+            f"{diagnosis.rule}); failing without retries: {first_line}"
+        )
+        audit.record("outcome", f"failed fast: {diagnosis.error_code}, not retried")
+        raise dg.Failure(description=message, allow_retries=False) from error
+    policy = policy_of(catalog, dataset)
+    healing = HealingContext(
+        catalog,
+        dataset,
+        context.partition_key if context.has_partition_key else None,
+        resources.lake.lake,
+        diagnosis,
+        failure,
+        audit.attempt,
+        policy,
+        spark=None,
+    )
+    for action, did in run_actions(healing):
+        audit.record("healing", f"{action}: {did}", action=action, error_code=diagnosis.error_code)
+    retries = policy.max_retries if policy else 0
+    if audit.attempt > retries:
+        audit.record("outcome", f"failed after {audit.attempt} attempt(s): {diagnosis.error_code}")
+        raise error
+    delay = retry_delay(policy, audit.attempt) if policy else 0.0
+    audit.record("retry", f"retrying in {delay:.1f} s (retry {audit.attempt} of {retries})")
+    raise dg.RetryRequested(max_retries=retries, seconds_to_wait=delay) from error
+
+
+def policy_of(catalog: Catalog, dataset: Dataset) -> RetryPolicy | None:
+    name = dataset.settings.retry_policy or catalog.default_retry_policy
+    return catalog.retry_policies[name] if name else None
 
 
 def switched_off(

@@ -1,0 +1,121 @@
+"""Retry and self-healing inside real Dagster steps on Spark, with real faults: a permanent
+error fails fast without retries and says why; every attempt, error, action and outcome is in
+the audit log."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from medallion_assets.adapters.build import definitions_for
+from medallion_assets.adapters.translator import DatasetTranslator, table_key
+from medallion_assets.catalog import load_catalog
+from medallion_assets.runtime.control import ControlPlane
+from medallion_assets.runtime.lake import Lake
+from medallion_assets.runtime.s3 import LocalFolderObjectStore
+
+MINIMAL = Path(__file__).parents[1] / "catalog" / "minimal_project"
+
+pytestmark = pytest.mark.slow
+
+POLICIES = """
+retry_policies:
+  quick: {max_retries: 2, delay_seconds: 0.1, backoff: exponential}
+default_retry_policy: quick
+healing_rules:
+  - name: missing_column
+    match: {message: "UNRESOLVED_COLUMN|cannot be resolved"}
+    error_code: SQL_MISSING_COLUMN
+    then: fail
+  - name: leftovers
+    match: {message: "staging leftovers"}
+    error_code: STAGING_LEFTOVERS
+    actions: [clear_staging]
+    then: retry
+"""
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    root = tmp_path / "project"
+    shutil.copytree(MINIMAL, root)
+    (root / "metadata" / "policies.yaml").write_text(POLICIES)
+    home = root / ".medallion"
+    monkeypatch.setenv("MEDALLION_HOME", str(home))
+    for name in ("MEDALLION_LAKE", "MEDALLION_S3_ENDPOINT", "MEDALLION_CONTROL_URL"):
+        monkeypatch.delenv(name, raising=False)
+    store = LocalFolderObjectStore(home / "s3")
+    store.ensure_bucket("minimal-raw")
+    row = {"order_id": 1, "amount": 5, "country": "de"}
+    store.put("minimal-raw", "orders/a.jsonl", (json.dumps(row) + "\n").encode())
+    catalog = load_catalog(root, use_cache=False)
+    defs = definitions_for(catalog, DatasetTranslator(catalog))
+    plane = ControlPlane.from_env({"MEDALLION_HOME": str(home)}, root)
+    return catalog, defs.resolve_implicit_global_asset_job_def(), Lake(home / "lake"), plane
+
+
+def events(result, kind: str) -> list:
+    return [e for e in result.all_events if e.event_type_value == kind]
+
+
+def test_a_permanent_error_fails_fast_without_retries_and_says_why(spark, project):
+    _catalog, job, lake, plane = project
+    instance = dg.DagsterInstance.ephemeral()
+    bronze = [table_key("bronze.orders")]
+    assert job.execute_in_process(asset_selection=bronze, instance=instance).success
+    # The upstream's published version loses a column the silver SQL reads.
+    current = lake.current("bronze.orders")
+    frame = spark.read.parquet(str(lake.version_path(current))).drop("country")
+    staging, _staged = lake.stage_frame(frame, "bronze.orders")
+    lake.publish(staging, "bronze.orders", None, current.code_version, current.inputs, 1)
+
+    result = job.execute_in_process(
+        asset_selection=[table_key("silver.orders_clean")], instance=instance, raise_on_error=False
+    )
+    assert not result.success
+    assert not events(result, "STEP_UP_FOR_RETRY")  # the policy allows 2 retries; none taken
+    (failure,) = events(result, "STEP_FAILURE")
+    message = failure.event_specific_data.error.message
+    assert "SQL_MISSING_COLUMN is permanent (healing rule missing_column)" in message
+    assert "country" in message
+    log = plane.store().audit(entities=["dataset:silver.orders_clean"])
+    assert [e.kind for e in log] == ["attempt", "error", "outcome"]
+    assert log[1].details["rule"] == "missing_column" and log[1].details["then"] == "fail"
+    assert "failed fast: SQL_MISSING_COLUMN, not retried" in log[2].message
+    assert all(e.run_id == result.run_id for e in log)
+
+
+def test_a_transient_error_is_healed_then_retried_with_backoff(spark, project, monkeypatch):
+    _catalog, job, lake, plane = project
+    from medallion_assets.runtime import build as build_module
+
+    real = build_module.register_inputs
+    calls = {"n": 0}
+
+    def leaves_leftovers_once(spark, lake, catalog, dataset, partition):
+        calls["n"] += 1
+        if calls["n"] == 1:  # a crashed attempt's staging output, then the crash
+            lake.new_staging(dataset.name, partition).mkdir()
+            raise RuntimeError("staging leftovers from a crashed attempt")
+        return real(spark, lake, catalog, dataset, partition)
+
+    monkeypatch.setattr(build_module, "register_inputs", leaves_leftovers_once)
+    result = job.execute_in_process(instance=dg.DagsterInstance.ephemeral())
+    assert result.success
+    assert len(events(result, "STEP_UP_FOR_RETRY")) == 1
+    assert lake.current("gold.revenue") is not None
+    staging = lake.table_dir("silver.orders_clean") / "_staging"
+    assert not any(staging.iterdir())  # cleared by the action, then the retry published
+    log = plane.store().audit(entities=["dataset:silver.orders_clean"])
+    assert [e.kind for e in log] == ["attempt", "error", "healing", "retry", "attempt", "outcome"]
+    assert log[1].message.endswith(
+        "STAGING_LEFTOVERS (RuntimeError): staging leftovers from a crashed attempt"
+    )
+    assert log[2].message.endswith(
+        "clear_staging: removed 1 leftover staging folder(s) of silver.orders_clean"
+    )
+    assert [e.details["attempt"] for e in log] == [1, 1, 1, 1, 2, 2]
