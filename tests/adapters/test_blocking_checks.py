@@ -4,7 +4,6 @@ version stays current and readable, the downstream asset does not run, and the r
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import dagster as dg
@@ -14,16 +13,10 @@ from medallion_assets.adapters.build import definitions_for
 from medallion_assets.adapters.translator import DatasetTranslator
 from medallion_assets.catalog import load_catalog
 from medallion_assets.runtime.lake import Lake
-from medallion_assets.runtime.s3 import LocalFolderObjectStore
 from medallion_assets.testing import read_table
-
-MINIMAL = Path(__file__).parents[1] / "catalog" / "minimal_project"
+from tests.adapters.minimal import minimal_project, orders
 
 pytestmark = pytest.mark.slow
-
-
-def orders(*rows: dict[str, object]) -> bytes:
-    return ("\n".join(json.dumps(r) for r in rows) + "\n").encode()
 
 
 def run_all(job, instance):
@@ -40,17 +33,10 @@ def run_all(job, instance):
 def test_a_failed_blocking_check_publishes_nothing_and_stops_downstream(
     spark, tmp_path, monkeypatch
 ):
-    root = tmp_path / "project"
-    shutil.copytree(MINIMAL, root)
-    home = root / ".medallion"
-    monkeypatch.setenv("MEDALLION_HOME", str(home))
-    for name in ("MEDALLION_LAKE", "MEDALLION_S3_ENDPOINT", "MEDALLION_WAREHOUSE_URL"):
-        monkeypatch.delenv(name, raising=False)
-    store = LocalFolderObjectStore(home / "s3")
-    store.ensure_bucket("minimal-raw")
-    store.put(
-        "minimal-raw", "orders/a.jsonl", orders({"order_id": 1, "amount": 5, "country": "DE"})
+    root, store = minimal_project(
+        tmp_path, monkeypatch, {"order_id": 1, "amount": 5, "country": "DE"}
     )
+    home = root / ".medallion"
     catalog = load_catalog(root, use_cache=False)
     job = definitions_for(
         catalog, DatasetTranslator(catalog)

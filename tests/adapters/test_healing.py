@@ -4,10 +4,6 @@ the audit log."""
 
 from __future__ import annotations
 
-import json
-import shutil
-from pathlib import Path
-
 import dagster as dg
 import pytest
 
@@ -16,9 +12,7 @@ from medallion_assets.adapters.translator import DatasetTranslator, table_key
 from medallion_assets.catalog import load_catalog
 from medallion_assets.runtime.control import ControlPlane
 from medallion_assets.runtime.lake import Lake
-from medallion_assets.runtime.s3 import LocalFolderObjectStore
-
-MINIMAL = Path(__file__).parents[1] / "catalog" / "minimal_project"
+from tests.adapters.minimal import minimal_project
 
 pytestmark = pytest.mark.slow
 
@@ -41,17 +35,11 @@ healing_rules:
 
 @pytest.fixture
 def project(tmp_path, monkeypatch):
-    root = tmp_path / "project"
-    shutil.copytree(MINIMAL, root)
+    root, _store = minimal_project(
+        tmp_path, monkeypatch, {"order_id": 1, "amount": 5, "country": "de"}
+    )
     (root / "metadata" / "policies.yaml").write_text(POLICIES)
     home = root / ".medallion"
-    monkeypatch.setenv("MEDALLION_HOME", str(home))
-    for name in ("MEDALLION_LAKE", "MEDALLION_S3_ENDPOINT", "MEDALLION_CONTROL_URL"):
-        monkeypatch.delenv(name, raising=False)
-    store = LocalFolderObjectStore(home / "s3")
-    store.ensure_bucket("minimal-raw")
-    row = {"order_id": 1, "amount": 5, "country": "de"}
-    store.put("minimal-raw", "orders/a.jsonl", (json.dumps(row) + "\n").encode())
     catalog = load_catalog(root, use_cache=False)
     defs = definitions_for(catalog, DatasetTranslator(catalog))
     plane = ControlPlane.from_env({"MEDALLION_HOME": str(home)}, root)

@@ -10,7 +10,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from medallion_assets.adapters.resources import LakeResource, S3Resource
+from medallion_assets.adapters.resources import ControlResource, LakeResource, S3Resource
 from medallion_assets.adapters.sensors import build_sensors
 from medallion_assets.catalog import load_catalog
 from medallion_assets.demo import DemoSettings, generate, write_files
@@ -84,6 +84,7 @@ def _sensor_context(root: Path, home: Path) -> dg.SensorEvaluationContext:
     resources = {
         "s3": S3Resource(project_root=str(root), throttles=throttles),
         "lake": LakeResource(project_root=str(root)),
+        "control": ControlResource(project_root=str(root)),
     }
     return dg.build_sensor_context(resources=resources)
 

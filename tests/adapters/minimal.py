@@ -1,0 +1,37 @@
+"""The minimal project (tests/catalog/minimal_project) set up to run: a private copy with its
+own MEDALLION_HOME, a local folder standing in for S3 with one orders object in it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from medallion_assets.runtime.s3 import LocalFolderObjectStore
+
+MINIMAL = Path(__file__).parents[1] / "catalog" / "minimal_project"
+
+
+def orders(*rows: dict[str, object]) -> bytes:
+    return ("\n".join(json.dumps(r) for r in rows) + "\n").encode()
+
+
+def minimal_project(
+    tmp_path: Path, monkeypatch, first: dict[str, object]
+) -> tuple[Path, LocalFolderObjectStore]:
+    """(project root, the raw store) with ``orders/a.jsonl`` holding ``first``."""
+    root = tmp_path / "project"
+    shutil.copytree(MINIMAL, root)
+    home = root / ".medallion"
+    monkeypatch.setenv("MEDALLION_HOME", str(home))
+    for name in (
+        "MEDALLION_LAKE",
+        "MEDALLION_S3_ENDPOINT",
+        "MEDALLION_WAREHOUSE_URL",
+        "MEDALLION_CONTROL_URL",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    store = LocalFolderObjectStore(home / "s3")
+    store.ensure_bucket("minimal-raw")
+    store.put("minimal-raw", "orders/a.jsonl", orders(first))
+    return root, store
