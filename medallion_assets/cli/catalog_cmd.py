@@ -40,3 +40,27 @@ def show(fmt: str, project: Path) -> None:
         click.echo(json.dumps(data, indent=2))
     else:
         click.echo(yaml.safe_dump(data, sort_keys=False, width=100), nl=False)
+
+
+@catalog.command()
+@project_option
+def export(project: Path) -> None:
+    """Write the derived catalog into the control store's relational tables (pipelines,
+    stages, sources, targets, validation_rules, control_flags, retry_policies,
+    healing_actions, dataset_lineage), replacing the previous export in one transaction."""
+    import os
+
+    from medallion_assets.catalog.export import catalog_rows
+    from medallion_assets.cli.common import fail
+    from medallion_assets.runtime.control import ControlPlane
+    from medallion_assets.runtime.control_store import ControlStoreError
+
+    loaded = load(project)
+    plane = ControlPlane.from_env(os.environ, project)
+    try:
+        counts = plane.store().replace_catalog(catalog_rows(loaded, plane.flags().values()))
+    except ControlStoreError as error:
+        fail(str(error))
+    click.echo(f"exported to {plane.store().url.split('@')[-1]}:")
+    for table, count in counts.items():
+        click.echo(f"  {table:<18} {count:>6} row(s)")

@@ -25,13 +25,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from medallion_assets.catalog.export import CATALOG_TABLES, KEYS
+
 SCOPES = ("pipeline", "layer", "dataset", "source", "target")
 
 # Each entry migrates from version i to i + 1; statements use "?" placeholders and portable
 # types (the id column is the one place the dialects differ: see _IDENTITY).
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
     (
-        """CREATE TABLE control_flags (
+        """CREATE TABLE control_flag_overrides (
             scope TEXT NOT NULL,
             name TEXT NOT NULL,
             enabled BOOLEAN NOT NULL,
@@ -50,10 +52,29 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "CREATE INDEX audit_log_at ON audit_log (at)",
         "CREATE INDEX audit_log_entity ON audit_log (entity, at)",
     ),
+    # v2: the derived catalog in the seed design's tables, written by `medallion catalog export`
+    tuple(
+        f"CREATE TABLE {table} ("
+        + ", ".join(f"{name} {{{kind.lower()}}}" for name, kind in columns)
+        + f", PRIMARY KEY ({', '.join(KEYS[table])}))"
+        for table, columns in CATALOG_TABLES.items()
+    ),
 )
-_IDENTITY = {
-    "sqlite": "INTEGER PRIMARY KEY AUTOINCREMENT",
-    "postgresql": "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
+_TYPES = {
+    "sqlite": {
+        "identity": "INTEGER PRIMARY KEY AUTOINCREMENT",
+        "text": "TEXT",
+        "boolean": "BOOLEAN",
+        "integer": "INTEGER",
+        "real": "REAL",
+    },
+    "postgresql": {
+        "identity": "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
+        "text": "TEXT",
+        "boolean": "BOOLEAN",
+        "integer": "INTEGER",
+        "real": "DOUBLE PRECISION",
+    },
 }
 
 
@@ -181,7 +202,7 @@ class ControlStore:
                 )
             for statements in MIGRATIONS[version:]:
                 for statement in statements:
-                    db.execute(statement.format(identity=_IDENTITY[self.dialect]))
+                    db.execute(statement.format(**_TYPES[self.dialect]))
             if version == 0:
                 db.execute("INSERT INTO medallion_schema (version) VALUES (?)", (len(MIGRATIONS),))
             elif version < len(MIGRATIONS):
@@ -193,8 +214,8 @@ class ControlStore:
     def flags(self) -> list[FlagOverride]:
         with self._transaction() as db:
             rows = db.query(
-                "SELECT scope, name, enabled, reason, changed_by, changed_at FROM control_flags "
-                "ORDER BY scope, name"
+                "SELECT scope, name, enabled, reason, changed_by, changed_at "
+                "FROM control_flag_overrides ORDER BY scope, name"
             )
         return [FlagOverride(r[0], r[1], bool(r[2]), r[3], r[4], r[5]) for r in rows]
 
@@ -208,7 +229,8 @@ class ControlStore:
         with self._transaction() as db:
             # An upsert: concurrent writers of one flag each land, the last one wins.
             db.execute(
-                "INSERT INTO control_flags (scope, name, enabled, reason, changed_by, changed_at) "
+                "INSERT INTO control_flag_overrides "
+                "(scope, name, enabled, reason, changed_by, changed_at) "
                 "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (scope, name) DO UPDATE SET "
                 "enabled = excluded.enabled, reason = excluded.reason, "
                 "changed_by = excluded.changed_by, changed_at = excluded.changed_at",
@@ -226,6 +248,32 @@ class ControlStore:
                 ),
             )
         return flag
+
+    # --- catalog export -----------------------------------------------------------------------
+
+    def replace_catalog(self, rows: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str, int]:
+        """Replace the content of every catalog table with ``rows`` in one transaction (a
+        reader sees the previous export or this one); audited. Returns rows per table."""
+        counts = {}
+        with self._transaction() as db:
+            for table, columns in CATALOG_TABLES.items():
+                names = [name for name, _ in columns]
+                db.execute(f"DELETE FROM {table}")
+                insert = (
+                    f"INSERT INTO {table} ({', '.join(names)}) "
+                    f"VALUES ({', '.join('?' for _ in names)})"
+                )
+                for row in rows.get(table, ()):
+                    db.execute(insert, tuple(row.get(n) for n in names))
+                counts[table] = len(rows.get(table, ()))
+            summary = ", ".join(f"{n} {t}" for t, n in counts.items())
+            self._append(db, AuditEntry(utc_now(), "export", "catalog", f"exported {summary}"))
+        return counts
+
+    def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        """Rows of a read-only query (``?`` placeholders), for reports and tests."""
+        with self._transaction() as db:
+            return db.query(sql, params)
 
     # --- audit log ----------------------------------------------------------------------------
 

@@ -5,6 +5,7 @@ who, since when and why, control.yaml edits are read at once, and the audit log 
 from __future__ import annotations
 
 import json
+import os
 import uuid
 from pathlib import Path
 
@@ -100,3 +101,43 @@ def test_unknown_entities_and_bad_times_are_refused_with_the_fix(project: Path):
     )  # --reason required
     since = medallion(project, "audit", "--since", "yesterday")
     assert since.exit_code == 2 and "neither an age (30m, 6h, 2d) nor an ISO time" in since.output
+
+
+def test_catalog_export_writes_the_seed_tables_and_replaces_them(project: Path, demo_catalog):
+    from medallion_assets.runtime.control import ControlPlane
+
+    medallion(project, "control", "disable", "layer:gold", "--reason", "close", "--by", "fin")
+    done = medallion(project, "catalog", "export")
+    assert done.exit_code == 0, done.output
+    store = ControlPlane.from_env(os.environ, project).store()
+
+    def count(table: str) -> int:
+        return store.query(f"SELECT count(*) FROM {table}")[0][0]
+
+    assert count("stages") == len(demo_catalog.datasets)
+    assert count("sources") == len(demo_catalog.sources)
+    assert count("targets") == len(demo_catalog.targets)
+    assert count("pipelines") == len(demo_catalog.pipelines)
+    assert count("retry_policies") == len(demo_catalog.retry_policies)
+    assert count("healing_actions") == len(demo_catalog.healing_rules)
+    assert count("dataset_lineage") == len(list(demo_catalog.lineage.dag.edges()))
+    assert count("validation_rules") == sum(len(d.rules) for d in demo_catalog.datasets.values())
+    (gold,) = store.query(
+        "SELECT enabled, origin, changed_by FROM control_flags WHERE scope = 'layer'"
+    )
+    assert (bool(gold[0]), gold[1], gold[2]) == (False, "control store", "fin")
+    (edge,) = store.query(
+        "SELECT columns FROM dataset_lineage WHERE upstream = ? AND downstream = ?",
+        ("silver.orders_usd", "gold.revenue_by_region"),
+    )
+    assert json.loads(edge[0])  # column-level detail of the edge
+    (rule,) = store.query(
+        "SELECT kind, blocking FROM validation_rules WHERE dataset = ? AND name = ?",
+        ("silver.addresses_validated", "iso_country_code"),
+    )
+    assert rule[0] == "accepted_values" and bool(rule[1])
+    assert f"{len(demo_catalog.datasets)} row(s)" in done.output
+
+    assert medallion(project, "catalog", "export").exit_code == 0  # replaced, not appended
+    assert count("stages") == len(demo_catalog.datasets)
+    assert [e.kind for e in store.audit(entities=["catalog"])] == ["export", "export"]

@@ -1,0 +1,197 @@
+"""The derived catalog as rows of the seed design's relational tables (``catalog export``).
+
+``catalog_rows(catalog, flags)`` returns table name -> rows (dicts with the columns of
+``CATALOG_TABLES``): pipelines, stages (one per table), sources, targets, validation_rules,
+control_flags (the effective flags: control.yaml overridden by the control store, with their
+origin), retry_policies, healing_actions and dataset_lineage. Lists and mappings are JSON text,
+so every column is a plain SQL type. Pure: the control store writes the rows.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from medallion_assets.catalog.catalog import Catalog
+
+# table -> (column, SQL type) in order; the first column(s) named in _KEYS are the key.
+CATALOG_TABLES: dict[str, tuple[tuple[str, str], ...]] = {
+    "pipelines": (
+        ("id", "TEXT"), ("description", "TEXT"), ("enabled", "BOOLEAN"), ("schedule", "TEXT"),
+        ("owners", "TEXT"), ("tags", "TEXT"), ("retry_policy", "TEXT"), ("datasets", "TEXT"),
+    ),
+    "stages": (
+        ("dataset", "TEXT"), ("layer", "TEXT"), ("sql_path", "TEXT"), ("dialect", "TEXT"),
+        ("statement", "TEXT"), ("system", "TEXT"), ("criticality", "TEXT"), ("owners", "TEXT"),
+        ("tags", "TEXT"), ("pii_columns", "TEXT"), ("partitions", "TEXT"),
+        ("retry_policy", "TEXT"), ("code_version", "TEXT"), ("upstream", "TEXT"),
+    ),
+    "sources": (
+        ("name", "TEXT"), ("system", "TEXT"), ("bucket", "TEXT"), ("prefix", "TEXT"),
+        ("format", "TEXT"), ("partition_pattern", "TEXT"), ("columns", "TEXT"),
+        ("pii_columns", "TEXT"), ("replicas", "TEXT"),
+    ),
+    "targets": (
+        ("dataset", "TEXT"), ("system", "TEXT"), ("warehouse_table", "TEXT"), ("mode", "TEXT"),
+        ("definition", "TEXT"),
+    ),
+    "validation_rules": (
+        ("dataset", "TEXT"), ("name", "TEXT"), ("kind", "TEXT"), ("severity", "TEXT"),
+        ("blocking", "BOOLEAN"), ("description", "TEXT"), ("definition", "TEXT"),
+    ),
+    "control_flags": (
+        ("scope", "TEXT"), ("name", "TEXT"), ("enabled", "BOOLEAN"), ("reason", "TEXT"),
+        ("changed_by", "TEXT"), ("changed_at", "TEXT"), ("origin", "TEXT"),
+    ),
+    "retry_policies": (
+        ("name", "TEXT"), ("max_retries", "INTEGER"), ("delay_seconds", "REAL"),
+        ("backoff", "TEXT"), ("jitter", "TEXT"), ("max_delay_seconds", "REAL"),
+        ("is_default", "BOOLEAN"),
+    ),
+    "healing_actions": (
+        ("position", "INTEGER"), ("name", "TEXT"), ("exception", "TEXT"), ("message", "TEXT"),
+        ("sqlstate", "TEXT"), ("error_code", "TEXT"), ("actions", "TEXT"),
+        ("then_action", "TEXT"), ("description", "TEXT"),
+    ),
+    "dataset_lineage": (("upstream", "TEXT"), ("downstream", "TEXT"), ("columns", "TEXT")),
+}  # fmt: skip
+KEYS: dict[str, tuple[str, ...]] = {
+    "pipelines": ("id",),
+    "stages": ("dataset",),
+    "sources": ("name",),
+    "targets": ("dataset",),
+    "validation_rules": ("dataset", "name"),
+    "control_flags": ("scope", "name"),
+    "retry_policies": ("name",),
+    "healing_actions": ("position",),
+    "dataset_lineage": ("upstream", "downstream"),
+}
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def catalog_rows(catalog: Catalog, flags: Iterable[Any]) -> dict[str, list[dict[str, Any]]]:
+    """Every catalog table's rows; ``flags`` are the effective flags (``EffectiveFlag``)."""
+    rows: dict[str, list[dict[str, Any]]] = {
+        "pipelines": [
+            {
+                "id": pid,
+                "description": p.description,
+                "enabled": p.enabled,
+                "schedule": p.schedule,
+                "owners": _json(list(p.owners)),
+                "tags": _json(list(p.tags)),
+                "retry_policy": p.retry_policy,
+                "datasets": _json(list(catalog.pipeline_datasets(pid))),
+            }
+            for pid, p in catalog.pipelines.items()
+        ],
+        "stages": [
+            {
+                "dataset": name,
+                "layer": d.layer,
+                "sql_path": d.sql_path,
+                "dialect": d.dialect,
+                "statement": d.statement_kind,
+                "system": d.system,
+                "criticality": d.criticality,
+                "owners": _json(list(d.owners)),
+                "tags": _json(list(d.tags)),
+                "pii_columns": _json(list(d.pii_columns)),
+                "partitions": _json(
+                    d.settings.partitions.model_dump(mode="json") if d.settings.partitions else None
+                ),
+                "retry_policy": d.settings.retry_policy or catalog.default_retry_policy,
+                "code_version": d.code_version,
+                "upstream": _json(list(d.upstream)),
+            }
+            for name, d in catalog.datasets.items()
+        ],
+        "sources": [
+            {
+                "name": name,
+                "system": s.system,
+                "bucket": s.bucket,
+                "prefix": s.prefix,
+                "format": s.format,
+                "partition_pattern": s.partition,
+                "columns": _json([c.model_dump(mode="json") for c in s.columns]),
+                "pii_columns": _json(list(s.pii_columns)),
+                "replicas": _json([r.model_dump(mode="json") for r in s.replicas]),
+            }
+            for name, s in catalog.sources.items()
+        ],
+        "targets": [
+            {
+                "dataset": table,
+                "system": t.system,
+                "warehouse_table": t.warehouse_table,
+                "mode": t.mode,
+                "definition": _json(t.model_dump(mode="json")),
+            }
+            for table, t in catalog.targets.items()
+        ],
+        "validation_rules": [
+            {
+                "dataset": name,
+                "name": r.label(),
+                "kind": r.kind,
+                "severity": r.severity,
+                "blocking": r.blocking,
+                "description": r.description,
+                "definition": _json(r.model_dump(mode="json")),
+            }
+            for name, d in catalog.datasets.items()
+            for r in d.rules
+        ],
+        "control_flags": [
+            {
+                "scope": f.scope,
+                "name": f.name,
+                "enabled": f.enabled,
+                "reason": f.reason,
+                "changed_by": f.changed_by,
+                "changed_at": f.changed_at,
+                "origin": f.origin,
+            }
+            for f in flags
+        ],
+        "retry_policies": [
+            {
+                "name": name,
+                **p.model_dump(mode="json"),
+                "is_default": name == catalog.default_retry_policy,
+            }
+            for name, p in catalog.retry_policies.items()
+        ],
+        "healing_actions": [
+            {
+                "position": i,
+                "name": r.name,
+                "exception": r.match.exception,
+                "message": r.match.message,
+                "sqlstate": r.match.sqlstate,
+                "error_code": r.error_code,
+                "actions": _json(list(r.actions)),
+                "then_action": r.then,
+                "description": r.description,
+            }
+            for i, r in enumerate(catalog.healing_rules, 1)
+        ],
+        "dataset_lineage": _lineage_rows(catalog),
+    }
+    return rows
+
+
+def _lineage_rows(catalog: Catalog) -> list[dict[str, Any]]:
+    columns: dict[tuple[str, str], set[str]] = {}
+    for edge in catalog.lineage.column_edges:
+        source, target = edge.source.rsplit(".", 1), edge.target.rsplit(".", 1)
+        columns.setdefault((source[0], target[0]), set()).add(f"{source[1]} -> {target[1]}")
+    return [
+        {"upstream": u, "downstream": d, "columns": _json(sorted(columns.get((u, d), ())))}
+        for u, d in catalog.lineage.dag.edges()
+    ]
