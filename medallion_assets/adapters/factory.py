@@ -155,7 +155,7 @@ def heal_and_retry(
         )
         audit.record("outcome", f"failed fast: {diagnosis.error_code}, not retried")
         raise dg.Failure(description=message, allow_retries=False) from error
-    policy = policy_of(catalog, dataset)
+    policy = policy_of(catalog, dataset, context.run.tags.get("pipeline"))
     healing = HealingContext(
         catalog,
         dataset,
@@ -178,8 +178,17 @@ def heal_and_retry(
     raise dg.RetryRequested(max_retries=retries, seconds_to_wait=delay) from error
 
 
-def policy_of(catalog: Catalog, dataset: Dataset) -> RetryPolicy | None:
-    name = dataset.settings.retry_policy or catalog.default_retry_policy
+def policy_of(
+    catalog: Catalog, dataset: Dataset, pipeline: str | None = None
+) -> RetryPolicy | None:
+    """The retry policy in force: the dataset's own, else its pipeline's default (the run's
+    pipeline), else the project default."""
+    run_pipeline = catalog.pipelines.get(pipeline) if pipeline else None
+    name = (
+        dataset.settings.retry_policy
+        or (run_pipeline.retry_policy if run_pipeline else None)
+        or catalog.default_retry_policy
+    )
     return catalog.retry_policies[name] if name else None
 
 

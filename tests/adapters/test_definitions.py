@@ -209,3 +209,17 @@ def test_build_definitions_resolves_with_the_collector_paused_and_restores_it(de
     with pytest.raises(Exception, match=r"datasets\.yaml"):
         build.build_definitions(demo_project)
     assert gc.isenabled()
+
+
+def test_the_retry_policy_in_force_is_the_datasets_then_the_pipelines_then_the_projects(
+    demo_catalog,
+):
+    from medallion_assets.adapters.factory import policy_of
+
+    policies = demo_catalog.retry_policies
+    vendor = demo_catalog.datasets["bronze.address_validation_feed"]  # its own: none
+    assert policy_of(demo_catalog, vendor, "ingest") == policies["none"]
+    orders = demo_catalog.datasets["bronze.orders"]  # none of its own
+    assert policy_of(demo_catalog, orders, "ingest") == policies["fast"]  # the pipeline's
+    assert policy_of(demo_catalog, orders) == policies["standard"]  # the project default
+    assert policy_of(demo_catalog, orders, "no_such_pipeline") == policies["standard"]
