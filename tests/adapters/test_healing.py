@@ -107,3 +107,81 @@ def test_a_transient_error_is_healed_then_retried_with_backoff(spark, project, m
         "clear_staging: removed 1 leftover staging folder(s) of silver.orders_clean"
     )
     assert [e.details["attempt"] for e in log] == [1, 1, 1, 1, 2, 2]
+
+
+def test_a_warehouse_connection_killed_mid_load_is_refreshed_and_the_load_retried(
+    spark, project, postgres_server, monkeypatch
+):
+    import threading
+    import time
+
+    import psycopg
+
+    from tests.adapters.minimal import orders
+
+    catalog, _job, _lake, plane = project
+    root = catalog.root
+    (root / "metadata" / "policies.yaml").write_text(
+        POLICIES
+        + """  - name: connection_killed
+    match: {message: "terminating connection|server closed the connection|connection is lost"}
+    error_code: CONNECTION_RESET
+    actions: [refresh_connection]
+    then: retry
+"""
+    )
+    monkeypatch.setenv("MEDALLION_WAREHOUSE_URL", postgres_server.dsn)
+    catalog = load_catalog(root, use_cache=False)
+    job = definitions_for(
+        catalog, DatasetTranslator(catalog)
+    ).resolve_implicit_global_asset_job_def()
+    instance = dg.DagsterInstance.ephemeral()
+    assert job.execute_in_process(instance=instance).success
+
+    from medallion_assets.runtime.s3 import LocalFolderObjectStore
+
+    store = LocalFolderObjectStore(root / ".medallion" / "s3")
+    store.put(
+        "minimal-raw", "orders/b.jsonl", orders({"order_id": 2, "amount": 7, "country": "fr"})
+    )
+    killed: list[int] = []
+
+    def kill_the_blocked_load(locker: psycopg.Connection) -> None:
+        """Wait for the load to queue behind our lock, terminate its backend, then let go."""
+        with psycopg.connect(postgres_server.dsn, autocommit=True) as watcher:
+            for _ in range(600):
+                rows = watcher.execute(
+                    "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                    "AND pid <> pg_backend_pid()"
+                ).fetchall()
+                if rows:
+                    for (pid,) in rows:
+                        watcher.execute("SELECT pg_terminate_backend(%s)", (pid,))
+                        killed.append(pid)
+                    break
+                time.sleep(0.1)
+        locker.rollback()
+
+    with psycopg.connect(postgres_server.dsn) as locker:
+        locker.execute("LOCK TABLE analytics.revenue IN ACCESS EXCLUSIVE MODE")
+        thread = threading.Thread(target=kill_the_blocked_load, args=(locker,))
+        thread.start()
+        second = job.execute_in_process(instance=instance, raise_on_error=False)
+        thread.join(timeout=120)
+
+    assert killed, "the load never queued behind the lock"
+    assert second.success
+    assert len(events(second, "STEP_UP_FOR_RETRY")) == 1
+    with psycopg.connect(postgres_server.dsn) as check:
+        rows = check.execute(
+            "SELECT country, revenue FROM analytics.revenue ORDER BY country"
+        ).fetchall()
+    assert [(c, float(r)) for c, r in rows] == [("DE", 5.0), ("FR", 7.0)]  # complete, no duplicates
+    log = [
+        e
+        for e in plane.store().audit(entities=["dataset:gold.revenue"])
+        if e.run_id == second.run_id
+    ]
+    assert [e.kind for e in log] == ["attempt", "error", "healing", "retry", "attempt", "outcome"]
+    assert "CONNECTION_RESET" in log[1].message
+    assert log[2].details["action"] == "refresh_connection"
