@@ -166,6 +166,8 @@ def heal_and_retry(
         audit.attempt,
         policy,
         spark=None,
+        error=error,
+        run_id=context.run.run_id,
     )
     for action, did in run_actions(healing):
         audit.record("healing", f"{action}: {did}", action=action, error_code=diagnosis.error_code)

@@ -8,11 +8,12 @@ Each action takes a ``HealingContext`` and returns a line for the audit log. Bui
   connects per load and pools nothing; Spark's session is dropped when it is a Spark Connect
   session, whose server may have restarted);
 - ``wait``: pause for the retry policy's delay before the retry's own backoff;
+- ``evolve_schema``: when the error is a ``SchemaDrift`` (raw files with undeclared columns),
+  record the new columns as nullable strings of the source; the retry reads them by name;
 - a user action by dotted path ``package.module:function``, called with the context.
 
-``reduce_parallelism``, ``evolve_schema`` and ``reroute_source`` need state the run reads back
-(lower throttles, an evolved source schema, the chosen replica); they are not built yet and
-say so in the audit log instead of pretending (see the stop note of issue 5).
+``reduce_parallelism`` and ``reroute_source`` need state the run reads back (lower throttles,
+the chosen replica); they are not built yet and say so in the audit log instead of pretending.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import Any
 from medallion_assets.catalog import Catalog, Dataset
 from medallion_assets.catalog.operations import RetryPolicy
 from medallion_assets.planner.healing import Diagnosis, Failure
+from medallion_assets.runtime.schema_drift import SchemaDrift, evolve
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,8 @@ class HealingContext:
     policy: RetryPolicy | None
     spark: Any = None
     sleep: Callable[[float], None] = time.sleep
+    error: BaseException | None = None
+    run_id: str = ""
 
 
 def clear_staging(context: HealingContext) -> str:
@@ -61,12 +65,33 @@ def wait(context: HealingContext) -> str:
     return f"waited {seconds:g} s"
 
 
+def evolve_schema(context: HealingContext) -> str:
+    drift = _in_chain(context.error, SchemaDrift)
+    if drift is None:
+        return "the error is not a schema drift of raw files: nothing evolved"
+    added = evolve(context.lake, drift.source_name, drift.new_columns, context.run_id)
+    if not added:
+        return f"source {drift.source_name}: the new column(s) were already evolved"
+    return f"source {drift.source_name}: added nullable string column(s) {', '.join(added)}"
+
+
+def _in_chain(error: BaseException | None, kind: type[SchemaDrift]) -> SchemaDrift | None:
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, kind):
+            return error
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return None
+
+
 BUILTIN: dict[str, Callable[[HealingContext], str]] = {
     "clear_staging": clear_staging,
     "refresh_connection": refresh_connection,
     "wait": wait,
+    "evolve_schema": evolve_schema,
 }
-NOT_BUILT = ("reduce_parallelism", "evolve_schema", "reroute_source")
+NOT_BUILT = ("reduce_parallelism", "reroute_source")
 
 
 def resolve(action: str) -> Callable[[HealingContext], Any]:

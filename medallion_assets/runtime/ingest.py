@@ -21,6 +21,7 @@ from medallion_assets.catalog import Catalog, Dataset
 from medallion_assets.catalog.models import Source
 from medallion_assets.runtime.build import BuildOutcome, publish_checked, skipped
 from medallion_assets.runtime.lake import Lake
+from medallion_assets.runtime.schema_drift import detect, evolved_columns, file_columns
 from medallion_assets.runtime.sql import spark_query, view_name
 from medallion_assets.runtime.validation import CheckContext
 
@@ -123,7 +124,11 @@ def ingest(
             f"{dataset.name}: no objects under s3://{source.bucket}/{prefix}; "
             "nothing to ingest (check the source's bucket and prefix, or the partition date)"
         )
-    good, quarantine, total = _read_landed(spark, source, updated)
+    evolved = evolved_columns(lake, name)
+    drift = detect(name, source, [landing / o.key for o in fresh], [n for n, _ in evolved])
+    if drift is not None:
+        raise drift  # before reading: nothing is published, the manifest is not moved
+    good, quarantine, total = _read_landed(spark, source, updated, evolved)
     throttle = getattr(store, "throttle", None)
     if throttle is not None:
         throttle.rows(total)  # paces the extract to the source system's rows/s
@@ -150,22 +155,30 @@ def ingest(
     return IngestOutcome(outcome, len(fresh), quarantined, total, metadata)
 
 
-def _read_landed(spark: Any, source: Source, manifest: dict[str, Any]) -> tuple[Any, Any, int]:
-    """(good rows with ingestion columns, malformed records, records read)."""
+def _read_landed(
+    spark: Any, source: Source, manifest: dict[str, Any], evolved: list[tuple[str, str]]
+) -> tuple[Any, Any, int]:
+    """(good rows with ingestion columns, malformed records, records read). Columns are the
+    declared ones plus those evolve_schema added; CSV files are read by their header's names,
+    so a column added in the middle of a file does not shift the others."""
     from pyspark.sql import functions as F
 
     paths = [entry["landing"] for entry in manifest.values()]
-    ddl = ", ".join(f"`{c.name}` {c.type}" for c in source.columns)
-    reader = spark.read
+    columns = [(c.name, c.type) for c in source.columns] + evolved
+    landed = F.regexp_replace(F.col("_metadata.file_path"), "^file:(//)?", "").alias("_landing")
+    wanted = [F.col(f"`{n}`") for n, _ in columns] + [F.col(CORRUPT), landed]
     if source.format == "parquet":
-        frame = reader.schema(ddl).parquet(*paths).withColumn(CORRUPT, F.lit(None).cast("string"))
+        no_corrupt = F.lit(None).cast("string").alias(CORRUPT)
+        frame = spark.read.schema(_ddl(columns)).parquet(*paths)
+        frame = frame.select(*wanted[: len(columns)], no_corrupt, landed)
+    elif source.format == "csv" and source.csv_header:
+        frame = _read_csv_by_header(spark, source, paths, columns, wanted)
     else:
-        reader = reader.schema(f"{ddl}, `{CORRUPT}` string").option("mode", "PERMISSIVE")
-        reader = reader.option("columnNameOfCorruptRecord", CORRUPT)
+        reader = _permissive(spark.read.schema(f"{_ddl(columns)}, `{CORRUPT}` string"))
         if source.format == "csv":
-            frame = reader.option("header", str(source.csv_header).lower()).csv(paths)
+            frame = reader.option("header", "false").csv(paths).select(*wanted)
         else:
-            frame = reader.json(paths)
+            frame = reader.json(paths).select(*wanted)
     files = spark.createDataFrame(
         [
             (e["landing"], f"s3://{source.bucket}/{key}", float(e["ingested_at"]), e["batch_id"])
@@ -173,8 +186,7 @@ def _read_landed(spark: Any, source: Source, manifest: dict[str, Any]) -> tuple[
         ],
         "_landing string, _source_file string, _ingested_epoch double, _batch_id string",
     )
-    landed = F.regexp_replace(F.col("_metadata.file_path"), "^file:(//)?", "")
-    frame = frame.withColumn("_landing", landed).join(F.broadcast(files), "_landing")
+    frame = frame.join(F.broadcast(files), "_landing")
     frame = frame.withColumn("_ingested_at", F.col("_ingested_epoch").cast("timestamp"))
     frame = frame.drop("_landing", "_ingested_epoch").cache()  # Spark needs a cache to filter
     total = frame.count()  # on the corrupt-record column
@@ -182,6 +194,41 @@ def _read_landed(spark: Any, source: Source, manifest: dict[str, Any]) -> tuple[
     quarantine = malformed.select(CORRUPT, "_source_file", "_ingested_at", "_batch_id")
     good = frame.where(F.col(CORRUPT).isNull()).drop(CORRUPT)
     return good, quarantine, total
+
+
+def _ddl(columns: list[tuple[str, str]]) -> str:
+    return ", ".join(f"`{n}` {t}" for n, t in columns)
+
+
+def _permissive(reader: Any) -> Any:
+    return reader.option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", CORRUPT)
+
+
+def _read_csv_by_header(
+    spark: Any, source: Source, paths: list[str], columns: list[tuple[str, str]], wanted: list[Any]
+) -> Any:
+    """Read each group of files sharing a header with a schema in that header's order, then
+    line the groups up by column name (a column a file lacks is null)."""
+    from functools import reduce
+
+    from pyspark.sql import functions as F
+
+    types = dict(columns)
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for path in paths:
+        header = tuple(file_columns(Path(path), source) or [n for n, _ in columns])
+        groups.setdefault(header, []).append(path)
+    frames = []
+    for header, members in groups.items():
+        ddl = _ddl([(h, types.get(h, "string")) for h in header])
+        frame = _permissive(spark.read.schema(f"{ddl}, `{CORRUPT}` string"))
+        frame = frame.option("header", "true").option("enforceSchema", "true").csv(members)
+        present = [
+            F.col(f"`{n}`") if n in header else F.lit(None).cast(kind).alias(n)
+            for n, kind in columns
+        ]
+        frames.append(frame.select(*present, *wanted[len(columns) :]))
+    return reduce(lambda a, b: a.unionByName(b), frames)
 
 
 def _publish(

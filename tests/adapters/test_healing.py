@@ -185,3 +185,80 @@ def test_a_warehouse_connection_killed_mid_load_is_refreshed_and_the_load_retrie
     assert [e.kind for e in log] == ["attempt", "error", "healing", "retry", "attempt", "outcome"]
     assert "CONNECTION_RESET" in log[1].message
     assert log[2].details["action"] == "refresh_connection"
+
+
+def test_a_new_column_in_the_raw_files_is_evolved_then_ingested(spark, project):
+    from medallion_assets.runtime.s3 import LocalFolderObjectStore
+    from medallion_assets.runtime.schema_drift import evolved_columns
+    from tests.adapters.minimal import orders
+
+    catalog, _job, lake, plane = project
+    root = catalog.root
+    (root / "metadata" / "policies.yaml").write_text(
+        POLICIES
+        + """  - name: schema_mismatch
+    match: {message: "schema mismatch"}
+    error_code: SCHEMA_MISMATCH
+    actions: [evolve_schema]
+    then: retry
+"""
+    )
+    catalog = load_catalog(root, use_cache=False)
+    job = definitions_for(
+        catalog, DatasetTranslator(catalog)
+    ).resolve_implicit_global_asset_job_def()
+    instance = dg.DagsterInstance.ephemeral()
+    assert job.execute_in_process(instance=instance).success
+    store = LocalFolderObjectStore(root / ".medallion" / "s3")
+    drifted = {"order_id": 2, "coupon": "WELCOME10", "amount": 7, "country": "fr"}
+    store.put("minimal-raw", "orders/b.jsonl", orders(drifted))
+
+    result = job.execute_in_process(instance=instance, raise_on_error=False)
+    assert result.success
+    assert len(events(result, "STEP_UP_FOR_RETRY")) == 1
+    assert lake.current("bronze.orders").rows == 2 and lake.current("gold.revenue") is not None
+    assert evolved_columns(lake, "orders") == [("coupon", "string")]
+    log = [
+        e
+        for e in plane.store().audit(entities=["dataset:bronze.orders"])
+        if e.run_id == result.run_id
+    ]
+    assert [e.kind for e in log] == ["attempt", "error", "healing", "retry", "attempt", "outcome"]
+    assert "SCHEMA_MISMATCH" in log[1].message and "coupon in b.jsonl" in log[1].message
+    assert log[2].message.endswith(
+        "evolve_schema: source orders: added nullable string column(s) coupon"
+    )
+
+
+def test_csv_files_are_read_by_their_headers_names(spark, tmp_path):
+    """A column inserted in the middle of a CSV file, once evolved, lands in its own column
+    and does not shift the others; files with the old header read as before."""
+    from medallion_assets.catalog.models import Source
+    from medallion_assets.runtime.ingest import _read_landed
+
+    old = tmp_path / "old.csv"
+    old.write_text("order_id,amount,country\n1,5,de\n")
+    new = tmp_path / "new.csv"
+    new.write_text("order_id,coupon,amount,country\n2,WELCOME10,7,fr\n")
+    source = Source.model_validate(
+        {
+            "system": "s3_raw",
+            "bucket": "raw-bucket",
+            "prefix": "orders/",
+            "format": "csv",
+            "columns": [
+                {"name": "order_id", "type": "bigint"},
+                {"name": "amount", "type": "int"},
+                {"name": "country", "type": "string"},
+            ],
+        }
+    )
+    manifest = {
+        p.name: {"landing": str(p), "ingested_at": 0.0, "batch_id": "r"} for p in (old, new)
+    }
+    good, _quarantine, total = _read_landed(spark, source, manifest, [("coupon", "string")])
+    rows = sorted(
+        tuple(r) for r in good.select("order_id", "coupon", "amount", "country").collect()
+    )
+    assert total == 2
+    assert rows == [(1, None, 5, "de"), (2, "WELCOME10", 7, "fr")]
