@@ -4,6 +4,8 @@ the audit log."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import dagster as dg
 import pytest
 
@@ -44,6 +46,19 @@ def project(tmp_path, monkeypatch):
     defs = definitions_for(catalog, DatasetTranslator(catalog))
     plane = ControlPlane.from_env({"MEDALLION_HOME": str(home)}, root)
     return catalog, defs.resolve_implicit_global_asset_job_def(), Lake(home / "lake"), plane
+
+
+def with_rule(root: Path, name: str, message: str, code: str, action: str):
+    """The project's job after adding one healing rule (then: retry) to its policies."""
+    rule = (
+        f'  - name: {name}\n    match: {{message: "{message}"}}\n    error_code: {code}\n'
+        f"    actions: [{action}]\n    then: retry\n"
+    )
+    (root / "metadata" / "policies.yaml").write_text(POLICIES + rule)
+    catalog = load_catalog(root, use_cache=False)
+    return definitions_for(
+        catalog, DatasetTranslator(catalog)
+    ).resolve_implicit_global_asset_job_def()
 
 
 def events(result, kind: str) -> list:
@@ -121,20 +136,11 @@ def test_a_warehouse_connection_killed_mid_load_is_refreshed_and_the_load_retrie
 
     catalog, _job, _lake, plane = project
     root = catalog.root
-    (root / "metadata" / "policies.yaml").write_text(
-        POLICIES
-        + """  - name: connection_killed
-    match: {message: "terminating connection|server closed the connection|connection is lost"}
-    error_code: CONNECTION_RESET
-    actions: [refresh_connection]
-    then: retry
-"""
-    )
     monkeypatch.setenv("MEDALLION_WAREHOUSE_URL", postgres_server.dsn)
-    catalog = load_catalog(root, use_cache=False)
-    job = definitions_for(
-        catalog, DatasetTranslator(catalog)
-    ).resolve_implicit_global_asset_job_def()
+    killed_message = "terminating connection|server closed the connection|connection is lost"
+    job = with_rule(
+        root, "connection_killed", killed_message, "CONNECTION_RESET", "refresh_connection"
+    )
     instance = dg.DagsterInstance.ephemeral()
     assert job.execute_in_process(instance=instance).success
 
@@ -194,19 +200,7 @@ def test_a_new_column_in_the_raw_files_is_evolved_then_ingested(spark, project):
 
     catalog, _job, lake, plane = project
     root = catalog.root
-    (root / "metadata" / "policies.yaml").write_text(
-        POLICIES
-        + """  - name: schema_mismatch
-    match: {message: "schema mismatch"}
-    error_code: SCHEMA_MISMATCH
-    actions: [evolve_schema]
-    then: retry
-"""
-    )
-    catalog = load_catalog(root, use_cache=False)
-    job = definitions_for(
-        catalog, DatasetTranslator(catalog)
-    ).resolve_implicit_global_asset_job_def()
+    job = with_rule(root, "schema_mismatch", "schema mismatch", "SCHEMA_MISMATCH", "evolve_schema")
     instance = dg.DagsterInstance.ephemeral()
     assert job.execute_in_process(instance=instance).success
     store = LocalFolderObjectStore(root / ".medallion" / "s3")
