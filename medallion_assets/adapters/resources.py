@@ -86,7 +86,7 @@ class S3Resource(dg.ConfigurableResource):  # type: ignore[type-arg]
 
         base = object_store_from_env(os.environ, medallion_home(self.project_root) / "s3")
         limits = Throttle.model_validate(self.throttles.get(system, {}))
-        return ThrottledS3(base, SystemThrottle(system, limits))
+        return ThrottledS3(base, SystemThrottle(system, _cut(self.project_root, system, limits)))
 
     def raw_store(self) -> Any:
         """Unthrottled store, for tools that write demo data."""
@@ -114,4 +114,15 @@ class WarehouseResource(dg.ConfigurableResource):  # type: ignore[type-arg]
         from medallion_assets.catalog.models import Throttle
         from medallion_assets.runtime.throttle import SystemThrottle
 
-        return SystemThrottle(system, Throttle.model_validate(self.throttles.get(system, {})))
+        limits = Throttle.model_validate(self.throttles.get(system, {}))
+        return SystemThrottle(system, _cut(self.project_root, system, limits))
+
+
+def _cut(project_root: str, system: str, limits: Any) -> Any:
+    """The limits with any reduce_parallelism cut in force (read now, from the lake's state)."""
+    import time
+
+    from medallion_assets.runtime.throttle import reduced_limits, reduction, reduction_state
+
+    lake = Lake(lake_location(os.environ, Path(project_root)))
+    return reduced_limits(limits, reduction(lake.read_state(reduction_state(system)), time.time()))

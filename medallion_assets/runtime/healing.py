@@ -8,12 +8,15 @@ Each action takes a ``HealingContext`` and returns a line for the audit log. Bui
   connects per load and pools nothing; Spark's session is dropped when it is a Spark Connect
   session, whose server may have restarted);
 - ``wait``: pause for the retry policy's delay before the retry's own backoff;
+- ``reduce_parallelism``: halve the limits of the table's system (and of its warehouse target's
+  system) for an hour, down to an eighth; S3 and warehouse throttles read the cut when a step
+  builds them;
 - ``evolve_schema``: when the error is a ``SchemaDrift`` (raw files with undeclared columns),
   record the new columns as nullable strings of the source; the retry reads them by name;
 - a user action by dotted path ``package.module:function``, called with the context.
 
-``reduce_parallelism`` and ``reroute_source`` need state the run reads back (lower throttles,
-the chosen replica); they are not built yet and say so in the audit log instead of pretending.
+``reroute_source`` needs the chosen replica to be read back by ingest; it is not built yet and
+says so in the audit log instead of pretending.
 """
 
 from __future__ import annotations
@@ -65,6 +68,21 @@ def wait(context: HealingContext) -> str:
     return f"waited {seconds:g} s"
 
 
+def reduce_parallelism(context: HealingContext) -> str:
+    from medallion_assets.runtime.throttle import halve, reduction_state
+
+    systems = [context.dataset.system]
+    if context.dataset.target is not None:
+        systems.append(context.dataset.target.system)
+    now = time.time()
+    cuts = []
+    for system in dict.fromkeys(systems):
+        state = halve(context.lake.read_state(reduction_state(system)), now)
+        context.lake.write_state(reduction_state(system), state)
+        cuts.append(f"{system} to {state['factor']:g}x")
+    return f"limits cut for an hour: {', '.join(cuts)}"
+
+
 def evolve_schema(context: HealingContext) -> str:
     drift = _in_chain(context.error, SchemaDrift)
     if drift is None:
@@ -90,8 +108,9 @@ BUILTIN: dict[str, Callable[[HealingContext], str]] = {
     "refresh_connection": refresh_connection,
     "wait": wait,
     "evolve_schema": evolve_schema,
+    "reduce_parallelism": reduce_parallelism,
 }
-NOT_BUILT = ("reduce_parallelism", "reroute_source")
+NOT_BUILT = ("reroute_source",)
 
 
 def resolve(action: str) -> Callable[[HealingContext], Any]:

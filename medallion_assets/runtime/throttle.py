@@ -209,3 +209,40 @@ class SystemThrottle:
 
     def __repr__(self) -> str:
         return f"SystemThrottle({self.system!r}, {self.limits!r})"
+
+
+# --- reduce_parallelism: a temporary cut of a system's limits, kept in the lake's state -------
+
+REDUCTION_HOLD_SECONDS = 3600.0  # a cut lasts an hour after the last failure that asked for it
+MIN_FACTOR = 0.125  # three halvings at most
+
+
+def reduction_state(system: str) -> str:
+    return f"parallelism__{system}"
+
+
+def reduction(state: dict[str, float], now: float) -> float:
+    """The factor in force (1.0 when none or expired)."""
+    if not state or float(state.get("until", 0)) < now:
+        return 1.0
+    return float(state.get("factor", 1.0))
+
+
+def halve(state: dict[str, float], now: float) -> dict[str, float]:
+    """The state after one more halving, held for ``REDUCTION_HOLD_SECONDS`` from now."""
+    factor = max(MIN_FACTOR, reduction(state, now) / 2)
+    return {"factor": factor, "until": now + REDUCTION_HOLD_SECONDS, "since": now}
+
+
+def reduced_limits(limits: Throttle, factor: float) -> Throttle:
+    """``limits`` scaled by ``factor``; concurrency rounds down but stays at least 1. A limit
+    that is not set stays unset: there is nothing to scale."""
+    if factor >= 1.0:
+        return limits
+    values = limits.model_dump()
+    for name in ("rows_per_second", "bytes_per_second", "requests_per_second"):
+        if values[name] is not None:
+            values[name] = values[name] * factor
+    if values["max_concurrent_jobs"] is not None:
+        values["max_concurrent_jobs"] = max(1, int(values["max_concurrent_jobs"] * factor))
+    return Throttle.model_validate(values)

@@ -177,3 +177,40 @@ def test_slot_is_released_when_the_job_fails() -> None:
         raise RuntimeError("load failed")
     with throttle.slot():  # would block forever if the failed job kept its slot
         pass
+
+
+def test_reduce_parallelism_halves_the_system_limits_a_step_builds_until_it_expires(
+    tmp_path, monkeypatch, demo_catalog
+):
+    from medallion_assets.adapters.resources import S3Resource
+    from medallion_assets.planner.healing import Diagnosis, Failure
+    from medallion_assets.runtime.healing import HealingContext, reduce_parallelism
+    from medallion_assets.runtime.lake import Lake
+    from medallion_assets.runtime.throttle import reduction_state
+
+    monkeypatch.setenv("MEDALLION_HOME", str(tmp_path))
+    monkeypatch.delenv("MEDALLION_LAKE", raising=False)
+    throttles = {n: s.throttle.model_dump() for n, s in demo_catalog.systems.items()}
+    s3 = S3Resource(project_root=str(tmp_path), throttles=throttles)
+    before = s3.store("s3_raw").throttle.limits
+    lake = Lake(tmp_path / "lake")
+    context = HealingContext(
+        demo_catalog,
+        demo_catalog.datasets["bronze.orders"],
+        None,
+        lake,
+        Diagnosis("S3_THROTTLED", "s3_slow_down", ("reduce_parallelism",)),
+        Failure(("OSError",), "SlowDown"),
+        1,
+        None,
+    )
+    assert reduce_parallelism(context) == "limits cut for an hour: s3_raw to 0.5x"
+    after = s3.store("s3_raw").throttle.limits
+    assert after.requests_per_second == before.requests_per_second / 2
+    assert after.max_concurrent_jobs == max(1, before.max_concurrent_jobs // 2)
+    for _ in range(5):
+        reduce_parallelism(context)
+    assert s3.store("s3_raw").throttle.limits.requests_per_second == before.requests_per_second / 8
+    state = lake.read_state(reduction_state("s3_raw"))
+    lake.write_state(reduction_state("s3_raw"), {**state, "until": 0})  # the hour has passed
+    assert s3.store("s3_raw").throttle.limits == before
