@@ -9,7 +9,11 @@ from pathlib import Path
 
 import dagster as dg
 
-from medallion_assets.adapters.control import build_control_job, build_control_sensor
+from medallion_assets.adapters.control import (
+    build_control_job,
+    build_control_sensor,
+    build_run_audit_sensors,
+)
 from medallion_assets.adapters.factory import build_assets
 from medallion_assets.adapters.jobs import build_jobs, build_schedules
 from medallion_assets.adapters.resources import (
@@ -69,7 +73,11 @@ def definitions_for(catalog: Catalog, translator: DatasetTranslator) -> dg.Defin
         assets=[*build_assets(catalog, translator), *external],
         jobs=[*jobs, build_control_job(catalog)],
         schedules=build_schedules(catalog, jobs),
-        sensors=[*build_sensors(catalog), build_control_sensor(catalog)],
+        sensors=[
+            *build_sensors(catalog),
+            build_control_sensor(catalog),
+            *build_run_audit_sensors(),
+        ],
         resources={
             "spark": SparkResource(),
             "control": ControlResource(project_root=root),

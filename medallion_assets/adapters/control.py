@@ -160,3 +160,43 @@ def _daily_partitions(catalog: Catalog, tables: list[str]) -> dg.DailyPartitions
     starts = [catalog.datasets[t].settings.partitions for t in tables]
     dated = [p.start for p in starts if p is not None]
     return dg.DailyPartitionsDefinition(start_date=min(dated).isoformat()) if dated else None
+
+
+def build_run_audit_sensors() -> list[Any]:
+    """Run outcomes into the audit log: one entry per run that succeeded, failed or was
+    canceled, with its job, tags and the steps that failed (the daemon evaluates these)."""
+
+    def audit(status: Any, verb: str) -> Any:
+        @dg.run_status_sensor(
+            name=f"audit_run_{verb.split()[-1]}",
+            run_status=status,
+            monitor_all_code_locations=False,
+            default_status=dg.DefaultSensorStatus.RUNNING,
+            description=f"Records every run that {verb} in the control store's audit log.",
+        )
+        def _audit(context: dg.RunStatusSensorContext, control: ControlResource) -> None:
+            run = context.dagster_run
+            tables = sorted(run_tables(run))
+            details = {"job": run.job_name, "tables": tables, "tags": dict(run.tags)}
+            message = f"run of {run.job_name} {verb}"
+            if verb == "failed":
+                failed = [
+                    e.step_key
+                    for e in context.instance.all_logs(
+                        run.run_id, of_type=dg.DagsterEventType.STEP_FAILURE
+                    )
+                ]
+                details["failed_steps"] = failed
+                steps = ", ".join(s for s in failed if s) or "none (the run itself)"
+                message += f"; failed steps: {steps}"
+            control.plane().store().record(
+                "run", "run", message, run_id=run.run_id, details=details
+            )
+
+        return _audit
+
+    return [
+        audit(dg.DagsterRunStatus.SUCCESS, "succeeded"),
+        audit(dg.DagsterRunStatus.FAILURE, "failed"),
+        audit(dg.DagsterRunStatus.CANCELED, "was canceled"),
+    ]

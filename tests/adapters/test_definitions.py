@@ -148,7 +148,12 @@ def test_jobs_per_pipeline_and_layer_and_schedules_from_cron(defs, demo_catalog)
 
 def test_a_sensor_watches_every_raw_source(defs, demo_catalog):
     names = {s.name for s in defs.sensors}
-    assert names == {f"new_objects__{source}" for source in demo_catalog.sources} | {"kill_switch"}
+    assert names == {f"new_objects__{source}" for source in demo_catalog.sources} | {
+        "kill_switch",
+        "audit_run_succeeded",
+        "audit_run_failed",
+        "audit_run_canceled",
+    }
 
 
 def test_retry_policy_and_pool_come_from_metadata(defs, demo_catalog):

@@ -8,6 +8,7 @@ import dagster as dg
 import pytest
 
 from medallion_assets.adapters.build import definitions_for
+from medallion_assets.adapters.resources import ControlResource
 from medallion_assets.adapters.translator import DatasetTranslator
 from medallion_assets.catalog import load_catalog
 from medallion_assets.runtime import lake as lake_module
@@ -140,11 +141,7 @@ def test_the_control_job_flips_a_flag_from_the_ui_with_an_audit_entry(project):
 def test_schedules_and_source_sensors_do_not_request_switched_off_tables(project):
     from datetime import UTC, datetime
 
-    from medallion_assets.adapters.resources import (
-        ControlResource,
-        LakeResource,
-        S3Resource,
-    )
+    from medallion_assets.adapters.resources import LakeResource, S3Resource
 
     root, _store, _job, _lake, plane = project
     catalog = load_catalog(root, use_cache=False)
@@ -204,3 +201,29 @@ def test_medallion_run_lists_what_the_kill_switch_skipped(spark, project):
     assert "silver.orders_clean: silver.orders_clean is disabled by dataset:" in result.output
     assert "not run, upstream switched off: gold.revenue" in result.output
     assert lake.current("bronze.orders") is not None and lake.current("gold.revenue") is None
+
+
+def test_run_outcomes_are_recorded_in_the_audit_log(project):
+    root, _store, _job, _lake, plane = project
+    catalog = load_catalog(root, use_cache=False)
+    defs = definitions_for(catalog, DatasetTranslator(catalog))
+    instance = dg.DagsterInstance.ephemeral()
+    bad = {"entity": "source:nope", "enabled": False, "reason": "x"}
+    failed = defs.resolve_job_def("medallion_control").execute_in_process(
+        run_config={"ops": {"set_control_flag": {"config": bad}}},
+        instance=instance,
+        raise_on_error=False,
+    )
+    sensor = next(s for s in defs.sensors if s.name == "audit_run_failed")
+    context = dg.build_run_status_sensor_context(
+        sensor_name=sensor.name,
+        dagster_instance=instance,
+        dagster_run=failed.dagster_run,
+        dagster_event=failed.get_run_failure_event(),
+        resources={"control": ControlResource(project_root=str(root))},
+    )
+    sensor(context)
+    (entry,) = plane.store().audit(run_id=failed.run_id)
+    assert (entry.kind, entry.entity) == ("run", "run")
+    assert entry.message == "run of medallion_control failed; failed steps: set_control_flag"
+    assert entry.details["job"] == "medallion_control"
