@@ -142,15 +142,21 @@ def _pandera_schema(rule: Rule, frame: Any) -> Any:
     return pa.DataFrameSchema({name: column(name, nullable=True, checks=[check])})
 
 
-def _no_nulls_in(columns: tuple[str, ...]) -> Any:
-    """A pandera table-level check: no row has a null in any of ``columns``."""
+def _any_null(columns: tuple[str, ...]) -> Any:
+    """The predicate "a null in any of ``columns``": the not_null rule's failing rows."""
     from pyspark.sql import functions as F
 
+    condition = F.lit(False)
+    for c in columns:
+        condition = condition | F.col(c).isNull()
+    return condition
+
+
+def _no_nulls_in(columns: tuple[str, ...]) -> Any:
+    """A pandera table-level check: no row has a null in any of ``columns``."""
+
     def check(frame: Any) -> bool:
-        any_null = F.lit(False)
-        for c in columns:
-            any_null = any_null | F.col(c).isNull()
-        return bool(frame.filter(any_null).limit(1).count() == 0)
+        return bool(frame.filter(_any_null(columns)).limit(1).count() == 0)
 
     return check
 
@@ -185,14 +191,11 @@ def _failing(rule: Rule, frame: Any) -> tuple[Any, dict[str, Any]]:
     from pyspark.sql import functions as F
 
     if isinstance(rule, NotNullRule):
-        condition = F.lit(False)
-        for c in rule.columns:
-            condition = condition | F.col(c).isNull()
         nulls = frame.select(
             [F.sum(F.col(c).isNull().cast("long")).alias(c) for c in rule.columns]
         ).first()
         by_column = {c: int(nulls[c] or 0) for c in rule.columns}
-        return frame.where(condition), {"nulls_by_column": by_column}
+        return frame.where(_any_null(rule.columns)), {"nulls_by_column": by_column}
     if isinstance(rule, UniqueRule):
         keys = list(rule.columns)
         duplicated = frame.groupBy(*keys).count().where(F.col("count") > 1).drop("count")
