@@ -41,7 +41,7 @@ def build_control_sensor(catalog: Catalog) -> dg.SensorDefinition:
     def _kill_switch(context: dg.SensorEvaluationContext, control: ControlResource) -> Any:
         plane = control.plane()
         flags = plane.flags()
-        tables = set(plane.disabled(catalog))
+        tables = set(plane.disabled(catalog, flags=flags))
         pipelines = {n for (s, n), f in flags.items() if s == "pipeline" and not f.enabled}
         seen = json.loads(context.cursor) if context.cursor else {"tables": [], "pipelines": []}
         new_tables = tables - set(seen["tables"])

@@ -77,12 +77,13 @@ def _asset(
     )
     def _materialize(context: dg.AssetExecutionContext) -> Iterator[Any]:
         resources = context.resources
-        if switched_off(context, catalog, dataset, resources.control):
+        plane = resources.control.plane()  # one per step: flags and audit share its store
+        if switched_off(context, catalog, dataset, plane):
             return
         if table_key(dataset.name) not in context.selected_asset_keys:
             yield from check_current_version(context, catalog, dataset, resources)
             return
-        audit = Audit(resources.control.plane().store(), dataset, context)
+        audit = Audit(plane.store(), dataset, context)
         audit.record("attempt", f"attempt {audit.attempt} started")
         try:
             yield from materialize_dataset(
@@ -195,12 +196,11 @@ def policy_of(
 
 
 def switched_off(
-    context: dg.AssetExecutionContext, catalog: Catalog, dataset: Dataset, control: Any
+    context: dg.AssetExecutionContext, catalog: Catalog, dataset: Dataset, plane: Any
 ) -> bool:
     """The kill switch at the table boundary: flags are read now, so a flag flipped while the
     run is executing stops this table (and, through Dagster, what depends on it in the run)."""
     pipelines = [context.run.tags["pipeline"]] if "pipeline" in context.run.tags else []
-    plane = control.plane()
     off = plane.disabled(catalog, [dataset.name], pipelines)
     if dataset.name not in off:
         return False

@@ -89,7 +89,7 @@ def status(fmt: str, project: Path) -> None:
     catalog = load(project)
     plane = _plane(project)
     flags = plane.flags()
-    off = plane.disabled(catalog)
+    off = plane.disabled(catalog, flags=flags)
     disabled = [f for f in flags.values() if not f.enabled]
     if fmt == "json":
         data = {

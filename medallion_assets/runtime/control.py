@@ -8,6 +8,7 @@ decision, without a reload or a redeploy.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +34,12 @@ class ControlPlane:
         return cls(Path(project_root), default_url(env, Path(project_root)))
 
     def store(self) -> ControlStore:
+        """The store, opened (schema checked and migrated) once per plane: a plane serves one
+        decision or one step, so every check of it does not take the write lock again."""
+        return self._opened
+
+    @functools.cached_property
+    def _opened(self) -> ControlStore:
         return ControlStore.open(self.url)
 
     def flags(self) -> dict[tuple[str, str], EffectiveFlag]:
@@ -40,6 +47,11 @@ class ControlPlane:
         return effective_flags(yaml_flags, self.store().flags())
 
     def disabled(
-        self, catalog: Catalog, tables: Iterable[str] | None = None, pipelines: Iterable[str] = ()
+        self,
+        catalog: Catalog,
+        tables: Iterable[str] | None = None,
+        pipelines: Iterable[str] = (),
+        flags: Mapping[tuple[str, str], EffectiveFlag] | None = None,
     ) -> dict[str, DisabledTable]:
-        return disabled_tables(catalog, self.flags(), tables, pipelines)
+        """The switched-off tables, from ``flags`` when the caller has just read them."""
+        return disabled_tables(catalog, self.flags() if flags is None else flags, tables, pipelines)
