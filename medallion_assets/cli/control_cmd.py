@@ -15,6 +15,7 @@ import click
 
 from medallion_assets.cli.common import fail, load, project_option
 from medallion_assets.planner.kill_switch import parse_entity, table_entities
+from medallion_assets.runtime.control_store import iso_utc, masked_url
 
 _fmt = click.option(
     "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
@@ -93,13 +94,13 @@ def status(fmt: str, project: Path) -> None:
     disabled = [f for f in flags.values() if not f.enabled]
     if fmt == "json":
         data = {
-            "control_store": _masked(plane.url),
+            "control_store": masked_url(plane.url),
             "flags": [vars(f) | {"entity": f.entity} for f in flags.values()],
             "disabled_tables": {t: d.flag.entity for t, d in off.items()},
         }
         click.echo(json.dumps(data, indent=2))
         return
-    click.echo(f"control store: {_masked(plane.url)}")
+    click.echo(f"control store: {masked_url(plane.url)}")
     if not disabled:
         click.echo("nothing is disabled")
     for flag in sorted(disabled, key=lambda f: f.entity):
@@ -169,11 +170,4 @@ def _since(text: str) -> str:
         if parsed.tzinfo is None:
             parsed = parsed.replace(tzinfo=UTC)
         moment = parsed.timestamp()
-    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(moment))
-    return f"{stamp}.{int(moment % 1 * 1e6):06d}Z"
-
-
-def _masked(url: str) -> str:
-    from medallion_assets.runtime.warehouse import mask_credentials
-
-    return mask_credentials(url)
+    return iso_utc(moment)

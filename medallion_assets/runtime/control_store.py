@@ -107,10 +107,14 @@ class AuditEntry:
     id: int | None = None
 
 
+def iso_utc(seconds: float) -> str:
+    """Epoch seconds as sortable ISO 8601 UTC text (the store compares these as strings)."""
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
+    return f"{stamp}.{int(seconds % 1 * 1e6):06d}Z"
+
+
 def utc_now() -> str:
-    """Now as sortable ISO 8601 UTC text (the store compares these as strings)."""
-    now = time.time()
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1e6):06d}Z"
+    return iso_utc(time.time())
 
 
 def default_url(env: Mapping[str, str], project_root: Path) -> str:
@@ -133,7 +137,7 @@ class ControlStore:
             self.dialect = "postgresql"
         else:
             raise ControlStoreError(
-                f"control store URL {_masked(url)!r} is not supported: use sqlite:///PATH or "
+                f"control store URL {masked_url(url)!r} is not supported: use sqlite:///PATH or "
                 "postgresql://user@host:port/db (MEDALLION_CONTROL_URL)"
             )
 
@@ -174,7 +178,7 @@ class ControlStore:
             return _PostgresConnection(psycopg.connect(self.url, connect_timeout=10))
         except psycopg.Error as error:
             raise ControlStoreError(
-                f"cannot connect to the control store {_masked(self.url)}: {error}"
+                f"cannot connect to the control store {masked_url(self.url)}: {error}"
             ) from error
 
     def schema_version(self) -> int:
@@ -197,7 +201,7 @@ class ControlStore:
             version = self._version(db)
             if version > len(MIGRATIONS):
                 raise ControlStoreError(
-                    f"the control store {_masked(self.url)} has schema version {version}, newer "
+                    f"the control store {masked_url(self.url)} has schema version {version}, newer "
                     f"than this medallion_assets knows ({len(MIGRATIONS)}): upgrade the package"
                 )
             for statements in MIGRATIONS[version:]:
@@ -378,7 +382,8 @@ class _PostgresConnection:
         self._connection.close()
 
 
-def _masked(url: str) -> str:
-    from medallion_assets.runtime.warehouse import mask_credentials
+def masked_url(url: str) -> str:
+    """``url`` with its password hidden, for messages and listings."""
+    from medallion_assets.runtime.warehouse import mask_credentials  # pyarrow: import late
 
     return mask_credentials(url)
