@@ -166,7 +166,7 @@ def heal_and_retry(
         failure,
         audit.attempt,
         policy,
-        spark=None,
+        spark=resources.spark.session(),  # refresh_connection drops a Spark Connect session
         error=error,
         run_id=context.run.run_id,
     )

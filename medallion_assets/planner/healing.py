@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from medallion_assets.catalog.operations import HealingRule, RetryPolicy
@@ -38,18 +38,25 @@ class Failure:
         types: list[str] = []
         messages: list[str] = []
         sqlstate = None
-        seen: set[int] = set()
-        current: BaseException | None = error
-        while current is not None and id(current) not in seen:  # the chain of causes
-            seen.add(id(current))
+        for current in causes(error):
             for klass in type(current).__mro__:
                 if klass is object:
                     continue
                 types += [klass.__name__, f"{klass.__module__}.{klass.__qualname__}"]
             messages.append(f"{type(current).__name__}: {current}")
             sqlstate = sqlstate or _sqlstate(current)
-            current = current.__cause__ or current.__context__
         return cls(tuple(dict.fromkeys(types)), "\n".join(messages), sqlstate)
+
+
+def causes(error: BaseException | None) -> Iterator[BaseException]:
+    """``error``, then what caused it (``raise ... from``, or the error being handled when it
+    was raised), and so on; each once."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        current = current.__cause__ or current.__context__
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from typing import Any
 
 from medallion_assets.catalog import Catalog, Dataset
 from medallion_assets.catalog.operations import RetryPolicy
-from medallion_assets.planner.healing import Diagnosis, Failure
+from medallion_assets.planner.healing import Diagnosis, Failure, causes
 from medallion_assets.runtime.schema_drift import SchemaDrift, evolve
 
 
@@ -84,23 +84,13 @@ def reduce_parallelism(context: HealingContext) -> str:
 
 
 def evolve_schema(context: HealingContext) -> str:
-    drift = _in_chain(context.error, SchemaDrift)
+    drift = next((e for e in causes(context.error) if isinstance(e, SchemaDrift)), None)
     if drift is None:
         return "the error is not a schema drift of raw files: nothing evolved"
     added = evolve(context.lake, drift.source_name, drift.new_columns, context.run_id)
     if not added:
         return f"source {drift.source_name}: the new column(s) were already evolved"
     return f"source {drift.source_name}: added nullable string column(s) {', '.join(added)}"
-
-
-def _in_chain(error: BaseException | None, kind: type[SchemaDrift]) -> SchemaDrift | None:
-    seen: set[int] = set()
-    while error is not None and id(error) not in seen:
-        if isinstance(error, kind):
-            return error
-        seen.add(id(error))
-        error = error.__cause__ or error.__context__
-    return None
 
 
 BUILTIN: dict[str, Callable[[HealingContext], str]] = {
