@@ -72,7 +72,7 @@ def definitions_for(catalog: Catalog, translator: DatasetTranslator) -> dg.Defin
     return dg.Definitions(
         assets=[*build_assets(catalog, translator), *external],
         jobs=[*jobs, build_control_job(catalog)],
-        schedules=build_schedules(catalog, jobs),
+        schedules=build_schedules(catalog, jobs, translator),
         sensors=[
             *build_sensors(catalog),
             build_control_sensor(catalog),

@@ -124,8 +124,8 @@ def pipeline_schedule(
     cron: str,
     tables: list[str],
     status: dg.DefaultScheduleStatus,
+    partitions: Any = None,  # the job's partitions definition, for a daily job
 ) -> dg.ScheduleDefinition:
-    partitions = _daily_partitions(catalog, tables)
 
     @dg.schedule(
         name=f"{job.name}_schedule",
@@ -154,12 +154,6 @@ def pipeline_schedule(
         )
 
     return _tick
-
-
-def _daily_partitions(catalog: Catalog, tables: list[str]) -> dg.DailyPartitionsDefinition | None:
-    starts = [catalog.datasets[t].settings.partitions for t in tables]
-    dated = [p.start for p in starts if p is not None]
-    return dg.DailyPartitionsDefinition(start_date=min(dated).isoformat()) if dated else None
 
 
 def build_run_audit_sensors() -> list[Any]:

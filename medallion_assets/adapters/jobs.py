@@ -11,7 +11,7 @@ from collections.abc import Iterable
 import dagster as dg
 
 from medallion_assets.adapters.control import pipeline_schedule
-from medallion_assets.adapters.translator import table_key
+from medallion_assets.adapters.translator import DatasetTranslator, table_key
 from medallion_assets.catalog import Catalog
 
 DAILY_SUFFIX = "__daily"
@@ -71,7 +71,7 @@ def build_jobs(catalog: Catalog) -> list[dg.UnresolvedAssetJobDefinition]:
 
 
 def build_schedules(
-    catalog: Catalog, jobs: list[dg.UnresolvedAssetJobDefinition]
+    catalog: Catalog, jobs: list[dg.UnresolvedAssetJobDefinition], translator: DatasetTranslator
 ) -> list[dg.ScheduleDefinition]:
     """One schedule per pipeline job, on the pipeline's cron (a daily job at its time of day,
     for the day that just ended). Each tick reads the kill switch: switched-off tables are left
@@ -103,6 +103,8 @@ def build_schedules(
                     f"{minute} {hour} * * *",
                     daily,
                     status,
+                    # the daily tables of one job share one partitions definition
+                    translator.partitions_def(catalog.datasets[daily[0]]),
                 )
             )
     return schedules
