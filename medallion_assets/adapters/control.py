@@ -142,9 +142,9 @@ def pipeline_schedule(
             return dg.SkipReason(f"every table of {job.name} is switched off: {reasons}")
         partition = None
         if partitions is not None:
-            partition = partitions.get_last_partition_key(
-                current_time=context.scheduled_execution_time
-            )
+            # The day that just ended, as of the tick's scheduled time (not the clock's now).
+            with dg.partition_loading_context(effective_dt=context.scheduled_execution_time):
+                partition = partitions.get_last_partition_key()
             if partition is None:
                 return dg.SkipReason(f"no complete day yet for {job.name}")
         return dg.RunRequest(

@@ -228,3 +228,22 @@ def test_the_retry_policy_in_force_is_the_datasets_then_the_pipelines_then_the_p
     assert policy_of(demo_catalog, orders, "ingest") == policies["fast"]  # the pipeline's
     assert policy_of(demo_catalog, orders) == policies["standard"]  # the project default
     assert policy_of(demo_catalog, orders, "no_such_pipeline") == policies["standard"]
+
+
+def test_a_daily_schedule_requests_the_day_that_just_ended(defs, tmp_path, monkeypatch):
+    from datetime import UTC, datetime
+
+    from medallion_assets.adapters.resources import ControlResource
+
+    monkeypatch.setenv("MEDALLION_HOME", str(tmp_path))
+    monkeypatch.delenv("MEDALLION_CONTROL_URL", raising=False)
+    schedule = next(s for s in defs.schedules if s.name == "ingest__daily_schedule")
+    context = dg.build_schedule_context(
+        scheduled_execution_time=datetime(2026, 11, 21, 0, 5, tzinfo=UTC),
+        resources={"control": ControlResource(project_root=str(REPO))},
+        repository_def=defs.get_repository_def(),
+    )
+    (request,) = schedule.evaluate_tick(context).run_requests
+    assert request.partition_key == "2026-11-20"
+    assert request.tags["pipeline"] == "ingest"
+    assert {".".join(k.path) for k in request.asset_selection} == {"bronze.user_events"}
