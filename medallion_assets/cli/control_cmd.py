@@ -57,9 +57,10 @@ def _flip(enabled: bool):  # type: ignore[no-untyped-def]
         flag = plane.store().set_flag(scope, name, enabled, reason, who)
         click.echo(f"{flag.entity} {verb}d by {who} at {flag.changed_at}: {reason}")
         off = plane.disabled(catalog)
-        affected = [t for t in catalog.datasets if (scope, name) in table_entities(catalog, t)]
         if scope == "pipeline":
             affected = list(catalog.pipeline_datasets(name))
+        else:
+            affected = [t for t in catalog.datasets if (scope, name) in table_entities(catalog, t)]
         if not enabled:
             click.echo(f"switched off: {', '.join(affected) or 'nothing'}")
         else:
