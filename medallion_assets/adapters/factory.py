@@ -23,6 +23,7 @@ from medallion_assets.catalog import Catalog, Dataset
 from medallion_assets.catalog.operations import RetryPolicy
 from medallion_assets.catalog.rules import ReconciliationRule
 from medallion_assets.planner.healing import Failure, diagnose, retry_delay
+from medallion_assets.planner.reroute import PRIMARY, Route, along
 from medallion_assets.runtime.build import build_table
 from medallion_assets.runtime.healing import HealingContext, run_actions
 from medallion_assets.runtime.ingest import ingest
@@ -84,7 +85,11 @@ def _asset(
             yield from check_current_version(context, catalog, dataset, resources)
             return
         audit = Audit(plane.store(), dataset, context)
-        audit.record("attempt", f"attempt {audit.attempt} started")
+        route, warning = plane.route(catalog, dataset)  # read now: a reroute is sticky
+        if warning:
+            context.log.warning(warning)
+        along_route = "" if route.name == PRIMARY else f" along route {route.describe()}"
+        audit.record("attempt", f"attempt {audit.attempt} started{along_route}", route=route.name)
         try:
             yield from materialize_dataset(
                 context,
@@ -94,6 +99,7 @@ def _asset(
                 resources.lake,
                 resources.s3,
                 resources.warehouse,
+                route=route,
             )
         except dg.Failure as failure:  # blocking checks, or a failure already classified
             audit.record("outcome", f"failed: {(failure.description or '')[:500]}")
@@ -169,10 +175,27 @@ def heal_and_retry(
         spark=resources.spark.session(),  # refresh_connection drops a Spark Connect session
         error=error,
         run_id=context.run.run_id,
+        control=audit.store,
     )
+    routed_before = audit.store.routes().get(dataset.name)
     for action, did in run_actions(healing):
         audit.record("healing", f"{action}: {did}", action=action, error_code=diagnosis.error_code)
     retries = policy.max_retries if policy else 0
+    if diagnosis.then == "reroute":
+        rerouted = audit.store.routes().get(dataset.name)
+        if rerouted == routed_before:
+            audit.record("outcome", f"failed: {diagnosis.error_code}, no route left to take")
+            raise dg.Failure(
+                description=f"{dataset.name}: {diagnosis.error_code} (healing rule "
+                f"{diagnosis.rule}) and no replica or alternate is left to reroute to: "
+                f"{first_line}",
+                allow_retries=False,
+            ) from error
+        # A new route is a new attempt at once, whatever the policy's limit: the walk through
+        # the routes is finite (each is taken once, in cost order).
+        route = rerouted.route if rerouted is not None else PRIMARY
+        audit.record("retry", f"retrying at once along route {route}")
+        raise dg.RetryRequested(max_retries=max(retries, audit.attempt)) from error
     if audit.attempt > retries:
         audit.record("outcome", f"failed after {audit.attempt} attempt(s): {diagnosis.error_code}")
         raise error
@@ -224,7 +247,10 @@ def materialize_dataset(
     lake: LakeResource,
     s3: S3Resource,
     warehouse: WarehouseResource,
+    route: Route | None = None,
 ) -> Iterator[Any]:
+    """Build (or ingest) the table for each partition of the step, along ``route`` when it is
+    not the primary: a source replica for bronze, an alternate producer's SQL otherwise."""
     session = spark.session()
     partitions: list[str | None] = [None]
     if context.has_partition_key:
@@ -235,7 +261,9 @@ def materialize_dataset(
     for partition in partitions:
         try:
             per_partition.append(
-                _materialize_one(context, catalog, dataset, session, lake, s3, warehouse, partition)
+                _materialize_one(
+                    context, catalog, dataset, session, lake, s3, warehouse, partition, route
+                )
             )
         except ChecksFailed as failed:
             done = [c for _, _, checks in per_partition for c in checks]
@@ -363,11 +391,17 @@ def _materialize_one(
     s3: S3Resource,
     warehouse: WarehouseResource,
     partition: str | None,
+    route: Route | None = None,
 ) -> tuple[Any, dict[str, Any], list[CheckResult]]:
     log = context.log.info
     metadata: dict[str, Any] = {}
+    replica = route.replica if route is not None else None
+    if route is not None and route.name != PRIMARY:
+        metadata["route"] = route.describe()
+        dataset = along(dataset, route)
+        log(f"{dataset.name}: read along route {route.describe()}")
     if dataset.layer == "bronze":
-        store = s3.store(dataset.system)
+        store = s3.store(replica.system if replica is not None else dataset.system)
         with store.throttle.slot():  # max_concurrent_jobs within this process
             outcome = ingest(
                 session,
@@ -379,6 +413,7 @@ def _materialize_one(
                 partition,
                 run_id=context.run.run_id,
                 log=log,
+                replica=replica,
             )
         build = outcome.build
         metadata.update(outcome.metadata)

@@ -1,4 +1,5 @@
-"""``medallion control disable|enable|status`` and ``medallion audit``: kill switch and log."""
+"""``medallion control disable|enable|status|route`` and ``medallion audit``: kill switch,
+reroutes and the log."""
 
 from __future__ import annotations
 
@@ -115,6 +116,50 @@ def status(fmt: str, project: Path) -> None:
     overrides = [f for f in flags.values() if f.origin == "control store" and f.enabled]
     for flag in sorted(overrides, key=lambda f: f.entity):
         click.echo(f"enabled  {flag.entity}  by {flag.changed_by} since {flag.changed_at}")
+    for table, route in plane.store().routes().items():
+        click.echo(
+            f"REROUTED {table} -> {route.route}  by {route.changed_by} since "
+            f"{route.changed_at}: {route.reason}"
+        )
+
+
+@control.command()
+@click.argument("dataset")
+@click.argument("route_name", metavar="[ROUTE]", required=False)
+@click.option("--reason", default=None, help="Why (kept in the audit log); needed to change.")
+@click.option("--by", "changed_by", default=None, help="Who (default: user@host).")
+@project_option
+def route(
+    dataset: str, route_name: str | None, reason: str | None, changed_by: str | None, project: Path
+) -> None:
+    """List DATASET's routes (primary, source replicas, alternate producers) and the one in
+    force; with ROUTE, read DATASET along it from the next step on ("primary" goes back)."""
+    from medallion_assets.planner.reroute import routes
+
+    catalog = load(project)
+    if dataset not in catalog.datasets:
+        fail(f"no dataset named {dataset!r} in this project")
+    options = routes(catalog, catalog.datasets[dataset])
+    plane = _plane(project)
+    if route_name is not None:
+        if route_name not in {r.name for r in options}:
+            fail(
+                f"{dataset} has no route {route_name!r}: its routes are "
+                f"{', '.join(r.name for r in options)} (declare replicas in sources.yaml, "
+                "alternates in datasets.yaml)"
+            )
+        if not reason:
+            fail("say why with --reason (it is kept in the audit log)")
+        who = changed_by or f"{getpass.getuser()}@{socket.gethostname()}"
+        override = plane.store().set_route(dataset, route_name, reason, who)
+        click.echo(f"{dataset} rerouted to {route_name} by {who} at {override.changed_at}")
+        return
+    current, warning = plane.route(catalog, catalog.datasets[dataset])
+    if warning:
+        click.echo(f"warning: {warning}")
+    for option in options:
+        mark = "*" if option.name == current.name else " "
+        click.echo(f"{mark} {option.describe()}")
 
 
 @click.command()

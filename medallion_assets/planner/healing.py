@@ -83,7 +83,10 @@ def matches(rule: HealingRule, failure: Failure) -> bool:
 def diagnose(rules: Sequence[HealingRule], failure: Failure) -> Diagnosis:
     for rule in rules:
         if matches(rule, failure):
-            return Diagnosis(rule.error_code, rule.name, rule.actions, rule.then)
+            actions = rule.actions
+            if rule.then == "reroute" and "reroute_source" not in actions:
+                actions = (*actions, "reroute_source")  # `then: reroute` is what it says
+            return Diagnosis(rule.error_code, rule.name, actions, rule.then)
     return Diagnosis(UNCLASSIFIED, None)
 
 

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from medallion_assets.catalog import Catalog
+from medallion_assets.catalog import Catalog, Dataset
 from medallion_assets.catalog.metadata_files import read_control_file
 from medallion_assets.planner.kill_switch import (
     DisabledTable,
@@ -21,6 +21,7 @@ from medallion_assets.planner.kill_switch import (
     disabled_tables,
     effective_flags,
 )
+from medallion_assets.planner.reroute import PRIMARY, Route, find_route, routes
 from medallion_assets.runtime.control_store import ControlStore, default_url
 
 
@@ -55,3 +56,19 @@ class ControlPlane:
     ) -> dict[str, DisabledTable]:
         """The switched-off tables, from ``flags`` when the caller has just read them."""
         return disabled_tables(catalog, self.flags() if flags is None else flags, tables, pipelines)
+
+    def route(self, catalog: Catalog, dataset: Dataset) -> tuple[Route, str]:
+        """The route ``dataset`` is read along now, and a warning when the store names a route
+        the metadata no longer has (the primary is used then)."""
+        override = self.store().routes().get(dataset.name)
+        primary = routes(catalog, dataset)[0]
+        if override is None or override.route == PRIMARY:
+            return primary, ""
+        chosen = find_route(catalog, dataset, override.route)
+        if chosen is None:
+            return primary, (
+                f"{dataset.name} is rerouted to {override.route!r}, which its metadata no longer "
+                f"declares: reading the primary (run `medallion control route {dataset.name} "
+                "primary --reason ...` to clear it)"
+            )
+        return chosen, ""

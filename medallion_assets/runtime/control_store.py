@@ -59,6 +59,16 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         + f", PRIMARY KEY ({', '.join(KEYS[table])}))"
         for table, columns in CATALOG_TABLES.items()
     ),
+    # v3: the route a table is read along when not its primary (a replica or an alternate)
+    (
+        """CREATE TABLE route_overrides (
+            dataset TEXT NOT NULL PRIMARY KEY,
+            route TEXT NOT NULL,
+            reason TEXT NOT NULL,
+            changed_by TEXT NOT NULL,
+            changed_at TEXT NOT NULL,
+            run_id TEXT NOT NULL)""",
+    ),
 )
 _TYPES = {
     "sqlite": {
@@ -94,6 +104,18 @@ class FlagOverride:
     @property
     def entity(self) -> str:
         return f"{self.scope}:{self.name}"
+
+
+@dataclass(frozen=True)
+class RouteOverride:
+    """A table read along another route than its primary, since ``changed_at``."""
+
+    dataset: str
+    route: str
+    reason: str
+    changed_by: str
+    changed_at: str  # ISO 8601, UTC
+    run_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -252,6 +274,49 @@ class ControlStore:
                 ),
             )
         return flag
+
+    # --- routes -------------------------------------------------------------------------------
+
+    def routes(self) -> dict[str, RouteOverride]:
+        """The tables read along a route other than their primary, by table."""
+        with self._transaction() as db:
+            rows = db.query(
+                "SELECT dataset, route, reason, changed_by, changed_at, run_id "
+                "FROM route_overrides ORDER BY dataset"
+            )
+        return {r[0]: RouteOverride(*r) for r in rows}
+
+    def set_route(
+        self, dataset: str, route: str, reason: str, changed_by: str, run_id: str = ""
+    ) -> RouteOverride:
+        """Read ``dataset`` along ``route`` from now on ("primary" goes back); audited in the
+        same transaction."""
+        override = RouteOverride(dataset, route, reason, changed_by, utc_now(), run_id)
+        with self._transaction() as db:
+            if route == "primary":
+                db.execute("DELETE FROM route_overrides WHERE dataset = ?", (dataset,))
+            else:
+                db.execute(
+                    "INSERT INTO route_overrides "
+                    "(dataset, route, reason, changed_by, changed_at, run_id) "
+                    "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (dataset) DO UPDATE SET "
+                    "route = excluded.route, reason = excluded.reason, "
+                    "changed_by = excluded.changed_by, changed_at = excluded.changed_at, "
+                    "run_id = excluded.run_id",
+                    (dataset, route, reason, changed_by, override.changed_at, run_id),
+                )
+            self._append(
+                db,
+                AuditEntry(
+                    override.changed_at,
+                    "route",
+                    f"dataset:{dataset}",
+                    f"{dataset} rerouted to {route} by {changed_by}: {reason}",
+                    run_id,
+                    {"route": route, "reason": reason, "changed_by": changed_by},
+                ),
+            )
+        return override
 
     # --- catalog export -----------------------------------------------------------------------
 

@@ -13,10 +13,10 @@ Each action takes a ``HealingContext`` and returns a line for the audit log. Bui
   builds them;
 - ``evolve_schema``: when the error is a ``SchemaDrift`` (raw files with undeclared columns),
   record the new columns as nullable strings of the source; the retry reads them by name;
+- ``reroute_source``: read the table along its next route in cost order (its source's replica,
+  or an alternate producer; see ``planner.reroute``), recorded in the control store, where every
+  later step reads it until an operator routes the table back with ``medallion control route``;
 - a user action by dotted path ``package.module:function``, called with the context.
-
-``reroute_source`` needs the chosen replica to be read back by ingest; it is not built yet and
-says so in the audit log instead of pretending.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from typing import Any
 from medallion_assets.catalog import Catalog, Dataset
 from medallion_assets.catalog.operations import RetryPolicy
 from medallion_assets.planner.healing import Diagnosis, Failure, causes
+from medallion_assets.planner.reroute import PRIMARY, next_route, routes
 from medallion_assets.runtime.schema_drift import SchemaDrift, evolve
 
 
@@ -47,6 +48,7 @@ class HealingContext:
     sleep: Callable[[float], None] = time.sleep
     error: BaseException | None = None
     run_id: str = ""
+    control: Any = None  # runtime.control_store.ControlStore, for reroute_source
 
 
 def clear_staging(context: HealingContext) -> str:
@@ -93,21 +95,31 @@ def evolve_schema(context: HealingContext) -> str:
     return f"source {drift.source_name}: added nullable string column(s) {', '.join(added)}"
 
 
+def reroute_source(context: HealingContext) -> str:
+    name = context.dataset.name
+    override = context.control.routes().get(name)
+    current = override.route if override is not None else PRIMARY
+    target = next_route(routes(context.catalog, context.dataset), current)
+    if target is None:
+        return f"no route of {name} is left after {current}: nothing was changed"
+    reason = f"{context.diagnosis.error_code} (healing rule {context.diagnosis.rule})"
+    context.control.set_route(name, target.name, reason, "healing", context.run_id)
+    return f"rerouted {name} from {current} to {target.describe()}"
+
+
 BUILTIN: dict[str, Callable[[HealingContext], str]] = {
     "clear_staging": clear_staging,
     "refresh_connection": refresh_connection,
     "wait": wait,
     "evolve_schema": evolve_schema,
     "reduce_parallelism": reduce_parallelism,
+    "reroute_source": reroute_source,
 }
-NOT_BUILT = ("reroute_source",)
 
 
 def resolve(action: str) -> Callable[[HealingContext], Any]:
     if action in BUILTIN:
         return BUILTIN[action]
-    if action in NOT_BUILT:
-        return lambda _context: f"{action} is not built yet: nothing was changed"
     module, _, name = action.partition(":")
     if not name:  # "package.module.function"
         module, _, name = action.rpartition(".")

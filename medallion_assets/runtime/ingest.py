@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from medallion_assets.catalog import Catalog, Dataset
-from medallion_assets.catalog.models import Source
+from medallion_assets.catalog.models import Replica, Source
 from medallion_assets.runtime.build import BuildOutcome, publish_checked, skipped
 from medallion_assets.runtime.lake import Lake
 from medallion_assets.runtime.schema_drift import detect, evolved_columns, file_columns
@@ -53,10 +53,16 @@ def source_of(catalog: Catalog, dataset: Dataset) -> tuple[str, Source]:
     return name, catalog.sources[name]
 
 
-def source_prefix(source: Source, partition: str | None) -> str:
+def source_prefix(source: Source, partition: str | None, replica: Replica | None = None) -> str:
+    prefix = replica.prefix if replica is not None else source.prefix
     if partition and source.partition:
-        return source.prefix + source.partition.replace("{date}", partition) + "/"
-    return source.prefix
+        return prefix + source.partition.replace("{date}", partition) + "/"
+    return prefix
+
+
+def _primary_key(source: Source, replica: Replica | None, key: str) -> str:
+    """The key an object read from ``replica`` has in the primary bucket."""
+    return key if replica is None else source.prefix + key.removeprefix(replica.prefix)
 
 
 def partition_of(source: Source, key: str) -> str | None:
@@ -89,31 +95,38 @@ def ingest(
     run_id: str = "",
     checks: bool = True,
     log: Callable[[str], None] = lambda _m: None,
+    replica: Replica | None = None,
 ) -> IngestOutcome:
+    """Ingest ``dataset``'s source, from ``replica`` instead of the primary bucket when given
+    (a reroute). The manifest is keyed by the primary's keys either way, so an object already
+    ingested from one is not ingested again from the other (replication keeps the ETag)."""
     name, source = source_of(catalog, dataset)
-    prefix = source_prefix(source, partition)
+    bucket = replica.bucket if replica is not None else source.bucket
+    prefix = source_prefix(source, partition, replica)
     manifest = lake.read_state(manifest_name(name, partition))
-    listed = [o for o in store.list(source.bucket, prefix) if not o.key.endswith("/")]
-    fresh = [o for o in listed if manifest.get(o.key, {}).get("etag") != o.etag]
+    listed = [o for o in store.list(bucket, prefix) if not o.key.endswith("/")]
+    keyed = {_primary_key(source, replica, o.key): o for o in listed}
+    fresh = {k: o for k, o in keyed.items() if manifest.get(k, {}).get("etag") != o.etag}
     landing = landing_root / name / (partition or "_all")
     now = time.time()
     updated = dict(manifest)
-    for obj in fresh:
-        destination = landing / obj.key
-        store.download(source.bucket, obj.key, destination)
-        updated[obj.key] = {
+    for key, obj in fresh.items():
+        destination = landing / key
+        store.download(bucket, obj.key, destination)
+        updated[key] = {
             "etag": obj.etag,
             "size": obj.size,
             "ingested_at": now,
             "batch_id": run_id,
             "landing": str(destination),
+            "uri": f"s3://{bucket}/{obj.key}",
         }
     digest = manifest_digest(updated)
     inputs = {f"raw.{name}": digest}
     current = lake.reusable(dataset.name, partition, dataset.code_version, inputs)
     if current is not None:
         reason = (
-            f"skipped {dataset.name}: no new objects under s3://{source.bucket}/{prefix} "
+            f"skipped {dataset.name}: no new objects under s3://{bucket}/{prefix} "
             f"and code unchanged since version {current.version_id}"
         )
         log(reason)
@@ -121,11 +134,11 @@ def ingest(
         return IngestOutcome(outcome, 0, 0, current.rows)
     if not updated:
         raise FileNotFoundError(
-            f"{dataset.name}: no objects under s3://{source.bucket}/{prefix}; "
+            f"{dataset.name}: no objects under s3://{bucket}/{prefix}; "
             "nothing to ingest (check the source's bucket and prefix, or the partition date)"
         )
     evolved = evolved_columns(lake, name)
-    drift = detect(name, source, [landing / o.key for o in fresh], [n for n, _ in evolved])
+    drift = detect(name, source, [landing / k for k in fresh], [n for n, _ in evolved])
     if drift is not None:
         raise drift  # before reading: nothing is published, the manifest is not moved
     good, quarantine, total = _read_landed(spark, source, updated, evolved)
@@ -181,7 +194,12 @@ def _read_landed(
             frame = reader.json(paths).select(*wanted)
     files = spark.createDataFrame(
         [
-            (e["landing"], f"s3://{source.bucket}/{key}", float(e["ingested_at"]), e["batch_id"])
+            (
+                e["landing"],
+                e.get("uri", f"s3://{source.bucket}/{key}"),
+                float(e["ingested_at"]),
+                e["batch_id"],
+            )
             for key, e in manifest.items()
         ],
         "_landing string, _source_file string, _ingested_epoch double, _batch_id string",

@@ -129,3 +129,28 @@ def test_the_default_store_is_a_sqlite_file_in_the_state_folder(tmp_path: Path):
     assert (
         default_url({"MEDALLION_CONTROL_URL": "postgresql://x/y"}, tmp_path) == "postgresql://x/y"
     )
+
+
+def test_a_route_override_is_upserted_audited_and_cleared_by_primary(url: str):
+    store = ControlStore.open(url)
+    store.set_route(
+        "bronze.customers", "customers_us_east_replica", "NoSuchBucket", "healing", "r1"
+    )
+    store.set_route("silver.addresses_validated", "from_customer_profiles", "vendor late", "oncall")
+    store.set_route("bronze.customers", "customers_eu_replica", "replica lagging", "oncall", "r2")
+    routes = store.routes()
+    assert {t: (r.route, r.changed_by, r.run_id) for t, r in routes.items()} == {
+        "bronze.customers": ("customers_eu_replica", "oncall", "r2"),
+        "silver.addresses_validated": ("from_customer_profiles", "oncall", ""),
+    }
+    store.set_route("bronze.customers", "primary", "eu-west-1 is back", "oncall")
+    assert list(store.routes()) == ["silver.addresses_validated"]
+    entries = store.audit(["dataset:bronze.customers"])
+    assert [(e.kind, e.details["route"], e.run_id) for e in entries] == [
+        ("route", "customers_us_east_replica", "r1"),
+        ("route", "customers_eu_replica", "r2"),
+        ("route", "primary", ""),
+    ]
+    assert entries[-1].message == (
+        "bronze.customers rerouted to primary by oncall: eu-west-1 is back"
+    )

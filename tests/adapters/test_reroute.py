@@ -1,0 +1,237 @@
+"""Rerouting inside real Dagster steps on Spark: a source bucket that does not exist on a real
+S3 API (moto's server) sends bronze to the source's replica, an upstream that was never
+published sends silver to its alternate producer; the route is recorded in the control store,
+sticks for later runs, stops when no route is left, and goes back when an operator says so."""
+
+from __future__ import annotations
+
+import uuid
+
+import dagster as dg
+import pytest
+from click.testing import CliRunner
+
+from medallion_assets.adapters.build import definitions_for
+from medallion_assets.adapters.translator import DatasetTranslator, table_key
+from medallion_assets.catalog import load_catalog
+from medallion_assets.cli import cli
+from medallion_assets.runtime.control import ControlPlane
+from medallion_assets.runtime.lake import Lake
+from medallion_assets.runtime.s3 import Boto3ObjectStore
+from tests.adapters.minimal import minimal_project, orders
+
+pytestmark = pytest.mark.slow
+
+POLICIES = """
+retry_policies:
+  quick: {max_retries: 1, delay_seconds: 0.1, backoff: fixed}
+default_retry_policy: quick
+healing_rules:
+  - name: source_unavailable
+    match: {message: "NoSuchBucket"}
+    error_code: SOURCE_UNAVAILABLE
+    then: reroute
+  - name: upstream_missing
+    match: {exception: MissingInput}
+    error_code: UPSTREAM_MISSING
+    actions: [reroute_source]
+    then: reroute
+"""
+
+
+def job_of(root):
+    catalog = load_catalog(root, use_cache=False)
+    return definitions_for(
+        catalog, DatasetTranslator(catalog)
+    ).resolve_implicit_global_asset_job_def()
+
+
+def entries(plane, table: str, run_id: str) -> list[tuple[str, str]]:
+    return [(e.kind, e.message) for e in plane.store().audit([f"dataset:{table}"], run_id=run_id)]
+
+
+@pytest.fixture
+def on_s3(tmp_path, monkeypatch, s3_server):
+    """The minimal project reading orders from moto: the primary bucket is never created, the
+    replica (another system, another prefix) holds the objects."""
+    root, _local = minimal_project(tmp_path, monkeypatch, {"order_id": 1, "amount": 5})
+    for name, value in {
+        "MEDALLION_S3_ENDPOINT": s3_server.endpoint_url,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }.items():
+        monkeypatch.setenv(name, value)
+    suffix = uuid.uuid4().hex[:8]
+    primary, replica = f"orders-{suffix}", f"orders-replica-{suffix}"
+    sources = root / "metadata" / "sources.yaml"
+    sources.write_text(
+        sources.read_text().replace("bucket: minimal-raw", f"bucket: {primary}")
+        + "    replicas:\n"
+        + f"      - {{name: orders_replica, system: s3_replica, bucket: {replica}, "
+        + "prefix: copy/orders/, cost: 2}\n"
+    )
+    systems = root / "metadata" / "systems.yaml"
+    systems.write_text(
+        systems.read_text()
+        + "  s3_replica: {kind: s3, throttle: {max_concurrent_jobs: 1, requests_per_second: 20}}\n"
+    )
+    (root / "metadata" / "policies.yaml").write_text(POLICIES)
+    store = Boto3ObjectStore(s3_server.endpoint_url)
+    store.ensure_bucket(replica)
+    store.put(replica, "copy/orders/a.jsonl", orders({"order_id": 1, "amount": 5, "country": "de"}))
+    plane = ControlPlane.from_env({"MEDALLION_HOME": str(root / ".medallion")}, root)
+    return root, store, primary, replica, plane
+
+
+def test_an_unreachable_source_bucket_is_rerouted_to_its_replica_until_routed_back(spark, on_s3):
+    root, store, primary, replica, plane = on_s3
+    job, lake = job_of(root), Lake(root / ".medallion" / "lake")
+    instance = dg.DagsterInstance.ephemeral()
+    bronze = [table_key("bronze.orders")]
+
+    first = job.execute_in_process(asset_selection=bronze, instance=instance)
+    assert first.success
+    rows = spark.read.parquet(str(lake.version_path(lake.current("bronze.orders")))).collect()
+    assert [(r.order_id, r._source_file) for r in rows] == [
+        (1, f"s3://{replica}/copy/orders/a.jsonl")
+    ]
+    route = plane.store().routes()["bronze.orders"]
+    assert (route.route, route.changed_by, route.run_id) == (
+        "orders_replica",
+        "healing",
+        first.run_id,
+    )
+    kinds = [k for k, _ in entries(plane, "bronze.orders", first.run_id)]
+    assert kinds == ["attempt", "error", "route", "healing", "retry", "attempt", "outcome"]
+    log = dict(entries(plane, "bronze.orders", first.run_id)[1:4])
+    assert "SOURCE_UNAVAILABLE" in log["error"] and "NoSuchBucket" in log["error"]
+    assert "from primary to orders_replica (replica, cost 2)" in log["healing"]
+
+    # The route sticks: the next run reads the replica at once, and only the new object.
+    store.put(replica, "copy/orders/b.jsonl", orders({"order_id": 2, "amount": 7, "country": "fr"}))
+    second = job.execute_in_process(asset_selection=bronze, instance=instance)
+    assert second.success
+    assert [k for k, _ in entries(plane, "bronze.orders", second.run_id)] == ["attempt", "outcome"]
+    assert "along route orders_replica" in entries(plane, "bronze.orders", second.run_id)[0][1]
+    materialization = second.asset_materializations_for_node("bronze__orders")[0]
+    assert materialization.metadata["new_objects"].value == 1
+    assert "orders_replica" in materialization.metadata["route"].value
+    assert lake.current("bronze.orders").rows == 2
+
+    # The primary comes back with the same objects; an operator routes the table back. The
+    # manifest is keyed by the primary's keys, so nothing is ingested twice.
+    store.ensure_bucket(primary)
+    store.put(primary, "orders/a.jsonl", orders({"order_id": 1, "amount": 5, "country": "de"}))
+    store.put(primary, "orders/b.jsonl", orders({"order_id": 2, "amount": 7, "country": "fr"}))
+    back = CliRunner().invoke(
+        cli,
+        [
+            "control",
+            "route",
+            "bronze.orders",
+            "primary",
+            "--reason",
+            "eu-west-1 is back",
+            "--project",
+            str(root),
+        ],
+    )
+    assert back.exit_code == 0, back.output
+    assert "bronze.orders" not in plane.store().routes()
+    third = job.execute_in_process(asset_selection=bronze, instance=instance)
+    assert third.success
+    meta = third.asset_materializations_for_node("bronze__orders")[0].metadata
+    assert "route" not in meta
+    assert meta["skipped"].value is True  # same objects, same ETags: the version is reused
+    assert lake.current("bronze.orders").rows == 2
+
+
+def test_a_broken_replica_with_no_route_left_fails_fast_and_says_so(spark, on_s3):
+    root, store, _primary, replica, plane = on_s3
+    plane.store().set_route("bronze.orders", "orders_replica", "primary down", "oncall")
+    store._client.delete_object(Bucket=replica, Key="copy/orders/a.jsonl")
+    store._client.delete_bucket(Bucket=replica)
+
+    result = job_of(root).execute_in_process(
+        asset_selection=[table_key("bronze.orders")],
+        instance=dg.DagsterInstance.ephemeral(),
+        raise_on_error=False,
+    )
+    assert not result.success
+    failure = [e for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
+    assert len(failure) == 1
+    assert (
+        "no replica or alternate is left to reroute to"
+        in failure[0].event_specific_data.error.message
+    )
+    assert not [e for e in result.all_events if e.event_type_value == "STEP_UP_FOR_RETRY"]
+    kinds = [k for k, _ in entries(plane, "bronze.orders", result.run_id)]
+    assert kinds == ["attempt", "error", "healing", "outcome"]
+    assert plane.store().routes()["bronze.orders"].route == "orders_replica"  # unchanged
+
+
+ALTERNATE = (
+    "SELECT order_id, amount, upper(country) AS country FROM bronze.orders_backup "
+    "WHERE amount >= 0\n"
+)
+
+
+def test_a_missing_upstream_reroutes_to_the_alternate_producer(spark, tmp_path, monkeypatch):
+    root, local = minimal_project(tmp_path, monkeypatch, {"order_id": 1, "amount": 5})
+    sources = root / "metadata" / "sources.yaml"
+    backup_source = (
+        sources.read_text().split("sources:\n", 1)[1].replace("orders:", "orders_backup:", 1)
+    )
+    sources.write_text(
+        sources.read_text() + backup_source.replace("prefix: orders/", "prefix: backup/")
+    )
+    (root / "sql" / "bronze" / "orders_backup.sql").write_text(
+        "SELECT order_id, amount, country, _ingested_at, _source_file, _batch_id "
+        "FROM raw.orders_backup\n"
+    )
+    (root / "sql" / "alternates" / "silver").mkdir(parents=True)
+    (root / "sql" / "alternates" / "silver" / "orders_from_backup.sql").write_text(ALTERNATE)
+    datasets = root / "metadata" / "datasets.yaml"
+    datasets.write_text(
+        datasets.read_text()
+        + "    alternates:\n"
+        + "      - {name: from_backup, sql: alternates/silver/orders_from_backup.sql, cost: 4}\n"
+    )
+    (root / "metadata" / "policies.yaml").write_text(POLICIES)
+    local.put(
+        "minimal-raw", "backup/a.jsonl", orders({"order_id": 9, "amount": 3, "country": "gb"})
+    )
+    job, lake = job_of(root), Lake(root / ".medallion" / "lake")
+    plane = ControlPlane.from_env({"MEDALLION_HOME": str(root / ".medallion")}, root)
+    instance = dg.DagsterInstance.ephemeral()
+    assert job.execute_in_process(
+        asset_selection=[table_key("bronze.orders_backup")], instance=instance
+    ).success
+
+    # bronze.orders was never published: silver cannot read it, and reroutes.
+    result = job.execute_in_process(
+        asset_selection=[table_key("silver.orders_clean")], instance=instance
+    )
+    assert result.success
+    version = lake.current("silver.orders_clean")
+    rows = spark.read.parquet(str(lake.version_path(version))).collect()
+    assert [(r.order_id, r.country) for r in rows] == [(9, "GB")]
+    assert version.inputs == {
+        "bronze.orders_backup": lake.current("bronze.orders_backup").version_id
+    }
+    catalog = load_catalog(root, use_cache=False)
+    assert version.code_version != catalog.datasets["silver.orders_clean"].code_version
+    meta = result.asset_materializations_for_node("silver__orders_clean")[0].metadata
+    assert meta["route"].value.startswith("from_backup (alternate, cost 4)")
+    log = entries(plane, "silver.orders_clean", result.run_id)
+    assert [k for k, _ in log] == [
+        "attempt",
+        "error",
+        "route",
+        "healing",
+        "retry",
+        "attempt",
+        "outcome",
+    ]
+    assert "UPSTREAM_MISSING" in log[1][1] and "bronze.orders has no published version" in log[1][1]
