@@ -37,6 +37,14 @@ run_coordinator:
   class: DefaultRunCoordinator
 """
 
+LAUNCH = """
+mutation Launch($params: ExecutionParams!) { launchRun(executionParams: $params) { __typename
+    ... on LaunchRunSuccess { run { runId } }
+    ... on PythonError { message stack }
+    ... on InvalidSubsetError { message }
+    ... on RunConfigValidationInvalid { errors { message } } } }
+"""
+
 _LOCATIONS = """
 { workspaceOrError { __typename
     ... on Workspace { locationEntries { name loadStatus
@@ -82,15 +90,41 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def server_env(medallion_home: Path) -> dict[str, str]:
+    """This process's environment without anything pointing the project or Spark elsewhere."""
+    env = {
+        name: value
+        for name, value in os.environ.items()
+        if not name.startswith("MEDALLION_")
+        and name not in ("SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED", "SPARK_LOCAL_REMOTE")
+    }
+    env.update(
+        MEDALLION_HOME=str(medallion_home),
+        PYSPARK_PYTHON=sys.executable,
+        PYSPARK_DRIVER_PYTHON=sys.executable,
+        SPARK_LOCAL_IP="127.0.0.1",
+    )
+    return env
+
+
 @contextmanager
 def running_webserver(
-    workspace: Path, home: Path, env: Mapping[str, str], timeout: float = START_TIMEOUT
+    workspace: Path,
+    home: Path,
+    env: Mapping[str, str],
+    timeout: float = START_TIMEOUT,
+    *,
+    dev: bool = False,
 ) -> Iterator[DagsterWebserver]:
-    """Start ``dagster-webserver -w workspace`` with DAGSTER_HOME=home; stop it on exit."""
+    """Start ``dagster-webserver -w workspace`` with DAGSTER_HOME=home; stop it on exit. With
+    ``dev``, ``dagster dev`` instead: the webserver and the daemon (sensors, schedules) sharing
+    one code server, as a local deployment runs."""
     port = free_port()
-    log = home / "webserver.log"
+    log = home / ("dagster_dev.log" if dev else "webserver.log")
     binary = Path(sys.executable).parent / "dagster-webserver"
     command = [str(binary), "-h", "127.0.0.1", "-p", str(port), "-w", str(workspace)]
+    if dev:
+        command = [str(Path(sys.executable).parent / "dagster"), "dev", *command[1:]]
     started = time.monotonic()
     with log.open("wb") as output:
         process = subprocess.Popen(

@@ -16,6 +16,7 @@ from medallion_assets.adapters.control import (
 )
 from medallion_assets.adapters.factory import build_assets
 from medallion_assets.adapters.jobs import build_jobs, build_schedules
+from medallion_assets.adapters.relaunch import build_relaunch_sensor
 from medallion_assets.adapters.resources import (
     ControlResource,
     LakeResource,
@@ -77,6 +78,7 @@ def definitions_for(catalog: Catalog, translator: DatasetTranslator) -> dg.Defin
             *build_sensors(catalog),
             build_control_sensor(catalog),
             *build_run_audit_sensors(),
+            build_relaunch_sensor(catalog, jobs),
         ],
         resources={
             "spark": SparkResource(),

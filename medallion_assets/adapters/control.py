@@ -23,17 +23,26 @@ CONTROL_JOB = "medallion_control"
 IN_FLIGHT = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED]
 
 
-def run_tables(run: Any) -> set[str]:
-    """The tables a run materializes (its asset selection; all of them when it has none)."""
-    if run.asset_selection is None:
-        return set()
-    return {".".join(key.path) for key in run.asset_selection}
+def run_tables(run: Any, instance: Any) -> set[str]:
+    """The tables a run materializes: its asset selection, else (a job launched whole) the
+    steps of its execution plan, one per table (``layer__table``)."""
+    if run.asset_selection is not None:
+        return {".".join(key.path) for key in run.asset_selection}
+    snapshot = instance.get_execution_plan_snapshot(run.execution_plan_snapshot_id)
+    return {step_table(step.key) for step in snapshot.steps}
+
+
+def step_table(step_key: str | None) -> str:
+    """The table of a step key (one multi-asset per table, named ``layer__table``)."""
+    return (step_key or "").replace("__", ".", 1)
 
 
 def build_control_sensor(catalog: Catalog) -> dg.SensorDefinition:
     @dg.sensor(
         name=CONTROL_SENSOR,
-        minimum_interval_seconds=15,
+        # One store query and one small file read per tick: cheap enough to react within
+        # seconds to a flag an operator flips because a table is doing damage.
+        minimum_interval_seconds=5,
         default_status=dg.DefaultSensorStatus.RUNNING,
         description="Terminates in-flight runs that touch a table or pipeline disabled since "
         "the previous tick (control.yaml or the control store).",
@@ -49,7 +58,7 @@ def build_control_sensor(catalog: Catalog) -> dg.SensorDefinition:
         stopped = []
         if new_tables or new_pipelines:
             for run in context.instance.get_runs(filters=dg.RunsFilter(statuses=IN_FLIGHT)):
-                touched = sorted(run_tables(run) & new_tables)
+                touched = sorted(run_tables(run, context.instance) & new_tables)
                 if run.tags.get("pipeline") in new_pipelines:
                     touched.append(f"pipeline:{run.tags['pipeline']}")
                 if touched:
@@ -73,7 +82,8 @@ def stop_run(instance: Any, run: Any, touched: list[str], plane: Any) -> None:
         instance.run_coordinator.cancel_run(run.run_id)
     else:
         instance.report_run_canceling(run, message=message)
-        instance.run_launcher.terminate(run.run_id)
+        if not instance.run_launcher.terminate(run.run_id):
+            message += " (the run launcher could not reach its run worker)"
     plane.store().record(
         "terminate", "run", message, run_id=run.run_id, details={"touched": touched}
     )
@@ -170,7 +180,7 @@ def build_run_audit_sensors() -> list[Any]:
         )
         def _audit(context: dg.RunStatusSensorContext, control: ControlResource) -> None:
             run = context.dagster_run
-            tables = sorted(run_tables(run))
+            tables = sorted(run_tables(run, context.instance))
             details = {"job": run.job_name, "tables": tables, "tags": dict(run.tags)}
             message = f"run of {run.job_name} {verb}"
             if verb == "failed":

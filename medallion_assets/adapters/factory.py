@@ -22,7 +22,7 @@ from medallion_assets.adapters.translator import DatasetTranslator, table_key
 from medallion_assets.catalog import Catalog, Dataset
 from medallion_assets.catalog.operations import RetryPolicy
 from medallion_assets.catalog.rules import ReconciliationRule
-from medallion_assets.planner.healing import Failure, diagnose, retry_delay
+from medallion_assets.planner.healing import Failure, causes, diagnose, retry_delay
 from medallion_assets.planner.reroute import PRIMARY, Route, along
 from medallion_assets.runtime.build import build_table
 from medallion_assets.runtime.healing import HealingContext, run_actions
@@ -101,6 +101,15 @@ def _asset(
                 resources.warehouse,
                 route=route,
             )
+        except dg.DagsterExecutionInterruptedError as interruption:
+            # The run is being terminated (kill switch sensor, Terminate in the UI): the
+            # asset's retry policy must not bring the step back.
+            audit.record("outcome", "interrupted: the run is being terminated; not retried")
+            raise dg.Failure(
+                description=f"{dataset.name}: interrupted, the run is being terminated; "
+                "nothing was published",
+                allow_retries=False,
+            ) from interruption
         except dg.Failure as failure:  # blocking checks, or a failure already classified
             audit.record("outcome", f"failed: {(failure.description or '')[:500]}")
             raise
@@ -143,6 +152,9 @@ def heal_and_retry(
 ) -> None:
     """Classify the error by the healing rules, run their actions, then retry with the
     policy's backoff, or fail at once when the rule says the error is permanent. Raises."""
+    if interrupted(context, error):
+        audit.record("outcome", "interrupted: the run is being terminated; not retried")
+        raise error
     failure = Failure.of(error)
     diagnosis = diagnose(catalog.healing_rules, failure)
     first_line = (
@@ -202,6 +214,19 @@ def heal_and_retry(
     delay = retry_delay(policy, audit.attempt) if policy else 0.0
     audit.record("retry", f"retrying in {delay:.1f} s (retry {audit.attempt} of {retries})")
     raise dg.RetryRequested(max_retries=retries, seconds_to_wait=delay) from error
+
+
+def interrupted(context: dg.AssetExecutionContext, error: BaseException) -> bool:
+    """The step failed because its run is being terminated (the kill switch sensor, the UI's
+    Terminate): the error is the interruption or what it broke (a Spark job cancelled), and a
+    retry would only defeat the termination."""
+    if any(isinstance(e, dg.DagsterExecutionInterruptedError) for e in causes(error)):
+        return True
+    run = context.instance.get_run_by_id(context.run.run_id)
+    return run is not None and run.status in (
+        dg.DagsterRunStatus.CANCELING,
+        dg.DagsterRunStatus.CANCELED,
+    )
 
 
 def policy_of(

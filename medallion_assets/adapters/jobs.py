@@ -11,6 +11,7 @@ from collections.abc import Iterable
 import dagster as dg
 
 from medallion_assets.adapters.control import pipeline_schedule
+from medallion_assets.adapters.relaunch import RELAUNCH_JOB
 from medallion_assets.adapters.translator import DatasetTranslator, table_key
 from medallion_assets.catalog import Catalog
 
@@ -67,6 +68,15 @@ def build_jobs(catalog: Catalog) -> list[dg.UnresolvedAssetJobDefinition]:
         jobs += _jobs_for(
             f"layer_{layer}", catalog, tables, f"every {layer} table", {"layer": layer}
         )
+    # The run-failure sensor re-launches a run of any other job (e.g. one launched from the
+    # asset graph) through these: a sensor can only request jobs it declares.
+    jobs += _jobs_for(
+        RELAUNCH_JOB,
+        catalog,
+        catalog.datasets,
+        "re-launches the unfinished tables of a run that failed outside its steps",
+        {},
+    )
     return jobs
 
 

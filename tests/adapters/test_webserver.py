@@ -4,8 +4,6 @@ repository's jobs, schedules and sensors, and materializes an asset it is asked 
 
 from __future__ import annotations
 
-import os
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +18,13 @@ from medallion_assets.demo import DemoSettings, GeneratedFile, generate, write_f
 from medallion_assets.runtime.lake import Lake
 from medallion_assets.runtime.s3 import LocalFolderObjectStore
 from tests.conftest import REPO
-from tests.webserver import DagsterWebserver, running_webserver, write_instance
+from tests.webserver import (
+    LAUNCH,
+    DagsterWebserver,
+    running_webserver,
+    server_env,
+    write_instance,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -39,14 +43,6 @@ REPOSITORIES = """
     ... on PythonError { message } } }
 """
 
-LAUNCH = """
-mutation Launch($params: ExecutionParams!) { launchRun(executionParams: $params) { __typename
-    ... on LaunchRunSuccess { run { runId } }
-    ... on PythonError { message stack }
-    ... on InvalidSubsetError { message }
-    ... on RunConfigValidationInvalid { errors { message } } } }
-"""
-
 RUN = """
 query Run($id: ID!) { runOrError(runId: $id) { __typename
     ... on Run { status assetMaterializations { assetKey { path } metadataEntries { label
@@ -61,23 +57,6 @@ query Failure($id: ID!) { logsForRun(runId: $id) { ... on EventConnection { even
 
 def dotted(key: dict[str, list[str]]) -> str:
     return ".".join(key["path"])
-
-
-def server_env(medallion_home: Path) -> dict[str, str]:
-    """This process's environment without anything pointing the project or Spark elsewhere."""
-    env = {
-        name: value
-        for name, value in os.environ.items()
-        if not name.startswith("MEDALLION_")
-        and name not in ("SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED", "SPARK_LOCAL_REMOTE")
-    }
-    env.update(
-        MEDALLION_HOME=str(medallion_home),
-        PYSPARK_PYTHON=sys.executable,
-        PYSPARK_DRIVER_PYTHON=sys.executable,
-        SPARK_LOCAL_IP="127.0.0.1",
-    )
-    return env
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,228 @@
+"""The run-failure sensor: heal and re-launch runs that failed outside their steps.
+
+A step's own failures are classified, healed and retried inside the step
+(``factory.heal_and_retry``). A run can also fail around its steps: the run process is killed
+(the OOM killer, a lost node), the run worker disappears, or the run never initializes. Dagster
+then marks the run failed (the code server reports a run process that died; run monitoring does
+it for launchers that support health checks). This sensor sees that failure, classifies it by
+the healing rules (the signature's exception type is ``RunProcessLost``, the message is what
+Dagster recorded), runs the rule's actions for every unfinished table (``clear_staging`` removes
+what the dead process staged), and re-launches only the tables the run did not finish, each up
+to its retry policy's ``max_retries`` (``planner.relaunch``). Every decision is audited.
+
+A relaunch carries ``medallion/relaunch_of`` (the first run of the chain) and
+``medallion/relaunch`` (its number), so the limit holds across a chain of relaunches.
+"""
+
+from collections.abc import Iterator  # no "from __future__ import annotations": Dagster reads hints
+from typing import Any
+
+import dagster as dg
+
+from medallion_assets.adapters.control import run_tables, step_table
+from medallion_assets.adapters.factory import policy_of
+from medallion_assets.adapters.resources import ControlResource, LakeResource
+from medallion_assets.adapters.translator import table_key
+from medallion_assets.catalog import Catalog
+from medallion_assets.planner.healing import Diagnosis, Failure, diagnose
+from medallion_assets.planner.relaunch import failed_outside_steps, relaunch_plan
+
+RELAUNCH_SENSOR = "relaunch_failed_runs"
+RELAUNCH_JOB = "medallion_relaunch"
+ORIGIN_TAG = "medallion/relaunch_of"
+ATTEMPT_TAG = "medallion/relaunch"
+LOST = "RunProcessLost"
+_COPIED_TAGS = (
+    "pipeline",
+    "dagster/asset_partition_range_start",
+    "dagster/asset_partition_range_end",
+)
+
+
+def build_relaunch_sensor(catalog: Catalog, jobs: list[Any]) -> dg.SensorDefinition:
+    job_names = {job.name for job in jobs}
+
+    @dg.run_failure_sensor(
+        name=RELAUNCH_SENSOR,
+        monitor_all_code_locations=False,
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        minimum_interval_seconds=10,
+        request_jobs=jobs,
+        description="Heals and re-launches the unfinished tables of runs that failed outside "
+        "their steps (a killed run process, a lost run worker), up to their retry policy.",
+    )
+    def _relaunch(
+        context: dg.RunFailureSensorContext, control: ControlResource, lake: LakeResource
+    ) -> Iterator[Any]:
+        run = context.dagster_run
+        instance = context.instance
+        steps = _step_outcomes(instance, run.run_id)
+        reason = _failure_reason(context.dagster_event)
+        store = control.plane().store()
+        if not failed_outside_steps(reason, steps["interrupted"]):
+            yield dg.SkipReason(f"run {run.run_id} failed in a step: its step retries decided")
+            return
+        message = _failure_message(instance, run.run_id, context.dagster_event)
+        failure = Failure((LOST, f"RunFailureReason.{reason}"), message)
+        diagnosis = diagnose(catalog.healing_rules, failure)
+        planned = sorted(run_tables(run, instance))
+        unfinished = [t for t in planned if t not in steps["done"] | steps["failed"]]
+        attempt = int(run.tags.get(ATTEMPT_TAG, "0")) + 1
+        origin = run.tags.get(ORIGIN_TAG, run.run_id)
+        store.record(
+            "error",
+            "run",
+            f"run of {run.job_name} failed outside its steps: {diagnosis.error_code} "
+            f"({reason or 'no reason recorded'}): {message.splitlines()[0][:300]}",
+            run_id=run.run_id,
+            details={"rule": diagnosis.rule, "then": diagnosis.then, "unfinished": unfinished},
+        )
+        if diagnosis.permanent:
+            store.record(
+                "outcome",
+                "run",
+                f"not relaunched: {diagnosis.error_code} is permanent",
+                run_id=run.run_id,
+            )
+            yield dg.SkipReason(f"{diagnosis.error_code} is permanent (rule {diagnosis.rule})")
+            return
+        _heal(catalog, diagnosis, failure, unfinished, run, lake, store, attempt)
+        pipeline = run.tags.get("pipeline")
+        off = control.plane().disabled(catalog, unfinished, [pipeline] if pipeline else [])
+        plan = relaunch_plan(
+            catalog,
+            planned,
+            done=steps["done"],
+            failed_in_step=steps["failed"],
+            disabled={t: d.describe() for t, d in off.items()},
+            attempt=attempt,
+            limits={t: _limit(catalog, t, pipeline) for t in unfinished},
+        )
+        for table, why in plan.left_out.items():
+            store.record(
+                "outcome", f"dataset:{table}", f"{table}: not relaunched: {why}", run_id=run.run_id
+            )
+        if not plan.tables:
+            store.record("outcome", "run", "nothing to relaunch", run_id=run.run_id)
+            yield dg.SkipReason(
+                f"run {run.run_id}: nothing to relaunch ({len(plan.left_out)} left out)"
+            )
+            return
+        partitioned = any(catalog.datasets[t].settings.partitions for t in plan.tables)
+        job_name = (
+            run.job_name
+            if run.job_name in job_names
+            else RELAUNCH_JOB + ("__daily" if partitioned else "")
+        )
+        tags = {k: v for k, v in run.tags.items() if k in _COPIED_TAGS}
+        tags.update({ORIGIN_TAG: origin, ATTEMPT_TAG: str(attempt)})
+        store.record(
+            "relaunch",
+            "run",
+            f"relaunching {', '.join(plan.tables)} of run {run.run_id} as {job_name} "
+            f"(relaunch {attempt} of the chain from {origin})",
+            run_id=run.run_id,
+            details={"tables": list(plan.tables), "attempt": attempt, "origin": origin},
+        )
+        yield dg.RunRequest(
+            run_key=f"relaunch:{run.run_id}",  # one relaunch per failed run, whatever the ticks
+            job_name=job_name,
+            asset_selection=[table_key(t) for t in plan.tables],
+            partition_key=run.tags.get("dagster/partition"),
+            tags=tags,
+        )
+
+    return _relaunch
+
+
+def _limit(catalog: Catalog, table: str, pipeline: str | None) -> int:
+    policy = policy_of(catalog, catalog.datasets[table], pipeline)
+    return policy.max_retries if policy is not None else 0
+
+
+def _heal(
+    catalog: Catalog,
+    diagnosis: Diagnosis,
+    failure: Failure,
+    tables: list[str],
+    run: Any,
+    lake: LakeResource,
+    store: Any,
+    attempt: int,
+) -> None:
+    from medallion_assets.runtime.healing import HealingContext, run_actions
+
+    partition = run.tags.get("dagster/partition")
+    for table in tables:
+        dataset = catalog.datasets[table]
+        context = HealingContext(
+            catalog,
+            dataset,
+            partition,
+            lake.lake,
+            diagnosis,
+            failure,
+            attempt,
+            policy_of(catalog, dataset, run.tags.get("pipeline")),
+            run_id=run.run_id,
+            control=store,
+        )
+        for action, did in run_actions(context):
+            store.record(
+                "healing",
+                f"dataset:{table}",
+                f"{table}: {action}: {did}",
+                run_id=run.run_id,
+                details={"action": action, "error_code": diagnosis.error_code},
+            )
+
+
+def _step_outcomes(instance: Any, run_id: str) -> dict[str, set[str]]:
+    """Tables whose step finished (succeeded or skipped), failed inside the step, or failed
+    because its process was interrupted."""
+    done, failed, interrupted = set(), set(), set()
+    kinds = {
+        dg.DagsterEventType.STEP_SUCCESS,
+        dg.DagsterEventType.STEP_SKIPPED,
+        dg.DagsterEventType.STEP_FAILURE,
+    }
+    records = instance.get_records_for_run(run_id, of_type=kinds).records
+    for record in records:
+        event = record.event_log_entry.dagster_event
+        table = step_table(event.step_key)
+        if event.event_type != dg.DagsterEventType.STEP_FAILURE:
+            done.add(table)
+            continue
+        error = getattr(event.event_specific_data, "error", None)
+        if error is not None and "Interrupt" in (error.cls_name or ""):
+            interrupted.add(table)
+        else:
+            failed.add(table)
+    return {"done": done, "failed": failed, "interrupted": interrupted}
+
+
+def _failure_reason(event: Any) -> str | None:
+    reason = getattr(event.event_specific_data, "failure_reason", None)
+    return reason.name if reason is not None else None
+
+
+def _failure_message(instance: Any, run_id: str, event: Any) -> str:
+    """What Dagster recorded about the failure, the most specific first: the engine events that
+    explain a process that died, then the run failure's message and error."""
+    records = instance.get_records_for_run(run_id, of_type=dg.DagsterEventType.ENGINE_EVENT).records
+    parts = [
+        text
+        for record in records
+        if "process" in (text := _message(record)).lower()
+        and any(word in text.lower() for word in ("terminated", "unexpectedly", "signal"))
+    ]
+    parts.append(event.message or "")
+    error = getattr(event.event_specific_data, "error", None)
+    if error is not None:
+        parts.append(error.message)
+    return "\n".join(p for p in parts if p) or "run failed"
+
+
+def _message(record: Any) -> str:
+    entry = record.event_log_entry
+    return str(entry.dagster_event.message or entry.user_message or "")
