@@ -193,12 +193,22 @@ def _step_outcomes(instance: Any, run_id: str) -> dict[str, set[str]]:
         if event.event_type != dg.DagsterEventType.STEP_FAILURE:
             done.add(table)
             continue
-        error = getattr(event.event_specific_data, "error", None)
-        if error is not None and "Interrupt" in (error.cls_name or ""):
+        if was_interrupted(getattr(event.event_specific_data, "error", None)):
             interrupted.add(table)
         else:
             failed.add(table)
     return {"done": done, "failed": failed, "interrupted": interrupted}
+
+
+def was_interrupted(error: Any) -> bool:
+    """Whether a step's error is (or was caused by) the run process being interrupted, e.g. a
+    SIGTERM to the run worker: the step did not fail on its own."""
+    seen = 0
+    while error is not None and seen < 20:
+        if "Interrupt" in (error.cls_name or ""):
+            return True
+        error, seen = error.cause or error.context, seen + 1
+    return False
 
 
 def _failure_reason(event: Any) -> str | None:
