@@ -65,7 +65,8 @@ def build_relaunch_sensor(catalog: Catalog, jobs: list[Any]) -> dg.SensorDefinit
         message = _failure_message(instance, run.run_id, context.dagster_event)
         failure = Failure((LOST, f"RunFailureReason.{reason}"), message)
         diagnosis = diagnose(catalog.healing_rules, failure)
-        planned = sorted(run_tables(run, instance))
+        # Only tables: a run of another job (the control job) has nothing to re-launch.
+        planned = sorted(t for t in run_tables(run, instance) if t in catalog.datasets)
         unfinished = [t for t in planned if t not in steps["done"] | steps["failed"]]
         attempt = int(run.tags.get(ATTEMPT_TAG, "0")) + 1
         origin = run.tags.get(ORIGIN_TAG, run.run_id)
