@@ -14,7 +14,7 @@ from typing import Any
 import dagster as dg
 
 from medallion_assets.adapters.resources import ControlResource
-from medallion_assets.adapters.translator import table_key
+from medallion_assets.adapters.translator import step_table, table_key
 from medallion_assets.catalog import Catalog
 from medallion_assets.planner.kill_switch import parse_entity
 
@@ -30,11 +30,6 @@ def run_tables(run: Any, instance: Any) -> set[str]:
         return {".".join(key.path) for key in run.asset_selection}
     snapshot = instance.get_execution_plan_snapshot(run.execution_plan_snapshot_id)
     return {step_table(step.key) for step in snapshot.steps}
-
-
-def step_table(step_key: str | None) -> str:
-    """The table of a step key (one multi-asset per table, named ``layer__table``)."""
-    return (step_key or "").replace("__", ".", 1)
 
 
 def build_control_sensor(catalog: Catalog) -> dg.SensorDefinition:

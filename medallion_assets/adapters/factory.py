@@ -18,7 +18,7 @@ from medallion_assets.adapters.resources import (
     SparkResource,
     WarehouseResource,
 )
-from medallion_assets.adapters.translator import DatasetTranslator, table_key
+from medallion_assets.adapters.translator import DatasetTranslator, step_name, table_key
 from medallion_assets.catalog import Catalog, Dataset
 from medallion_assets.catalog.operations import RetryPolicy
 from medallion_assets.catalog.rules import ReconciliationRule
@@ -64,7 +64,7 @@ def _asset(
     @dg.multi_asset(
         specs=[spec],
         check_specs=translator.get_check_specs(dataset),
-        name=dataset.name.replace(".", "__"),
+        name=step_name(dataset.name),
         pool=dataset.system,  # `dagster instance concurrency set <system> N` caps the system
         retry_policy=retry_policy(catalog, dataset),
         partitions_def=spec.partitions_def,

@@ -15,7 +15,7 @@ from typing import Any
 import dagster as dg
 
 from medallion_assets.adapters.build import definitions_for
-from medallion_assets.adapters.translator import DatasetTranslator, table_key
+from medallion_assets.adapters.translator import DatasetTranslator, step_name, step_table, table_key
 from medallion_assets.catalog import Catalog, load_catalog
 from medallion_assets.runtime.control import ControlPlane
 from medallion_assets.runtime.ingest import partition_of, source_of
@@ -44,7 +44,7 @@ class RunSummary:
     failed_steps: list[str] = field(default_factory=list)  # steps that failed for other reasons
     # table -> why the kill switch skipped it; steps Dagster skipped because an upstream was off
     disabled: dict[str, str] = field(default_factory=dict)
-    not_run: list[str] = field(default_factory=list)
+    not_run: list[str] = field(default_factory=list)  # tables
 
     @property
     def only_blocked(self) -> bool:
@@ -157,7 +157,7 @@ def _execute(
                 message = evaluation.metadata.get("message")
                 text = f"{evaluation.check_name}: {message.value if message else 'failed'}"
                 summary.blocked.setdefault(table, []).append(text)
-                blocked_steps.add(table.replace(".", "__"))
+                blocked_steps.add(step_name(table))
             for row in summary.results:
                 if row.table == table:
                     if evaluation.passed:
@@ -167,7 +167,9 @@ def _execute(
                     break
     summary.failed_steps = [s for s in summary.failed_steps if s not in blocked_steps]
     summary.not_run += [
-        e.step_key for e in result.all_events if e.event_type_value == "STEP_SKIPPED" and e.step_key
+        step_table(e.step_key)
+        for e in result.all_events
+        if e.event_type_value == "STEP_SKIPPED" and e.step_key
     ]
     skips = ControlPlane.from_env(os.environ, root).store().audit(run_id=result.run_id)
     for entry in skips:

@@ -19,10 +19,10 @@ from typing import Any
 
 import dagster as dg
 
-from medallion_assets.adapters.control import run_tables, step_table
+from medallion_assets.adapters.control import run_tables
 from medallion_assets.adapters.factory import policy_of
 from medallion_assets.adapters.resources import ControlResource, LakeResource
-from medallion_assets.adapters.translator import table_key
+from medallion_assets.adapters.translator import step_table, table_key
 from medallion_assets.catalog import Catalog
 from medallion_assets.planner.healing import Diagnosis, Failure, diagnose
 from medallion_assets.planner.relaunch import failed_outside_steps, relaunch_plan

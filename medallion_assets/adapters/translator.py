@@ -29,6 +29,16 @@ def table_key(table: str) -> dg.AssetKey:
     return dg.AssetKey(table.split(".", 1))
 
 
+def step_name(table: str) -> str:
+    """The op (and step key) of a table's asset: ``silver.orders_usd`` -> ``silver__orders_usd``."""
+    return table.replace(".", "__")
+
+
+def step_table(step_key: str | None) -> str:
+    """The table of a step key: the inverse of ``step_name``."""
+    return (step_key or "").replace("__", ".", 1)
+
+
 class DatasetTranslator:
     def __init__(self, catalog: Catalog):
         self.catalog = catalog

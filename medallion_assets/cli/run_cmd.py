@@ -37,8 +37,8 @@ def run(project: Path, fail_on_blocked: bool) -> None:
         for table, message in sorted(summary.disabled.items()):
             click.echo(f"  {table}: {message.removeprefix('skipped: ')}")
         if summary.not_run:
-            steps = sorted({s.replace("__", ".", 1) for s in summary.not_run})
-            click.echo(f"  not run, upstream switched off: {', '.join(steps)}")
+            tables = sorted(set(summary.not_run))
+            click.echo(f"  not run, upstream switched off: {', '.join(tables)}")
     if not summary.success and (fail_on_blocked or not summary.only_blocked):
         click.echo("error: the run failed; see the messages above", err=True)
         sys.exit(1)
