@@ -111,6 +111,13 @@ class Catalog:
     exposures: Mapping[str, Exposure]
     lineage: LineageGraph
 
+    def raw_sources(self, dataset: Dataset) -> tuple[tuple[str, Source], ...]:
+        """The raw sources a bronze table reads, as (name, source); none for other layers."""
+        if dataset.layer != "bronze":
+            return ()
+        names = [u.removeprefix("raw.") for u in dataset.upstream if u.startswith("raw.")]
+        return tuple((n, self.sources[n]) for n in names if n in self.sources)
+
     def source_schema(self, name: str) -> dict[str, str]:
         """Columns of ``raw.<name>`` as SQL sees them: declared columns plus ingestion columns."""
         source = self.sources[name]

@@ -83,8 +83,7 @@ def table_entities(catalog: Catalog, table: str) -> list[tuple[str, str]]:
     """The (scope, name) entities whose flag governs ``table`` outside any pipeline."""
     dataset = catalog.datasets[table]
     entities = [("dataset", table), ("layer", dataset.layer)]
-    if dataset.layer == "bronze":
-        entities += [("source", u.removeprefix("raw.")) for u in dataset.upstream]
+    entities += [("source", name) for name, _ in catalog.raw_sources(dataset)]
     if dataset.target is not None:
         entities.append(("target", table))
     return entities

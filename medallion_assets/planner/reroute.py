@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 
 from medallion_assets.catalog import AlternateProducer, Catalog, Dataset
 from medallion_assets.catalog.datasets import code_version
-from medallion_assets.catalog.models import Replica, Source
+from medallion_assets.catalog.models import Replica
 
 PRIMARY = "primary"
 
@@ -40,8 +40,9 @@ def routes(catalog: Catalog, dataset: Dataset) -> tuple[Route, ...]:
     """Every route of ``dataset``, the primary first, then the others by cost (then name)."""
     primary = Route(PRIMARY, PRIMARY, 1.0, dataset.sql_path)
     others: list[Route] = []
-    source = _source(catalog, dataset)
-    if source is not None:
+    raw = catalog.raw_sources(dataset)
+    if len(raw) == 1:
+        source = raw[0][1]
         where = f"s3://{source.bucket}/{source.prefix} ({source.system})"
         primary = Route(PRIMARY, PRIMARY, 1.0, where)
         others += [
@@ -81,10 +82,3 @@ def along(dataset: Dataset, route: Route) -> Dataset:
         upstream=alternate.upstream,
         code_version=code_version(dataset.code_version, "alternate", alternate.name, alternate.sql),
     )
-
-
-def _source(catalog: Catalog, dataset: Dataset) -> Source | None:
-    raw = [u.removeprefix("raw.") for u in dataset.upstream if u.startswith("raw.")]
-    if dataset.layer != "bronze" or len(raw) != 1:
-        return None
-    return catalog.sources.get(raw[0])

@@ -46,11 +46,13 @@ class IngestOutcome:
 
 
 def source_of(catalog: Catalog, dataset: Dataset) -> tuple[str, Source]:
-    raw = [u for u in dataset.upstream if u.startswith("raw.")]
+    raw = catalog.raw_sources(dataset)
     if len(raw) != 1:
-        raise ValueError(f"{dataset.name}: a bronze table reads exactly one raw source, got {raw}")
-    name = raw[0].removeprefix("raw.")
-    return name, catalog.sources[name]
+        found = [f"raw.{name}" for name, _ in raw]
+        raise ValueError(
+            f"{dataset.name}: a bronze table reads exactly one raw source, got {found}"
+        )
+    return raw[0]
 
 
 def source_prefix(source: Source, partition: str | None, replica: Replica | None = None) -> str:

@@ -253,10 +253,8 @@ def expected_schema(context: CheckContext) -> dict[str, str | None]:
     dataset = context.dataset
     declared: dict[str, str] = {}
     if dataset.layer == "bronze":
-        for upstream in dataset.upstream:
-            source = context.catalog.sources.get(upstream.removeprefix("raw."))
-            if source is not None:
-                declared.update({c.name: c.type for c in source.columns})
+        for _name, source in context.catalog.raw_sources(dataset):
+            declared.update({c.name: c.type for c in source.columns})
         declared.update(dict(INGESTION_COLUMNS))
     return {c.column: c.type or declared.get(c.column) for c in dataset.columns if c.column != "*"}
 

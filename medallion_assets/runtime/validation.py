@@ -118,11 +118,8 @@ class CheckContext:
     @property
     def pii_columns(self) -> frozenset[str]:
         columns = set(self.dataset.pii_columns)
-        if self.dataset.layer == "bronze":
-            for upstream in self.dataset.upstream:
-                source = self.catalog.sources.get(upstream.removeprefix("raw."))
-                if source is not None:
-                    columns.update(source.pii_columns)
+        for _name, source in self.catalog.raw_sources(self.dataset):
+            columns.update(source.pii_columns)
         return frozenset(columns)
 
 
