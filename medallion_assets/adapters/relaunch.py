@@ -58,10 +58,11 @@ def build_relaunch_sensor(catalog: Catalog, jobs: list[Any]) -> dg.SensorDefinit
         instance = context.instance
         steps = _step_outcomes(instance, run.run_id)
         reason = _failure_reason(context.dagster_event)
-        store = control.plane().store()
         if not failed_outside_steps(reason, steps["interrupted"]):
             yield dg.SkipReason(f"run {run.run_id} failed in a step: its step retries decided")
             return
+        plane = control.plane()  # one per evaluation: the store is opened once
+        store = plane.store()
         message = _failure_message(instance, run.run_id, context.dagster_event)
         failure = Failure((LOST, f"RunFailureReason.{reason}"), message)
         diagnosis = diagnose(catalog.healing_rules, failure)
@@ -89,7 +90,7 @@ def build_relaunch_sensor(catalog: Catalog, jobs: list[Any]) -> dg.SensorDefinit
             return
         _heal(catalog, diagnosis, failure, unfinished, run, lake, store, attempt)
         pipeline = run.tags.get("pipeline")
-        off = control.plane().disabled(catalog, unfinished, [pipeline] if pipeline else [])
+        off = plane.disabled(catalog, unfinished, [pipeline] if pipeline else [])
         plan = relaunch_plan(
             catalog,
             planned,
