@@ -12,6 +12,7 @@ from typing import Any
 
 import dagster as dg  # no "from __future__ import annotations": Dagster reads the hints
 
+from medallion_assets.adapters.build_lock import build_lock
 from medallion_assets.adapters.resources import (
     LakeResource,
     S3Resource,
@@ -91,16 +92,19 @@ def _asset(
         along_route = "" if route.name == PRIMARY else f" along route {route.describe()}"
         audit.record("attempt", f"attempt {audit.attempt} started{along_route}", route=route.name)
         try:
-            yield from materialize_dataset(
-                context,
-                catalog,
-                dataset,
-                resources.spark,
-                resources.lake,
-                resources.s3,
-                resources.warehouse,
-                route=route,
-            )
+            with build_lock(context, dataset, resources.lake.lake.root, plane) as held:
+                if not held:
+                    return  # another run is building it: skipped, said so
+                yield from materialize_dataset(
+                    context,
+                    catalog,
+                    dataset,
+                    resources.spark,
+                    resources.lake,
+                    resources.s3,
+                    resources.warehouse,
+                    route=route,
+                )
         except dg.DagsterExecutionInterruptedError as interruption:
             # The run is being terminated (kill switch sensor, Terminate in the UI): the
             # asset's retry policy must not bring the step back.

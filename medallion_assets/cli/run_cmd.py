@@ -19,16 +19,28 @@ from medallion_assets.cli.common import project_option
     help="Exit 1 also when the only failures are blocking checks that kept bad data from "
     "publishing (by default those exit 0 and are listed).",
 )
-def run(project: Path, fail_on_blocked: bool) -> None:
+@click.option(
+    "--wait",
+    "wait_seconds",
+    type=float,
+    default=3600.0,
+    show_default=True,
+    help="Seconds to wait for another `medallion run` on this project before giving up.",
+)
+def run(project: Path, fail_on_blocked: bool, wait_seconds: float) -> None:
     """Materialize every asset of the project on the configured components, headless.
 
     Daily-partitioned tables run for each day found in their raw data, then the rest. Runs
     go to the Dagster instance of $DAGSTER_HOME, else to <project>/.medallion/dagster, so
     `dagster dev` with that DAGSTER_HOME shows them.
     """
-    from medallion_assets.adapters.headless import dagster_home, run_project
+    from medallion_assets.adapters.headless import RunInProgress, dagster_home, run_project
 
-    summary = run_project(project, log=lambda m: click.echo(m))
+    try:
+        summary = run_project(project, log=lambda m: click.echo(m), wait_seconds=wait_seconds)
+    except RunInProgress as busy:
+        click.echo(f"error: {busy}", err=True)
+        sys.exit(1)
     click.echo(_table(summary))
     if summary.blocked:
         click.echo(_blocked(project, summary.blocked))
@@ -39,6 +51,10 @@ def run(project: Path, fail_on_blocked: bool) -> None:
         if summary.not_run:
             tables = sorted(set(summary.not_run))
             click.echo(f"  not run, upstream switched off: {', '.join(tables)}")
+    if summary.waited:
+        click.echo("\nWAITED: another run was building these tables")
+        for table, messages in sorted(summary.waited.items()):
+            click.echo(f"  {table}: {messages[-1]}")
     if not summary.success and (fail_on_blocked or not summary.only_blocked):
         click.echo("error: the run failed; see the messages above", err=True)
         sys.exit(1)

@@ -1,0 +1,64 @@
+"""A step holds its table's build lock (one per partition it builds) while it builds,
+publishes and loads the warehouse, so two runs never build the same table at once.
+
+The second run's step waits (``MEDALLION_LOCK_WAIT_SECONDS``, default 15 minutes), saying for
+whom in its log and the audit log; once it has the lock, the table the first run published is
+current and built from the same code and inputs, so the build is skipped as unchanged. When the
+wait runs out the step is skipped (not failed: nothing is wrong with the table, another run is
+building it), and so is what depends on it in this run.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+
+from medallion_assets.catalog import Dataset
+from medallion_assets.runtime.locks import Holder, build_locks, table_lock_name, wait_seconds
+
+
+@contextmanager
+def build_lock(
+    context: dg.AssetExecutionContext, dataset: Dataset, lake_root: Path, plane: Any
+) -> Iterator[bool]:
+    """Hold the locks of every partition the step builds (in sorted order, so two steps of
+    one table cannot deadlock); yields False when they could not all be taken in time."""
+    partitions: list[str | None] = [None]
+    if context.has_partition_key_range or context.has_partition_key:
+        partitions = sorted(context.partition_keys)
+    locks = build_locks(plane.url, lake_root)
+    store = plane.store()
+    holder = Holder.now(context.run.run_id)
+    wait = wait_seconds(os.environ)
+    with ExitStack() as stack:
+        for partition in partitions:
+            name = table_lock_name(dataset.name, partition)
+            waited: list[Holder | None] = []
+
+            def on_wait(other: Holder | None, name: str = name, waited: list = waited) -> None:
+                waited.append(other)
+                who = other.describe() if other is not None else "another run"
+                message = (
+                    f"waiting up to {wait:.0f} s for {name}: {who} is building it; "
+                    "its result is reused when it matches this run's code and inputs"
+                )
+                context.log.warning(message)
+                store.record("wait", f"dataset:{dataset.name}", message, run_id=holder.run_id)
+
+            if not stack.enter_context(locks.hold(name, holder, wait, on_wait)):
+                message = (
+                    f"skipped: {name} is still being built by another run after {wait:.0f} s "
+                    "(MEDALLION_LOCK_WAIT_SECONDS); its current version stays published"
+                )
+                context.log.warning(message)
+                store.record("busy", f"dataset:{dataset.name}", message, run_id=holder.run_id)
+                yield False
+                return
+            if waited:
+                context.log.info(f"{name}: the other run is done; going on")
+        yield True
