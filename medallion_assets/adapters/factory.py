@@ -26,6 +26,7 @@ from medallion_assets.catalog.rules import ReconciliationRule
 from medallion_assets.planner.healing import Failure, causes, diagnose, retry_delay
 from medallion_assets.planner.reroute import PRIMARY, Route, along
 from medallion_assets.runtime.build import build_table
+from medallion_assets.runtime.faults import crash_point
 from medallion_assets.runtime.healing import HealingContext, run_actions
 from medallion_assets.runtime.ingest import ingest
 from medallion_assets.runtime.rule_checks import reconciliation_result
@@ -474,6 +475,8 @@ def _materialize_one(
         metadata["skip_reason"] = build.reason
     checks = list(build.validation.results)
     if dataset.target is not None:
+        if not build.skipped:
+            crash_point("lake.published", dataset.name, partition)
         loaded = load_warehouse(context, dataset, session, lake, warehouse, version)
         metadata.update(loaded)
         checks += [
@@ -517,6 +520,7 @@ def load_warehouse(
         )
     finally:
         target_warehouse.close()
+    crash_point("warehouse.loaded", dataset.name, version.partition)
     reconciled_by_check = any(isinstance(r, ReconciliationRule) for r in dataset.rules)
     if not report.reconciled and not reconciled_by_check:
         raise RuntimeError(

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 from medallion_assets.catalog import Catalog, Dataset
 from medallion_assets.catalog.models import Replica, Source
 from medallion_assets.runtime.build import BuildOutcome, publish_checked, skipped
+from medallion_assets.runtime.faults import crash_point
 from medallion_assets.runtime.lake import Lake
 from medallion_assets.runtime.schema_drift import detect, evolved_columns, file_columns
 from medallion_assets.runtime.sql import spark_query, view_name
@@ -123,6 +124,8 @@ def ingest(
             "landing": str(destination),
             "uri": f"s3://{bucket}/{obj.key}",
         }
+    if fresh:
+        crash_point("ingest.downloaded", dataset.name, partition)
     digest = manifest_digest(updated)
     inputs = {f"raw.{name}": digest}
     current = lake.reusable(dataset.name, partition, dataset.code_version, inputs)

@@ -28,6 +28,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from medallion_assets.runtime.faults import crash_point
+
 VERSION_FILE = "_version.json"
 POINTER = "CURRENT"
 REJECTED = "_rejected.json"  # in a staging folder whose output failed a blocking check
@@ -159,6 +161,7 @@ class Lake:
         final.parent.mkdir(parents=True, exist_ok=True)
         os.rename(staging, final)  # same filesystem: atomic
         self._on_publish("renamed")
+        crash_point("lake.renamed", table, partition)
         _atomic_write(folder / POINTER, json.dumps({"version": version_id}))
         self._prune(table, partition, keep=version_id)
         return version

@@ -5,42 +5,17 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
-import textwrap
 import time
 from pathlib import Path
 
 import pytest
 
 from medallion_assets.runtime.locks import AdvisoryLocks, FileLocks, Holder, build_locks
-
-HOLD_IN_CHILD = textwrap.dedent(
-    """
-    import sys, time
-    from pathlib import Path
-    from medallion_assets.runtime.locks import Holder, build_locks
-    locks = build_locks(sys.argv[1], Path(sys.argv[2]))
-    with locks.hold(sys.argv[3], Holder.now("child-run"), 5) as held:
-        print("held" if held else "not held", flush=True)
-        time.sleep(600)
-    """
-)
-
-
-def hold_in_child(control_url: str, lake: Path, name: str) -> subprocess.Popen[str]:
-    """A process holding ``name`` until it is killed."""
-    child = subprocess.Popen(
-        [sys.executable, "-c", HOLD_IN_CHILD, control_url, str(lake), name],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert child.stdout is not None and child.stdout.readline().strip() == "held"
-    return child
+from tests.lock_holder import hold_lock_in_child
 
 
 def assert_exclusive_and_freed_by_sigkill(control_url: str, lake: Path) -> None:
-    child = hold_in_child(control_url, lake, "table:gold.revenue[2026-01-01]")
+    child = hold_lock_in_child(control_url, lake, "table:gold.revenue[2026-01-01]")
     locks = build_locks(control_url, lake)
     heard: list[Holder | None] = []
     try:

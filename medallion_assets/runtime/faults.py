@@ -1,0 +1,34 @@
+"""Crash points: where a run may be killed, named, so crash tests can kill it exactly there.
+
+``MEDALLION_CRASH_AT=<point>[@<table>[<partition>]]`` makes the process kill itself with
+SIGKILL (as the OOM killer or ``kill -9`` would: no cleanup, no ``finally``) when it reaches
+that point for that table. Unset, each point is one dictionary lookup. The points sit on the
+production path, between the steps whose half-done state a crash could leave behind:
+
+| point | reached |
+|---|---|
+| ``ingest.downloaded`` | a bronze ingest has landed new raw objects, nothing published yet |
+| ``lake.renamed`` | a new version's folder is in place, ``CURRENT`` not yet moved to it |
+| ``lake.published`` | the new version is current, the warehouse not yet loaded |
+| ``warehouse.loaded`` | the warehouse load has committed, the step not yet finished |
+
+    MEDALLION_CRASH_AT=lake.published@gold.daily_user_events[2026-01-02] medallion run
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+
+POINTS = ("ingest.downloaded", "lake.renamed", "lake.published", "warehouse.loaded")
+
+
+def crash_point(point: str, table: str, partition: str | None = None) -> None:
+    """Kill this process with SIGKILL when ``MEDALLION_CRASH_AT`` names this point."""
+    wanted = os.environ.get("MEDALLION_CRASH_AT")
+    if not wanted:
+        return
+    name, _, where = wanted.partition("@")
+    here = table + (f"[{partition}]" if partition else "")
+    if name == point and where in ("", table, here):
+        os.kill(os.getpid(), signal.SIGKILL)
