@@ -1,0 +1,166 @@
+"""Faults leave nothing half-done, on real `medallion run` processes (Spark, the lake, a DuckDB
+warehouse, a persistent Dagster instance):
+
+- a run killed with SIGKILL at each crash point in turn, then run to completion, leaves the lake
+  and the warehouse equal to a clean run's on the same data, and every killed run FAILED;
+- two runs started together: the second waits for the first, says so, and nothing is built
+  twice;
+- a step waits for another run building its table, then reuses that build, or skips the table
+  when the wait runs out.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from medallion_assets.adapters.headless import INSTANCE_SETTINGS, run_project
+from medallion_assets.runtime.control import ControlPlane
+from medallion_assets.runtime.lake import Lake
+from tests.adapters.faults.project import faults_project, run_env, snapshot, start_run
+from tests.lock_holder import hold_lock_in_child
+
+pytestmark = pytest.mark.slow
+
+RUN_TIMEOUT = 600
+# In run order: each killed run's successor gets past the previous point and dies at the next.
+CRASH_POINTS = (
+    "ingest.downloaded@bronze.events[2026-01-01]",  # raw objects landed, nothing published
+    "lake.published@gold.daily_events[2026-01-01]",  # published, warehouse not loaded
+    "warehouse.loaded@gold.daily_events[2026-01-02]",  # appended, the step not finished
+    "lake.renamed@silver.orders_clean",  # version in place, CURRENT not moved
+    "warehouse.loaded@gold.revenue",  # replaced, the step not finished
+)
+LOST = "is gone (killed); marked failed by the next medallion run"
+
+
+def instance_home(where: Path) -> Path:
+    """A persistent instance with the project's settings, as `medallion run` creates."""
+    home = where / "dagster_home"
+    home.mkdir(parents=True)
+    (home / "dagster.yaml").write_text(INSTANCE_SETTINGS)
+    return home
+
+
+def in_process(root: Path, monkeypatch, **env: str):
+    """Run the project in this process (on the tests' Spark session), with its own state."""
+    monkeypatch.setenv("MEDALLION_HOME", str(root / ".medallion"))
+    for name in ("MEDALLION_LAKE", "MEDALLION_WAREHOUSE_URL", "MEDALLION_CONTROL_URL"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    said: list[str] = []
+    summary = run_project(root, log=said.append, instance=dg.DagsterInstance.ephemeral())
+    return summary, said
+
+
+@pytest.fixture(scope="module")
+def clean(tmp_path_factory, spark):
+    """What one clean run of the faults project leaves."""
+    root = faults_project(tmp_path_factory.mktemp("clean"))
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        summary, _ = in_process(root, monkeypatch)
+    assert summary.success, summary.failed_steps
+    found = snapshot(root)
+    assert all(rows for rows in found.values() if rows is not None)
+    return found
+
+
+def test_a_run_killed_at_any_point_is_finished_by_the_next_as_a_clean_run(clean, tmp_path):
+    root = faults_project(tmp_path)
+    home = instance_home(tmp_path)
+    log = tmp_path / "runs.log"
+    for point in CRASH_POINTS:
+        run = start_run(root, run_env(root, home, MEDALLION_CRASH_AT=point), log)
+        assert run.wait(RUN_TIMEOUT) == -signal.SIGKILL, (
+            f"{point} never reached:\n{log.read_text()}"
+        )
+    final = start_run(root, run_env(root, home), log)
+    assert final.wait(RUN_TIMEOUT) == 0, log.read_text()[-5000:]
+
+    assert snapshot(root) == clean
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        runs = instance.get_runs()
+        assert [r.run_id for r in runs if not r.is_finished] == []
+        failed = [r for r in runs if r.status == dg.DagsterRunStatus.FAILURE]
+        assert len(failed) == len(CRASH_POINTS)  # each killed run, marked by its successor
+        for run in failed:
+            assert any(LOST in e.message for e in instance.all_logs(run.run_id))
+    assert log.read_text().count(LOST) == len(CRASH_POINTS)
+
+
+def test_two_runs_started_together_build_each_table_once(clean, tmp_path):
+    root = faults_project(tmp_path)
+    home = instance_home(tmp_path)
+    first = start_run(root, run_env(root, home), tmp_path / "first.log")
+    time.sleep(1.0)  # the first takes the project's run lock
+    second = start_run(root, run_env(root, home), tmp_path / "second.log")
+    assert first.wait(RUN_TIMEOUT) == 0, (tmp_path / "first.log").read_text()[-5000:]
+    assert second.wait(RUN_TIMEOUT) == 0, (tmp_path / "second.log").read_text()[-5000:]
+
+    said = (tmp_path / "second.log").read_text()
+    assert f"another medallion run (pid {first.pid} on " in said
+    assert "is running on this project; waiting up to 3600 s" in said
+    assert snapshot(root) == clean
+    lake = Lake(root / ".medallion" / "lake")
+    built = {
+        (table, partition): len(lake.versions(table, partition))
+        for table in ("bronze.events", "gold.daily_events", "gold.revenue")
+        for partition in lake.partitions(table) or [None]
+    }
+    assert set(built.values()) == {1}, built  # the second run reused every table
+
+
+def test_a_step_waits_for_another_builder_of_its_table_then_reuses_or_skips(
+    tmp_path, monkeypatch, spark
+):
+    root = faults_project(tmp_path)
+    lake_root = root / ".medallion" / "lake"
+    plane = ControlPlane.from_env({"MEDALLION_HOME": str(root / ".medallion")}, root)
+    other = hold_lock_in_child(plane.url, lake_root, "table:gold.revenue")
+    try:
+        summary, _ = in_process(root, monkeypatch, MEDALLION_LOCK_WAIT_SECONDS="1")
+    finally:
+        os.kill(other.pid, signal.SIGKILL)
+        other.wait()
+    (gave_up,) = summary.waited["gold.revenue"][-1:]
+    assert "still being built by another run after 1 s" in gave_up
+    assert "gold.revenue" not in {r.table for r in summary.results}
+    assert Lake(lake_root).current("gold.revenue") is None  # skipped, nothing half-built
+    busy = [e for e in plane.store().audit() if e.kind == "busy"]
+    assert [e.entity for e in busy] == ["dataset:gold.revenue"]
+
+    # Now the other builder finishes (is killed) while the step waits: the step goes on.
+    other = hold_lock_in_child(plane.url, lake_root, "table:gold.revenue")
+    waits = len(waits_for_revenue(plane))
+    waiting = threading.Thread(target=kill_when_waited_for, args=(plane, other.pid, waits))
+    waiting.start()
+    try:
+        summary, _ = in_process(root, monkeypatch, MEDALLION_LOCK_WAIT_SECONDS="120")
+    finally:
+        waiting.join(RUN_TIMEOUT)
+        other.wait()
+    assert summary.success
+    (waited,) = summary.waited["gold.revenue"]  # this run's entries only
+    assert f"run child-run, pid {other.pid} on " in waited and "waiting up to 120 s" in waited
+    assert Lake(lake_root).current("gold.revenue").rows == 3
+
+
+def waits_for_revenue(plane: ControlPlane) -> list:
+    return [e for e in plane.store().audit(["dataset:gold.revenue"]) if e.kind == "wait"]
+
+
+def kill_when_waited_for(plane: ControlPlane, pid: int, waits_before: int) -> None:
+    """SIGKILL the lock's holder once a new step has started waiting for it."""
+    deadline = time.monotonic() + RUN_TIMEOUT
+    while time.monotonic() < deadline:
+        if len(waits_for_revenue(plane)) > waits_before:
+            break
+        time.sleep(0.2)
+    os.kill(pid, signal.SIGKILL)
