@@ -25,7 +25,6 @@ Layer = Literal["bronze", "silver", "gold"]
 _IDENT = re.compile(r"^[a-z_][a-z0-9_]*$")
 _TABLE = re.compile(r"^[a-z_][a-z0-9_]*\.[a-z_][a-z0-9_]*$")
 _BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
-_CRON_FIELD = re.compile(r"^[\d*/,\-A-Za-z?LW#]+$")
 
 
 @functools.lru_cache(maxsize=1024)
