@@ -12,6 +12,7 @@ from pydantic import Field, field_validator, model_validator
 
 from medallion_assets.catalog.base import Criticality, Layer, Model, check_identifier
 from medallion_assets.catalog.cron import check_cron
+from medallion_assets.catalog.names import check_owners, check_pipeline_id
 
 # --- policies.yaml ----------------------------------------------------------------------------
 
@@ -177,7 +178,8 @@ class Pipeline(Model):
     retry_policy: str | None = None
     select: PipelineSelection
 
-    _id = field_validator("id")(classmethod(lambda cls, v: check_identifier(v)))
+    _id = field_validator("id")(classmethod(lambda cls, v: check_pipeline_id(check_identifier(v))))
+    _owners = field_validator("owners")(classmethod(lambda cls, v: check_owners(v)))
 
     @field_validator("schedule")
     @classmethod
