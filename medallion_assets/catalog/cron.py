@@ -78,8 +78,10 @@ def check_cron(schedule: str) -> str:
     days, months, weekdays = values[2], values[3], values[4]
     # Cron runs on a day that matches the day of month OR the day of week when both are given;
     # Dagster refuses February 30th/31st even then.
-    impossible = days is not None and months is not None and all(
-        day > _DAYS_IN_MONTH[month - 1] for day in days for month in months
+    impossible = (
+        days is not None
+        and months is not None
+        and all(day > _DAYS_IN_MONTH[month - 1] for day in days for month in months)
     )
     if impossible and (weekdays is None or (months == {2} and len(days) == 1)):
         raise ValueError(

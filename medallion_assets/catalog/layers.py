@@ -41,7 +41,7 @@ def layer_problems(table: str, reads: tuple[str, ...]) -> list[tuple[str, str]]:
         )
     for other in reads:
         other_layer = other.split(".", 1)[0]
-        if other_layer not in LAYER_ORDER or other_layer == "raw" and layer == "bronze":
+        if other_layer not in LAYER_ORDER or (other_layer == "raw" and layer == "bronze"):
             continue
         if other_layer == "raw":
             problems.append(
@@ -60,8 +60,7 @@ def layer_problems(table: str, reads: tuple[str, ...]) -> list[tuple[str, str]]:
         elif LAYER_ORDER.index(other_layer) > LAYER_ORDER.index(layer):
             problems.append(
                 (
-                    f"reads {other}, a later layer than {layer} "
-                    "(raw -> bronze -> silver -> gold)",
+                    f"reads {other}, a later layer than {layer} (raw -> bronze -> silver -> gold)",
                     f"move the file to sql/{other_layer}/, or read the tables {other} is "
                     "built from",
                 )
