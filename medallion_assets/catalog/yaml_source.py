@@ -1,11 +1,15 @@
 """Read a YAML file into plain data plus a map from each key path to its line number.
 
+Sequences become tuples, mappings dicts and scalars what YAML makes of them (a quoted "3" stays
+a string, so a model validating strictly reports it instead of converting it).
+
 Line numbers let every catalog error point at the place to edit. Duplicate keys, which plain
 YAML loaders silently resolve to the last value, are reported as problems.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,6 +19,9 @@ import yaml
 from medallion_assets.catalog.errors import CatalogIssue, format_field
 
 Loc = tuple[object, ...]
+
+# YAML 1.2 floats with an exponent that YAML 1.1 (PyYAML) reads as text: 1e6, 2.5E-3.
+_FLOAT_1_2 = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)[eE][-+]?[0-9]+")
 
 # libyaml's loader when PyYAML was built with it: same nodes and marks, several times faster.
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -76,8 +83,12 @@ class _Builder:
         if isinstance(node, yaml.MappingNode):
             return self._mapping(node, loc)
         if isinstance(node, yaml.SequenceNode):
-            return [self.build(item, (*loc, i)) for i, item in enumerate(node.value)]
-        return self.constructor.construct_object(node, deep=True)
+            # Tuples, as the frozen models hold them: models validate in strict mode.
+            return tuple(self.build(item, (*loc, i)) for i, item in enumerate(node.value))
+        value = self.constructor.construct_object(node, deep=True)
+        if isinstance(value, str) and not node.style and _FLOAT_1_2.fullmatch(value):
+            return float(value)  # 1e6 is a number in YAML 1.2; PyYAML (YAML 1.1) keeps text
+        return value
 
     def _mapping(self, node: yaml.MappingNode, loc: Loc) -> dict[Any, Any]:
         out: dict[Any, Any] = {}
