@@ -36,6 +36,22 @@ CACHE_DIR = Path(".medallion") / "cache"
 def load_catalog(root: Path | str = ".", *, use_cache: bool = True) -> Catalog:
     """Load and check a project; raise ``CatalogError`` listing every problem found."""
     root = Path(root)
+    try:
+        return _load(root, use_cache)
+    except RecursionError:
+        # Each SQL and YAML file is guarded where it is read, and named there; this is the
+        # backstop for a nesting none of those guards foresaw.
+        issue = CatalogIssue(
+            "sql/",
+            "",
+            "loading the project went deeper than Python's recursion limit",
+            "a SQL file is nested too deeply: flatten deep subqueries or long UNION chains "
+            "into CTEs",
+        )
+        raise CatalogError(root, [issue]) from None
+
+
+def _load(root: Path, use_cache: bool) -> Catalog:
     files, issues = load_metadata(root)
     project = model_of(files, "project", models.ProjectFile) or models.ProjectFile(name=root.name)
     datasets_file = model_of(files, "datasets", models.DatasetsFile)

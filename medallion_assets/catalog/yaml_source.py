@@ -52,6 +52,9 @@ def read_yaml(path: Path, label: str) -> tuple[YamlDocument | None, list[Catalog
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as error:
         return None, [CatalogIssue(label, "", f"not UTF-8 text: {error}", "save the file as UTF-8")]
+    too_deep = _too_deep(text, label)
+    if too_deep is not None:
+        return None, [too_deep]
     try:
         node = yaml.compose(text, Loader=_LOADER)
     except yaml.YAMLError as error:
@@ -67,6 +70,33 @@ def read_yaml(path: Path, label: str) -> tuple[YamlDocument | None, list[Catalog
     lines: dict[Loc, int] = {}
     data = _Builder(label, lines, issues).build(node, ())
     return YamlDocument(path, label, data, lines), issues
+
+
+# No metadata file needs more than a handful of levels. libyaml's composer recurses in C (a
+# file nested some 100,000 levels crashes the interpreter) and the builder below in Python, so
+# depth is measured first on the parser's events, which libyaml produces without recursion.
+MAX_YAML_DEPTH = 64
+
+
+def _too_deep(text: str, label: str) -> CatalogIssue | None:
+    depth = 0
+    try:
+        for event in yaml.parse(text, Loader=_LOADER):
+            if isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+                if depth > MAX_YAML_DEPTH:
+                    return CatalogIssue(
+                        label,
+                        "",
+                        f"nested more than {MAX_YAML_DEPTH} levels deep",
+                        "metadata needs only a few levels: check for runaway brackets or indents",
+                        event.start_mark.line + 1,
+                    )
+            elif isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
+    except yaml.YAMLError:
+        return None  # composing reports malformed YAML with its line
+    return None
 
 
 class _Builder:
