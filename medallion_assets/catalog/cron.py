@@ -83,7 +83,7 @@ def check_cron(schedule: str) -> str:
         and months is not None
         and all(day > _DAYS_IN_MONTH[month - 1] for day in days for month in months)
     )
-    if impossible and (weekdays is None or (months == {2} and len(days) == 1)):
+    if impossible and (weekdays is None or (months == {2} and len(days or ()) == 1)):
         raise ValueError(
             f"schedule {schedule!r} never runs: no month it names has day "
             f"{', '.join(map(str, sorted(days or ())))}"

@@ -2,7 +2,7 @@
 checked here (without importing Dagster) so a project that validates also loads.
 
 Dagster refuses the whole code location for one bad name, so each rule below mirrors one of
-its checks; ``tests/catalog/test_names.py`` holds them against Dagster's own.
+its checks; ``tests/adapters/test_loadable.py`` holds them against Dagster's own.
 """
 
 from __future__ import annotations

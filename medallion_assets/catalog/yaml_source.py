@@ -90,7 +90,7 @@ def _too_deep(text: str, label: str) -> CatalogIssue | None:
                         "",
                         f"nested more than {MAX_YAML_DEPTH} levels deep",
                         "metadata needs only a few levels: check for runaway brackets or indents",
-                        event.start_mark.line + 1,
+                        event.start_mark.line + 1 if event.start_mark else None,
                     )
             elif isinstance(event, yaml.CollectionEndEvent):
                 depth -= 1
@@ -116,7 +116,8 @@ class _Builder:
             # Tuples, as the frozen models hold them: models validate in strict mode.
             return tuple(self.build(item, (*loc, i)) for i, item in enumerate(node.value))
         value = self.constructor.construct_object(node, deep=True)
-        if isinstance(value, str) and not node.style and _FLOAT_1_2.fullmatch(value):
+        plain = isinstance(node, yaml.ScalarNode) and not node.style
+        if isinstance(value, str) and plain and _FLOAT_1_2.fullmatch(value):
             return float(value)  # 1e6 is a number in YAML 1.2; PyYAML (YAML 1.1) keeps text
         return value
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import click
 
-from medallion_assets.cli.common import project_option
+from medallion_assets.catalog import CatalogError
+from medallion_assets.cli.common import does_not_load, project_option
 
 
 @click.command("run")
@@ -27,7 +28,10 @@ def run(project: Path, fail_on_blocked: bool) -> None:
     """
     from medallion_assets.adapters.headless import dagster_home, run_project
 
-    summary = run_project(project, log=lambda m: click.echo(m))
+    try:
+        summary = run_project(project, log=lambda m: click.echo(m))
+    except CatalogError as error:
+        does_not_load(project, error)
     click.echo(_table(summary))
     if summary.blocked:
         click.echo(_blocked(project, summary.blocked))
