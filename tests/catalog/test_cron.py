@@ -7,6 +7,7 @@ else.
 
 from __future__ import annotations
 
+import functools
 import random
 
 import pytest
@@ -58,7 +59,8 @@ def _field(rng: random.Random, field: int) -> str:
     return ",".join(_item(rng, field) for _ in range(rng.choice([1, 1, 1, 2, 3])))
 
 
-def generated(count: int, seed: int = 11) -> list[str]:
+@functools.cache
+def generated(count: int, seed: int = 11) -> tuple[str, ...]:
     rng = random.Random(seed)
     out = []
     for _ in range(count):
@@ -68,7 +70,7 @@ def generated(count: int, seed: int = 11) -> list[str]:
             if rng.random() < 0.6:
                 fields[i] = rng.choice(["*", "0", "1"]) if i != 3 else rng.choice(["*", "1"])
         out.append(" ".join(fields))
-    return out
+    return tuple(out)
 
 
 def _accepts(schedule: str) -> tuple[bool, str]:
@@ -80,7 +82,7 @@ def _accepts(schedule: str) -> tuple[bool, str]:
 
 
 def test_the_catalog_never_accepts_what_dagster_refuses():
-    for schedule in generated(20_000):
+    for schedule in generated(12_000):
         accepted, _ = _accepts(schedule)
         if accepted:
             assert is_valid_cron_string(schedule), schedule
@@ -88,7 +90,7 @@ def test_the_catalog_never_accepts_what_dagster_refuses():
 
 def test_the_catalog_refuses_more_only_for_the_documented_reasons():
     refused_more = 0
-    for schedule in generated(20_000):
+    for schedule in generated(12_000):
         accepted, message = _accepts(schedule)
         if not accepted and is_valid_cron_string(schedule):
             refused_more += 1
