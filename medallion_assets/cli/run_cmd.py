@@ -9,7 +9,8 @@ from pathlib import Path
 
 import click
 
-from medallion_assets.cli.common import project_option
+from medallion_assets.catalog import CatalogError
+from medallion_assets.cli.common import does_not_load, project_option
 
 
 @click.command("run")
@@ -34,7 +35,10 @@ def run(project: Path, fail_on_blocked: bool) -> None:
     os.environ.setdefault(
         "MEDALLION_SPARK_LOG", str(medallion_home(str(project)) / "logs/spark.log")
     )
-    summary = run_project(project, log=lambda m: click.echo(m), progress=True)
+    try:
+        summary = run_project(project, log=lambda m: click.echo(m), progress=True)
+    except CatalogError as error:
+        does_not_load(project, error)
     click.echo("\n" + table(summary))
     for section in (blocked(project, summary), warnings(summary), failed(summary)):
         if section:
