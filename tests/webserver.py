@@ -26,16 +26,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from medallion_assets.adapters.headless import INSTANCE_SETTINGS
+
 START_TIMEOUT = 120.0  # seconds until /server_info answers and the code location is loaded
 
-# Without the daemon, the default queued coordinator would leave launched runs QUEUED forever.
-INSTANCE_YAML = """\
-telemetry:
-  enabled: false
+# The project instance's settings (run monitoring included); without the daemon, the default
+# queued coordinator would leave launched runs QUEUED forever.
+INSTANCE_YAML = (
+    INSTANCE_SETTINGS
+    + """\
 run_coordinator:
   module: dagster._core.run_coordinator
   class: DefaultRunCoordinator
 """
+)
 
 LAUNCH = """
 mutation Launch($params: ExecutionParams!) { launchRun(executionParams: $params) { __typename
@@ -78,7 +82,8 @@ class DagsterWebserver:
 
 
 def write_instance(home: Path) -> Path:
-    """A DAGSTER_HOME with telemetry off and runs launched without the daemon."""
+    """A DAGSTER_HOME with the project instance's settings and runs launched without the
+    daemon."""
     home.mkdir(parents=True, exist_ok=True)
     (home / "dagster.yaml").write_text(INSTANCE_YAML)
     return home

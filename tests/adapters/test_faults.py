@@ -130,9 +130,10 @@ def test_a_step_waits_for_another_builder_of_its_table_then_reuses_or_skips(
     finally:
         os.kill(other.pid, signal.SIGKILL)
         other.wait()
-    (gave_up,) = summary.waited["gold.revenue"][-1:]
-    assert "still being built by another run after 1 s" in gave_up
-    assert "gold.revenue" not in {r.table for r in summary.results}
+    (busy,) = summary.having("busy")
+    assert busy.table == "gold.revenue"
+    assert "still being built by another run after 1 s" in busy.message
+    assert summary.success and summary.having("built")  # the rest was built
     assert Lake(lake_root).current("gold.revenue") is None  # skipped, nothing half-built
     busy = [e for e in plane.store().audit() if e.kind == "busy"]
     assert [e.entity for e in busy] == ["dataset:gold.revenue"]
@@ -148,8 +149,10 @@ def test_a_step_waits_for_another_builder_of_its_table_then_reuses_or_skips(
         waiting.join(RUN_TIMEOUT)
         other.wait()
     assert summary.success
-    (waited,) = summary.waited["gold.revenue"]  # this run's entries only
-    assert f"run child-run, pid {other.pid} on " in waited and "waiting up to 120 s" in waited
+    (waited,) = summary.waited
+    assert f"table:gold.revenue: run child-run, pid {other.pid} on " in waited
+    assert "waiting up to 120 s" in waited
+    assert {r.table: r.status for r in summary.results}["gold.revenue"] == "built"
     assert Lake(lake_root).current("gold.revenue").rows == 3
 
 

@@ -84,7 +84,7 @@ def test_a_recycled_pid_does_not_keep_a_lost_run_alive(instance):
 
 
 def test_the_project_instance_enables_run_monitoring(tmp_path):
-    with project_instance(tmp_path) as instance:
+    with project_instance(tmp_path, env={}) as instance:
         assert instance.run_monitoring_enabled
         assert instance.run_monitoring_max_resume_run_attempts == 0
         assert instance.run_monitoring_start_timeout_seconds == 180

@@ -117,6 +117,20 @@ def finished(instance, run_id: str):
     return run if run is not None and run.is_finished else None
 
 
+def test_run_monitoring_runs_in_the_daemon(dagster_processes):
+    _root, server, instance = dagster_processes
+    assert instance.run_monitoring_enabled and instance.run_monitoring_max_resume_run_attempts == 0
+
+    def monitoring() -> dict | None:
+        statuses = server.graphql(
+            "{ instance { daemonHealth { allDaemonStatuses { daemonType required healthy } } } }"
+        )["instance"]["daemonHealth"]["allDaemonStatuses"]
+        found = next(s for s in statuses if s["daemonType"] == "MONITORING")
+        return found if found["healthy"] else None
+
+    assert wait_until(monitoring, "a healthy run-monitoring daemon", timeout=120)["required"]
+
+
 def test_a_killed_run_process_is_healed_and_only_its_unfinished_tables_relaunched(
     dagster_processes,
 ):
