@@ -98,10 +98,24 @@ def run_project(
     """Materialize every table: each day of the daily tables, then the rest. With ``progress``,
     ``log`` also gets one line as each table's step ends. Another ``medallion run`` on the
     project is waited for, up to ``wait_seconds`` (then ``RunInProgress``)."""
-    if instance is None:
-        with project_instance(project_root) as owned:
-            return run_project(project_root, log, owned, progress, wait_seconds)
     catalog = load_catalog(project_root)
+    # The run lock comes first: two runs creating the project's new instance at once race on
+    # its SQLite schema, and a run that waited must plan from what the other one left.
+    with one_run_at_a_time(project_root, catalog.project.name, log, wait_seconds):
+        if instance is None:
+            with project_instance(project_root) as owned:
+                return _run(project_root, catalog, log, owned, progress)
+        return _run(project_root, catalog, log, instance, progress)
+
+
+def _run(
+    project_root: Path,
+    catalog: Catalog,
+    log: Callable[[str], None],
+    instance: Any,
+    progress: bool,
+) -> RunSummary:
+    mark_lost_runs_failed(instance, log)
     translator = DatasetTranslator(catalog)
     defs = definitions_for(catalog, translator)
     daily = [n for n, d in catalog.datasets.items() if d.settings.partitions is not None]
@@ -112,11 +126,7 @@ def run_project(
     job = defs.resolve_implicit_global_asset_job_def()
     plane = ControlPlane.from_env(os.environ, project_root)
     total = len(daily) * len(days) + len(plain)
-    with (
-        one_run_at_a_time(project_root, catalog.project.name, log, wait_seconds),
-        reporting_progress(total, log if progress else None) as handler,
-    ):
-        mark_lost_runs_failed(instance, log)
+    with reporting_progress(total, log if progress else None) as handler:
         for day in days:
             log(f"materializing {len(daily)} daily table(s) for {day} ...")
             handler.partition = day
