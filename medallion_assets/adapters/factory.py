@@ -439,6 +439,7 @@ def _materialize_one(
                 run_id=context.run.run_id,
                 log=log,
                 replica=replica,
+                warn=context.log.warning,
             )
         build = outcome.build
         metadata.update(outcome.metadata)

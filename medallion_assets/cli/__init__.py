@@ -10,6 +10,7 @@ from medallion_assets.cli.demo_cmd import demo_data
 from medallion_assets.cli.graph_cmds import impact, plan, split, trace_pii
 from medallion_assets.cli.lineage_cmd import lineage
 from medallion_assets.cli.run_cmd import run
+from medallion_assets.cli.schema_cmd import schema
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -19,6 +20,7 @@ def cli() -> None:
 
 for command in (lineage, impact, plan, split, trace_pii, catalog, demo_data, run, control, audit):
     cli.add_command(command)
+control.add_command(schema)
 
 
 def main() -> None:
