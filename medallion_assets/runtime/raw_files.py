@@ -101,10 +101,13 @@ class _TextCheck:
         try:
             text: str = self.decoder.decode(chunk, final)
         except UnicodeDecodeError as error:
+            # error.object is what the decoder held (bytes left from the last chunk + chunk)
+            before = error.object[: error.start]
+            at = self.offset - (len(error.object) - len(chunk)) + error.start
+            line = self.line + before.decode(self.encoding, "replace").count("\n")
             self.problem = (
-                f"it is not valid {self.encoding} (near byte {self.offset + error.start}, "
-                f"line {self.line}); declare the source's encoding in sources.yaml if it is "
-                "another"
+                f"it is not valid {self.encoding} (byte {at}, line {line}); declare the "
+                "source's encoding in sources.yaml if it is another"
             )
             return ""
         nul = text.find("\x00")
