@@ -112,7 +112,7 @@ def ingest(
     (a reroute). The manifest is keyed by the primary's keys either way, so an object already
     ingested from one is not ingested again from the other (replication keeps the ETag).
     Objects that cannot be read are set aside and copies of ingested ones skipped (``intake``);
-    ``warn`` (default ``log``) names each object set aside."""
+    ``warn`` (default ``log``) names each of them."""
     warn = warn or log
     name, source = source_of(catalog, dataset)
     bucket = replica.bucket if replica is not None else source.bucket
@@ -126,7 +126,7 @@ def ingest(
     intake = land_batch(
         Batch(store, bucket, source, landing, run_id, known), new_objects(keyed, manifest), manifest
     )
-    _report(intake, bucket, log, warn)
+    _report(intake, bucket, warn)
     updated = intake.manifest
     inputs = {f"raw.{name}": manifest_digest(readable_entries(updated))}
     if evolved:
@@ -198,15 +198,14 @@ def _usable_evolved(
     return usable
 
 
-def _report(
-    intake: Intake, bucket: str, log: Callable[[str], None], warn: Callable[[str], None]
-) -> None:
+def _report(intake: Intake, bucket: str, warn: Callable[[str], None]) -> None:
+    """Name every object set aside or skipped: both mean a producer did something wrong."""
     for key, why in intake.quarantined.items():
         warn(f"quarantined s3://{bucket}/{key} as a whole, not ingested: {why}")
     for key, other in intake.duplicates.items():
         when = intake.manifest.get(other, {}).get("ingested_at")
         at = iso_utc(float(when)) if when is not None else "earlier"
-        log(f"skipped {key}: same content as {other} ingested {at}")
+        warn(f"skipped {key}: same content as {other} ingested {at}")
 
 
 def _nothing_readable(dataset: Dataset, manifest: dict[str, Any], bucket: str, prefix: str) -> None:
