@@ -19,17 +19,16 @@ from typing import Any, Protocol
 from medallion_assets.catalog import Catalog, Dataset
 from medallion_assets.catalog.models import Replica, Source
 from medallion_assets.runtime.build import BuildOutcome, publish_checked, skipped
-from medallion_assets.runtime.control_store import iso_utc
 from medallion_assets.runtime.intake import (
     Batch,
-    Intake,
     land_batch,
     new_objects,
     readable_entries,
+    require_readable,
 )
 from medallion_assets.runtime.lake import Lake
-from medallion_assets.runtime.raw_files import CorruptObject, file_columns
-from medallion_assets.runtime.schema_drift import detect, evolved_digest, read_evolved
+from medallion_assets.runtime.raw_files import file_columns
+from medallion_assets.runtime.schema_drift import detect, evolved_columns, evolved_digest
 from medallion_assets.runtime.sql import spark_query, view_name
 from medallion_assets.runtime.validation import CheckContext
 
@@ -120,13 +119,13 @@ def ingest(
     manifest = lake.read_state(manifest_name(name, partition))
     listed = [o for o in store.list(bucket, prefix) if not o.key.endswith("/")]
     keyed = {_primary_key(source, replica, o.key): o for o in listed}
-    evolved = _usable_evolved(lake, name, warn)
+    evolved = evolved_columns(lake, name, warn)
     known = tuple(c.name for c in source.columns) + tuple(n for n, _ in evolved)
     landing = landing_root / name / (partition or "_all")
     intake = land_batch(
         Batch(store, bucket, source, landing, run_id, known), new_objects(keyed, manifest), manifest
     )
-    _report(intake, bucket, warn)
+    intake.report(bucket, warn)
     updated = intake.manifest
     inputs = {f"raw.{name}": manifest_digest(readable_entries(updated))}
     if evolved:
@@ -142,7 +141,7 @@ def ingest(
         log(reason)
         outcome = skipped(spark, lake, catalog, dataset, partition, current, reason, checks)
         return IngestOutcome(outcome, 0, 0, current.rows, intake.metadata())
-    _nothing_readable(dataset, updated, bucket, prefix)
+    require_readable(dataset.name, updated, f"s3://{bucket}/", prefix)
     drift = detect(
         name,
         source,
@@ -178,52 +177,6 @@ def ingest(
         **intake.metadata(),
     }
     return IngestOutcome(outcome, new, quarantined, total, metadata)
-
-
-def _usable_evolved(
-    lake: Lake, source_name: str, warn: Callable[[str], None]
-) -> list[tuple[str, str]]:
-    """The evolved columns ingest can read; a stored name that cannot be a column (state from
-    before names were checked) is left out, with a warning saying how to remove it."""
-    usable = []
-    for column in read_evolved(lake, source_name):
-        if column.problem is None:
-            usable.append((column.name, column.type))
-            continue
-        warn(
-            f"ignored evolved column {column.name[:60]!r} of source {source_name}: "
-            f"{column.problem}; remove it with `medallion control schema {source_name} "
-            "--revert COLUMN --reason ...`"
-        )
-    return usable
-
-
-def _report(intake: Intake, bucket: str, warn: Callable[[str], None]) -> None:
-    """Name every object set aside or skipped: both mean a producer did something wrong."""
-    for key, why in intake.quarantined.items():
-        warn(f"quarantined s3://{bucket}/{key} as a whole, not ingested: {why}")
-    for key, other in intake.duplicates.items():
-        when = intake.manifest.get(other, {}).get("ingested_at")
-        at = iso_utc(float(when)) if when is not None else "earlier"
-        warn(f"skipped {key}: same content as {other} ingested {at}")
-
-
-def _nothing_readable(dataset: Dataset, manifest: dict[str, Any], bucket: str, prefix: str) -> None:
-    """Fail when no object can be read: corrupt ones named (CorruptObject), or none at all."""
-    if readable_entries(manifest):
-        return
-    corrupt = {k: e["quarantined"] for k, e in manifest.items() if "quarantined" in e}
-    if corrupt:
-        key = next(iter(corrupt))
-        raise CorruptObject(
-            f"s3://{bucket}/{key}",
-            corrupt[key],
-            {f"s3://{bucket}/{k}": r for k, r in corrupt.items()},
-        )
-    raise FileNotFoundError(
-        f"{dataset.name}: no objects under s3://{bucket}/{prefix}; "
-        "nothing to ingest (check the source's bucket and prefix, or the partition date)"
-    )
 
 
 def _read_landed(

@@ -22,13 +22,20 @@ an empty day) are each that day's data.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from medallion_assets.catalog.models import Source
-from medallion_assets.runtime.raw_files import columns_problem, file_columns, land, sha256_of
+from medallion_assets.runtime.control_store import iso_utc
+from medallion_assets.runtime.raw_files import (
+    CorruptObject,
+    columns_problem,
+    file_columns,
+    land,
+    sha256_of,
+)
 
 
 def readable(entry: Mapping[str, Any]) -> bool:
@@ -63,6 +70,30 @@ class Intake:
                 {"key": k, "same_as": o} for k, o in self.duplicates.items()
             ]
         return data
+
+    def report(self, bucket: str, warn: Callable[[str], None]) -> None:
+        """Name every object set aside or skipped: both mean a producer did something wrong."""
+        for key, why in self.quarantined.items():
+            warn(f"quarantined s3://{bucket}/{key} as a whole, not ingested: {why}")
+        for key, other in self.duplicates.items():
+            when = self.manifest.get(other, {}).get("ingested_at")
+            at = iso_utc(float(when)) if when is not None else "earlier"
+            warn(f"skipped {key}: same content as {other} ingested {at}")
+
+
+def require_readable(table: str, manifest: Mapping[str, Any], bucket_uri: str, prefix: str) -> None:
+    """Fail when no object of ``manifest`` can be read: CorruptObject naming the corrupt ones,
+    or FileNotFoundError when there are none at all."""
+    if readable_entries(manifest):
+        return
+    corrupt = {bucket_uri + k: e["quarantined"] for k, e in manifest.items() if "quarantined" in e}
+    if corrupt:
+        first = next(iter(corrupt))
+        raise CorruptObject(first, corrupt[first], corrupt)
+    raise FileNotFoundError(
+        f"{table}: no objects under {bucket_uri}{prefix}; nothing to ingest (check the "
+        "source's bucket and prefix, or the partition date)"
+    )
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -75,9 +75,23 @@ def read_evolved(lake: Any, source_name: str) -> list[EvolvedColumn]:
     ]
 
 
-def evolved_columns(lake: Any, source_name: str) -> list[tuple[str, str]]:
-    """(name, Spark type) of the usable evolved columns of the source, in order."""
-    return [(c.name, c.type) for c in read_evolved(lake, source_name) if c.problem is None]
+def evolved_columns(
+    lake: Any, source_name: str, warn: Callable[[str], None] = lambda _m: None
+) -> list[tuple[str, str]]:
+    """(name, Spark type) of the evolved columns ingest can read, in order. A stored name that
+    cannot be a column (state written before names were checked) is left out, and ``warn``
+    is told how to remove it."""
+    usable = []
+    for column in read_evolved(lake, source_name):
+        if column.problem is None:
+            usable.append((column.name, column.type))
+            continue
+        warn(
+            f"ignored evolved column {column.name[:60]!r} of source {source_name}: "
+            f"{column.problem}; remove it with `medallion control schema {source_name} "
+            "--revert COLUMN --reason ...`"
+        )
+    return usable
 
 
 def evolved_digest(columns: Sequence[tuple[str, str]]) -> str:
