@@ -12,6 +12,7 @@ from typing import Any
 
 import dagster as dg  # no "from __future__ import annotations": Dagster reads the hints
 
+from medallion_assets.adapters.masking import masked_step
 from medallion_assets.adapters.resources import (
     LakeResource,
     S3Resource,
@@ -25,11 +26,11 @@ from medallion_assets.catalog.rules import ReconciliationRule
 from medallion_assets.planner.healing import Failure, causes, diagnose, retry_delay
 from medallion_assets.planner.reroute import PRIMARY, Route, along
 from medallion_assets.runtime.build import build_table
+from medallion_assets.runtime.credentials import mask_credentials
 from medallion_assets.runtime.healing import HealingContext, run_actions
 from medallion_assets.runtime.ingest import ingest
 from medallion_assets.runtime.rule_checks import reconciliation_result
 from medallion_assets.runtime.validation import CheckResult, ChecksFailed
-from medallion_assets.runtime.warehouse import mask_credentials
 
 RESOURCE_KEYS = {"spark", "lake", "s3", "warehouse", "control"}
 
@@ -76,6 +77,7 @@ def _asset(
         # thousands of asset functions' signatures when the code location loads.
         required_resource_keys=RESOURCE_KEYS,
     )
+    @masked_step  # nothing the step logs or raises carries a password
     def _materialize(context: dg.AssetExecutionContext) -> Iterator[Any]:
         resources = context.resources
         plane = resources.control.plane()  # one per step: flags and audit share its store
