@@ -1,13 +1,14 @@
 """Materialize the whole project without a webserver: the demo's main job.
 
 Daily-partitioned tables run once per day found in their raw sources (oldest first), then
-every unpartitioned table runs in one run. Runs go to the Dagster instance of ``DAGSTER_HOME``
-when it is set (so ``dagster dev`` shows them), else to an ephemeral instance.
+every unpartitioned table runs in one run. Runs are recorded in the Dagster instance of
+``DAGSTER_HOME`` when it is set, else in the project's own ``<project>/.medallion/dagster``, so
+``dagster dev`` with that DAGSTER_HOME shows them.
 """
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -69,17 +70,32 @@ def raw_partitions(catalog: Catalog, defs: dg.Definitions) -> list[str]:
     return sorted(days)
 
 
-def dagster_home(project_root: Path) -> Path:
-    """The project's own Dagster instance folder, used when DAGSTER_HOME is not set."""
+# The settings a new instance folder gets; an existing dagster.yaml is the operator's and is
+# left as it is.
+INSTANCE_SETTINGS = """\
+telemetry:
+  enabled: false
+"""
+
+
+def dagster_home(project_root: Path, env: Mapping[str, str] | None = None) -> Path:
+    """``$DAGSTER_HOME``, else the project's own ``<project>/.medallion/dagster``."""
+    env = os.environ if env is None else env
+    if env.get("DAGSTER_HOME"):
+        return Path(env["DAGSTER_HOME"]).resolve()
     return Path(project_root).resolve() / ".medallion" / "dagster"
 
 
-def project_instance(project_root: Path) -> dg.DagsterInstance:
-    home = dagster_home(project_root)
+def project_instance(
+    project_root: Path, env: Mapping[str, str] | None = None
+) -> dg.DagsterInstance:
+    """The persistent instance ``medallion run`` records into (see ``dagster_home``), created with
+    ``INSTANCE_SETTINGS`` when its folder or its dagster.yaml does not exist yet."""
+    home = dagster_home(project_root, env)
     home.mkdir(parents=True, exist_ok=True)
     config = home / "dagster.yaml"
     if not config.exists():
-        config.write_text("telemetry:\n  enabled: false\n")
+        config.write_text(INSTANCE_SETTINGS)
     return dg.DagsterInstance.from_config(str(home))
 
 
@@ -90,11 +106,8 @@ def run_project(
     translator = DatasetTranslator(catalog)
     defs = definitions_for(catalog, translator)
     if instance is None:
-        instance = (
-            dg.DagsterInstance.get()
-            if os.environ.get("DAGSTER_HOME")
-            else dg.DagsterInstance.ephemeral()
-        )
+        with project_instance(project_root) as owned:
+            return run_project(project_root, log, owned)
     daily = [n for n, d in catalog.datasets.items() if d.settings.partitions is not None]
     plain = [n for n in catalog.datasets if n not in daily]
     summary = RunSummary()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -42,7 +41,7 @@ def run(project: Path, fail_on_blocked: bool) -> None:
     if not summary.success and (fail_on_blocked or not summary.only_blocked):
         click.echo("error: the run failed; see the messages above", err=True)
         sys.exit(1)
-    home = os.environ.get("DAGSTER_HOME") or dagster_home(project)
+    home = dagster_home(project)
     click.echo(
         "\nOpen the asset graph, runs and checks in the Dagster UI:\n"
         f"  DAGSTER_HOME={home} {Path(sys.executable).parent / 'dagster'} dev "
