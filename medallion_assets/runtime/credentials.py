@@ -3,15 +3,22 @@
 ``mask_credentials`` is the one place text is cleaned before it is printed, logged, stored in
 the audit log or put in an exception. It works two ways, because neither is enough alone:
 
-- **Known secrets.** The passwords of the settings in force (``known_secrets(env)``: the
-  warehouse and control store URLs, ``$PGPASSWORD``) are replaced wherever they appear, in any
-  form they may be printed in (as written, decoded, percent-encoded). This is the reliable way
-  for free text: a driver's error may quote a password, or a fragment of a URL, with no
-  structure left to parse.
+- **Known secrets.** The secrets of the settings in force (``known_secrets(env)``: the
+  passwords of the warehouse and control store URLs, ``$PGPASSWORD``, a Spark Connect token)
+  are replaced wherever they appear, in any form they may be printed in (as written, decoded,
+  percent-encoded). This is the reliable way for free text: a driver's error may quote a
+  password, or a fragment of a URL, with no structure left to parse.
 - **Structure.** ``scheme://user:PASSWORD@host`` and ``password=VALUE`` are found by parsing,
   so a URL that is not a setting (one typed on a command line, one in a SQL error) is masked
   too. A raw password may hold any character, ``@`` included: it ends at the last ``@`` on its
   line that is followed by a host (and port) and the end of the authority.
+
+Where in doubt it hides too much, never too little: a later ``user@host`` on the same line as a
+URL with a password is masked with it. Known secrets shorter than ``MIN_KNOWN_SECRET`` are
+masked only where structure shows them, and a raw password holding a line break only as a
+known secret (encode it in the URL). Text leaves through ``ControlStore`` (audit entries,
+errors), the warehouses' errors and reprs, ``adapters.masking.masked_step`` (each step's logs
+and exception) and ``cli.common.mask_output`` (the CLI's stdout and stderr).
 
 >>> mask_credentials("postgresql://loader:p/w#1 ?@db:5432/analytics")
 'postgresql://loader:***@db:5432/analytics'
@@ -35,6 +42,8 @@ MIN_KNOWN_SECRET = 4
 # Settings that hold a connection string; their passwords are the known secrets.
 SECRET_SETTINGS = ("MEDALLION_WAREHOUSE_URL", "MEDALLION_CONTROL_URL")
 PASSWORD_SETTINGS = ("PGPASSWORD",)
+# A Spark Connect URL carries its bearer token as a parameter: sc://host:15002/;token=SECRET
+_SPARK_CONNECT_TOKEN = re.compile(r";\s*token=([^;]+)", re.IGNORECASE)
 
 _SCHEME = re.compile(r"[A-Za-z][\w+.-]*://")
 _SCHEME_USER = re.compile(r"(?<![\w+.-])[A-Za-z][\w+.-]*://([^:/?#@\s]*):")
@@ -154,6 +163,8 @@ def known_secrets(env: Mapping[str, str]) -> frozenset[str]:
         found |= url_secrets(env.get(name) or "")
     for name in PASSWORD_SETTINGS:
         found |= secret_forms(env.get(name) or "")
+    for token in _SPARK_CONNECT_TOKEN.findall(env.get("MEDALLION_SPARK_REMOTE") or ""):
+        found |= secret_forms(token)
     return frozenset(found)
 
 

@@ -1,21 +1,23 @@
 """Secrets never leave: `medallion run` with a PostgreSQL warehouse and control store whose
 roles have passwords full of URL syntax, once loading and once failing to connect, leaves the
 passwords in none of stdout, stderr, Dagster's event log, compute logs, materialization
-metadata, the audit log or the state folder."""
+metadata, the audit log or the state folder.
+
+The commands run in this process (on the session's Spark) through click's runner; the file
+descriptors are captured too, so what Spark, Java or a library writes around Python counts."""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from urllib.parse import quote
 
 import dagster as dg
 import psycopg
 import pytest
+from click.testing import CliRunner, Result
 
+from medallion_assets.cli import cli
 from tests.adapters.minimal import minimal_project, orders
 
 pytestmark = pytest.mark.slow
@@ -74,12 +76,13 @@ def password_roles(postgres_server):
             admin.execute("SELECT pg_reload_conf()")
 
 
-def medallion(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    command = [str(Path(sys.executable).parent / "medallion"), *args]
-    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+def medallion(*args: str) -> Result:
+    return CliRunner().invoke(cli, list(args))
 
 
-def test_passwords_reach_no_output_log_or_store(tmp_path, monkeypatch, password_roles):
+def test_passwords_reach_no_output_log_or_store(
+    spark, tmp_path, monkeypatch, capfd, password_roles
+):
     server = password_roles
     root, store = minimal_project(
         tmp_path, monkeypatch, {"order_id": 1, "amount": 5, "country": "de"}
@@ -92,18 +95,13 @@ def test_passwords_reach_no_output_log_or_store(tmp_path, monkeypatch, password_
         f"postgresql://controller:{quote(CONTROL_PASSWORD, safe='')}"
         f"@{server.host}:{server.port}/secrets_ctl"
     )
-    env = {
-        **os.environ,
-        "DAGSTER_HOME": str(home),
-        "MEDALLION_WAREHOUSE_URL": warehouse,
-        "MEDALLION_CONTROL_URL": control,
-        "PYSPARK_PYTHON": sys.executable,
-        "SPARK_LOCAL_IP": "127.0.0.1",
-    }
-    project = ["--project", str(root)]
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    monkeypatch.setenv("MEDALLION_WAREHOUSE_URL", warehouse)
+    monkeypatch.setenv("MEDALLION_CONTROL_URL", control)
+    project = ("--project", str(root))
 
-    loaded = medallion(["run", *project], env)
-    assert loaded.returncode == 0, loaded.stdout + loaded.stderr
+    loaded = medallion("run", *project)
+    assert loaded.exit_code == 0, loaded.output
     with psycopg.connect(
         host=server.host, port=server.port, dbname="secrets_wh", user="loader",
         password=WAREHOUSE_PASSWORD,
@@ -115,18 +113,18 @@ def test_passwords_reach_no_output_log_or_store(tmp_path, monkeypatch, password_
     store.put(
         "minimal-raw", "orders/b.jsonl", orders({"order_id": 2, "amount": 7, "country": "fr"})
     )
-    unreachable = warehouse.replace(f":{server.port}/", ":1/")
-    failed = medallion(["run", *project], {**env, "MEDALLION_WAREHOUSE_URL": unreachable})
-    assert failed.returncode == 1, failed.stdout + failed.stderr
-    wrong_store = medallion(
-        ["control", "status", *project],
-        {**env, "MEDALLION_CONTROL_URL": control.replace(f":{server.port}/", ":1/")},
-    )
-    assert (
-        wrong_store.returncode == 2 and "cannot connect to the control store" in wrong_store.stderr
-    )
-    audit = medallion(["audit", "--format", "json", *project], env)
-    assert audit.returncode == 0, audit.stderr
+    monkeypatch.setenv("MEDALLION_WAREHOUSE_URL", warehouse.replace(f":{server.port}/", ":1/"))
+    failed = medallion("run", *project)
+    assert failed.exit_code == 1, failed.output
+    monkeypatch.setenv("MEDALLION_CONTROL_URL", control.replace(f":{server.port}/", ":1/"))
+    wrong_store = medallion("control", "status", *project)
+    assert wrong_store.exit_code == 2
+    assert "cannot connect to the control store" in wrong_store.stderr
+    monkeypatch.setenv("MEDALLION_WAREHOUSE_URL", warehouse)
+    monkeypatch.setenv("MEDALLION_CONTROL_URL", control)
+    audit = medallion("audit", "--format", "json", *project)
+    assert audit.exit_code == 0, audit.output
+    descriptors = capfd.readouterr()
 
     instance = dg.DagsterInstance.from_config(str(home))
     runs = instance.get_runs()
@@ -135,7 +133,10 @@ def test_passwords_reach_no_output_log_or_store(tmp_path, monkeypatch, password_
     metadata = [
         r.asset_materialization.metadata for r in records if r.asset_materialization is not None
     ]
-    printed = "\n".join(p.stdout + p.stderr for p in (loaded, failed, wrong_store, audit))
+    printed = "\n".join(
+        [r.stdout + r.stderr for r in (loaded, failed, wrong_store, audit)]
+        + [descriptors.out, descriptors.err]
+    )
     masked_url = f"postgresql://loader:***@{server.host}:1/secrets_wh"
     # The failure path really echoed the URL, masked, to each place.
     assert masked_url in events and masked_url in audit.stdout and masked_url in printed

@@ -138,10 +138,12 @@ def test_known_secrets_come_from_the_settings_in_force():
         "MEDALLION_WAREHOUSE_URL": "postgresql://w:wh/pass word@db/x",
         "MEDALLION_CONTROL_URL": "postgresql://c:ctl%23pass@db/y",
         "PGPASSWORD": "libpq-pass",
+        "MEDALLION_SPARK_REMOTE": "sc://spark:15002/;user_id=etl;token=spark-token",
         "MEDALLION_HOME": "/not/a/secret",
     }
     secrets = known_secrets(env)
     assert {"wh/pass word", "wh%2Fpass%20word", "ctl#pass", "ctl%23pass", "libpq-pass"} <= secrets
+    assert "spark-token" in secrets and "etl" not in secrets
     assert "/not/a/secret" not in secrets and known_secrets({}) == frozenset()
 
 
