@@ -33,7 +33,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
-from urllib.parse import quote, quote_plus, unquote
+from urllib.parse import quote, quote_plus, unquote, urlsplit
 
 MASK = "***"
 # Known secrets shorter than this are masked only where structure shows them: replacing every
@@ -46,7 +46,8 @@ PASSWORD_SETTINGS = ("PGPASSWORD",)
 _SPARK_CONNECT_TOKEN = re.compile(r";\s*token=([^;]+)", re.IGNORECASE)
 
 _SCHEME = re.compile(r"[A-Za-z][\w+.-]*://")
-_SCHEME_USER = re.compile(r"(?<![\w+.-])[A-Za-z][\w+.-]*://([^:/?#@\s]*):")
+# The user may hold a raw '@' (Azure's user@server): the password is what follows its ':'.
+_SCHEME_USER = re.compile(r"(?<![\w+.-])[A-Za-z][\w+.-]*://([^:/?#\s]*):")
 # What may follow the '@' that ends a password: a host (a name, an address, [IPv6], or nothing
 # before a path), an optional port, then the end of the authority.
 _HOST = re.compile(
@@ -117,10 +118,23 @@ def encoded_url(url: str) -> str:
     'postgresql://u:a%2Fb%23c@db:5432/x'
     """
     parts = split_credentials(url)
-    if parts is None:
+    if parts is None or _reads_as_standard(url, parts):
         return url
     scheme, user, password, rest = parts
     return f"{scheme}{quote(unquote(user), safe='')}:{quote(unquote(password), safe='')}{rest}"
+
+
+def _reads_as_standard(url: str, parts: tuple[str, str, str, str]) -> bool:
+    """The URL's standard reading is valid and ends its authority before the password this
+    module found: ``postgresql://db:5432/x?application_name=me@corp`` has no password. (So a
+    raw password such as ``1234/abc`` reads as a port: encode that one in the URL.)"""
+    try:
+        netloc = urlsplit(url).netloc
+    except ValueError:  # a bracket the password holds reads as a broken IPv6 address
+        return False
+    if not (re.fullmatch(r"[0-9]+", netloc.rpartition(":")[2]) or netloc.endswith("]")):
+        return False
+    return len(url) - len(parts[3]) > len(parts[0]) + len(netloc)
 
 
 def url_password(url: str) -> str | None:

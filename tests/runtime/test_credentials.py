@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import doctest
 import io
+import re
 import traceback
 from urllib.parse import quote, unquote, urlsplit
 
@@ -88,7 +89,18 @@ def test_a_key_value_password_is_masked_quoted_or_not(pw):
     assert mask_credentials(dsn) == f"host=db user=loader password={MASK} dbname=analytics"
 
 
-@given(users, raw_passwords.filter(lambda p: "%" not in p), hosts, ports, databases)
+def reads_as_a_port(pw: str) -> bool:
+    """``u:1234/x@h`` is also host u, port 1234: the one raw form left as written."""
+    return re.match(r"[0-9]+[/?#]", pw) is not None
+
+
+@given(
+    users,
+    raw_passwords.filter(lambda p: "%" not in p and not reads_as_a_port(p)),
+    hosts,
+    ports,
+    databases,
+)
 @settings(max_examples=200)
 def test_a_raw_password_reaches_the_driver_as_written(user, pw, host, port, db):
     parts = urlsplit(encoded_url(f"postgresql://{user}:{pw}@{host}:{port}/{db}"))
@@ -101,6 +113,32 @@ def test_a_raw_password_reaches_the_driver_as_written(user, pw, host, port, db):
 def test_an_encoded_url_is_left_as_the_user_wrote_it(pw):
     url = f"postgresql://loader:{quote(pw, safe='')}@db:5432/x"
     assert encoded_url(url) == url and url_password(url) == pw
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://db:5432/x?application_name=me@corp",
+        "postgresql://loader@db:5432/x?application_name=me@corp",
+        "postgresql://loader@db/x",
+        "postgresql://[::1]/x?application_name=me@corp",
+        "duckdb:///tmp/warehouse.duckdb",
+        "host=db password=x dbname=y",
+    ],
+)
+def test_a_url_without_a_raw_password_is_left_alone(url):
+    assert encoded_url(url) == url
+
+
+def test_a_user_holding_an_at_sign_keeps_the_password_apart():
+    url = "postgresql://loader@server:pa/ss@db.example.com:5432/x"
+    assert mask_credentials(url) == "postgresql://loader@server:***@db.example.com:5432/x"
+    parts = urlsplit(encoded_url(url))
+    assert (unquote(parts.username or ""), unquote(parts.password or "")) == (
+        "loader@server",
+        "pa/ss",
+    )
+    assert url_password(url) == "pa/ss"
 
 
 @pytest.mark.parametrize(
