@@ -7,11 +7,13 @@ returns a ``MaterializeResult`` whose data version is the published lake version
 reported, nothing is published and the step fails, so downstream assets of the run do not run.
 """
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import dagster as dg  # no "from __future__ import annotations": Dagster reads the hints
 
+from medallion_assets.adapters.masking import masked_step
 from medallion_assets.adapters.resources import (
     LakeResource,
     S3Resource,
@@ -76,6 +78,7 @@ def _asset(
         # thousands of asset functions' signatures when the code location loads.
         required_resource_keys=RESOURCE_KEYS,
     )
+    @masked_step  # nothing the step logs or raises carries a password
     def _materialize(context: dg.AssetExecutionContext) -> Iterator[Any]:
         resources = context.resources
         plane = resources.control.plane()  # one per step: flags and audit share its store
@@ -90,8 +93,9 @@ def _asset(
             context.log.warning(warning)
         along_route = "" if route.name == PRIMARY else f" along route {route.describe()}"
         audit.record("attempt", f"attempt {audit.attempt} started{along_route}", route=route.name)
+        unchanged = False
         try:
-            yield from materialize_dataset(
+            for event in materialize_dataset(
                 context,
                 catalog,
                 dataset,
@@ -100,7 +104,10 @@ def _asset(
                 resources.s3,
                 resources.warehouse,
                 route=route,
-            )
+            ):
+                if isinstance(event, dg.MaterializeResult):
+                    unchanged = bool((event.metadata or {}).get("skipped"))
+                yield event
         except dg.DagsterExecutionInterruptedError as interruption:
             # The run is being terminated (kill switch sensor, Terminate in the UI): the
             # asset's retry policy must not bring the step back.
@@ -116,7 +123,10 @@ def _asset(
         except Exception as error:
             heal_and_retry(context, catalog, dataset, resources, audit, error)
         else:
-            audit.record("outcome", f"materialized on attempt {audit.attempt}")
+            if unchanged:
+                audit.record("outcome", "skipped: code and inputs unchanged; current version kept")
+            else:
+                audit.record("outcome", f"materialized on attempt {audit.attempt}")
 
     return _materialize
 
@@ -300,6 +310,7 @@ def materialize_dataset(
                 metadata={
                     "failed_checks": [r.name for r in failed.validation.blocking_failures],
                     "rejected_staging": str(failed.staging),
+                    "blocked_since": failed.since or time.time(),
                 },
                 allow_retries=False,  # the same data fails the same check: retrying cannot help
             ) from failed

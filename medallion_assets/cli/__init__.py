@@ -16,6 +16,12 @@ from medallion_assets.cli.schema_cmd import schema
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 def cli() -> None:
     """medallion: a metadata-driven medallion ETL on Dagster and Spark."""
+    import os
+
+    from medallion_assets.cli.common import mask_output
+    from medallion_assets.runtime.credentials import known_secrets
+
+    mask_output(known_secrets(os.environ))
 
 
 for command in (lineage, impact, plan, split, trace_pii, catalog, demo_data, run, control, audit):
