@@ -36,13 +36,33 @@ def read_table(
         session = spark or spark_session(SparkSettings.from_env(os.environ))
         return session.read.parquet(*[str(p) for p in paths])
     if as_ == "pandas":
+        import pyarrow as pa
         import pyarrow.parquet as pq
 
         tables = [pq.read_table(p) for p in paths]
-        import pyarrow as pa
-
-        return pa.concat_tables(tables, promote_options="default").to_pandas()
+        return _valid_text(pa.concat_tables(tables, promote_options="default")).to_pandas()
     raise ValueError(f"as_ must be 'pandas' or 'spark', not {as_!r}")
+
+
+def _valid_text(table: Any) -> Any:
+    """``table`` with bytes that are not UTF-8 in its text columns replaced by U+FFFD.
+
+    Spark keeps a string's bytes as they came, so a quarantined record of a badly encoded
+    file holds invalid UTF-8 that pandas cannot take. The Parquet file keeps the raw bytes
+    (``pyarrow.parquet`` reads them as they are)."""
+    import pyarrow as pa
+
+    for i, field in enumerate(table.schema):
+        if not (pa.types.is_string(field.type) or pa.types.is_large_string(field.type)):
+            continue
+        column = table.column(i)
+        try:
+            column.validate(full=True)
+        except pa.ArrowInvalid:
+            raw = column.cast(pa.large_binary()).to_pylist()
+            text = [None if v is None else v.decode("utf-8", "replace") for v in raw]
+            table = table.set_column(i, field, pa.array(text, type=field.type))
+    return table
 
 
 def _lake_root(project: Path | str | None, lake_root: Path | str | None) -> Path:

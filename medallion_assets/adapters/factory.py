@@ -14,6 +14,7 @@ from typing import Any
 import dagster as dg  # no "from __future__ import annotations": Dagster reads the hints
 
 from medallion_assets.adapters.build_lock import build_lock
+from medallion_assets.adapters.masking import masked_step
 from medallion_assets.adapters.resources import (
     LakeResource,
     S3Resource,
@@ -79,6 +80,7 @@ def _asset(
         # thousands of asset functions' signatures when the code location loads.
         required_resource_keys=RESOURCE_KEYS,
     )
+    @masked_step  # nothing the step logs or raises carries a password
     def _materialize(context: dg.AssetExecutionContext) -> Iterator[Any]:
         resources = context.resources
         plane = resources.control.plane()  # one per step: flags and audit share its store
@@ -453,6 +455,7 @@ def _materialize_one(
                 run_id=context.run.run_id,
                 log=log,
                 replica=replica,
+                warn=context.log.warning,
             )
         build = outcome.build
         metadata.update(outcome.metadata)

@@ -6,6 +6,7 @@ turns them into located catalog issues.
 
 from __future__ import annotations
 
+import codecs
 import difflib
 import functools
 import re
@@ -78,6 +79,21 @@ def check_dialect(value: str | None) -> str | None:
         hint = f"did you mean {close[0]!r}?" if close else f"known: {', '.join(known_dialects())}"
         raise ValueError(f"unknown SQL dialect {value!r}; {hint}")
     return value.lower() if value is not None else None
+
+
+def check_encoding(value: str) -> str:
+    """The normalised name of a text encoding Python decodes (``utf-8``, ``utf-16``,
+    ``latin-1`` ...); ValueError naming the common ones otherwise."""
+    try:
+        info = codecs.lookup(value)
+    except LookupError:
+        info = None
+    if info is None or not getattr(info, "_is_text_encoding", True):
+        raise ValueError(
+            f"unknown text encoding {value!r}: write e.g. utf-8, utf-16, utf-16-le, latin-1 "
+            "or cp1252"
+        )
+    return info.name
 
 
 def check_bucket(value: str) -> str:

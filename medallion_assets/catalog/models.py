@@ -22,6 +22,7 @@ from medallion_assets.catalog.base import (
     _is_spark_type,
     check_bucket,
     check_dialect,
+    check_encoding,
     check_identifier,
     check_partition,
     check_prefix,
@@ -130,6 +131,7 @@ class Source(Model):
     columns: tuple[Column, ...]
     pii_columns: tuple[str, ...] = ()
     csv_header: bool = True
+    encoding: str = "utf-8"  # of csv and jsonl objects; an object not valid in it is set aside
     replicas: tuple[Replica, ...] = ()
 
     _bucket = field_validator("bucket")(classmethod(lambda cls, v: check_bucket(v)))
@@ -157,12 +159,23 @@ class Source(Model):
                 )
         return self
 
+    @field_validator("encoding")
+    @classmethod
+    def _encoding(cls, value: str) -> str:
+        check_encoding(value)
+        return value
+
     @model_validator(mode="after")
     def _columns(self) -> Source:
         names = [c.name for c in self.columns]
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
             raise ValueError(f"column(s) declared twice: {', '.join(duplicates)}")
+        if self.format == "parquet" and check_encoding(self.encoding) != "utf-8":
+            raise ValueError(
+                f"encoding {self.encoding!r} applies to csv and jsonl sources only; Parquet "
+                "stores its own encoding: remove the encoding key"
+            )
         unknown = [c for c in self.pii_columns if c not in names]
         if unknown:
             raise ValueError(

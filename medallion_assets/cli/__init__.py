@@ -10,15 +10,23 @@ from medallion_assets.cli.demo_cmd import demo_data
 from medallion_assets.cli.graph_cmds import impact, plan, split, trace_pii
 from medallion_assets.cli.lineage_cmd import lineage
 from medallion_assets.cli.run_cmd import run
+from medallion_assets.cli.schema_cmd import schema
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 def cli() -> None:
     """medallion: a metadata-driven medallion ETL on Dagster and Spark."""
+    import os
+
+    from medallion_assets.cli.common import mask_output
+    from medallion_assets.runtime.credentials import known_secrets
+
+    mask_output(known_secrets(os.environ))
 
 
 for command in (lineage, impact, plan, split, trace_pii, catalog, demo_data, run, control, audit):
     cli.add_command(command)
+control.add_command(schema)
 
 
 def main() -> None:

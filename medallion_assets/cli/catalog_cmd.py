@@ -53,7 +53,7 @@ def export(project: Path) -> None:
     from medallion_assets.catalog.export import catalog_rows
     from medallion_assets.cli.common import fail
     from medallion_assets.runtime.control import ControlPlane
-    from medallion_assets.runtime.control_store import ControlStoreError, masked_url
+    from medallion_assets.runtime.control_store import ControlStoreError
 
     loaded = load(project)
     plane = ControlPlane.from_env(os.environ, project)
@@ -61,6 +61,6 @@ def export(project: Path) -> None:
         counts = plane.store().replace_catalog(catalog_rows(loaded, plane.flags().values()))
     except ControlStoreError as error:
         fail(str(error))
-    click.echo(f"exported to {masked_url(plane.url)}:")
+    click.echo(f"exported to {plane.store().masked(plane.url)}:")
     for table, count in counts.items():
         click.echo(f"  {table:<18} {count:>6} row(s)")

@@ -1,16 +1,18 @@
-"""What every command shares: ``--project``, loading the catalog, and clear failures."""
+"""What every command shares: ``--project``, loading the catalog, clear failures, and output
+that never shows a password."""
 
 from __future__ import annotations
 
 import functools
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, NoReturn
 
 import click
 
 from medallion_assets.catalog import Catalog, CatalogError, load_catalog
+from medallion_assets.runtime.credentials import mask_credentials
 
 project_option = click.option(
     "--project",
@@ -54,3 +56,37 @@ def known_table(func: Callable[..., Any]) -> Callable[..., Any]:
             fail(str(error.args[0]) if error.args else "unknown table")
 
     return wrapper
+
+
+class MaskedStream:
+    """A text stream that writes everything through ``mask_credentials``: the last line of
+    defence for output no message site masked (a library's traceback, a warning, a print).
+    It has no ``buffer``, so nothing can write around it in bytes."""
+
+    def __init__(self, stream: Any, secrets: Iterable[str]):
+        self._stream = stream
+        self.secrets = frozenset(secrets)
+
+    def write(self, text: str) -> int:
+        if not isinstance(text, str):
+            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
+        self._stream.write(mask_credentials(text, self.secrets))
+        return len(text)
+
+    def writelines(self, lines: Iterable[str]) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "buffer":
+            raise AttributeError(name)
+        return getattr(self._stream, name)
+
+
+def mask_output(secrets: Iterable[str]) -> None:
+    """Mask this process's stdout and stderr from now on (Dagster's console log and compute
+    logs write through them too)."""
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if not isinstance(stream, MaskedStream):
+            setattr(sys, name, MaskedStream(stream, secrets))

@@ -16,7 +16,7 @@ import click
 
 from medallion_assets.cli.common import fail, load, project_option
 from medallion_assets.planner.kill_switch import parse_entity, table_entities
-from medallion_assets.runtime.control_store import iso_utc, masked_url
+from medallion_assets.runtime.control_store import iso_utc
 
 _fmt = click.option(
     "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
@@ -96,13 +96,13 @@ def status(fmt: str, project: Path) -> None:
     disabled = [f for f in flags.values() if not f.enabled]
     if fmt == "json":
         data = {
-            "control_store": masked_url(plane.url),
+            "control_store": plane.store().masked(plane.url),
             "flags": [vars(f) | {"entity": f.entity} for f in flags.values()],
             "disabled_tables": {t: d.flag.entity for t, d in off.items()},
         }
         click.echo(json.dumps(data, indent=2))
         return
-    click.echo(f"control store: {masked_url(plane.url)}")
+    click.echo(f"control store: {plane.store().masked(plane.url)}")
     if not disabled:
         click.echo("nothing is disabled")
     for flag in sorted(disabled, key=lambda f: f.entity):

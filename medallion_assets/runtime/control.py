@@ -23,16 +23,20 @@ from medallion_assets.planner.kill_switch import (
 )
 from medallion_assets.planner.reroute import PRIMARY, Route, find_route, routes
 from medallion_assets.runtime.control_store import ControlStore, default_url
+from medallion_assets.runtime.credentials import known_secrets
 
 
 @dataclass(frozen=True)
 class ControlPlane:
     project_root: Path
     url: str
+    # The settings' passwords, masked out of every audit entry whatever error text holds them.
+    secrets: frozenset[str] = frozenset()
 
     @classmethod
     def from_env(cls, env: Mapping[str, str], project_root: Path) -> ControlPlane:
-        return cls(Path(project_root), default_url(env, Path(project_root)))
+        root = Path(project_root)
+        return cls(root, default_url(env, root), known_secrets(env))
 
     def store(self) -> ControlStore:
         """The store, opened (schema checked and migrated) once per plane: a plane serves one
@@ -41,7 +45,7 @@ class ControlPlane:
 
     @functools.cached_property
     def _opened(self) -> ControlStore:
-        return ControlStore.open(self.url)
+        return ControlStore.open(self.url, self.secrets)
 
     def flags(self) -> dict[tuple[str, str], EffectiveFlag]:
         yaml_flags = read_control_file(self.project_root).flags

@@ -9,6 +9,10 @@ Several run processes write at once: every operation opens a short-lived connect
 one small transaction. SQLite runs in WAL mode with a busy timeout, so a writer waits for the
 lock instead of failing; PostgreSQL serializes the rows itself.
 
+Nothing secret is stored: every audit entry's message and details pass through
+``mask_credentials`` with the store's known secrets (its own URL's password and those the
+caller passes, the settings in force), whatever error text a step put in them.
+
     store = ControlStore.open("sqlite:////tmp/control.db")
     store.set_flag("dataset", "gold.revenue", False, "bad FX feed", "oncall")
     store.flags()  # [FlagOverride(scope="dataset", name="gold.revenue", enabled=False, ...)]
@@ -19,13 +23,14 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from medallion_assets.catalog.export import CATALOG_TABLES, KEYS
+from medallion_assets.runtime.credentials import encoded_url, mask_credentials, url_secrets
 
 SCOPES = ("pipeline", "layer", "dataset", "source", "target")
 
@@ -150,8 +155,10 @@ def default_url(env: Mapping[str, str], project_root: Path) -> str:
 class ControlStore:
     """Flags and audit log in one SQL database; see the module docstring."""
 
-    def __init__(self, url: str):
+    def __init__(self, url: str, secrets: Iterable[str] = ()):
         self.url = url
+        # Masked out of every message and audit entry: this URL's password and the caller's.
+        self.secrets = frozenset(secrets) | url_secrets(url)
         if url.startswith("sqlite:///"):
             self.dialect = "sqlite"
             self._path = Path(url.removeprefix("sqlite:///"))
@@ -159,14 +166,14 @@ class ControlStore:
             self.dialect = "postgresql"
         else:
             raise ControlStoreError(
-                f"control store URL {masked_url(url)!r} is not supported: use sqlite:///PATH or "
+                f"control store URL {self.masked(url)!r} is not supported: use sqlite:///PATH or "
                 "postgresql://user@host:port/db (MEDALLION_CONTROL_URL)"
             )
 
     @classmethod
-    def open(cls, url: str) -> ControlStore:
+    def open(cls, url: str, secrets: Iterable[str] = ()) -> ControlStore:
         """The store at ``url``, its schema created or migrated to the current version."""
-        store = cls(url)
+        store = cls(url, secrets)
         store.migrate()
         return store
 
@@ -197,11 +204,18 @@ class ControlStore:
         import psycopg
 
         try:
-            return _PostgresConnection(psycopg.connect(self.url, connect_timeout=10))
+            return _PostgresConnection(psycopg.connect(encoded_url(self.url), connect_timeout=10))
         except psycopg.Error as error:
+            # The driver's text is masked and the driver's exception dropped: a traceback
+            # would print it unmasked.
             raise ControlStoreError(
-                f"cannot connect to the control store {masked_url(self.url)}: {error}"
-            ) from error
+                f"cannot connect to the control store {self.masked(self.url)}: "
+                f"{self.masked(str(error))}"
+            ) from None
+
+    def masked(self, text: str) -> str:
+        """``text`` with this store's known secrets and any URL password hidden."""
+        return mask_credentials(text, self.secrets)
 
     def schema_version(self) -> int:
         with self._transaction() as db:
@@ -223,8 +237,9 @@ class ControlStore:
             version = self._version(db)
             if version > len(MIGRATIONS):
                 raise ControlStoreError(
-                    f"the control store {masked_url(self.url)} has schema version {version}, newer "
-                    f"than this medallion_assets knows ({len(MIGRATIONS)}): upgrade the package"
+                    f"the control store {self.masked(self.url)} has schema version {version}, "
+                    f"newer than this medallion_assets knows ({len(MIGRATIONS)}): upgrade the "
+                    "package"
                 )
             for statements in MIGRATIONS[version:]:
                 for statement in statements:
@@ -356,10 +371,12 @@ class ControlStore:
     ) -> AuditEntry:
         entry = AuditEntry(utc_now(), kind, entity, message, run_id, dict(details or {}))
         with self._transaction() as db:
-            self._append(db, entry)
-        return entry
+            return self._append(db, entry)
 
-    def _append(self, db: Any, entry: AuditEntry) -> None:
+    def _append(self, db: Any, entry: AuditEntry) -> AuditEntry:
+        entry = replace(
+            entry, message=self.masked(entry.message), details=self._mask(entry.details)
+        )
         db.execute(
             "INSERT INTO audit_log (at, kind, entity, run_id, message, details) "
             "VALUES (?, ?, ?, ?, ?, ?)",
@@ -372,6 +389,17 @@ class ControlStore:
                 json.dumps(entry.details, default=str, sort_keys=True),
             ),
         )
+        return entry
+
+    def _mask(self, value: Any) -> Any:
+        """``value`` (audit details: JSON-like) with every string in it masked."""
+        if isinstance(value, str):
+            return self.masked(value)
+        if isinstance(value, Mapping):
+            return {k: self._mask(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [self._mask(v) for v in value]
+        return value
 
     def audit(
         self,
@@ -445,10 +473,3 @@ class _PostgresConnection:
 
     def close(self) -> None:
         self._connection.close()
-
-
-def masked_url(url: str) -> str:
-    """``url`` with its password hidden, for messages and listings."""
-    from medallion_assets.runtime.warehouse import mask_credentials  # pyarrow: import late
-
-    return mask_credentials(url)

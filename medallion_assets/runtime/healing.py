@@ -12,7 +12,9 @@ Each action takes a ``HealingContext`` and returns a line for the audit log. Bui
   system) for an hour, down to an eighth; S3 and warehouse throttles read the cut when a step
   builds them;
 - ``evolve_schema``: when the error is a ``SchemaDrift`` (raw files with undeclared columns),
-  record the new columns as nullable strings of the source; the retry reads them by name;
+  record the new columns as nullable strings of the source; the retry reads them by name. A
+  name Spark or the warehouse cannot take is refused (raw files whose columns are garbage are
+  quarantined by ingest before drift is looked for, so this does not happen from ingest);
 - ``reroute_source``: read the table along its next route in cost order (its source's replica,
   or an alternate producer; see ``planner.reroute``), recorded in the control store, where every
   later step reads it until an operator routes the table back with ``medallion control route``;

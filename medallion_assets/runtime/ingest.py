@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -21,8 +20,16 @@ from medallion_assets.catalog import Catalog, Dataset
 from medallion_assets.catalog.models import Replica, Source
 from medallion_assets.runtime.build import BuildOutcome, publish_checked, skipped
 from medallion_assets.runtime.faults import crash_point
+from medallion_assets.runtime.intake import (
+    Batch,
+    land_batch,
+    new_objects,
+    readable_entries,
+    require_readable,
+)
 from medallion_assets.runtime.lake import Lake
-from medallion_assets.runtime.schema_drift import detect, evolved_columns, file_columns
+from medallion_assets.runtime.raw_files import file_columns
+from medallion_assets.runtime.schema_drift import detect, evolved_columns, evolved_digest
 from medallion_assets.runtime.sql import spark_query, view_name
 from medallion_assets.runtime.validation import CheckContext
 
@@ -81,7 +88,7 @@ def manifest_name(source_name: str, partition: str | None) -> str:
     return f"manifest__{source_name}" + (f"__{partition}" if partition else "")
 
 
-def manifest_digest(manifest: dict[str, Any]) -> str:
+def manifest_digest(manifest: Mapping[str, Any]) -> str:
     listing = "\n".join(f"{k}\t{v['etag']}" for k, v in sorted(manifest.items()))
     return hashlib.sha256(listing.encode()).hexdigest()[:16]
 
@@ -99,54 +106,54 @@ def ingest(
     checks: bool = True,
     log: Callable[[str], None] = lambda _m: None,
     replica: Replica | None = None,
+    warn: Callable[[str], None] | None = None,
 ) -> IngestOutcome:
     """Ingest ``dataset``'s source, from ``replica`` instead of the primary bucket when given
     (a reroute). The manifest is keyed by the primary's keys either way, so an object already
-    ingested from one is not ingested again from the other (replication keeps the ETag)."""
+    ingested from one is not ingested again from the other (replication keeps the ETag).
+    Objects that cannot be read are set aside and copies of ingested ones skipped (``intake``);
+    ``warn`` (default ``log``) names each of them."""
+    warn = warn or log
     name, source = source_of(catalog, dataset)
     bucket = replica.bucket if replica is not None else source.bucket
     prefix = source_prefix(source, partition, replica)
     manifest = lake.read_state(manifest_name(name, partition))
     listed = [o for o in store.list(bucket, prefix) if not o.key.endswith("/")]
     keyed = {_primary_key(source, replica, o.key): o for o in listed}
-    fresh = {k: o for k, o in keyed.items() if manifest.get(k, {}).get("etag") != o.etag}
+    evolved = evolved_columns(lake, name, warn)
+    known = tuple(c.name for c in source.columns) + tuple(n for n, _ in evolved)
     landing = landing_root / name / (partition or "_all")
-    now = time.time()
-    updated = dict(manifest)
-    for key, obj in fresh.items():
-        destination = landing / key
-        store.download(bucket, obj.key, destination)
-        updated[key] = {
-            "etag": obj.etag,
-            "size": obj.size,
-            "ingested_at": now,
-            "batch_id": run_id,
-            "landing": str(destination),
-            "uri": f"s3://{bucket}/{obj.key}",
-        }
-    if fresh:
+    intake = land_batch(
+        Batch(store, bucket, source, landing, run_id, known), new_objects(keyed, manifest), manifest
+    )
+    intake.report(bucket, warn)
+    if intake.landed:
         crash_point("ingest.downloaded", dataset.name, partition)
-    digest = manifest_digest(updated)
-    inputs = {f"raw.{name}": digest}
+    updated = intake.manifest
+    inputs = {f"raw.{name}": manifest_digest(readable_entries(updated))}
+    if evolved:
+        inputs[f"raw.{name}#evolved"] = evolved_digest(evolved)
     current = lake.reusable(dataset.name, partition, dataset.code_version, inputs)
     if current is not None:
+        if updated != manifest:  # objects set aside or skipped: remember them
+            lake.write_state(manifest_name(name, partition), updated)
         reason = (
-            f"skipped {dataset.name}: no new objects under s3://{bucket}/{prefix} "
+            f"skipped {dataset.name}: no new objects to ingest under s3://{bucket}/{prefix} "
             f"and code unchanged since version {current.version_id}"
         )
         log(reason)
         outcome = skipped(spark, lake, catalog, dataset, partition, current, reason, checks)
-        return IngestOutcome(outcome, 0, 0, current.rows)
-    if not updated:
-        raise FileNotFoundError(
-            f"{dataset.name}: no objects under s3://{bucket}/{prefix}; "
-            "nothing to ingest (check the source's bucket and prefix, or the partition date)"
-        )
-    evolved = evolved_columns(lake, name)
-    drift = detect(name, source, [landing / k for k in fresh], [n for n, _ in evolved])
+        return IngestOutcome(outcome, 0, 0, current.rows, intake.metadata())
+    require_readable(dataset.name, updated, f"s3://{bucket}/", prefix)
+    drift = detect(
+        name,
+        source,
+        {Path(k).name: c for k, c in intake.landed.items()},
+        [n for n, _ in evolved],
+    )
     if drift is not None:
         raise drift  # before reading: nothing is published, the manifest is not moved
-    good, quarantine, total = _read_landed(spark, source, updated, evolved)
+    good, quarantine, total = _read_landed(spark, source, readable_entries(updated), evolved)
     throttle = getattr(store, "throttle", None)
     if throttle is not None:
         throttle.rows(total)  # paces the extract to the source system's rows/s
@@ -158,19 +165,21 @@ def ingest(
         spark, lake, catalog, dataset, partition, query, quarantine, total, inputs, run_id, checks
     )
     lake.write_state(manifest_name(name, partition), updated)  # only after a successful publish
+    new = len(intake.landed)
     log(
-        f"ingested {len(fresh)} new object(s) of {name}; {quarantined} malformed record(s) "
+        f"ingested {new} new object(s) of {name}; {quarantined} malformed record(s) "
         f"quarantined out of {total}"
     )
     rate = quarantined / total if total else 0.0
     metadata = {
-        "new_objects": len(fresh),
-        "objects": len(updated),
+        "new_objects": new,
+        "objects": len(readable_entries(updated)),
         "quarantined_rows": quarantined,
         "quarantine_rate": round(rate, 6),
         "records_read": total,
+        **intake.metadata(),
     }
-    return IngestOutcome(outcome, len(fresh), quarantined, total, metadata)
+    return IngestOutcome(outcome, new, quarantined, total, metadata)
 
 
 def _read_landed(
@@ -184,7 +193,7 @@ def _read_landed(
     paths = [entry["landing"] for entry in manifest.values()]
     columns = [(c.name, c.type) for c in source.columns] + evolved
     landed = F.regexp_replace(F.col("_metadata.file_path"), "^file:(//)?", "").alias("_landing")
-    wanted = [F.col(f"`{n}`") for n, _ in columns] + [F.col(CORRUPT), landed]
+    wanted = [F.col(_quoted(n)) for n, _ in columns] + [F.col(CORRUPT), landed]
     if source.format == "parquet":
         no_corrupt = F.lit(None).cast("string").alias(CORRUPT)
         frame = spark.read.schema(_ddl(columns)).parquet(*paths)
@@ -220,7 +229,12 @@ def _read_landed(
 
 
 def _ddl(columns: list[tuple[str, str]]) -> str:
-    return ", ".join(f"`{n}` {t}" for n, t in columns)
+    return ", ".join(f"{_quoted(n)} {t}" for n, t in columns)
+
+
+def _quoted(name: str) -> str:
+    """``name`` as a Spark identifier, whatever it holds."""
+    return "`" + name.replace("`", "``") + "`"
 
 
 def _permissive(reader: Any) -> Any:
@@ -247,7 +261,7 @@ def _read_csv_by_header(
         frame = _permissive(spark.read.schema(f"{ddl}, `{CORRUPT}` string"))
         frame = frame.option("header", "true").option("enforceSchema", "true").csv(members)
         present = [
-            F.col(f"`{n}`") if n in header else F.lit(None).cast(kind).alias(n)
+            F.col(_quoted(n)) if n in header else F.lit(None).cast(kind).alias(n)
             for n, kind in columns
         ]
         frames.append(frame.select(*present, *wanted[len(columns) :]))

@@ -7,7 +7,9 @@ text (``warehouse_sql``); they differ in how they connect and how rows reach the
     with warehouse_from_url("postgresql://loader@db:5432/analytics") as warehouse:
         report = warehouse.held(target, unit) or warehouse.load(target, table, unit)
 
-Connection strings hold passwords: they are masked in every repr and error message.
+Connection strings hold passwords: they are masked (``runtime.credentials``) in every repr and
+error message, and a raw password with ``/``, ``#``, ``?`` or ``@`` is encoded before the driver
+reads the URL.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 import pyarrow as pa
 
 from medallion_assets.runtime import warehouse_sql as sql
+from medallion_assets.runtime.credentials import encoded_url, mask_credentials, url_secrets
 from medallion_assets.runtime.warehouse_load import (
     BATCH_ROWS,
     DuckDBSession,
@@ -41,7 +44,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DuckDBWarehouse", "LoadReport", "LoadUnit", "PostgresWarehouse", "RedshiftWarehouse",
-    "Throttle", "Warehouse", "mask_credentials", "warehouse_from_url",
+    "Throttle", "Warehouse", "warehouse_from_url",
 ]  # fmt: skip
 
 
@@ -63,12 +66,6 @@ class Warehouse(Protocol):
     def row_count(self, warehouse_table: str) -> int: ...
     def read(self, warehouse_table: str) -> pa.Table: ...
     def close(self) -> None: ...
-
-
-def mask_credentials(text: str) -> str:
-    """Hide passwords in URLs (``user:secret@``) and key=value strings (``password=secret``)."""
-    text = re.sub(r"(://[^/:@\s]*:)[^/?#\s]*@", r"\1***@", text)
-    return re.sub(r"(password\s*=\s*)[^\s&]+", r"\1***", text, flags=re.IGNORECASE)
 
 
 class _SqlWarehouse:
@@ -159,10 +156,12 @@ class PostgresWarehouse(_SqlWarehouse):
         import psycopg
 
         try:
-            connection = psycopg.connect(self._dsn, autocommit=True)
+            connection = psycopg.connect(encoded_url(self._dsn), autocommit=True)
         except psycopg.Error as error:
+            secrets = url_secrets(self._dsn)
             raise ConnectionError(
-                f"cannot connect to {mask_credentials(self._dsn)}: {mask_credentials(str(error))}"
+                f"cannot connect to {mask_credentials(self._dsn, secrets)}: "
+                f"{mask_credentials(str(error), secrets)}"
             ) from None
         return PostgresSession(connection)
 
@@ -215,9 +214,10 @@ class RedshiftWarehouse(_SqlWarehouse):
             try:
                 connection = redshift_connector.connect(**self._params)
             except Exception as error:
+                password = str(self._params.get("password") or "")
                 raise ConnectionError(
                     f"cannot connect to Redshift at {self._params.get('host', '?')}: "
-                    f"{mask_credentials(str(error))}"
+                    f"{mask_credentials(str(error), {password})}"
                 ) from None
         put = self._put or _boto3_put()
         return RedshiftSession(connection, self.s3_staging_uri, self.iam_role, put)
@@ -270,7 +270,7 @@ def warehouse_from_url(url: str, *, put: Put | None = None) -> Warehouse:
 
 
 def _redshift_from_url(url: str, put: Put | None) -> RedshiftWarehouse:
-    parts = urlsplit(url)
+    parts = urlsplit(encoded_url(url))
     query = dict(parse_qsl(parts.query))
     unknown = sorted(set(query) - _REDSHIFT_QUERY)
     missing = sorted(_REDSHIFT_QUERY - set(query))

@@ -192,6 +192,22 @@ CASES: dict[str, Broken] = {
         },
         [("metadata/sources.yaml", 5, "'../../etc/' is not a safe S3 prefix")],
     ),
+    "unknown_source_encoding": Broken(
+        {
+            "metadata/sources.yaml": (MINIMAL / "metadata/sources.yaml")
+            .read_text()
+            .replace("format: jsonl", "format: jsonl\n    encoding: utf-17")
+        },
+        [("metadata/sources.yaml", 7, "unknown text encoding 'utf-17': write e.g. utf-8")],
+    ),
+    "encoding_on_a_parquet_source": Broken(
+        {
+            "metadata/sources.yaml": (MINIMAL / "metadata/sources.yaml")
+            .read_text()
+            .replace("format: jsonl", "format: parquet\n    encoding: utf-16")
+        },
+        [("metadata/sources.yaml", None, "applies to csv and jsonl sources only")],
+    ),
     "unsafe_file_name": Broken(
         {"sql/gold/Revenue-Report.sql": "SELECT 1 AS x\n"},
         [

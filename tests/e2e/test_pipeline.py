@@ -81,6 +81,10 @@ def test_the_first_run_materializes_every_table(pipeline):
     assert first.success
     built = {r.table for r in first.results if not r.skipped}
     assert built == set(pipeline["catalog"].datasets)
+    # Each day's row carries that day's own check results, not the first day's.
+    days = [r for r in first.results if r.table == "bronze.user_events"]
+    assert len(days) == 2 and all(len(r.checks) == len(days[0].checks) > 0 for r in days)
+    assert first.rows_written == sum(r.current_rows for r in first.results)
 
 
 # Every gold table has an independent computation in tests/e2e/reference.py.

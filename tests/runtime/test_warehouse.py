@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from medallion_assets.catalog.models import Target, Throttle
+from medallion_assets.runtime.credentials import mask_credentials
 from medallion_assets.runtime.throttle import SystemThrottle
 from medallion_assets.runtime.warehouse import (
     DuckDBWarehouse,
@@ -25,7 +26,6 @@ from medallion_assets.runtime.warehouse import (
     PostgresWarehouse,
     RedshiftWarehouse,
     Warehouse,
-    mask_credentials,
     warehouse_from_url,
 )
 

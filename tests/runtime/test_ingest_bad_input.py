@@ -1,0 +1,296 @@
+"""Bad raw objects at the door, on a real Spark session with a local folder and moto's S3 server
+standing in for S3: objects that do not decode are set aside whole and named, never evolve the
+schema, and the good objects of the same batch ingest; a copy of an ingested object under a
+new key is not ingested twice; quarantine tables holding bad UTF-8 read back."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import uuid
+from decimal import Decimal
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from medallion_assets.catalog import load_catalog
+from medallion_assets.runtime.ingest import ingest, manifest_name
+from medallion_assets.runtime.lake import Lake
+from medallion_assets.runtime.raw_files import CorruptObject
+from medallion_assets.runtime.s3 import Boto3ObjectStore, LocalFolderObjectStore
+from medallion_assets.runtime.schema_drift import SchemaDrift, evolve, revert, state_name
+from medallion_assets.testing import read_table
+
+MINIMAL = Path(__file__).parents[1] / "catalog" / "minimal_project"
+CSV_HEADER = "order_id,amount,country\n"
+
+pytestmark = pytest.mark.slow
+
+
+class Project:
+    """The minimal project with its orders source in ``format``, a raw store, a lake; ``run``
+    ingests bronze.orders and keeps what it logged and warned."""
+
+    def __init__(self, tmp_path: Path, store, bucket: str, format: str, bronze_sql: str = ""):
+        self.root = tmp_path / "project"
+        shutil.copytree(MINIMAL, self.root)
+        sources = self.root / "metadata" / "sources.yaml"
+        text = sources.read_text().replace("format: jsonl", f"format: {format}")
+        sources.write_text(text.replace("bucket: minimal-raw", f"bucket: {bucket}"))
+        if bronze_sql:
+            (self.root / "sql" / "bronze" / "orders.sql").write_text(bronze_sql)
+        self.catalog = load_catalog(self.root, use_cache=False)
+        self.store, self.bucket = store, bucket
+        self.lake = Lake(tmp_path / "lake")
+        self.landing = tmp_path / "landing"
+        self.logged: list[str] = []
+        self.warned: list[str] = []
+        store.ensure_bucket(bucket)
+
+    def put(self, key: str, data: bytes) -> None:
+        self.store.put(self.bucket, key, data)
+
+    def run(self, spark, run_id: str):
+        return ingest(
+            spark,
+            self.lake,
+            self.store,
+            self.landing,
+            self.catalog,
+            self.catalog.datasets["bronze.orders"],
+            run_id=run_id,
+            log=self.logged.append,
+            warn=self.warned.append,
+        )
+
+    def rows(self, table: str = "bronze.orders") -> list[int]:
+        return sorted(read_table(table, lake_root=self.lake.root)["order_id"].tolist())
+
+    def evolved_state(self) -> dict:
+        return self.lake.read_state(state_name("orders"))
+
+
+@pytest.fixture(params=["local", "moto"])
+def store(request, tmp_path: Path):
+    if request.param == "local":
+        return LocalFolderObjectStore(tmp_path / "s3")
+    request.getfixturevalue("s3_env")
+    return Boto3ObjectStore(request.getfixturevalue("s3_server").endpoint_url)
+
+
+def bucket() -> str:
+    return f"raw-{uuid.uuid4().hex[:12]}"
+
+
+def csv(*rows: tuple[int, int, str]) -> bytes:
+    return (CSV_HEADER + "".join(f"{o},{a},{c}\n" for o, a, c in rows)).encode()
+
+
+def jsonl(*rows: dict[str, object]) -> bytes:
+    return ("".join(json.dumps(r) + "\n" for r in rows)).encode()
+
+
+def parquet(*order_ids: int) -> bytes:
+    table = pa.table(
+        {
+            "order_id": pa.array(order_ids, pa.int64()),
+            "amount": pa.array([Decimal("5.00")] * len(order_ids), pa.decimal128(18, 2)),
+            "country": pa.array(["de"] * len(order_ids)),
+        }
+    )
+    buffer = io.BytesIO()
+    pq.write_table(table, buffer)
+    return buffer.getvalue()
+
+
+def test_undecodable_csv_objects_are_set_aside_and_the_rest_of_the_batch_ingests(
+    spark, tmp_path, store
+):
+    project = Project(tmp_path, store, bucket(), "csv")
+    project.put("orders/a.csv", csv((1, 5, "de")))
+    first = project.run(spark, "r1")
+    project.put("orders/b.csv", csv((2, 7, "fr")).decode().encode("utf-16"))
+    project.put("orders/c.csv", b"\x00\x00\x00\x00,\x00\x00\n2,7,fr\n")  # NUL garbage header
+    project.put("orders/d.csv", b"\x01\x02\x03,\x1b[0m\n2,7,fr\n")  # control characters
+    project.put("orders/e.csv", csv((3, 9, "gb")))
+
+    second = project.run(spark, "r2")
+
+    assert project.rows() == [1, 3]
+    assert second.metadata["quarantined_objects"] == 3
+    named = {o["key"]: o["reason"] for o in second.metadata["quarantined_object_keys"]}
+    assert sorted(named) == ["orders/b.csv", "orders/c.csv", "orders/d.csv"]
+    assert "not valid utf-8" in named["orders/b.csv"]
+    assert "NUL characters" in named["orders/c.csv"]
+    assert "cannot be a column name" in named["orders/d.csv"]
+    assert [w.split(" as a whole")[0] for w in project.warned] == [
+        f"quarantined s3://{project.bucket}/orders/{k}.csv" for k in "bcd"
+    ]
+    assert project.evolved_state() == {}  # nothing was taken for drift
+    manifest = project.lake.read_state(manifest_name("orders", None))
+    assert manifest["orders/b.csv"]["quarantined"] == named["orders/b.csv"]
+    # The version before stays readable, and a rerun has nothing new to do.
+    previous = project.lake.version_path(first.build.version)
+    assert pq.read_table(previous).column("order_id").to_pylist() == [1]
+    third = project.run(spark, "r3")
+    assert third.build.skipped and third.metadata["quarantined_objects"] == 0
+    # A fixed upload under the same key is ingested.
+    project.put("orders/b.csv", csv((2, 7, "fr")))
+    project.run(spark, "r4")
+    assert project.rows() == [1, 2, 3]
+
+
+def test_a_declared_encoding_is_read(spark, tmp_path):
+    project = Project(tmp_path, LocalFolderObjectStore(tmp_path / "s3"), bucket(), "csv")
+    sources = project.root / "metadata" / "sources.yaml"
+    sources.write_text(
+        sources.read_text().replace("format: csv", "format: csv\n    encoding: utf-16")
+    )
+    project.catalog = load_catalog(project.root, use_cache=False)
+    project.put("orders/a.csv", "order_id,amount,country\n1,5,Österreich\n".encode("utf-16"))
+    outcome = project.run(spark, "r1")
+    assert outcome.metadata["quarantined_objects"] == 0
+    bronze = read_table("bronze.orders", lake_root=project.lake.root)
+    assert bronze["country"].tolist() == ["Österreich"]
+
+
+def test_a_json_key_with_a_backtick_never_reaches_the_evolved_schema(spark, tmp_path):
+    project = Project(tmp_path, LocalFolderObjectStore(tmp_path / "s3"), bucket(), "jsonl")
+    project.put("orders/a.jsonl", jsonl({"order_id": 1, "amount": 5, "country": "de"}))
+    project.run(spark, "r1")
+    project.put("orders/b.jsonl", jsonl({"order_id": 2, "amount": 7, "country": "fr", "a`b": 1}))
+    second = project.run(spark, "r2")
+    assert second.build.skipped and project.rows() == [1]
+    (quarantined,) = second.metadata["quarantined_object_keys"]
+    assert quarantined["key"] == "orders/b.jsonl"
+    assert "'a`b' cannot be a column name: it has a backtick" in quarantined["reason"]
+    assert project.evolved_state() == {}
+    # The bad file removed and a good one added: the next run ingests.
+    project.store.root.joinpath(project.bucket, "orders", "b.jsonl").unlink()
+    project.put("orders/c.jsonl", jsonl({"order_id": 3, "amount": 9, "country": "gb"}))
+    project.run(spark, "r3")
+    assert project.rows() == [1, 3]
+
+
+def test_evolved_names_stored_before_they_were_checked_do_not_break_ingest(spark, tmp_path):
+    project = Project(tmp_path, LocalFolderObjectStore(tmp_path / "s3"), bucket(), "jsonl")
+    poisoned = [{"name": "a`b", "type": "string"}, {"name": "\x00\x00", "type": "string"}]
+    project.lake.write_state(state_name("orders"), {"columns": poisoned})
+    project.put("orders/a.jsonl", jsonl({"order_id": 1, "amount": 5, "country": "de"}))
+    project.run(spark, "r1")
+    assert project.rows() == [1]
+    assert len(project.warned) == 2
+    assert project.warned[0].startswith("ignored evolved column 'a`b' of source orders: ")
+    assert "medallion control schema orders --revert" in project.warned[0]
+
+
+def test_empty_and_truncated_parquet_objects_are_named_and_never_retried_as_drift(
+    spark, tmp_path, s3_server, s3_env
+):
+    project = Project(tmp_path, Boto3ObjectStore(s3_server.endpoint_url), bucket(), "parquet")
+    project.put("orders/b.parquet", b"")
+    project.put("orders/c.parquet", parquet(2)[:-30])
+    with pytest.raises(CorruptObject) as raised:  # nothing readable at all: the step fails
+        project.run(spark, "r1")
+    assert raised.value.key == f"s3://{project.bucket}/orders/b.parquet"
+    assert f"s3://{project.bucket}/orders/c.parquet: it is not a readable Parquet" in str(
+        raised.value
+    )
+    assert project.lake.current("bronze.orders") is None
+    assert project.lake.read_state(manifest_name("orders", None)) == {}
+
+    project.put("orders/a.parquet", parquet(1, 3))
+    outcome = project.run(spark, "r2")
+    assert project.rows() == [1, 3]
+    assert [o["key"] for o in outcome.metadata["quarantined_object_keys"]] == [
+        "orders/b.parquet",
+        "orders/c.parquet",
+    ]
+    assert project.evolved_state() == {}
+
+
+def test_a_copy_under_a_new_key_is_not_ingested_twice(spark, tmp_path, store):
+    project = Project(tmp_path, store, bucket(), "jsonl")
+    original = jsonl({"order_id": 1, "amount": 5, "country": "de"})
+    project.put("orders/a.jsonl", original)
+    project.run(spark, "r1")
+    project.put("orders/copy.jsonl", original)
+    second = project.run(spark, "r2")
+    assert second.build.skipped and project.rows() == [1]
+    assert second.metadata["duplicate_objects"] == 1
+    (said,) = project.warned
+    assert said.startswith("skipped orders/copy.jsonl: same content as orders/a.jsonl ingested 20")
+    # Two equal new objects in one batch: the first by key is ingested.
+    twin = jsonl({"order_id": 2, "amount": 7, "country": "fr"})
+    project.put("orders/x.jsonl", twin)
+    project.put("orders/y.jsonl", twin)
+    third = project.run(spark, "r3")
+    assert project.rows() == [1, 2]
+    assert third.metadata["duplicate_object_keys"] == [
+        {"key": "orders/y.jsonl", "same_as": "orders/x.jsonl"}
+    ]
+
+
+def test_a_copy_with_another_etag_is_found_by_its_content(spark, tmp_path, s3_server, s3_env):
+    """A multipart upload's ETag is not the content's MD5: the download's hash finds it."""
+    project = Project(tmp_path, Boto3ObjectStore(s3_server.endpoint_url), bucket(), "jsonl")
+    original = jsonl({"order_id": 1, "amount": 5, "country": "de"})
+    project.put("orders/a.jsonl", original)
+    project.run(spark, "r1")
+    client = s3_server.client()
+    upload = client.create_multipart_upload(Bucket=project.bucket, Key="orders/b.jsonl")
+    part = client.upload_part(
+        Bucket=project.bucket,
+        Key="orders/b.jsonl",
+        UploadId=upload["UploadId"],
+        PartNumber=1,
+        Body=original,
+    )
+    client.complete_multipart_upload(
+        Bucket=project.bucket,
+        Key="orders/b.jsonl",
+        UploadId=upload["UploadId"],
+        MultipartUpload={"Parts": [{"ETag": part["ETag"], "PartNumber": 1}]},
+    )
+    etags = {o.key: o.etag for o in project.store.list(project.bucket, "orders/")}
+    assert etags["orders/a.jsonl"] != etags["orders/b.jsonl"]
+    outcome = project.run(spark, "r2")
+    assert outcome.metadata["duplicate_objects"] == 1 and project.rows() == [1]
+
+
+def test_a_reverted_column_is_gone_from_the_next_build(spark, tmp_path):
+    project = Project(
+        tmp_path,
+        LocalFolderObjectStore(tmp_path / "s3"),
+        bucket(),
+        "jsonl",
+        bronze_sql="SELECT * FROM raw.orders\n",
+    )
+    project.put("orders/a.jsonl", jsonl({"order_id": 1, "amount": 5, "country": "de"}))
+    project.run(spark, "r1")
+    project.put("orders/b.jsonl", jsonl({"order_id": 2, "coupon": "X", "country": "fr"}))
+    with pytest.raises(SchemaDrift) as drift:
+        project.run(spark, "r2")
+    evolve(project.lake, "orders", drift.value.new_columns, "r2")
+    project.run(spark, "r2")
+    assert "coupon" in read_table("bronze.orders", lake_root=project.lake.root).columns
+    revert(project.lake, "orders", ["coupon"])
+    rebuilt = project.run(spark, "r3")
+    assert not rebuilt.build.skipped
+    bronze = read_table("bronze.orders", lake_root=project.lake.root)
+    assert "coupon" not in bronze.columns and sorted(bronze["order_id"]) == [1, 2]
+
+
+def test_read_table_of_a_quarantine_table_holding_bad_utf8(spark, tmp_path):
+    """Spark keeps a string's bytes as they came; pandas gets them with U+FFFD instead."""
+    from pyspark.sql import functions as F
+
+    lake = Lake(tmp_path / "lake")
+    frame = spark.range(1).select(F.unhex(F.lit("7B6FFF")).cast("string").alias("_corrupt_record"))
+    staging, _ = lake.stage_frame(frame, "bronze.orders__quarantine")
+    lake.publish(staging, "bronze.orders__quarantine", None, "code", {}, 1)
+    table = read_table("bronze.orders__quarantine", lake_root=lake.root)
+    assert table["_corrupt_record"].tolist() == ["{o\ufffd"]
