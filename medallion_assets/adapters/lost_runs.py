@@ -76,11 +76,12 @@ def mark_lost_runs_failed(
             continue
         message = (
             f"run process {pid} is gone (killed); marked failed by the next medallion run "
-            f"(pid {os.getpid()}). Nothing it left half-written was published: the next run "
-            "rebuilds what it did not finish."
+            f"(pid {os.getpid()}), which redoes what it did not finish"
         )
         instance.report_engine_event(message, run)
         instance.report_run_failed(run, message)
-        log(f"run {run.run_id} of {run.job_name} was left {run.status.value}: {message}")
+        partition = run.tags.get("dagster/partition")
+        label = f"{run.job_name}" + (f" [{partition}]" if partition else "")
+        log(f"run {run.run_id} of {label} was left {run.status.value}: {message}")
         lost.append(run.run_id)
     return lost
