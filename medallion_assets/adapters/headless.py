@@ -17,6 +17,7 @@ import dagster as dg
 from medallion_assets.adapters.build import definitions_for
 from medallion_assets.adapters.translator import DatasetTranslator, step_name, step_table, table_key
 from medallion_assets.catalog import Catalog, load_catalog
+from medallion_assets.planner.healing import summary_line
 from medallion_assets.runtime.control import ControlPlane
 from medallion_assets.runtime.ingest import partition_of, source_of
 
@@ -42,6 +43,8 @@ class RunSummary:
     # table -> "check: message" of each failed blocking check that kept it from publishing
     blocked: dict[str, list[str]] = field(default_factory=dict)
     failed_steps: list[str] = field(default_factory=list)  # steps that failed for other reasons
+    # table (with "[partition]" for a day's run) -> the one-line reason its step failed
+    failed: dict[str, str] = field(default_factory=dict)
     # table -> why the kill switch skipped it; steps Dagster skipped because an upstream was off
     disabled: dict[str, str] = field(default_factory=dict)
     not_run: list[str] = field(default_factory=list)  # tables
@@ -89,6 +92,8 @@ def run_project(
     catalog = load_catalog(project_root)
     translator = DatasetTranslator(catalog)
     defs = definitions_for(catalog, translator)
+    # A store that cannot be used would fail every step the same way: say so once, up front.
+    ControlPlane.from_env(os.environ, project_root).store()
     if instance is None:
         instance = (
             dg.DagsterInstance.get()
@@ -149,6 +154,8 @@ def _execute(
     for event in result.all_events:
         if event.event_type_value == "STEP_FAILURE" and event.step_key:
             summary.failed_steps.append(event.step_key)
+            where = step_table(event.step_key) + (f"[{partition}]" if partition else "")
+            summary.failed[where] = failure_reason(event.event_specific_data)
         if event.event_type_value == "ASSET_CHECK_EVALUATION":
             evaluation = event.event_specific_data
             table = ".".join(evaluation.asset_key.path)
@@ -166,6 +173,8 @@ def _execute(
                         row.checks_failed += 1
                     break
     summary.failed_steps = [s for s in summary.failed_steps if s not in blocked_steps]
+    for step in blocked_steps:  # a blocked table is reported as blocked, not as failed
+        summary.failed.pop(step_table(step) + (f"[{partition}]" if partition else ""), None)
     summary.not_run += [
         step_table(e.step_key)
         for e in result.all_events
@@ -175,3 +184,18 @@ def _execute(
     for entry in skips:
         if entry.kind == "skip":
             summary.disabled[entry.entity.removeprefix("dataset:")] = entry.message
+
+
+def failure_reason(data: Any) -> str:
+    """One line saying why a step failed: the ``dg.Failure``'s description (the healing step
+    writes one line naming the object or path), else the root of the error's text."""
+    user = getattr(data, "user_failure_data", None)
+    if user is not None and user.description:
+        return summary_line(user.description)
+    error = getattr(data, "error", None)
+    if error is None:
+        return "failed"
+    # A user-code error arrives wrapped in Dagster's "Error occurred while executing ...".
+    if error.cls_name == "DagsterExecutionStepExecutionError" and error.cause is not None:
+        error = error.cause
+    return summary_line(error.message) or error.cls_name

@@ -39,6 +39,10 @@ def run(project: Path, fail_on_blocked: bool) -> None:
         if summary.not_run:
             tables = sorted(set(summary.not_run))
             click.echo(f"  not run, upstream switched off: {', '.join(tables)}")
+    if summary.failed:
+        click.echo("\nFAILED: these tables did not build (full errors in Dagster's event log)")
+        for table, reason in sorted(summary.failed.items()):
+            click.echo(f"  {table}: {reason}")
     if not summary.success and (fail_on_blocked or not summary.only_blocked):
         click.echo("error: the run failed; see the messages above", err=True)
         sys.exit(1)
