@@ -23,6 +23,7 @@ from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
+from urllib.parse import urlsplit
 
 import boto3
 from botocore.config import Config
@@ -209,6 +210,14 @@ class Boto3ObjectStore(_StreamingStore):
         self._client: Any = boto3.session.Session().client(
             "s3", endpoint_url=endpoint_url, region_name=region, config=config
         )
+
+    def __repr__(self) -> str:
+        """The endpoint's scheme, host and port only: never a user or password."""
+        if not self.endpoint_url:
+            return "Boto3ObjectStore(AWS S3)"
+        url = urlsplit(self.endpoint_url)
+        port = f":{url.port}" if url.port else ""
+        return f"Boto3ObjectStore({url.scheme}://{url.hostname}{port})"
 
     def list(self, bucket: str, prefix: str = "", *, on_page: OnPage = _ignore) -> list[S3Object]:
         """Every object under ``prefix`` (a string prefix, as in S3), sorted by key."""

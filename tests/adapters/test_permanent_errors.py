@@ -136,3 +136,29 @@ def test_a_read_only_lake_folder_fails_in_one_attempt_with_one_line(spark, proje
     assert str(staging) in description and "make it writable" in description
     assert "\n" not in description and "\tat " not in description and len(description) < 1000
     assert_one_attempt(log, "PATH_NOT_WRITABLE")
+
+
+def test_medallion_run_lists_each_failed_table_with_its_one_line_reason(spark, project):
+    from click.testing import CliRunner
+
+    from medallion_assets.adapters.headless import run_project
+    from medallion_assets.cli import cli
+
+    _job, instance, lake, _plane = project
+    root = lake.root.parents[1]
+    staging = lake.table_dir(SILVER) / "_staging"
+    staging.parent.mkdir(parents=True, exist_ok=True)
+    staging.write_text("not a folder")
+
+    summary = run_project(root, log=lambda _m: None, instance=instance)
+    assert list(summary.failed) == [SILVER]
+    reason = summary.failed[SILVER]
+    assert (
+        reason.startswith(f"{SILVER}: PATH_OF_WRONG_KIND is permanent") and str(staging) in reason
+    )
+    assert not summary.blocked and summary.only_blocked is False
+
+    done = CliRunner().invoke(cli, ["run", "--project", str(root)])
+    assert done.exit_code == 1
+    assert "FAILED: these tables did not build" in done.output
+    assert f"  {SILVER}: {SILVER}: PATH_OF_WRONG_KIND is permanent" in done.output
