@@ -51,16 +51,13 @@ def export(project: Path) -> None:
     import os
 
     from medallion_assets.catalog.export import catalog_rows
-    from medallion_assets.cli.common import fail
     from medallion_assets.runtime.control import ControlPlane
-    from medallion_assets.runtime.control_store import ControlStoreError, masked_url
+    from medallion_assets.runtime.control_store import masked_url
 
     loaded = load(project)
     plane = ControlPlane.from_env(os.environ, project)
-    try:
-        counts = plane.store().replace_catalog(catalog_rows(loaded, plane.flags().values()))
-    except ControlStoreError as error:
-        fail(str(error))
+    # A store that cannot be used is one line and exit 2, from the `medallion` group.
+    counts = plane.store().replace_catalog(catalog_rows(loaded, plane.flags().values()))
     click.echo(f"exported to {masked_url(plane.url)}:")
     for table, count in counts.items():
         click.echo(f"  {table:<18} {count:>6} row(s)")

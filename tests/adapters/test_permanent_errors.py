@@ -162,3 +162,17 @@ def test_medallion_run_lists_each_failed_table_with_its_one_line_reason(spark, p
     assert done.exit_code == 1
     assert "FAILED: these tables did not build" in done.output
     assert f"  {SILVER}: {SILVER}: PATH_OF_WRONG_KIND is permanent" in done.output
+
+
+def test_names_real_spark_rejects_are_permanent_invalid_names(spark, tmp_path):
+    from medallion_assets.planner.healing import Failure, diagnose
+
+    (tmp_path / "a.json").write_text('{"a": 1}\n')
+    for bad in (
+        lambda: spark.read.schema("`a`b` string").json(str(tmp_path)),  # a stored name, unquoted
+        lambda: spark.read.json(str(tmp_path)).select("`a`b`").collect(),
+    ):
+        with pytest.raises(Exception) as raised:
+            bad()
+        diagnosis = diagnose((), Failure.of(raised.value))
+        assert (diagnosis.error_code, diagnosis.permanent) == ("INVALID_NAME", True)
