@@ -3,7 +3,7 @@
 Each bare SELECT in ``<corpora>/tpch/*.sql`` and ``<corpora>/tpcds/*.sql`` becomes
 ``CREATE TABLE gold.<stem> AS <query>`` (trailing semicolon removed) in one flat folder, so
 every tool reads exactly the same files. The corpora folder is ``$MEDALLION_CORPORA`` when
-set, else ``../shared/corpora`` beside the repository, else ``/work/shared/corpora``.
+set, else the copy in the repository, ``tests/data/corpora/``.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ def corpora_dir() -> Path:
     """Folder holding ``tpch/`` and ``tpcds/``; raises if none of the candidates has them."""
     override = os.environ.get("MEDALLION_CORPORA")
     candidates = [Path(override)] if override else []
-    candidates += [REPO.parent / "shared" / "corpora", Path("/work/shared/corpora")]
+    candidates.append(REPO / "tests" / "data" / "corpora")
     for candidate in candidates:
         if all((candidate / name).is_dir() for name in CORPUS_SETS):
             return candidate.resolve()

@@ -12,9 +12,18 @@ from medallion_assets.catalog import Catalog, load_catalog
 pytest_plugins = ["tests.spark_session", "tests.s3_server", "tests.postgres_server"]
 
 REPO = Path(__file__).resolve().parents[1]
-CORPORA = Path(
-    __import__("os").environ.get("MEDALLION_CORPORA", REPO.parent / "shared" / "corpora")
-)
+# The TPC-H / TPC-DS queries the lineage tests read live in the repository (see its README).
+CORPORA = REPO / "tests" / "data" / "corpora"
+
+
+def fixture_path(path: Path) -> Path:
+    """``path`` if it exists; else fail with its name, not with an empty scan's ``KeyError``."""
+    if not path.exists():
+        raise FileNotFoundError(
+            f"test fixture {path} is missing: the tests read only files inside the repository; "
+            "restore it from git (git checkout -- tests/data)"
+        )
+    return path
 
 
 def copy_demo_project(destination: Path) -> Path:

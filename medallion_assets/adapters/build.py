@@ -16,6 +16,7 @@ from medallion_assets.adapters.control import (
 )
 from medallion_assets.adapters.factory import build_assets
 from medallion_assets.adapters.jobs import build_jobs, build_schedules
+from medallion_assets.adapters.progress import LOGGER_KEY, progress_logger
 from medallion_assets.adapters.relaunch import build_relaunch_sensor
 from medallion_assets.adapters.resources import (
     ControlResource,
@@ -89,4 +90,6 @@ def definitions_for(catalog: Catalog, translator: DatasetTranslator) -> dg.Defin
         },
         # One Spark session serves every step of a run; steps parallelise inside Spark.
         executor=dg.in_process_executor,
+        # The console logger stays the default; `medallion run` also names the progress one.
+        loggers={"console": dg.colored_console_logger, LOGGER_KEY: progress_logger},
     )

@@ -7,6 +7,7 @@ returns a ``MaterializeResult`` whose data version is the published lake version
 reported, nothing is published and the step fails, so downstream assets of the run do not run.
 """
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -27,9 +28,9 @@ from medallion_assets.planner.reroute import PRIMARY, Route, along
 from medallion_assets.runtime.build import build_table
 from medallion_assets.runtime.healing import HealingContext, run_actions
 from medallion_assets.runtime.ingest import ingest
-from medallion_assets.runtime.rule_checks import reconciliation_result
+from medallion_assets.runtime.rule_checks import reconciliation_message, reconciliation_result
 from medallion_assets.runtime.validation import CheckResult, ChecksFailed
-from medallion_assets.runtime.warehouse import mask_credentials
+from medallion_assets.runtime.warehouse import LoadUnit
 
 RESOURCE_KEYS = {"spark", "lake", "s3", "warehouse", "control"}
 
@@ -90,8 +91,9 @@ def _asset(
             context.log.warning(warning)
         along_route = "" if route.name == PRIMARY else f" along route {route.describe()}"
         audit.record("attempt", f"attempt {audit.attempt} started{along_route}", route=route.name)
+        unchanged = False
         try:
-            yield from materialize_dataset(
+            for event in materialize_dataset(
                 context,
                 catalog,
                 dataset,
@@ -100,7 +102,10 @@ def _asset(
                 resources.s3,
                 resources.warehouse,
                 route=route,
-            )
+            ):
+                if isinstance(event, dg.MaterializeResult):
+                    unchanged = bool((event.metadata or {}).get("skipped"))
+                yield event
         except dg.DagsterExecutionInterruptedError as interruption:
             # The run is being terminated (kill switch sensor, Terminate in the UI): the
             # asset's retry policy must not bring the step back.
@@ -116,7 +121,10 @@ def _asset(
         except Exception as error:
             heal_and_retry(context, catalog, dataset, resources, audit, error)
         else:
-            audit.record("outcome", f"materialized on attempt {audit.attempt}")
+            if unchanged:
+                audit.record("outcome", "skipped: code and inputs unchanged; current version kept")
+            else:
+                audit.record("outcome", f"materialized on attempt {audit.attempt}")
 
     return _materialize
 
@@ -303,6 +311,7 @@ def materialize_dataset(
                 metadata={
                     "failed_checks": [r.name for r in failed.validation.blocking_failures],
                     "rejected_staging": str(failed.staging),
+                    "blocked_since": failed.since or time.time(),
                 },
                 allow_retries=False,  # the same data fails the same check: retrying cannot help
             ) from failed
@@ -477,7 +486,11 @@ def _materialize_one(
         metadata.update(loaded)
         checks += [
             reconciliation_result(
-                rule, loaded["warehouse_expected_rows"], loaded["warehouse_rows"], dataset.name
+                rule,
+                loaded["warehouse_expected_rows"],
+                loaded["warehouse_rows"],
+                f"{dataset.name}[{partition}]" if partition else dataset.name,
+                loaded["warehouse_duplicate_keys"],
             )
             for rule in dataset.rules
             if isinstance(rule, ReconciliationRule)
@@ -493,52 +506,46 @@ def load_warehouse(
     warehouse: WarehouseResource,
     version: Any,
 ) -> dict[str, Any]:
-    """Load the published version into the warehouse, unless that version is already there."""
+    """Load the published version (of the partition) into the warehouse, unless the warehouse's
+    load ledger says it already holds that version: a rerun, a backfill over loaded days or a
+    run after a crash loads nothing twice, and a new version replaces the partition's rows."""
     assert dataset.target is not None
-    marker_name = f"warehouse__{dataset.name}"
-    marker = lake.lake.read_state(marker_name)
-    where = mask_credentials(warehouse.url())  # the state file never holds a password
-    if marker.get("version") == version.version_id and marker.get("warehouse") == where:
-        context.log.info(f"warehouse already holds {dataset.name} version {version.version_id}")
-        return {
-            "warehouse_rows": marker.get("rows"),
-            "warehouse_expected_rows": marker.get("expected_rows", marker.get("rows")),
-            "warehouse_loaded": "unchanged",
-        }
-    data = session.read.parquet(str(lake.lake.version_path(version))).toArrow()
+    partitions = dataset.settings.partitions
+    unit = LoadUnit(
+        dataset.name,
+        version.version_id,
+        version.rows,
+        version.partition,
+        partitions.column if partitions is not None and version.partition else None,
+        context.run.run_id,
+    )
     target_warehouse = warehouse.connect()
     try:
-        report = target_warehouse.load(
-            dataset.target,
-            data,
-            throttle=warehouse.throttle(dataset.target.system),
-            lake_rows=version.rows,
-        )
+        report = target_warehouse.held(dataset.target, unit)
+        if report is not None:
+            context.log.info(f"warehouse already holds {unit.describe()}")
+        else:
+            data = session.read.parquet(str(lake.lake.version_path(version))).toArrow()
+            report = target_warehouse.load(
+                dataset.target, data, unit, throttle=warehouse.throttle(dataset.target.system)
+            )
     finally:
         target_warehouse.close()
     reconciled_by_check = any(isinstance(r, ReconciliationRule) for r in dataset.rules)
     if not report.reconciled and not reconciled_by_check:
-        raise RuntimeError(
-            f"{dataset.target.warehouse_table}: {report.rows_in_table} rows in the warehouse, "
-            f"expected {report.expected_rows} (lake version {version.version_id})"
+        raise RuntimeError(f"{dataset.target.warehouse_table}: {reconciliation_message(report)}")
+    if not report.unchanged:
+        context.log.info(
+            f"loaded {report.rows_staged} rows of {unit.describe()} into "
+            f"{dataset.target.warehouse_table} ({report.mode}); {report.rows_in_table} rows in "
+            f"{'the partition' if report.partition else 'the table'}"
         )
-    lake.lake.write_state(
-        marker_name,
-        {
-            "version": version.version_id,
-            "warehouse": where,
-            "rows": report.rows_in_table,
-            "expected_rows": report.expected_rows,
-        },
-    )
-    context.log.info(
-        f"loaded {report.rows_staged} rows into {dataset.target.warehouse_table} "
-        f"({report.mode}); reconciled {report.rows_in_table} rows"
-    )
     return {
         "warehouse_table": dataset.target.warehouse_table,
         "warehouse_rows": report.rows_in_table,
         "warehouse_expected_rows": report.expected_rows,
+        "warehouse_duplicate_keys": report.duplicate_keys,
         "warehouse_rows_loaded": report.rows_staged,
+        "warehouse_loaded": "unchanged" if report.unchanged else "loaded",
         "warehouse_reconciled": report.reconciled,
     }

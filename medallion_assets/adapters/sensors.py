@@ -48,7 +48,11 @@ def _source_sensor(catalog: Catalog, dataset: Dataset) -> dg.SensorDefinition:
         store = s3.store(dataset.system)
         fresh: dict[str | None, list[str]] = {}
         manifests: dict[str | None, dict[str, Any]] = {}  # one read per partition, not per object
-        for obj in store.list(source.bucket, source.prefix):
+        try:
+            listed = store.list(source.bucket, source.prefix)
+        except FileNotFoundError as missing:  # nothing delivered yet: not an error of the tick
+            return dg.SensorResult(skip_reason=f"no raw data yet: {missing}")
+        for obj in listed:
             partition = partition_of(source, obj.key) if partitioned else None
             if partitioned and partition is None:
                 continue

@@ -25,7 +25,6 @@ Layer = Literal["bronze", "silver", "gold"]
 _IDENT = re.compile(r"^[a-z_][a-z0-9_]*$")
 _TABLE = re.compile(r"^[a-z_][a-z0-9_]*\.[a-z_][a-z0-9_]*$")
 _BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
-_CRON_FIELD = re.compile(r"^[\d*/,\-A-Za-z?LW#]+$")
 
 
 @functools.lru_cache(maxsize=1024)
@@ -47,11 +46,19 @@ def check_identifier(value: str) -> str:
     return value
 
 
+MAX_NAME_LENGTH = 127  # Redshift's limit for a table name; the lake's folders stay well short
+
+
 def check_table_name(value: str) -> str:
     if not _TABLE.fullmatch(value):
         raise ValueError(
             f"{value!r} is not a table name: write '<layer>.<table>' in lower case, "
             "e.g. 'silver.orders_usd'"
+        )
+    if any(len(part) > MAX_NAME_LENGTH for part in value.split(".")):
+        raise ValueError(
+            f"table name {value[:40]!r}... is longer than {MAX_NAME_LENGTH} characters: "
+            "use a shorter name"
         )
     return value
 
@@ -82,10 +89,53 @@ def check_bucket(value: str) -> str:
 
 
 def check_prefix(value: str) -> str:
-    parts = value.split("/")
-    if value.startswith("/") or ".." in parts or any(ch in value for ch in "\\\0\n\r"):
+    """An S3 prefix that stays inside its bucket: relative, no '.'/'..' or empty segments.
+
+    An empty segment or '.' is a different key on S3 than on the local folder standing in for
+    it, and '..' leaves the source's folder there, so both are refused rather than normalised.
+    """
+    segments = value.split("/")[:-1] if value.endswith("/") else value.split("/")
+    if (
+        value.startswith("/")
+        or any(s in (".", "..", "") for s in segments if value)
+        or any(ch in value for ch in "\\\0\n\r")
+    ):
         raise ValueError(
-            f"{value!r} is not a safe S3 prefix: no leading '/', no '..' segments, no control "
-            "characters or backslashes"
+            f"{value!r} is not a safe S3 prefix: write a relative path such as 'orders/' "
+            "(no leading '/', no '.', '..' or empty segments, no backslashes or control "
+            "characters)"
         )
+    return value
+
+
+DATE_PLACEHOLDER = "{date}"
+
+
+def check_partition(value: str) -> str:
+    """A daily partition folder template such as ``dt={date}``: one ``{date}``, and a relative
+    path that stays under its source's prefix once the date is filled in."""
+    if value.count(DATE_PLACEHOLDER) != 1:
+        raise ValueError(
+            f"partition pattern {value!r} must hold '{{date}}' exactly once; "
+            "write e.g. 'dt={date}'"
+        )
+    rendered = value.replace(DATE_PLACEHOLDER, "2026-01-01")
+    if "{" in rendered or "}" in rendered:
+        raise ValueError(
+            f"partition pattern {value!r} holds a placeholder other than '{{date}}'; only "
+            "'{date}' is filled in (as YYYY-MM-DD): write e.g. 'dt={date}'"
+        )
+    if rendered.endswith("/"):
+        raise ValueError(
+            f"partition pattern {value!r} ends with '/'; the runtime adds it: write "
+            f"{value.rstrip('/')!r}"
+        )
+    try:
+        check_prefix(rendered)
+    except ValueError:
+        raise ValueError(
+            f"partition pattern {value!r} leaves its source's prefix or is not a safe S3 path: "
+            "write a relative folder under the prefix such as 'dt={date}' (no leading '/', "
+            "no '.', '..' or empty segments, no backslashes or control characters)"
+        ) from None
     return value

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from medallion_assets.catalog import models
 from medallion_assets.catalog.catalog import AlternateProducer, Dataset
 from medallion_assets.catalog.errors import CatalogIssue
+from medallion_assets.catalog.layers import layer_problems
 from medallion_assets.catalog.metadata_files import LoadedFile, model_of
 from medallion_assets.catalog.references import KnownNames
 from medallion_assets.catalog.rules import Rule
@@ -58,6 +59,7 @@ def build_datasets(
         target = targets.get(name)
         alts, alt_issues = _alternates(name, settings, sql, alternates, known, tables)
         issues.extend(alt_issues)
+        issues.extend(_daily_source_issues(files, name, settings, lineage, sources))
         used_alternates.update(a.sql_path for a in alts)
         datasets[name] = Dataset(
             name=name,
@@ -96,6 +98,40 @@ def build_datasets(
                 )
             )
     return datasets, issues
+
+
+def _daily_source_issues(
+    files: Mapping[str, LoadedFile],
+    name: str,
+    settings: models.DatasetSettings,
+    lineage: FileLineage,
+    sources: Mapping[str, models.Source],
+) -> list[CatalogIssue]:
+    """A daily bronze table finds its days in its source's partition folders: a source without
+    a ``partition:`` pattern has none, and the table would never run."""
+    if settings.partitions is None or not name.startswith("bronze."):
+        return []
+    issues = []
+    for upstream in lineage.sources:
+        source = sources.get(upstream.removeprefix("raw."))
+        if upstream.startswith("raw.") and source is not None and source.partition is None:
+            loc = ("datasets", name, "partitions")
+            message = (
+                f"{name} is partitioned daily, but its source {upstream} has no partition "
+                "pattern, so no day would ever be found to run"
+            )
+            fix = (
+                f"give source {upstream.removeprefix('raw.')!r} a partition pattern in "
+                "sources.yaml (e.g. partition: 'dt={date}'), or remove 'partitions:'"
+            )
+            loaded = files.get("datasets")
+            document = loaded.document if loaded is not None else None
+            issues.append(
+                document.issue(loc, message, fix)
+                if document is not None
+                else CatalogIssue("metadata/datasets.yaml", "datasets", message, fix)
+            )
+    return issues
 
 
 def _rules(
@@ -173,6 +209,10 @@ def _alternates(
                         "read registered sources or project tables",
                     )
                 )
+        issues.extend(
+            CatalogIssue(sql_file.label, "sql", f"alternate for {name} {message}", fix)
+            for message, fix in layer_problems(name, lineage.sources)
+        )
         primary = known.datasets.get(name)
         mine = lineage.output_schema()
         if primary is not None and mine is not None and set(primary) != set(mine):

@@ -8,10 +8,12 @@
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
 from medallion_assets.catalog import models, operations
+from medallion_assets.catalog.base import MAX_NAME_LENGTH, check_table_name
 from medallion_assets.catalog.catalog import INGESTION_COLUMNS, Catalog, Dataset
 from medallion_assets.catalog.datasets import (
     build_datasets,
@@ -19,6 +21,7 @@ from medallion_assets.catalog.datasets import (
     check_dependency_issues,
 )
 from medallion_assets.catalog.errors import CatalogError, CatalogIssue
+from medallion_assets.catalog.layers import layer_problems
 from medallion_assets.catalog.metadata_files import LoadedFile, load_metadata, model_of
 from medallion_assets.catalog.references import KnownNames, ReferenceChecker
 from medallion_assets.catalog.sql_files import ProjectSql, discover_sql
@@ -33,6 +36,22 @@ CACHE_DIR = Path(".medallion") / "cache"
 def load_catalog(root: Path | str = ".", *, use_cache: bool = True) -> Catalog:
     """Load and check a project; raise ``CatalogError`` listing every problem found."""
     root = Path(root)
+    try:
+        return _load(root, use_cache)
+    except RecursionError:
+        # Each SQL and YAML file is guarded where it is read, and named there; this is the
+        # backstop for a nesting none of those guards foresaw.
+        issue = CatalogIssue(
+            "sql/",
+            "",
+            "loading the project went deeper than Python's recursion limit",
+            "a SQL file is nested too deeply: flatten deep subqueries or long UNION chains "
+            "into CTEs",
+        )
+        raise CatalogError(root, [issue]) from None
+
+
+def _load(root: Path, use_cache: bool) -> Catalog:
     files, issues = load_metadata(root)
     project = model_of(files, "project", models.ProjectFile) or models.ProjectFile(name=root.name)
     datasets_file = model_of(files, "datasets", models.DatasetsFile)
@@ -51,6 +70,7 @@ def load_catalog(root: Path | str = ".", *, use_cache: bool = True) -> Catalog:
     primary = analyze([f for _, f in sql.primary], base_schema, cache=cache, save_cache=False)
     tables, table_issues = _tables(sql, primary, sources)
     issues.extend(table_issues)
+    issues.extend(_duplicate_columns(tables))
     derived = {t: fl.output_schema() for t, (_, fl) in tables.items()}
     alternates = analyze(
         list(sql.alternates.values()),
@@ -104,6 +124,21 @@ def _tables(
                 )
             )
             continue
+        try:
+            check_table_name(lineage.target)
+        except ValueError:
+            safe = re.sub(r"[^a-z0-9_.]", "_", lineage.target.lower())[:140]
+            issues.append(
+                CatalogIssue(
+                    sql_file.label,
+                    "target",
+                    f"the statement writes {lineage.target[:140]!r}, which is not a safe table "
+                    "name: it becomes a Dagster asset key and a Spark table, which take "
+                    f"lower-case letters, digits and _ (at most {MAX_NAME_LENGTH} per part)",
+                    f"rename the target, e.g. {safe!r}",
+                )
+            )
+            continue
         if lineage.target in tables:
             other = tables[lineage.target][0].label
             issues.append(
@@ -118,10 +153,14 @@ def _tables(
             continue
         tables[lineage.target] = (sql_file, lineage)
     raw = {f"raw.{name}" for name in sources}
-    for sql_file, lineage in tables.values():
+    for name, (sql_file, lineage) in tables.items():
         for source in lineage.sources:
             if source not in tables and source not in raw:
                 issues.append(_unknown_table(sql_file.label, source, tables, raw))
+        issues.extend(
+            CatalogIssue(sql_file.label, "sql", f"{name} {message}", fix)
+            for message, fix in layer_problems(name, lineage.sources)
+        )
     dag = DAG(
         list(tables), [(s, t) for t, (_, fl) in tables.items() for s in fl.sources if s in tables]
     )
@@ -138,6 +177,24 @@ def _tables(
             )
         )
     return tables, issues
+
+
+def _duplicate_columns(tables: Mapping[str, tuple[SqlFile, FileLineage]]) -> list[CatalogIssue]:
+    """Spark refuses to write two columns of one name (compared case-insensitively)."""
+    issues = []
+    for sql_file, lineage in tables.values():
+        names = [c.column.lower() for c in lineage.columns or () if c.column != "*"]
+        for name in sorted({n for n in names if names.count(n) > 1}):
+            issues.append(
+                CatalogIssue(
+                    sql_file.label,
+                    "sql",
+                    f"the query yields column {name!r} {names.count(name)} times; Spark cannot "
+                    "write a table with two columns of one name (names ignore case)",
+                    f"give all but one of them another name: ... AS {name}_2",
+                )
+            )
+    return issues
 
 
 def _unknown_table(

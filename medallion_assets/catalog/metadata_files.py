@@ -7,6 +7,7 @@ problems yields ``None`` so later checks skip what they cannot trust instead of 
 from __future__ import annotations
 
 import difflib
+import re
 import types
 import typing
 from collections.abc import Mapping
@@ -97,13 +98,13 @@ def _default(stem: str, root: Path) -> BaseModel | None:
         "project": {"name": root.resolve().name.lower()},
         "systems": {"systems": {}},
         "sources": {"sources": {}},
-        "targets": {"targets": []},
+        "targets": {"targets": ()},
         "validation": {"rule_sets": {}},
         "policies": {"retry_policies": {}},
-        "control": {"flags": []},
-        "pipelines": {"pipelines": []},
+        "control": {"flags": ()},
+        "pipelines": {"pipelines": ()},
         "datasets": {"datasets": {}},
-        "exposures": {"exposures": []},
+        "exposures": {"exposures": ()},
     }
     if stem not in empty:
         return None  # profiles.yaml has no sensible empty form; its absence is allowed
@@ -129,7 +130,9 @@ def _load_one(
         )
         return None, issues
     try:
-        return LoadedFile(model.model_validate(data), document), issues
+        # Strict: a quoted "3" where a number belongs, or "true" for a flag, is reported, not
+        # silently converted; YAML's own numbers, booleans and dates are the types expected.
+        return LoadedFile(model.model_validate(data, strict=True), document), issues
     except ValidationError as error:
         issues.extend(_issues_from(error, document, model))
         return None, issues
@@ -179,7 +182,48 @@ def _explain(item: Any, loc: tuple[Any, ...], model: type[BaseModel]) -> tuple[s
         return f"{item['input']!r} is not allowed", f"use one of: {expected}"
     if kind == "value_error":  # our validators' messages already say what to write
         return str(item["msg"]).removeprefix("Value error, "), ""
+    if kind in _STRICT_TYPES:
+        return _strict_type(kind, item.get("input"), loc)
     return f"{item['msg']} (got {item.get('input')!r})", "give a value of the expected type"
+
+
+# Pydantic's error types for a scalar of the wrong YAML type, and what the field wants.
+_STRICT_TYPES = {
+    "int_type": "a whole number",
+    "float_type": "a number",
+    "bool_type": "true or false",
+    "date_type": "a date",
+    "string_type": "text",
+}
+
+
+def _strict_type(kind: str, value: object, loc: tuple[Any, ...]) -> tuple[str, str]:
+    """A scalar of the wrong type: say what YAML read and how to write what the field wants."""
+    key = loc[-1] if loc and isinstance(loc[-1], str) else "the value"
+    wanted = _STRICT_TYPES[kind]
+    if kind == "string_type":
+        return f"{type(value).__name__} {value!r} is not {wanted}", f'quote it: {key}: "{value}"'
+    if isinstance(value, str) and _reads_as(kind, value.strip()):
+        return (
+            f"{value!r} is quoted, so YAML reads it as text, not {wanted}",
+            f"remove the quotes: {key}: {value.strip()}",
+        )
+    got = f"the text {value!r}" if isinstance(value, str) else f"{type(value).__name__} {value!r}"
+    example = {"date_type": "2026-01-01", "bool_type": "true", "int_type": "3"}.get(kind, "1.5")
+    return f"{got} is not {wanted}", f"write {wanted} for {key}, e.g. {key}: {example}"
+
+
+def _reads_as(kind: str, text: str) -> bool:
+    """Whether unquoted ``text`` is what the field wants."""
+    if kind == "bool_type":
+        return text.lower() in ("true", "false")
+    if kind == "date_type":
+        return re.fullmatch(r"\d{4}-\d{2}-\d{2}", text) is not None
+    try:
+        number = float(text)
+    except ValueError:
+        return False
+    return kind == "float_type" or (number.is_integer() and "." not in text)
 
 
 def _allowed_keys(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:

@@ -23,8 +23,14 @@ from medallion_assets.catalog.base import (
     check_bucket,
     check_dialect,
     check_identifier,
+    check_partition,
     check_prefix,
     check_table_name,
+)
+from medallion_assets.catalog.names import (
+    check_dataset_tag,
+    check_owners,
+    check_system_name,
 )
 from medallion_assets.catalog.rules import Rule
 
@@ -40,6 +46,7 @@ class ProjectFile(Model):
     compute_system: str = "spark"
 
     _dialect = field_validator("dialect")(classmethod(lambda cls, v: check_dialect(v)))
+    _owners = field_validator("owners")(classmethod(lambda cls, v: check_owners(v)))
 
 
 # --- systems.yaml -----------------------------------------------------------------------------
@@ -65,7 +72,7 @@ class SystemsFile(Model):
     @classmethod
     def _names(cls, value: dict[str, System]) -> dict[str, System]:
         for name in value:
-            check_identifier(name)
+            check_system_name(check_identifier(name))
         return value
 
 
@@ -127,16 +134,28 @@ class Source(Model):
 
     _bucket = field_validator("bucket")(classmethod(lambda cls, v: check_bucket(v)))
     _prefix = field_validator("prefix")(classmethod(lambda cls, v: check_prefix(v)))
+    _owners = field_validator("owners")(classmethod(lambda cls, v: check_owners(v)))
 
     @field_validator("partition")
     @classmethod
     def _partition(cls, value: str | None) -> str | None:
-        if value is not None and "{date}" not in value:
-            raise ValueError(
-                f"partition pattern {value!r} has no '{{date}}' placeholder; "
-                "write e.g. 'dt={date}'"
-            )
-        return value
+        return check_partition(value) if value is not None else None
+
+    @model_validator(mode="after")
+    def _partition_folder(self) -> Source:
+        # The runtime lists <prefix><partition>/: without the '/' the date folder would be glued
+        # to the prefix's last name ('eventsdt=2026-01-01/').
+        if self.partition is None:
+            return self
+        for where, prefix in [("prefix", self.prefix)] + [
+            (f"replicas[{i}].prefix", r.prefix) for i, r in enumerate(self.replicas)
+        ]:
+            if prefix and not prefix.endswith("/"):
+                raise ValueError(
+                    f"{where} {prefix!r} must end with '/' when the source has a partition "
+                    f"pattern; write {prefix + '/'!r}"
+                )
+        return self
 
     @model_validator(mode="after")
     def _columns(self) -> Source:
@@ -238,6 +257,14 @@ class DatasetSettings(Model):
     alternates: tuple[Alternate, ...] = ()
 
     _dialect = field_validator("dialect")(classmethod(lambda cls, v: check_dialect(v)))
+    _owners = field_validator("owners")(classmethod(lambda cls, v: check_owners(v)))
+
+    @field_validator("tags")
+    @classmethod
+    def _tags(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for tag in value:
+            check_dataset_tag(tag)
+        return value
 
 
 class DatasetsFile(Model):
@@ -264,6 +291,7 @@ class Exposure(Model):
     url: str | None = None
 
     _name = field_validator("name")(classmethod(lambda cls, v: check_identifier(v)))
+    _owners = field_validator("owners")(classmethod(lambda cls, v: check_owners(v)))
 
 
 class ExposuresFile(Model):

@@ -10,7 +10,9 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from medallion_assets.catalog.base import _CRON_FIELD, Criticality, Layer, Model, check_identifier
+from medallion_assets.catalog.base import Criticality, Layer, Model, check_identifier
+from medallion_assets.catalog.cron import check_cron
+from medallion_assets.catalog.names import check_owners, check_pipeline_id
 
 # --- policies.yaml ----------------------------------------------------------------------------
 
@@ -176,18 +178,13 @@ class Pipeline(Model):
     retry_policy: str | None = None
     select: PipelineSelection
 
-    _id = field_validator("id")(classmethod(lambda cls, v: check_identifier(v)))
+    _id = field_validator("id")(classmethod(lambda cls, v: check_pipeline_id(check_identifier(v))))
+    _owners = field_validator("owners")(classmethod(lambda cls, v: check_owners(v)))
 
     @field_validator("schedule")
     @classmethod
     def _cron(cls, value: str | None) -> str | None:
-        if value is not None:
-            fields = value.split()
-            if len(fields) != 5 or not all(_CRON_FIELD.match(f) for f in fields):
-                raise ValueError(
-                    f"schedule {value!r} is not a 5-field cron expression, e.g. '0 3 * * *'"
-                )
-        return value
+        return check_cron(value) if value is not None else None
 
 
 class PipelinesFile(Model):

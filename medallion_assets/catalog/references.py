@@ -6,6 +6,7 @@ Each check returns issues naming both sides (the file that refers, and what it s
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -20,6 +21,7 @@ from medallion_assets.catalog.models import (
     TargetsFile,
     ValidationFile,
 )
+from medallion_assets.catalog.names import check_name_problem
 from medallion_assets.catalog.operations import (
     ControlFile,
     PipelinesFile,
@@ -268,6 +270,15 @@ class ReferenceChecker:
     def _rule(self, stem: str, loc: Loc, table: str, rule: Rule, via: str | None = None) -> None:
         known = self.known.datasets.get(table)
         where = f" (rule set {via!r})" if via else ""
+        problem = check_name_problem(rule.label())
+        if problem is not None:
+            safe = re.sub(r"[^A-Za-z0-9_]", "_", rule.label())
+            self._issue(
+                stem,
+                loc,
+                f"{rule.kind} rule{where}: its check name {problem}",
+                f"give the rule a name: 'name: {safe}'",
+            )
         for message, fix in placement_problems(rule, table, known, table in self._loaded):
             self._issue(stem, loc, f"{message}{where}", fix)
         if known is not None:

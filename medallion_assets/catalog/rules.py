@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
-from medallion_assets.lineage.statement import table_name
+from medallion_assets.lineage.statement import SqlError, check_nesting, table_name
 
 Severity = Literal["warn", "error"]
 # A check name becomes a Dagster asset check name: letters, digits and underscores.
@@ -219,8 +219,13 @@ class SqlAssertionRule(_Rule):
 def _parse_assertion(query: str) -> exp.Query:
     try:
         tree = sqlglot.parse_one(query.replace("{table}", SELF_PLACEHOLDER), dialect="spark")
+        check_nesting(tree)
     except (ParseError, TokenError) as error:
         raise ValueError(f"the query does not parse as Spark SQL: {error}") from None
+    except SqlError as error:
+        raise ValueError(f"the query {error}") from None
+    except RecursionError:
+        raise ValueError("the query is nested too deeply to parse: flatten it with CTEs") from None
     if not isinstance(tree, exp.Query):
         raise ValueError("the query must be a SELECT whose rows are the failures")
     return tree

@@ -1,11 +1,15 @@
 """Read a YAML file into plain data plus a map from each key path to its line number.
 
+Sequences become tuples, mappings dicts and scalars what YAML makes of them (a quoted "3" stays
+a string, so a model validating strictly reports it instead of converting it).
+
 Line numbers let every catalog error point at the place to edit. Duplicate keys, which plain
 YAML loaders silently resolve to the last value, are reported as problems.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,6 +19,9 @@ import yaml
 from medallion_assets.catalog.errors import CatalogIssue, format_field
 
 Loc = tuple[object, ...]
+
+# YAML 1.2 floats with an exponent that YAML 1.1 (PyYAML) reads as text: 1e6, 2.5E-3.
+_FLOAT_1_2 = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)[eE][-+]?[0-9]+")
 
 # libyaml's loader when PyYAML was built with it: same nodes and marks, several times faster.
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -45,6 +52,9 @@ def read_yaml(path: Path, label: str) -> tuple[YamlDocument | None, list[Catalog
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as error:
         return None, [CatalogIssue(label, "", f"not UTF-8 text: {error}", "save the file as UTF-8")]
+    too_deep = _too_deep(text, label)
+    if too_deep is not None:
+        return None, [too_deep]
     try:
         node = yaml.compose(text, Loader=_LOADER)
     except yaml.YAMLError as error:
@@ -62,6 +72,33 @@ def read_yaml(path: Path, label: str) -> tuple[YamlDocument | None, list[Catalog
     return YamlDocument(path, label, data, lines), issues
 
 
+# No metadata file needs more than a handful of levels. libyaml's composer recurses in C (a
+# file nested some 100,000 levels crashes the interpreter) and the builder below in Python, so
+# depth is measured first on the parser's events, which libyaml produces without recursion.
+MAX_YAML_DEPTH = 64
+
+
+def _too_deep(text: str, label: str) -> CatalogIssue | None:
+    depth = 0
+    try:
+        for event in yaml.parse(text, Loader=_LOADER):
+            if isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+                if depth > MAX_YAML_DEPTH:
+                    return CatalogIssue(
+                        label,
+                        "",
+                        f"nested more than {MAX_YAML_DEPTH} levels deep",
+                        "metadata needs only a few levels: check for runaway brackets or indents",
+                        event.start_mark.line + 1 if event.start_mark else None,
+                    )
+            elif isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
+    except yaml.YAMLError:
+        return None  # composing reports malformed YAML with its line
+    return None
+
+
 class _Builder:
     """Turns a composed YAML node tree into plain data, recording lines and duplicate keys."""
 
@@ -76,8 +113,13 @@ class _Builder:
         if isinstance(node, yaml.MappingNode):
             return self._mapping(node, loc)
         if isinstance(node, yaml.SequenceNode):
-            return [self.build(item, (*loc, i)) for i, item in enumerate(node.value)]
-        return self.constructor.construct_object(node, deep=True)
+            # Tuples, as the frozen models hold them: models validate in strict mode.
+            return tuple(self.build(item, (*loc, i)) for i, item in enumerate(node.value))
+        value = self.constructor.construct_object(node, deep=True)
+        plain = isinstance(node, yaml.ScalarNode) and not node.style
+        if isinstance(value, str) and plain and _FLOAT_1_2.fullmatch(value):
+            return float(value)  # 1e6 is a number in YAML 1.2; PyYAML (YAML 1.1) keeps text
+        return value
 
     def _mapping(self, node: yaml.MappingNode, loc: Loc) -> dict[Any, Any]:
         out: dict[Any, Any] = {}

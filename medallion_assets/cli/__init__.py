@@ -8,6 +8,7 @@ import click
 
 from medallion_assets.catalog import CatalogError
 from medallion_assets.cli.catalog_cmd import catalog
+from medallion_assets.cli.common import does_not_load
 from medallion_assets.cli.control_cmd import audit, control
 from medallion_assets.cli.demo_cmd import demo_data
 from medallion_assets.cli.graph_cmds import impact, plan, split, trace_pii
@@ -28,10 +29,7 @@ class MedallionGroup(click.Group):
             click.echo(f"error: {error}", err=True)
             ctx.exit(2)
         except CatalogError as error:
-            click.echo(f"error: the project at {error.root} does not load:", err=True)
-            for issue in error.issues:
-                click.echo(f"  {issue}", err=True)
-            ctx.exit(2)
+            does_not_load(error.root, error)
 
 
 @click.group(cls=MedallionGroup, context_settings={"help_option_names": ["-h", "--help"]})

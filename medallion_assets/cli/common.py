@@ -6,7 +6,7 @@ import functools
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -27,10 +27,15 @@ def load(project: Path) -> Catalog:
     try:
         return load_catalog(project)
     except CatalogError as error:
-        click.echo(f"error: the project at {project} does not load:", err=True)
-        for issue in error.issues:
-            click.echo(f"  {issue}", err=True)
-        sys.exit(2)
+        does_not_load(project, error)
+
+
+def does_not_load(project: Path, error: CatalogError) -> NoReturn:
+    """Print every problem of a project that does not load, and exit 2."""
+    click.echo(f"error: the project at {project} does not load:", err=True)
+    for issue in error.issues:
+        click.echo(f"  {issue}", err=True)
+    sys.exit(2)
 
 
 def fail(message: str, code: int = 2) -> None:

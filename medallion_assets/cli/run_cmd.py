@@ -1,14 +1,16 @@
-"""``medallion run``: materialize every table headless, then print a summary."""
+"""``medallion run``: materialize every table headless, then say what happened."""
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
 
 import click
 
-from medallion_assets.cli.common import project_option
+from medallion_assets.catalog import CatalogError
+from medallion_assets.cli.common import does_not_load, project_option
 
 
 @click.command("run")
@@ -27,73 +29,109 @@ def run(project: Path, fail_on_blocked: bool) -> None:
     `dagster dev` with that DAGSTER_HOME shows them.
     """
     from medallion_assets.adapters.headless import dagster_home, run_project
+    from medallion_assets.adapters.resources import medallion_home
 
-    summary = run_project(project, log=lambda m: click.echo(m))
-    click.echo(_table(summary))
-    if summary.blocked:
-        click.echo(_blocked(project, summary.blocked))
+    # Spark's banners, warnings and Java traces go to a log file, not between the run's lines.
+    os.environ.setdefault(
+        "MEDALLION_SPARK_LOG", str(medallion_home(str(project)) / "logs/spark.log")
+    )
+    try:
+        summary = run_project(project, log=lambda m: click.echo(m), progress=True)
+    except CatalogError as error:
+        does_not_load(project, error)
+    click.echo("\n" + table(summary))
+    for section in (blocked(project, summary), warnings(summary), failed(summary)):
+        if section:
+            click.echo("\n" + section)
     if summary.disabled:
         click.echo("\nDISABLED: the kill switch skipped these tables (`medallion control status`)")
-        for table, message in sorted(summary.disabled.items()):
-            click.echo(f"  {table}: {message.removeprefix('skipped: ')}")
-        if summary.not_run:
-            tables = sorted(set(summary.not_run))
-            click.echo(f"  not run, upstream switched off: {', '.join(tables)}")
-    if summary.failed:
-        click.echo("\nFAILED: these tables did not build (full errors in Dagster's event log)")
-        for table, reason in sorted(summary.failed.items()):
-            click.echo(f"  {table}: {reason}")
-    if not summary.success and (fail_on_blocked or not summary.only_blocked):
+        for name, message in sorted(summary.disabled.items()):
+            click.echo(f"  {name}: {message.removeprefix('skipped: ')}")
+    if summary.having("failed") or (fail_on_blocked and summary.having("blocked")):
         click.echo("error: the run failed; see the messages above", err=True)
         sys.exit(1)
-    home = os.environ.get("DAGSTER_HOME") or dagster_home(project)
     click.echo(
         "\nOpen the asset graph, runs and checks in the Dagster UI:\n"
-        f"  DAGSTER_HOME={home} {Path(sys.executable).parent / 'dagster'} dev "
+        f"  DAGSTER_HOME={dagster_home(project)} {Path(sys.executable).parent / 'dagster'} dev "
         f"-w {Path(project).resolve() / 'workspace.yaml'}\n"
         "  then browse http://127.0.0.1:3000"
     )
 
 
-def _table(summary) -> str:  # type: ignore[no-untyped-def]
+def table(summary) -> str:  # type: ignore[no-untyped-def]
+    """One row per table and partition, then the totals."""
+    from medallion_assets.adapters.run_summary import counts
+
     rows = sorted(summary.results, key=lambda r: (r.table, r.partition or ""))
     lines = [
-        f"{'table':<42} {'partition':<11} {'rows':>9} {'status':<8} "
+        f"{'table':<40} {'partition':<10} {'status':<9} {'written':>9} {'current':>9} "
         f"{'quarantined':>11} {'warehouse':>9} {'checks':>7}"
     ]
     for r in rows:
-        checks = f"{r.checks_passed}/{r.checks_passed + r.checks_failed}"
+        checks = f"{r.checks_passed}/{len(r.checks)}" if r.checks else ""
+        written = r.rows if r.status == "built" else None
         lines.append(
-            f"{r.table:<42} {r.partition or '-':<11} {r.rows:>9,} "
-            f"{'skipped' if r.skipped else 'built':<8} "
-            f"{'' if r.quarantined is None else r.quarantined:>11} "
-            f"{'' if r.warehouse_rows is None else r.warehouse_rows:>9} {checks:>7}"
+            f"{r.table:<40} {r.partition or '-':<10} {r.status:<9} {_number(written):>9} "
+            f"{_number(r.current_rows):>9} {_number(r.quarantined):>11} "
+            f"{_number(r.warehouse_rows):>9} {checks:>7}"
         )
-    tables = len({r.table for r in rows})
-    total = sum(r.rows for r in rows)
+    found = counts(summary.results)
+    tally = ", ".join(f"{n} {status}" for status, n in found.items() if n)
     passed = sum(r.checks_passed for r in rows)
-    failed = sum(r.checks_failed for r in rows)
+    failed_checks = sum(r.checks_failed for r in rows)
+    head = "nothing changed: " if summary.nothing_changed else ""
     lines.append(
-        f"{tables} tables, {len(rows)} materializations, {total:,} rows, "
-        f"checks {passed} passed / {failed} failed, {summary.seconds:.1f} s, "
-        f"{len(summary.run_ids)} run(s)"
+        f"{head}{tally}; {summary.rows_written:,} rows written by this run; checks {passed} "
+        f"passed / {failed_checks} failed; {summary.seconds:.1f} s, {len(summary.run_ids)} run(s)"
     )
     return "\n".join(lines)
 
 
-def _blocked(project: Path, blocked: dict[str, list[str]]) -> str:
+def blocked(project: Path, summary) -> str:  # type: ignore[no-untyped-def]
     """Which tables checks held back, why, and what downstream kept its previous version."""
+    held = summary.having("blocked")
+    if not held:
+        return ""
     from medallion_assets.catalog import load_catalog
 
     catalog = load_catalog(project)
-    lines = ["", "BLOCKED: failing blocking checks kept these tables from publishing"]
-    for table, reasons in sorted(blocked.items()):
-        lines.append(f"  {table}")
-        lines += [f"    - {reason}" for reason in reasons]
-        protected = sorted(catalog.lineage.dag.downstream(table))
+    lines = ["BLOCKED: failing blocking checks kept these tables from publishing"]
+    for result in sorted(held, key=lambda r: r.label):
+        head, *checks = result.message.splitlines()
+        lines.append(f"  {head}")
+        lines += [f"  {line}" for line in checks]
+        for check in result.checks:
+            if check.sample is not None and not check.passed:
+                lines.append(f"      sample failing row: {json.dumps(check.sample, default=str)}")
+        protected = sorted(catalog.lineage.dag.downstream(result.table))
         if protected:
             lines.append(f"    protected downstream (not built on it): {', '.join(protected)}")
-    lines.append(
-        "  Previous versions stay current; `medallion impact TABLE` shows what depends on them."
-    )
+    lines.append("  `medallion impact TABLE` shows what depends on them.")
     return "\n".join(lines)
+
+
+def warnings(summary) -> str:  # type: ignore[no-untyped-def]
+    found = summary.warnings
+    if not found:
+        return ""
+    lines = ["WARNINGS: warn-level checks that failed (the tables were published)"]
+    lines += [f"  {r.label}: {c.name}: {c.message}" for r, c in found]
+    return "\n".join(lines)
+
+
+def failed(summary) -> str:  # type: ignore[no-untyped-def]
+    out = []
+    if summary.having("failed"):
+        out.append("FAILED: these tables did not publish (full detail: the run in dagster dev)")
+        out += [f"  {r.label}: {r.message}" for r in summary.having("failed")]
+    stopped = sorted({r.label for r in summary.having("not run")})
+    if stopped:
+        out.append(
+            "NOT RUN: an upstream table did not publish (blocked, failed or switched off): "
+            + ", ".join(stopped)
+        )
+    return "\n".join(out)
+
+
+def _number(value: int | None) -> str:
+    return "" if value is None else f"{value:,}"

@@ -138,6 +138,11 @@ class _Run:
         except SqlError as error:
             self.errors.append(FileError(sql_file.label, str(error)))
             return
+        except RecursionError:
+            # check_nesting keeps files far from the limit; this names the file if one gets there
+            message = "is nested too deeply to analyse its columns: flatten it with CTEs"
+            self.errors.append(FileError(sql_file.label, message))
+            return
         result = FileLineage(table.target, table.kind, table.sources, columns)
         self._store(sql_file.label, result)
         if self.cache:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 # Bump when the shape of cached results changes; the sqlglot version is part of the key too.
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: files nested past MAX_NESTING are errors, never cached
 _SQLGLOT_VERSION = version("sqlglot")
 
 

@@ -49,12 +49,47 @@ def sqlglot_dialect(name: str) -> str:
     return _DIALECT_ALIASES.get(name.lower(), name.lower())
 
 
+# Deepest parse tree accepted. sqlglot's parser, scope builder and generator recurse about four
+# Python frames per level at worst (chained UNIONs), so 150 levels stay inside Python's default
+# limit of 1,000 frames with room for the callers (a Dagster step, a code server). The deepest
+# TPC-DS query is 29 levels deep.
+MAX_NESTING = 150
+_TOO_DEEP_FIX = (
+    "flatten it: move nested subqueries into CTEs (WITH name AS (...)), or split a long chain "
+    "of UNIONs into CTEs of a few dozen branches each"
+)
+
+
 def parse_statement(sql: str, dialect: str, default_target: str | None) -> Statement:
     """Parse ``sql`` (one statement) written in ``dialect``.
 
     A bare SELECT writes ``default_target``; CTAS, INSERT, MERGE and CREATE VIEW name their own.
     """
+    try:
+        return _statement(sql, dialect, default_target)
+    except RecursionError:
+        # Caught here, at the file's own boundary, so the message names the file and the
+        # interpreter's recursion limit stays as it is for everything else.
+        raise SqlError(f"is nested too deeply to analyse; {_TOO_DEEP_FIX}") from None
+
+
+def check_nesting(expression: exp.Expr) -> None:
+    """Raise ``SqlError`` when the parse tree is deeper than ``MAX_NESTING`` (walked without
+    recursion, so the check itself cannot overflow)."""
+    stack = [(expression, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_NESTING:
+            raise SqlError(
+                f"is nested more than {MAX_NESTING} levels deep (the limit that keeps parsing "
+                f"and running it safe); {_TOO_DEEP_FIX}"
+            )
+        stack.extend((child, depth + 1) for child in node.iter_expressions())
+
+
+def _statement(sql: str, dialect: str, default_target: str | None) -> Statement:
     expression = _parse_one(sql, dialect)
+    check_nesting(expression)
     _lower_identifiers(expression)
     if isinstance(expression, exp.Query):
         if not default_target:

@@ -23,6 +23,7 @@ from medallion_assets.runtime.validation import (
     Validation,
     rejected_marker,
     reused_validation,
+    still_rejected,
     validate_frame,
 )
 
@@ -111,6 +112,11 @@ def build_table(
         )
         log(reason)
         return skipped(spark, lake, catalog, dataset, partition, reusable, reason, checks)
+    if checks:
+        blocked = still_rejected(lake, dataset.name, partition, dataset.code_version, inputs)
+        if blocked is not None:
+            log(str(blocked).splitlines()[0])
+            raise blocked
 
     views = register_inputs(spark, lake, catalog, dataset, partition)
     kind, query = spark_query(dataset.sql, dataset.dialect, dataset.name, views)
@@ -192,7 +198,7 @@ def publish_checked(
             {**(extra or {}), "checks": validation.as_json()},
         )
     except ChecksFailed as failed:
-        rejected_marker(staging, failed.validation)
+        rejected_marker(staging, failed.validation, dataset.code_version, inputs)
         lake.keep_rejected(staging)
         raise
     except BaseException:

@@ -12,7 +12,7 @@ quarantine_rate. A table rule that fails counts every row of the table as failin
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from medallion_assets.catalog.catalog import INGESTION_COLUMNS
 from medallion_assets.catalog.rules import (
@@ -32,6 +32,9 @@ from medallion_assets.catalog.rules import (
 )
 from medallion_assets.runtime.sql import spark_query, view_name
 from medallion_assets.runtime.validation import CheckContext, CheckResult, sample_rows
+
+if TYPE_CHECKING:
+    from medallion_assets.runtime.warehouse_load import LoadReport
 
 PANDERA_KINDS = {"not_null", "unique", "accepted_values", "range", "regex", "schema"}
 
@@ -427,21 +430,44 @@ def _quarantine_rate(rule: QuarantineRateRule, total: int, context: CheckContext
 
 
 def reconciliation_result(
-    rule: ReconciliationRule, expected_rows: int, warehouse_rows: int, table: str
+    rule: ReconciliationRule,
+    expected_rows: int,
+    warehouse_rows: int,
+    table: str,
+    duplicate_keys: int = 0,
 ) -> CheckResult:
-    """After a warehouse load: the rows the lake says the table must hold (the lake version's
-    rows; for append loads, the rows before plus the rows appended) against a count of it."""
+    """After a warehouse load: the rows the lake says the scope (the loaded partition, else the
+    table) must hold (the lake version's rows; for an append without partitions, the rows before
+    plus the rows appended) against a count of it; a key held twice fails whatever the counts."""
     difference = abs(expected_rows - warehouse_rows)
-    passed = difference <= rule.tolerance
+    passed = difference <= rule.tolerance and duplicate_keys == 0
     message = (
         f"{table}: {warehouse_rows:,} rows in the warehouse, {expected_rows:,} expected from "
         f"the lake (difference {difference:,}, tolerance {rule.tolerance:,})"
     )
+    if duplicate_keys:
+        message += f"; {duplicate_keys:,} key value(s) held by more than one row"
     return _result(
         rule,
         passed,
-        0 if passed else difference,
+        0 if passed else max(difference, duplicate_keys),
         expected_rows,
         message,
-        details={"expected_rows": expected_rows, "warehouse_rows": warehouse_rows},
+        details={
+            "expected_rows": expected_rows,
+            "warehouse_rows": warehouse_rows,
+            "duplicate_keys": duplicate_keys,
+        },
     )
+
+
+def reconciliation_message(report: LoadReport) -> str:
+    """Why a load did not reconcile, in the words of the check above."""
+    where = f" of partition {report.partition}" if report.partition else ""
+    text = (
+        f"{report.rows_in_table:,} rows{where} in the warehouse, {report.expected_rows:,} "
+        "expected from the lake"
+    )
+    if report.duplicate_keys:
+        text += f"; {report.duplicate_keys:,} key value(s) held by more than one row"
+    return text

@@ -85,20 +85,30 @@ class ChecksFailed(RuntimeError):
         validation: Validation,
         staging: Path,
         current: str | None,
+        since: float | None = None,
     ):
         self.table = table
         self.partition = partition
         self.validation = validation
         self.staging = staging
         self.current = current
+        self.since = since  # set when an earlier run's rejection still holds (nothing rebuilt)
         failures = validation.blocking_failures
         where = f"{table}[{partition}]" if partition else table
         kept = f"version {current} stays current" if current else "no version was ever published"
-        lines = [
-            f"{where} not published: {len(failures)} blocking check(s) failed; {kept}; "
-            f"the rejected output is kept in {staging}"
+        if since is None:
+            head = f"{where} not published: {len(failures)} blocking check(s) failed"
+        else:
+            head = (
+                f"{where} still blocked since "
+                f"{time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime(since))} (code and inputs "
+                "unchanged, not rebuilt)"
+            )
+        lines = [f"{head}; {kept}; the rejected output is kept in {staging}"]
+        lines += [
+            f"  - {r.name} ({r.kind}): {r.message} ({r.failing_rows:,} failing rows)"
+            for r in failures
         ]
-        lines += [f"  - {r.name} ({r.kind}): {r.message}" for r in failures]
         super().__init__("\n".join(lines))
 
 
@@ -167,14 +177,50 @@ def _plain(value: Any) -> Any:
     return text if len(text) <= _MAX_TEXT else text[: _MAX_TEXT - 3] + "..."
 
 
-def rejected_marker(staging: Path, validation: Validation) -> None:
-    """Record in the kept staging folder why it was not published (for operators)."""
+def rejected_marker(
+    staging: Path, validation: Validation, code_version: str = "", inputs: Mapping[str, str] = {}
+) -> None:
+    """Record in the kept staging folder why it was not published (for operators), and what it
+    was built from: the same code on the same inputs would be rejected again."""
     (staging / REJECTED).write_text(
         json.dumps(
-            {"rejected_at": time.time(), "checks": validation.as_json()},
+            {
+                "rejected_at": time.time(),
+                "checks": validation.as_json(),
+                "code_version": code_version,
+                "inputs": dict(inputs),
+            },
             indent=1,
             default=str,
         )
+    )
+
+
+def still_rejected(
+    lake: Lake,
+    table: str,
+    partition: str | None,
+    code_version: str,
+    inputs: Mapping[str, str],
+) -> ChecksFailed | None:
+    """The kept rejection of this table (partition) when it was built from this code and these
+    inputs: rebuilding would fail the same checks, so nothing is rebuilt."""
+    rejected = lake.rejected(table, partition)
+    if rejected is None or not rejected.get("code_version"):
+        return None
+    if rejected["code_version"] != code_version or rejected.get("inputs") != dict(inputs):
+        return None
+    validation = Validation(tuple(CheckResult.from_dict(r) for r in rejected.get("checks", ())))
+    if not validation.blocking_failures:
+        return None
+    current = lake.current(table, partition)
+    return ChecksFailed(
+        table,
+        partition,
+        validation,
+        Path(rejected["staging"]),
+        current.version_id if current else None,
+        since=float(rejected["rejected_at"]),
     )
 
 

@@ -5,7 +5,7 @@ text (``warehouse_sql``); they differ in how they connect and how rows reach the
 (the sessions in ``warehouse_load``)::
 
     with warehouse_from_url("postgresql://loader@db:5432/analytics") as warehouse:
-        report = warehouse.load(target, table, throttle=throttle, lake_rows=lake_count)
+        report = warehouse.held(target, unit) or warehouse.load(target, table, unit)
 
 Connection strings hold passwords: they are masked in every repr and error message.
 """
@@ -27,10 +27,12 @@ from medallion_assets.runtime.warehouse_load import (
     DuckDBSession,
     LoadReport,
     LoadSession,
+    LoadUnit,
     PostgresSession,
     Put,
     RedshiftSession,
     Throttle,
+    held,
     run_load,
 )
 
@@ -38,15 +40,15 @@ if TYPE_CHECKING:
     from medallion_assets.catalog.models import Target
 
 __all__ = [
-    "DuckDBWarehouse", "LoadReport", "PostgresWarehouse", "RedshiftWarehouse", "Throttle",
-    "Warehouse", "mask_credentials", "warehouse_from_url",
+    "DuckDBWarehouse", "LoadReport", "LoadUnit", "PostgresWarehouse", "RedshiftWarehouse",
+    "Throttle", "Warehouse", "mask_credentials", "warehouse_from_url",
 ]  # fmt: skip
 
 
 @runtime_checkable
 class Warehouse(Protocol):
-    """A load target for gold tables. ``load`` follows ``warehouse_load.run_load``: ``lake_rows``
-    is the lake table's total row count, reconciled after a replace or merge."""
+    """A load target for gold tables. ``load`` follows ``warehouse_load.run_load``: ``unit`` is
+    the lake version (of a partition) being loaded; ``held`` reports an earlier load of it."""
 
     kind: str  # "duckdb", "postgres" or "redshift": the dialect of its statements
 
@@ -54,9 +56,10 @@ class Warehouse(Protocol):
         self,
         target: Target,
         data: pa.Table,
+        unit: LoadUnit | None = None,
         throttle: Throttle | None = None,
-        lake_rows: int | None = None,
     ) -> LoadReport: ...
+    def held(self, target: Target, unit: LoadUnit) -> LoadReport | None: ...
     def row_count(self, warehouse_table: str) -> int: ...
     def read(self, warehouse_table: str) -> pa.Table: ...
     def close(self) -> None: ...
@@ -89,17 +92,15 @@ class _SqlWarehouse:
         self,
         target: Target,
         data: pa.Table,
+        unit: LoadUnit | None = None,
         throttle: Throttle | None = None,
-        lake_rows: int | None = None,
     ) -> LoadReport:
         return run_load(
-            self.session(),
-            target,
-            data,
-            throttle=throttle,
-            lake_rows=lake_rows,
-            batch_rows=self.batch_rows,
+            self.session(), target, data, unit, throttle=throttle, batch_rows=self.batch_rows
         )
+
+    def held(self, target: Target, unit: LoadUnit) -> LoadReport | None:
+        return held(self.session(), target, unit)
 
     def row_count(self, warehouse_table: str) -> int:
         return int(self.session().fetch(sql.count_rows(warehouse_table))[0][0])

@@ -1,10 +1,15 @@
 """The load protocol every warehouse follows, written once over a small ``LoadSession``:
 
-1. create the schema and table if missing (column types from the Arrow schema);
-2. stage the rows into a session-private temp table, in throttled batches;
-3. in ONE transaction apply replace (DELETE all + INSERT), append (INSERT) or merge (DELETE the
-   staged keys + INSERT); on any error roll back, so the previous content stays;
-4. after COMMIT count the table and reconcile against the rows the lake says it should hold.
+1. create the schema, the table and its load ledger if missing (types from the Arrow schema);
+2. if the ledger says the warehouse already holds this lake version of this partition, stop:
+   nothing is loaded twice, whatever reran (a rerun, a backfill, a run after a crash);
+3. stage the rows into a session-private temp table, in throttled batches;
+4. in ONE transaction: lock the table, check the ledger again (a concurrent load may have won),
+   delete the partition's rows (or, without partitions, all rows for replace), delete the staged
+   keys for merge, insert, and record the load in the ledger; on any error roll back, so the
+   previous content stays and the ledger still tells the truth;
+5. after COMMIT count the rows in scope, and the repeated keys when the target declares keys,
+   and reconcile against the rows the lake says the scope must hold.
 
 Each warehouse supplies a session: how to run a statement and how rows reach the staging table.
 DuckDB reads registered Arrow batches, PostgreSQL takes CSV through ``COPY ... FROM STDIN``,
@@ -22,6 +27,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 import pyarrow as pa
@@ -47,20 +53,59 @@ class Throttle(Protocol):
 
 
 @dataclass(frozen=True)
-class LoadReport:
-    """What one load did; ``reconciled`` is False when the table does not hold ``expected_rows``.
+class LoadUnit:
+    """What one load writes: one lake version of a table, or of one of its daily partitions.
 
-    ``expected_rows``: replace and merge -> the lake's row count (``lake_rows``, default the rows
-    loaded by a replace); append -> rows before + rows staged.
+    ``partition_column`` is the warehouse column holding the partition's day; a load of the
+    partition replaces exactly the rows whose day it is.
+    """
+
+    lake_table: str
+    lake_version: str
+    # The lake version's row count: what the scope must hold after the load. None for rows that
+    # do not come from a lake version (``adhoc``): then a merge expects before - matched + staged.
+    rows: int | None
+    partition: str | None = None
+    partition_column: str | None = None
+    run_id: str = ""
+
+    def scope(self) -> str | None:
+        if self.partition is None:
+            return None
+        if self.partition_column is None:
+            raise ValueError(f"{self.lake_table}[{self.partition}]: no partition column")
+        return sql.partition_scope(self.partition_column, self.partition)
+
+    def describe(self) -> str:
+        where = f"[{self.partition}]" if self.partition else ""
+        return f"{self.lake_table}{where} version {self.lake_version}"
+
+    @classmethod
+    def adhoc(cls, target: Target) -> LoadUnit:
+        """Rows handed over directly (tests, notebooks): a version of their own, loaded once."""
+        return cls(target.table, f"adhoc-{uuid.uuid4().hex}", None)
+
+
+@dataclass(frozen=True)
+class LoadReport:
+    """What one load did; ``reconciled`` is False when the scope (the partition, else the table)
+    does not hold ``expected_rows`` or, for a target with keys, holds a key more than once.
+
+    ``expected_rows``: the lake version's rows for a partition, a replace or a merge; for an
+    append without partitions, the rows before plus the rows staged. ``unchanged``: the ledger
+    already held this version, nothing was loaded.
     """
 
     table: str
     mode: str
     rows_staged: int
-    rows_in_table: int
+    rows_in_table: int  # in scope: the partition's rows for a partitioned load
     expected_rows: int
     reconciled: bool
     seconds: float
+    partition: str | None = None
+    duplicate_keys: int = 0
+    unchanged: bool = False
 
 
 class LoadSession(Protocol):
@@ -77,48 +122,107 @@ class LoadSession(Protocol):
     def close(self) -> None: ...
 
 
+def held(session: LoadSession, target: Target, unit: LoadUnit) -> LoadReport | None:
+    """The report of an earlier load when the warehouse already holds ``unit`` (its ledger says
+    so), else None. Cheap: no data is read from the lake for a load that would do nothing."""
+    started = time.monotonic()
+    table = target.warehouse_table
+    if not _holds(session, table, unit):
+        return None
+    return _reconcile(session, target, unit, 0, started, unchanged=True)
+
+
 def run_load(
     session: LoadSession,
     target: Target,
     data: pa.Table,
+    unit: LoadUnit | None = None,
     *,
     throttle: Throttle | None = None,
-    lake_rows: int | None = None,
     batch_rows: int = BATCH_ROWS,
 ) -> LoadReport:
-    """Load ``data`` into ``target.warehouse_table``; see the module docstring for the steps.
-
-    ``lake_rows`` is the lake table's total row count for replace and merge (a merge usually
-    stages only changed rows); it is ignored for append.
-    """
+    """Load ``data`` (the lake version ``unit``, else ``LoadUnit.adhoc``) into
+    ``target.warehouse_table``; see the module docstring for the steps."""
     started = time.monotonic()
+    unit = unit or LoadUnit.adhoc(target)
     if batch_rows < 1:
         raise ValueError(f"batch_rows must be >= 1, got {batch_rows}")
     table, mode = target.warehouse_table, target.mode
     # Everything about the data is checked before the warehouse is touched.
     columns = sql.arrow_columns(data.schema, session.dialect)
     names = [name for name, _ in columns]
+    if unit.partition_column is not None and unit.partition_column not in names:
+        raise ValueError(
+            f"{unit.describe()}: the partition column {unit.partition_column!r} is not a column "
+            f"of the data ({', '.join(names)}); select it in the gold SQL"
+        )
     if mode == "merge":
         check_merge_keys(data, target.keys)
+    scope = unit.scope()
     _ensure_table(session, target, columns)
+    _create_table(session, sql.ledger_table(table), sql.create_ledger(table))
+    report = held(session, target, unit)
+    if report is not None:
+        return report
 
     temp = sql.temp_table_name(table, uuid.uuid4().hex[:8])
     session.execute(sql.create_temp_like(temp, table, names, session.dialect, target.dist_key))
     try:
         session.stage(temp, data, throttle, batch_rows)
-        before, matched = _apply(session, target, temp, names, lake_rows)
+        counts = _apply(session, target, unit, temp, data)
     finally:
         _drop_quietly(session, temp)
-
-    in_table = _scalar(session, sql.count_rows(table))
-    if mode == "append":
+    if counts is None:  # a concurrent load recorded this version while we staged
+        return _reconcile(session, target, unit, 0, started, unchanged=True)
+    before, matched = counts
+    if mode == "append" and scope is None:
         expected = before + len(data)
-    elif lake_rows is not None:
-        expected = lake_rows
+    elif unit.rows is not None:
+        expected = unit.rows
     else:
         expected = len(data) if mode == "replace" else before - matched + len(data)
+    return _reconcile(session, target, unit, len(data), started, expected=expected)
+
+
+def _holds(session: LoadSession, table: str, unit: LoadUnit) -> bool:
+    if not session.fetch(sql.table_columns(sql.ledger_table(table))):
+        return False
+    versions = {row[0] for row in session.fetch(sql.ledger_versions(table, unit.partition))}
+    return unit.lake_version in versions
+
+
+def _reconcile(
+    session: LoadSession,
+    target: Target,
+    unit: LoadUnit,
+    staged: int,
+    started: float,
+    expected: int | None = None,
+    unchanged: bool = False,
+) -> LoadReport:
+    table, scope = target.warehouse_table, unit.scope()
+    in_scope = _scalar(session, sql.count_rows(table, scope))
+    if expected is None:
+        # An earlier load: the lake version's rows, or (append history, or rows not from the lake)
+        # what the table holds, leaving only repeated keys to find.
+        history = target.mode == "append" and scope is None
+        expected = in_scope if history or unit.rows is None else unit.rows
+    repeated = (
+        _scalar(session, sql.count_duplicate_keys(table, target.keys, scope))
+        if (target.keys)
+        else 0
+    )
     report = LoadReport(
-        table, mode, len(data), in_table, expected, in_table == expected, time.monotonic() - started
+        table,
+        target.mode,
+        staged,
+        in_scope,
+        expected,
+        in_scope == expected and repeated == 0,
+        time.monotonic() - started,
+        unit.partition,
+        repeated,
+        unchanged,
     )
     _log(report)
     return report
@@ -138,26 +242,63 @@ def _ensure_table(session: LoadSession, target: Target, columns: list[tuple[str,
         return
     create_schema, schema_query = sql.create_schema(table), sql.schema_exists(table)
     if create_schema and schema_query and _scalar(session, schema_query) == 0:
-        session.execute(create_schema)
-    session.execute(
-        sql.create_table(table, columns, session.dialect, target.dist_key, target.sort_keys)
+        _create(session, create_schema, lambda: _scalar(session, schema_query) > 0)
+    _create_table(
+        session,
+        table,
+        sql.create_table(table, columns, session.dialect, target.dist_key, target.sort_keys),
     )
 
 
+def _create_table(session: LoadSession, table: str, statement: str) -> None:
+    _create(session, statement, lambda: bool(session.fetch(sql.table_columns(table))))
+
+
+def _create(session: LoadSession, statement: str, exists: Callable[[], bool]) -> None:
+    """Run a CREATE ... IF NOT EXISTS. Two loads creating the same object at once can still
+    collide on PostgreSQL's catalog (a unique violation in pg_type); the loser goes on when the
+    object is there now."""
+    try:
+        session.execute(statement)
+    except Exception:
+        if not exists():
+            raise
+
+
 def _apply(
-    session: LoadSession, target: Target, temp: str, names: list[str], lake_rows: int | None
-) -> tuple[int, int]:
-    """The one transaction; returns (rows before, target rows a merge replaces)."""
-    table, mode, keys = target.warehouse_table, target.mode, target.keys
-    statements = sql.apply_statements(mode, table, temp, names, keys)
+    session: LoadSession, target: Target, unit: LoadUnit, temp: str, staged: pa.Table
+) -> tuple[int, int] | None:
+    """The one transaction; returns (the table's rows before it, target rows a merge replaces),
+    counted only where the expected row count needs them, or None when the ledger already holds
+    the version once the lock is ours."""
+    table, mode = target.warehouse_table, target.mode
+    scope = unit.scope()
+    statements = sql.load_statements(mode, table, temp, staged.column_names, target.keys, scope)
+    appended = mode == "append" and scope is None
+    statements += sql.ledger_entry(
+        table,
+        unit.partition,
+        unit.lake_table,
+        unit.lake_version,
+        len(staged),
+        datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        unit.run_id,
+        keep_others=appended,
+    )
     session.execute(sql.BEGIN)
     try:
-        # Counts are taken only where the expected row count needs them: COUNT(*) scans.
-        needs_before = mode == "append" or (mode == "merge" and lake_rows is None)
-        before = _scalar(session, sql.count_rows(table)) if needs_before else 0
-        matched = 0
-        if mode == "merge" and lake_rows is None:
-            matched = _scalar(session, sql.count_matched(table, temp, keys))
+        lock = sql.lock_table(table, session.dialect)
+        if lock:
+            session.execute(lock)
+        if _holds(session, table, unit):
+            session.execute(sql.ROLLBACK)
+            return None
+        # COUNT(*) scans: taken only where the expected row count needs them.
+        unknown_merge = mode == "merge" and scope is None and unit.rows is None
+        before = _scalar(session, sql.count_rows(table)) if appended or unknown_merge else 0
+        matched = (
+            _scalar(session, sql.count_matched(table, temp, target.keys)) if (unknown_merge) else 0
+        )
         for statement in statements:
             session.execute(statement)
         session.execute(sql.COMMIT)
@@ -182,12 +323,14 @@ def _scalar(session: LoadSession, statement: str) -> int:
 
 
 def _log(report: LoadReport) -> None:
-    message = "%s %s: staged %d, table has %d, expected %d (%.2fs)"
-    args = (report.mode, report.table, report.rows_staged, report.rows_in_table)
+    where = f"[{report.partition}]" if report.partition else ""
+    message = "%s %s%s: staged %d, %d rows in scope, expected %d, %d repeated keys (%.2fs)"
+    args = (report.mode, report.table, where, report.rows_staged, report.rows_in_table)
+    rest = (report.expected_rows, report.duplicate_keys, report.seconds)
     if report.reconciled:
-        log.info(message, *args, report.expected_rows, report.seconds)
+        log.info(message, *args, *rest)
     else:
-        log.warning("NOT RECONCILED " + message, *args, report.expected_rows, report.seconds)
+        log.warning("NOT RECONCILED " + message, *args, *rest)
 
 
 # --- Arrow data preparation -------------------------------------------------------------------

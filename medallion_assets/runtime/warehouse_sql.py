@@ -273,44 +273,142 @@ def _key_match(target: str, temp: str, keys: Sequence[str]) -> str:
     return " AND ".join(f"{left}.{k} = {right}.{k}" for k in quoted)
 
 
-def replace_statements(target: str, temp: str, columns: Sequence[str]) -> list[str]:
+def partition_scope(column: str, partition: str) -> str:
+    """The rows of one daily partition: ``CAST("event_date" AS DATE) = DATE '2026-01-01'``.
+
+    The cast makes a DATE, TIMESTAMP or 'YYYY-MM-DD' text column mean the same day everywhere.
+    """
+    if not isinstance(partition, str) or not _DAY.fullmatch(partition):
+        raise ValueError(f"partition {partition!r} is not a day (YYYY-MM-DD)")
+    return f"CAST({quote_identifier(column)} AS DATE) = DATE '{partition}'"
+
+
+_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def load_statements(
+    mode: str,
+    target: str,
+    temp: str,
+    columns: Sequence[str],
+    keys: Sequence[str] = (),
+    scope: str | None = None,
+) -> list[str]:
+    """The statements of one load, to run between BEGIN and COMMIT.
+
+    With a ``scope`` (one partition's rows, from ``partition_scope``) every mode first deletes
+    the partition's rows, so a reload replaces exactly that partition; merge then also deletes
+    the staged keys wherever they are. Without one: replace deletes every row, merge the staged
+    keys, append nothing (each lake version is appended once; the load ledger says which).
+    """
+    if mode not in ("replace", "append", "merge"):
+        raise ValueError(f"unknown load mode {mode!r}; use replace, append or merge")
     # DELETE, not TRUNCATE: TRUNCATE commits on Redshift and locks out readers on PostgreSQL.
-    return [f"DELETE FROM {quote_table(target)}", insert_select(target, temp, columns)]
-
-
-def append_statements(target: str, temp: str, columns: Sequence[str]) -> list[str]:
-    return [insert_select(target, temp, columns)]
-
-
-def merge_statements(
-    target: str, temp: str, keys: Sequence[str], columns: Sequence[str]
-) -> list[str]:
-    """Delete the target rows whose keys are staged, then insert every staged row."""
-    missing = [k for k in keys if k not in columns]
-    if missing:
-        raise ValueError(f"merge key(s) {', '.join(missing)} of {target!r} are not in the data")
-    delete = (
-        f"DELETE FROM {quote_table(target)} USING {quote_identifier(temp)} "
-        f"WHERE {_key_match(target, temp, keys)}"
-    )
-    return [delete, insert_select(target, temp, columns)]
-
-
-def apply_statements(
-    mode: str, target: str, temp: str, columns: Sequence[str], keys: Sequence[str] = ()
-) -> list[str]:
-    """The statements of one load mode, to run between BEGIN and COMMIT."""
-    if mode == "replace":
-        return replace_statements(target, temp, columns)
-    if mode == "append":
-        return append_statements(target, temp, columns)
+    statements = []
+    if scope is not None:
+        statements.append(f"DELETE FROM {quote_table(target)} WHERE {scope}")
+    elif mode == "replace":
+        statements.append(f"DELETE FROM {quote_table(target)}")
     if mode == "merge":
-        return merge_statements(target, temp, keys, columns)
-    raise ValueError(f"unknown load mode {mode!r}; use replace, append or merge")
+        missing = [k for k in keys if k not in columns]
+        if missing:
+            raise ValueError(f"merge key(s) {', '.join(missing)} of {target!r} are not in the data")
+        statements.append(
+            f"DELETE FROM {quote_table(target)} USING {quote_identifier(temp)} "
+            f"WHERE {_key_match(target, temp, keys)}"
+        )
+    return [*statements, insert_select(target, temp, columns)]
 
 
-def count_rows(table: str) -> str:
-    return f"SELECT COUNT(*) FROM {quote_table(table)}"
+def lock_table(table: str, dialect: Dialect) -> str | None:
+    """Taken first in a load's transaction: concurrent loads of one table queue behind it (so the
+    second sees the first's ledger entry) while readers go on. DuckDB has one writer per file."""
+    _check_dialect(dialect)
+    if dialect == "postgres":
+        return f"LOCK TABLE {quote_table(table)} IN SHARE ROW EXCLUSIVE MODE"
+    if dialect == "redshift":
+        return f"LOCK {quote_table(table)}"
+    return None
+
+
+def count_duplicate_keys(table: str, keys: Sequence[str], scope: str | None = None) -> str:
+    """How many key values occur in more than one row (in ``scope``, when given)."""
+    cols = _column_list(keys)
+    where = f" WHERE {scope}" if scope else ""
+    return (
+        f"SELECT COUNT(*) FROM (SELECT {cols} FROM {quote_table(table)}{where} "
+        f"GROUP BY {cols} HAVING COUNT(*) > 1) AS repeated"
+    )
+
+
+# --- the load ledger: which lake version of which partition the warehouse holds ---------------
+
+LEDGER = "medallion_loads"
+_LEDGER_COLUMNS = (
+    ("warehouse_table", "VARCHAR(255)"),
+    ("partition_key", "VARCHAR(32)"),  # '' for a table without partitions
+    ("lake_table", "VARCHAR(255)"),
+    ("lake_version", "VARCHAR(64)"),
+    ("rows_loaded", "BIGINT"),
+    ("loaded_at", "VARCHAR(32)"),  # ISO 8601 UTC: one text form on every warehouse
+    ("run_id", "VARCHAR(64)"),
+)
+
+
+def ledger_table(table: str) -> str:
+    """The ledger lives beside the table it describes (same schema, same privileges)."""
+    schema, _ = split_table(table)
+    return LEDGER if schema is None else f"{schema}.{LEDGER}"
+
+
+def create_ledger(table: str) -> str:
+    body = ", ".join(f"{quote_identifier(name)} {kind}" for name, kind in _LEDGER_COLUMNS)
+    return f"CREATE TABLE IF NOT EXISTS {quote_table(ledger_table(table))} ({body})"
+
+
+def literal(value: str) -> str:
+    """A SQL string literal; quotes are doubled and control characters refused."""
+    if not isinstance(value, str) or any(ord(c) < 32 for c in value):
+        raise ValueError(f"{value!r} cannot be written as a SQL literal")
+    return "'" + value.replace("'", "''") + "'"
+
+
+def ledger_versions(table: str, partition: str | None) -> str:
+    """The lake versions of (table, partition) the warehouse holds."""
+    return (
+        f"SELECT lake_version FROM {quote_table(ledger_table(table))} "
+        f"WHERE warehouse_table = {literal(table)} AND partition_key = {literal(partition or '')}"
+    )
+
+
+def ledger_entry(
+    table: str,
+    partition: str | None,
+    lake_table: str,
+    lake_version: str,
+    rows: int,
+    loaded_at: str,
+    run_id: str,
+    keep_others: bool = False,
+) -> list[str]:
+    """Record a load in the ledger, in the load's own transaction. The partition's earlier entries
+    are replaced (its rows were), unless ``keep_others`` (an append of a table without
+    partitions, where every version's rows stay)."""
+    where = f"warehouse_table = {literal(table)} AND partition_key = {literal(partition or '')}"
+    values = ", ".join(
+        [literal(table), literal(partition or ""), literal(lake_table), literal(lake_version),
+         str(int(rows)), literal(loaded_at), literal(run_id)]
+    )  # fmt: skip
+    names = _column_list([name for name, _ in _LEDGER_COLUMNS])
+    insert = f"INSERT INTO {quote_table(ledger_table(table))} ({names}) VALUES ({values})"
+    if keep_others:
+        return [insert]
+    return [f"DELETE FROM {quote_table(ledger_table(table))} WHERE {where}", insert]
+
+
+def count_rows(table: str, scope: str | None = None) -> str:
+    where = f" WHERE {scope}" if scope else ""
+    return f"SELECT COUNT(*) FROM {quote_table(table)}{where}"
 
 
 def count_matched(target: str, temp: str, keys: Sequence[str]) -> str:

@@ -199,7 +199,10 @@ def test_medallion_run_lists_what_the_kill_switch_skipped(spark, project):
     assert result.exit_code == 0, result.output
     assert "DISABLED: the kill switch skipped these tables" in result.output
     assert "silver.orders_clean: silver.orders_clean is disabled by dataset:" in result.output
-    assert "not run, upstream switched off: gold.revenue" in result.output
+    assert (
+        "NOT RUN: an upstream table did not publish (blocked, failed or switched off): "
+        "gold.revenue" in result.output
+    )
     assert lake.current("bronze.orders") is not None and lake.current("gold.revenue") is None
 
 

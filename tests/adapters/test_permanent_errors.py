@@ -151,16 +151,14 @@ def test_medallion_run_lists_each_failed_table_with_its_one_line_reason(spark, p
     staging.write_text("not a folder")
 
     summary = run_project(root, log=lambda _m: None, instance=instance)
-    assert list(summary.failed) == [SILVER]
-    reason = summary.failed[SILVER]
-    assert (
-        reason.startswith(f"{SILVER}: PATH_OF_WRONG_KIND is permanent") and str(staging) in reason
-    )
-    assert not summary.blocked and summary.only_blocked is False
+    (failed,) = summary.having("failed")
+    assert failed.table == SILVER
+    assert failed.message.startswith(f"{SILVER}: PATH_OF_WRONG_KIND is permanent")
+    assert str(staging) in failed.message and "\n" not in failed.message
 
     done = CliRunner().invoke(cli, ["run", "--project", str(root)])
     assert done.exit_code == 1
-    assert "FAILED: these tables did not build" in done.output
+    assert "FAILED: these tables did not publish" in done.output
     assert f"  {SILVER}: {SILVER}: PATH_OF_WRONG_KIND is permanent" in done.output
 
 

@@ -122,3 +122,14 @@ def test_sensors_request_bronze_for_new_objects_only(project, spark, monkeypatch
     store.put(source.bucket, f"{source.prefix}batch=0099/late.jsonl", b'{"order_id": 1}\n')
     late = sensors["new_objects__orders"](_sensor_context(root, root / ".medallion"))
     assert len(late.run_requests) == 1
+
+
+def test_a_sensor_before_any_delivery_skips_instead_of_erroring(tmp_path: Path, monkeypatch):
+    root = copy_demo_project(tmp_path / "empty")  # no raw data: the buckets do not exist yet
+    monkeypatch.setenv("MEDALLION_HOME", str(root / ".medallion"))
+    sensors = {s.name: s for s in build_sensors(load_catalog(root))}
+
+    result = sensors["new_objects__orders"](_sensor_context(root, root / ".medallion"))
+
+    assert result.run_requests == [] and "no raw data yet" in result.skip_reason.skip_message
+    assert "theworldshop-raw does not exist" in result.skip_reason.skip_message

@@ -18,6 +18,19 @@ from medallion_assets.catalog import CatalogError, load_catalog
 MINIMAL = Path(__file__).parent / "minimal_project"
 
 
+_SOURCES = (MINIMAL / "metadata/sources.yaml").read_text()
+_SYSTEMS = (MINIMAL / "metadata/systems.yaml").read_text()
+_FORMAT = "    format: jsonl\n"
+
+
+def _PARTITION(pattern: str) -> str:
+    return f"    partition: '{pattern}'\n"
+
+
+def _pipeline(line: str) -> str:
+    return f"pipelines:\n  - id: daily\n    {line}\n    select: {{sinks: [gold.revenue]}}\n"
+
+
 @dataclass(frozen=True)
 class Broken:
     files: dict[str, str | None]  # path -> new content (None deletes the file)
@@ -233,6 +246,214 @@ CASES: dict[str, Broken] = {
                 "system 's3_rawr' does not exist (fix: did you mean 's3_raw'?)",
             )
         ],
+    ),
+    # --- issue 11: what validated but did not load in Dagster, or never ran -----------------
+    "partition_pattern_leaves_the_prefix": Broken(
+        {
+            "metadata/sources.yaml": _SOURCES.replace(
+                _FORMAT, _FORMAT + _PARTITION("../../dt={date}")
+            )
+        },
+        [
+            (
+                "metadata/sources.yaml",
+                7,
+                "partition pattern '../../dt={date}' leaves its source's prefix",
+            )
+        ],
+    ),
+    "partition_pattern_is_absolute": Broken(
+        {"metadata/sources.yaml": _SOURCES.replace(_FORMAT, _FORMAT + _PARTITION("/dt={date}"))},
+        [("metadata/sources.yaml", 7, "partition pattern '/dt={date}' leaves its source's prefix")],
+    ),
+    "partition_pattern_without_date": Broken(
+        {"metadata/sources.yaml": _SOURCES.replace(_FORMAT, _FORMAT + _PARTITION("daily"))},
+        [("metadata/sources.yaml", 7, "must hold '{date}' exactly once")],
+    ),
+    "partition_pattern_with_another_placeholder": Broken(
+        {"metadata/sources.yaml": _SOURCES.replace(_FORMAT, _FORMAT + _PARTITION("{date}/{hour}"))},
+        [("metadata/sources.yaml", 7, "holds a placeholder other than '{date}'")],
+    ),
+    "partitioned_source_prefix_without_slash": Broken(
+        {
+            "metadata/sources.yaml": _SOURCES.replace("prefix: orders/", "prefix: orders").replace(
+                _FORMAT, _FORMAT + _PARTITION("dt={date}")
+            )
+        },
+        [("metadata/sources.yaml", 2, "prefix 'orders' must end with '/'")],
+    ),
+    "prefix_with_a_dot_segment": Broken(
+        {"metadata/sources.yaml": _SOURCES.replace("prefix: orders/", "prefix: ./orders/")},
+        [("metadata/sources.yaml", 5, "'./orders/' is not a safe S3 prefix")],
+    ),
+    "daily_table_on_an_unpartitioned_source": Broken(
+        {
+            "metadata/datasets.yaml": "datasets:\n  bronze.orders:\n"
+            "    partitions: {column: _ingested_at, start: 2026-01-01}\n"
+        },
+        [
+            (
+                "metadata/datasets.yaml",
+                3,
+                "its source raw.orders has no partition pattern, so no day would ever be found",
+            )
+        ],
+    ),
+    "cron_minute_out_of_range": Broken(
+        {"metadata/pipelines.yaml": _pipeline("schedule: '61 * * * *'")},
+        [("metadata/pipelines.yaml", 3, "minute value 61 is out of range 0-59")],
+    ),
+    "cron_date_that_never_occurs": Broken(
+        {"metadata/pipelines.yaml": _pipeline("schedule: '0 3 31 feb *'")},
+        [("metadata/pipelines.yaml", 3, "never runs")],
+    ),
+    "target_name_dagster_refuses": Broken(
+        {
+            "sql/silver/odd.sql": 'CREATE TABLE silver."o\'dd" AS '
+            "SELECT order_id FROM bronze.orders\n"
+        },
+        [
+            (
+                "sql/silver/odd.sql",
+                None,
+                'writes "silver.o\'dd", which is not a safe table name',
+            )
+        ],
+    ),
+    "columns_of_one_name": Broken(
+        {"sql/silver/odd.sql": "SELECT order_id, amount AS ORDER_ID FROM bronze.orders\n"},
+        [("sql/silver/odd.sql", None, "the query yields column 'order_id' 2 times")],
+    ),
+    "check_name_dagster_refuses": Broken(
+        {
+            "sql/silver/odd.sql": "SELECT order_id AS `order id` FROM bronze.orders\n",
+            "metadata/datasets.yaml": "datasets:\n  silver.odd:\n    rules:\n"
+            "      - {kind: not_null, columns: [order id]}\n",
+        },
+        [
+            (
+                "metadata/datasets.yaml",
+                4,
+                "its check name 'not_null_order id' is not a valid Dagster name "
+                "(letters, digits and _ only) "
+                "(fix: give the rule a name: 'name: not_null_order_id')",
+            )
+        ],
+    ),
+    "owner_dagster_refuses": Broken(
+        {"metadata/datasets.yaml": "datasets:\n  silver.orders_clean:\n    owners: [bob]\n"},
+        [("metadata/datasets.yaml", 3, "owner 'bob' is neither an e-mail address nor a team")],
+    ),
+    "tag_dagster_refuses": Broken(
+        {"metadata/datasets.yaml": "datasets:\n  silver.orders_clean:\n    tags: [month end]\n"},
+        [("metadata/datasets.yaml", 3, "tag 'month end' may hold only letters, digits")],
+    ),
+    "pipeline_id_dagster_reserves": Broken(
+        {"metadata/pipelines.yaml": "pipelines:\n  - id: input\n    select: {layers: [gold]}\n"},
+        [("metadata/pipelines.yaml", 2, "pipeline id 'input' is a name Dagster reserves")],
+    ),
+    "pipeline_id_of_a_built_in_job": Broken(
+        {
+            "metadata/pipelines.yaml": "pipelines:\n  - id: layer_gold\n"
+            "    select: {layers: [gold]}\n"
+        },
+        [("metadata/pipelines.yaml", 2, "the name of a job the code location defines itself")],
+    ),
+    "system_name_too_long_for_a_tag": Broken(
+        {
+            "metadata/systems.yaml": _SYSTEMS.replace("spark:", "s" * 64 + ":"),
+            "metadata/project.yaml": "name: minimal\ncompute_system: " + "s" * 64 + "\n",
+        },
+        [("metadata/systems.yaml", None, "has 64 characters; Dagster tags hold at most 63")],
+    ),
+    "silver_reads_gold": Broken(
+        {"sql/silver/late.sql": "SELECT country FROM gold.revenue\n"},
+        [
+            (
+                "sql/silver/late.sql",
+                None,
+                "silver.late reads gold.revenue, a later layer than silver "
+                "(raw -> bronze -> silver -> gold) (fix: move the file to sql/gold/",
+            )
+        ],
+    ),
+    "bronze_reads_silver": Broken(
+        {
+            "sql/bronze/orders.sql": "SELECT o.order_id, o.amount, o.country FROM raw.orders o "
+            "JOIN silver.orders_clean c ON o.order_id = c.order_id\n"
+        },
+        [("sql/bronze/orders.sql", None, "a bronze table reads only its raw source")],
+    ),
+    "gold_reads_raw": Broken(
+        {
+            "sql/gold/raw_revenue.sql": "SELECT country, sum(amount) AS r FROM raw.orders "
+            "GROUP BY 1\n"
+        },
+        [("sql/gold/raw_revenue.sql", None, "only bronze tables read raw sources")],
+    ),
+    "quoted_number": Broken(
+        {
+            "metadata/datasets.yaml": "datasets:\n  bronze.orders:\n    rules:\n"
+            '      - {kind: freshness, max_age_hours: "3"}\n'
+        },
+        [
+            (
+                "metadata/datasets.yaml",
+                4,
+                "max_age_hours: '3' is quoted, so YAML reads it as text, not a number "
+                "(fix: remove the quotes: max_age_hours: 3)",
+            )
+        ],
+    ),
+    "quoted_boolean": Broken(
+        {"metadata/pipelines.yaml": _pipeline('enabled: "false"')},
+        [("metadata/pipelines.yaml", 3, "'false' is quoted, so YAML reads it as text")],
+    ),
+    "fraction_for_a_count": Broken(
+        {"metadata/policies.yaml": "retry_policies:\n  fast: {max_retries: 2.5}\n"},
+        [("metadata/policies.yaml", 2, "float 2.5 is not a whole number")],
+    ),
+    "quoted_date": Broken(
+        {
+            "metadata/datasets.yaml": "datasets:\n  silver.orders_clean:\n"
+            "    partitions: {column: order_id, start: '2026-01-01'}\n"
+        },
+        [("metadata/datasets.yaml", 3, "'2026-01-01' is quoted, so YAML reads it as text")],
+    ),
+    "sql_nested_past_the_recursion_limit": Broken(
+        {
+            "sql/silver/deep.sql": "SELECT "
+            + "(" * 500
+            + "1"
+            + ")" * 500
+            + " AS x FROM bronze.orders\n"
+        },
+        [("sql/silver/deep.sql", None, "is nested too deeply to analyse")],
+    ),
+    "sql_nested_past_the_supported_depth": Broken(
+        {
+            "sql/silver/deep.sql": "SELECT "
+            + "(" * 200
+            + "1"
+            + ")" * 200
+            + " AS x FROM bronze.orders\n"
+        },
+        [("sql/silver/deep.sql", None, "is nested more than 150 levels deep")],
+    ),
+    "check_query_nested_too_deeply": Broken(
+        {
+            "metadata/datasets.yaml": "datasets:\n  silver.orders_clean:\n    rules:\n"
+            "      - kind: sql\n        query: SELECT order_id FROM {table} WHERE "
+            + "(" * 500
+            + "amount < 0"
+            + ")" * 500
+            + "\n"
+        },
+        [("metadata/datasets.yaml", 5, "the query is nested too deeply to parse")],
+    ),
+    "yaml_nested_too_deeply": Broken(
+        {"metadata/datasets.yaml": "datasets: " + "[" * 100_000 + "]" * 100_000 + "\n"},
+        [("metadata/datasets.yaml", 1, "nested more than 64 levels deep")],
     ),
 }
 

@@ -1,6 +1,6 @@
 """Hand-checked ground truth: the base tables read by each TPC-H / TPC-DS corpus query.
 
-Covers every file in ``/work/shared/corpora/`` (22 ``tpch/tpch_qNN.sql`` and 99
+Covers every file in ``tests/data/corpora/`` (22 ``tpch/tpch_qNN.sql`` and 99
 ``tpcds/tpcds_qNN.sql``), keyed by file stem. Each value is the exact set of base
 tables the query reads, lower-case and unqualified. CTE names (defined in
 ``WITH ...``) and aliases are not tables. Tables read only inside subqueries

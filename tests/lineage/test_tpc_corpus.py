@@ -13,7 +13,7 @@ import pytest
 from medallion_assets.lineage.analysis import SqlFile
 from medallion_assets.lineage.file_lineage import FileLineage
 from medallion_assets.lineage.scan import ScanResult, scan_directory, scan_files
-from tests.conftest import CORPORA
+from tests.conftest import CORPORA, fixture_path
 from tests.data.tpc_expected import EXPECTED_SOURCES
 
 SCHEMA: dict[str, dict[str, str]] = json.loads(
@@ -56,7 +56,8 @@ def _by_stem(result: ScanResult) -> dict[str, FileLineage]:
 @pytest.fixture(scope="module")
 def scans() -> dict[str, ScanResult]:
     return {
-        corpus: scan_directory(CORPORA / corpus, "duckdb", schema=SCHEMA) for corpus in CORPUS_SIZES
+        corpus: scan_directory(fixture_path(CORPORA / corpus), "duckdb", schema=SCHEMA)
+        for corpus in CORPUS_SIZES
     }
 
 
@@ -141,7 +142,7 @@ def _as_ctas(path: Path) -> SqlFile:
 
 @pytest.fixture(scope="module")
 def ctas() -> dict[str, FileLineage]:
-    files = [_as_ctas(path) for path in sorted(CORPORA.glob("tpc*/*.sql"))]
+    files = [_as_ctas(path) for path in sorted(fixture_path(CORPORA).glob("tpc*/*.sql"))]
     result = scan_files(files, schema=SCHEMA)
     assert result.errors == ()
     return _by_stem(result)

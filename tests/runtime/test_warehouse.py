@@ -6,6 +6,9 @@ from __future__ import annotations
 import datetime as dt
 import re
 import sys
+import threading
+import uuid
+from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 
 import psycopg
@@ -18,6 +21,7 @@ from medallion_assets.runtime.throttle import SystemThrottle
 from medallion_assets.runtime.warehouse import (
     DuckDBWarehouse,
     LoadReport,
+    LoadUnit,
     PostgresWarehouse,
     RedshiftWarehouse,
     Warehouse,
@@ -45,6 +49,17 @@ def target(mode: str = "replace", keys: tuple[str, ...] = (), **extra: object) -
         table="gold.orders", system="warehouse", warehouse_table=TABLE, mode=mode, keys=keys,
         **extra,
     )  # fmt: skip
+
+
+def lake_unit(rows: int, version: str | None = None, partition: str | None = None) -> LoadUnit:
+    """A lake version of gold.orders (of one day, with ``partition``) holding ``rows`` rows."""
+    return LoadUnit(
+        "gold.orders",
+        version or f"v-{uuid.uuid4().hex[:8]}",
+        rows,
+        partition,
+        "order_date" if partition else None,
+    )
 
 
 def contents(warehouse: Warehouse, table: str = TABLE) -> list[tuple]:
@@ -124,9 +139,9 @@ def test_merge_replaces_rows_with_staged_keys_and_inserts_new_ones(warehouse):
 def test_merge_twice_leaves_the_same_rows(warehouse):
     lake = orders((1, "ann", "10.00"), (2, "bob", "20.00"))
     merge = target("merge", ("order_id",))
-    first = warehouse.load(merge, lake, lake_rows=2)
+    first = warehouse.load(merge, lake, lake_unit(2))
     once = contents(warehouse)
-    second = warehouse.load(merge, lake, lake_rows=2)
+    second = warehouse.load(merge, lake, lake_unit(2))
 
     assert contents(warehouse) == once
     assert first.reconciled and second.reconciled and second.rows_in_table == 2
@@ -143,8 +158,8 @@ def test_merge_reconciles_against_the_lake_row_count(warehouse):
     warehouse.load(target(), orders((1, "ann", "10.00"), (2, "bob", "20.00")))
     merge = target("merge", ("order_id",))
 
-    right = warehouse.load(merge, orders((3, "cy", "1.00")), lake_rows=3)
-    wrong = warehouse.load(merge, orders((3, "cy", "1.00")), lake_rows=5)
+    right = warehouse.load(merge, orders((3, "cy", "1.00")), lake_unit(3))
+    wrong = warehouse.load(merge, orders((3, "cy", "1.00")), lake_unit(5))
 
     assert (right.expected_rows, right.rows_in_table, right.reconciled) == (3, 3, True)
     assert (wrong.expected_rows, wrong.rows_in_table, wrong.reconciled) == (5, 3, False)
@@ -157,6 +172,119 @@ def test_merge_refuses_null_or_repeated_keys(warehouse):
     nulls = orders((1, "ann", "1.00")).set_column(0, "order_id", pa.array([None], pa.int64()))
     with pytest.raises(ValueError, match="'order_id' has 1 null value"):
         warehouse.load(merge, nulls)
+
+
+# --- idempotence: the load ledger -------------------------------------------------------------
+
+
+def day_orders(day: str, *rows: tuple[int, str]) -> pa.Table:
+    """Rows of (order_id, customer) placed on ``day``."""
+    return pa.table(
+        {
+            "order_date": pa.array([dt.date.fromisoformat(day)] * len(rows), pa.date32()),
+            "order_id": pa.array([r[0] for r in rows], pa.int64()),
+            "customer": pa.array([r[1] for r in rows], pa.string()),
+        }
+    )
+
+
+def by_day(warehouse: Warehouse) -> dict[str, list[int]]:
+    days: dict[str, list[int]] = {}
+    for row in warehouse.read(TABLE).to_pylist():
+        days.setdefault(row["order_date"].isoformat(), []).append(row["order_id"])
+    return {day: sorted(ids) for day, ids in sorted(days.items())}
+
+
+@pytest.mark.parametrize("mode", ["replace", "append", "merge"])
+def test_loading_a_version_the_warehouse_holds_does_nothing(warehouse, mode):
+    keys = ("order_id",) if mode == "merge" else ()
+    data = orders((1, "ann", "10.00"), (2, "bob", "20.00"))
+    first = warehouse.load(target(mode, keys), data, lake_unit(2, "v1"))
+    again = warehouse.load(target(mode, keys), data, lake_unit(2, "v1"))
+    held = warehouse.held(target(mode, keys), lake_unit(2, "v1"))
+
+    assert warehouse.row_count(TABLE) == 2
+    assert (first.unchanged, first.rows_staged) == (False, 2)
+    assert (again.unchanged, again.rows_staged, again.reconciled) == (True, 0, True)
+    assert held is not None and held.unchanged and held.rows_in_table == 2
+    assert warehouse.held(target(mode, keys), lake_unit(2, "v2")) is None
+
+
+@pytest.mark.parametrize("mode", ["append", "replace", "merge"])
+def test_a_partition_reload_replaces_exactly_that_days_rows(warehouse, mode):
+    daily = target(mode, ("order_date", "order_id"))
+    day1, day2 = "2026-01-01", "2026-01-02"
+    warehouse.load(daily, day_orders(day1, (1, "ann"), (2, "bob")), lake_unit(2, "a", day1))
+    warehouse.load(daily, day_orders(day2, (3, "cy")), lake_unit(1, "a", day2))
+    # A rerun and a backfill over loaded days: the ledger holds both versions.
+    for day, data in ((day1, day_orders(day1, (1, "ann"), (2, "bob"))), (day2, None)):
+        unit = lake_unit(2 if day == day1 else 1, "a", day)
+        assert warehouse.held(daily, unit) is not None
+        if data is not None:
+            assert warehouse.load(daily, data, unit).unchanged
+    # A new version of day 1 with one row gone and one added.
+    report = warehouse.load(
+        daily, day_orders(day1, (2, "bob"), (4, "dee")), lake_unit(2, "b", day1)
+    )
+
+    assert by_day(warehouse) == {day1: [2, 4], day2: [3]}
+    assert (report.partition, report.rows_in_table, report.expected_rows) == (day1, 2, 2)
+    assert report.reconciled and report.duplicate_keys == 0
+
+
+def test_append_without_partitions_appends_each_version_once(warehouse):
+    append = target("append", ("order_id",))
+    warehouse.load(append, orders((1, "ann", "1.00")), lake_unit(1, "v1"))
+    warehouse.load(append, orders((1, "ann", "1.00")), lake_unit(1, "v1"))
+    report = warehouse.load(append, orders((2, "bob", "2.00")), lake_unit(1, "v2"))
+
+    assert [r[0] for r in contents(warehouse)] == [1, 2]
+    assert (report.expected_rows, report.rows_in_table, report.reconciled) == (2, 2, True)
+
+
+def test_reconciliation_fails_when_a_key_is_held_twice(warehouse):
+    daily = target("append", ("order_date", "order_id"))
+    day = "2026-01-01"
+    warehouse.load(daily, day_orders(day, (1, "ann")), lake_unit(1, "a", day))
+    # Another writer appends the same row behind the loader's back.
+    warehouse.session().execute(
+        f"INSERT INTO mart.orders (order_date, order_id, customer) VALUES (DATE '{day}', 1, 'x')"
+    )
+    report = warehouse.held(daily, lake_unit(1, "a", day))
+
+    assert report is not None
+    assert (report.rows_in_table, report.duplicate_keys, report.reconciled) == (2, 1, False)
+
+
+def test_a_partition_load_needs_its_column_in_the_data(warehouse):
+    with pytest.raises(ValueError, match="partition column 'order_date' is not a column"):
+        warehouse.load(target("append"), orders((1, "a", "1.00")), lake_unit(1, "a", "2026-01-01"))
+    assert warehouse.held(target("append"), lake_unit(1, "a", "2026-01-01")) is None
+
+
+def test_concurrent_loads_of_one_version_load_it_once(postgres_server):
+    fresh_postgres(postgres_server.dsn).close()
+    daily = target("append", ("order_date", "order_id"))
+    day = "2026-01-01"
+    data = day_orders(day, *[(i, f"c{i}") for i in range(2_000)])
+    barrier = threading.Barrier(4)
+
+    def load() -> LoadReport:
+        warehouse = PostgresWarehouse(postgres_server.dsn)
+        try:
+            barrier.wait()
+            return warehouse.load(daily, data, lake_unit(2_000, "v1", day))
+        finally:
+            warehouse.close()
+
+    with ThreadPoolExecutor(4) as pool:
+        reports = list(pool.map(lambda _: load(), range(4)))
+    check = PostgresWarehouse(postgres_server.dsn)
+
+    assert check.row_count(TABLE) == 2_000
+    assert sorted(r.unchanged for r in reports) == [False, True, True, True]
+    assert all(r.reconciled for r in reports)
+    check.close()
 
 
 # --- tables and types -------------------------------------------------------------------------
@@ -432,6 +560,8 @@ class _RecordingCursor:
             self.rows = [(c,) for c in self.connection.existing_columns]
         elif "information_schema.schemata" in statement:
             self.rows = [(0,)]
+        elif "HAVING COUNT(*) > 1" in statement:
+            self.rows = [(0,)]  # no repeated keys
         elif statement.startswith("SELECT COUNT(*)"):
             self.rows = [(self.connection.count,)]
         self.description = [("column",)]
@@ -455,12 +585,17 @@ def test_redshift_replace_stages_parquet_then_copies_and_swaps_in_one_transactio
     connection, puts = RecordingRedshift(), []
     data = orders((1, "ann", "10.00"), (2, "bob", "20.00"), (3, "cy", "5.00"))
     report = redshift(connection, puts).load(
-        target(dist_key="customer", sort_keys=("order_id",)), data
+        target(dist_key="customer", sort_keys=("order_id",)), data, lake_unit(3, "v1")
     )
 
     temp = re.search(r'CREATE TEMP TABLE "(\w+)"', "\n".join(connection.statements)).group(1)
     cols = '"order_id", "customer", "amount"'
-    assert connection.statements == [
+    ledger_columns = (
+        "SELECT column_name FROM information_schema.columns WHERE table_schema = 'mart' "
+        "AND table_name = 'medallion_loads' ORDER BY ordinal_position"
+    )
+    statements = connection.statements
+    assert statements[:6] == [
         "SELECT column_name FROM information_schema.columns WHERE table_schema = 'mart' "
         "AND table_name = 'orders' ORDER BY ordinal_position",
         "SELECT COUNT(*) FROM information_schema.schemata WHERE schema_name = 'mart'",
@@ -468,12 +603,31 @@ def test_redshift_replace_stages_parquet_then_copies_and_swaps_in_one_transactio
         'CREATE TABLE IF NOT EXISTS "mart"."orders" ("order_id" BIGINT, '
         '"customer" VARCHAR(65535), "amount" DECIMAL(12,2)) DISTKEY("customer") '
         'SORTKEY("order_id")',
+        'CREATE TABLE IF NOT EXISTS "mart"."medallion_loads" ("warehouse_table" VARCHAR(255), '
+        '"partition_key" VARCHAR(32), "lake_table" VARCHAR(255), "lake_version" VARCHAR(64), '
+        '"rows_loaded" BIGINT, "loaded_at" VARCHAR(32), "run_id" VARCHAR(64))',
+        ledger_columns,  # does the ledger hold this version already? (it is new: no)
+    ]
+    assert statements[6:13] == [
         f'CREATE TEMP TABLE "{temp}" DISTKEY("customer") AS SELECT {cols} '
         'FROM "mart"."orders" WHERE 1 = 0',
         f"COPY \"{temp}\" FROM 's3://staging/loads/{temp}/' IAM_ROLE '{ROLE}' FORMAT AS PARQUET",
         "BEGIN",
+        'LOCK "mart"."orders"',
+        ledger_columns,  # asked again under the lock: a concurrent load may have won
         'DELETE FROM "mart"."orders"',
         f'INSERT INTO "mart"."orders" ({cols}) SELECT {cols} FROM "{temp}"',
+    ]
+    assert statements[13] == (
+        'DELETE FROM "mart"."medallion_loads" WHERE warehouse_table = \'mart.orders\' '
+        "AND partition_key = ''"
+    )
+    assert re.fullmatch(
+        r'INSERT INTO "mart"."medallion_loads" \(.*\) VALUES '
+        r"\('mart.orders', '', 'gold.orders', 'v1', 3, '[0-9T:Z-]+', ''\)",
+        statements[14],
+    )
+    assert statements[15:] == [
         "COMMIT",
         f'DROP TABLE IF EXISTS "{temp}"',
         'SELECT COUNT(*) FROM "mart"."orders"',
@@ -494,21 +648,26 @@ def test_redshift_merge_counts_inside_the_transaction_and_serializes_nested_colu
     redshift(connection, []).load(target("merge", ("order_id",)), data)
 
     statements = connection.statements
-    assert not any(s.startswith("CREATE TABLE") for s in statements)  # the table exists
-    assert statements[2].endswith("FORMAT AS PARQUET SERIALIZETOJSON")
-    temp = re.search(r'CREATE TEMP TABLE "(\w+)"', statements[1]).group(1)
+    assert not any(s.startswith('CREATE TABLE IF NOT EXISTS "mart"."orders"') for s in statements)
+    copy = next(s for s in statements if s.startswith("COPY"))
+    assert copy.endswith("FORMAT AS PARQUET SERIALIZETOJSON")
+    temp = re.search(r'CREATE TEMP TABLE "(\w+)"', "\n".join(statements)).group(1)
     cols = '"order_id", "customer", "amount", "tags"'
-    assert statements[statements.index("BEGIN") :] == [
-        "BEGIN",
+    begin, commit = statements.index("BEGIN"), statements.index("COMMIT")
+    # Rows that come from no lake version: the expected count is before - matched + staged.
+    assert statements[begin + 4 : begin + 8] == [
         'SELECT COUNT(*) FROM "mart"."orders"',
         f'SELECT COUNT(*) FROM "mart"."orders" JOIN "{temp}" '
         f'ON "orders"."order_id" = "{temp}"."order_id"',
         f'DELETE FROM "mart"."orders" USING "{temp}" '
         f'WHERE "orders"."order_id" = "{temp}"."order_id"',
         f'INSERT INTO "mart"."orders" ({cols}) SELECT {cols} FROM "{temp}"',
-        "COMMIT",
+    ]
+    assert statements[commit + 1 :] == [
         f'DROP TABLE IF EXISTS "{temp}"',
         'SELECT COUNT(*) FROM "mart"."orders"',
+        'SELECT COUNT(*) FROM (SELECT "order_id" FROM "mart"."orders" '
+        'GROUP BY "order_id" HAVING COUNT(*) > 1) AS repeated',
     ]
 
 

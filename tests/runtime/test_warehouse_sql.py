@@ -101,21 +101,45 @@ def test_copy_from_s3_refuses_unsafe_literals(uri, role, message):
 
 
 def test_replace_deletes_everything_then_inserts_named_columns():
-    assert sql.replace_statements("mart.orders", "stage", ["id", "amount"]) == [
+    assert sql.load_statements("replace", "mart.orders", "stage", ["id", "amount"]) == [
         'DELETE FROM "mart"."orders"',
         'INSERT INTO "mart"."orders" ("id", "amount") SELECT "id", "amount" FROM "stage"',
     ]
 
 
-def test_append_only_inserts():
-    assert sql.append_statements("orders", "stage", ["id"]) == [
+def test_append_without_partitions_only_inserts():
+    assert sql.load_statements("append", "orders", "stage", ["id"]) == [
         'INSERT INTO "orders" ("id") SELECT "id" FROM "stage"'
     ]
 
 
+@pytest.mark.parametrize("mode", ["replace", "append"])
+def test_a_partition_load_replaces_exactly_the_rows_of_its_day(mode):
+    scope = sql.partition_scope("event_date", "2026-01-02")
+    assert sql.load_statements(mode, "mart.events", "stage", ["event_date", "n"], (), scope) == [
+        """DELETE FROM "mart"."events" WHERE CAST("event_date" AS DATE) = DATE '2026-01-02'""",
+        'INSERT INTO "mart"."events" ("event_date", "n") SELECT "event_date", "n" FROM "stage"',
+    ]
+
+
+def test_a_partition_merge_deletes_the_day_and_the_staged_keys():
+    scope = sql.partition_scope("day", "2026-01-02")
+    statements = sql.load_statements("merge", "mart.orders", "stage", ["day", "id"], ["id"], scope)
+    assert statements[:2] == [
+        """DELETE FROM "mart"."orders" WHERE CAST("day" AS DATE) = DATE '2026-01-02'""",
+        'DELETE FROM "mart"."orders" USING "stage" WHERE "orders"."id" = "stage"."id"',
+    ]
+
+
+@pytest.mark.parametrize("day", ["2026-1-2", "2026-01-02' OR '1'='1", "", None, "2026-01-02\n"])
+def test_a_partition_scope_takes_only_a_day(day):
+    with pytest.raises(ValueError, match="is not a day"):
+        sql.partition_scope("event_date", day)
+
+
 def test_merge_deletes_matching_keys_using_the_temp_table_then_inserts():
-    statements = sql.merge_statements(
-        "mart.orders", "stage", ["region", "id"], ["region", "id", "x"]
+    statements = sql.load_statements(
+        "merge", "mart.orders", "stage", ["region", "id", "x"], ["region", "id"]
     )
     assert statements == [
         'DELETE FROM "mart"."orders" USING "stage" '
@@ -126,17 +150,38 @@ def test_merge_deletes_matching_keys_using_the_temp_table_then_inserts():
 
 def test_merge_needs_keys_that_are_columns():
     with pytest.raises(ValueError, match="needs keys"):
-        sql.merge_statements("mart.orders", "stage", [], ["id"])
+        sql.load_statements("merge", "mart.orders", "stage", ["id"], [])
     with pytest.raises(ValueError, match=r"merge key\(s\) day"):
-        sql.merge_statements("mart.orders", "stage", ["day"], ["id"])
-
-
-def test_apply_statements_picks_the_mode():
-    assert sql.apply_statements("append", "a.b", "t", ["x"]) == sql.append_statements(
-        "a.b", "t", ["x"]
-    )
+        sql.load_statements("merge", "mart.orders", "stage", ["id"], ["day"])
     with pytest.raises(ValueError, match="unknown load mode 'upsert'"):
-        sql.apply_statements("upsert", "a.b", "t", ["x"])
+        sql.load_statements("upsert", "a.b", "t", ["x"])
+
+
+def test_the_ledger_lives_beside_its_table_and_quotes_its_values():
+    assert sql.ledger_table("mart.orders") == "mart.medallion_loads"
+    assert sql.ledger_table("orders") == "medallion_loads"
+    delete, insert = sql.ledger_entry(
+        "mart.orders", "2026-01-02", "gold.orders", "v1'x", 5, "2026-01-02T00:00:00Z", "run"
+    )
+    assert delete == (
+        'DELETE FROM "mart"."medallion_loads" WHERE warehouse_table = \'mart.orders\' '
+        "AND partition_key = '2026-01-02'"
+    )
+    assert "'v1''x', 5," in insert
+    assert sql.ledger_entry("o", None, "g.o", "v", 1, "t", "r", keep_others=True) == [
+        'INSERT INTO "medallion_loads" ("warehouse_table", "partition_key", "lake_table", '
+        '"lake_version", "rows_loaded", "loaded_at", "run_id") '
+        "VALUES ('o', '', 'g.o', 'v', 1, 't', 'r')"
+    ]
+    with pytest.raises(ValueError, match="cannot be written as a SQL literal"):
+        sql.literal("a\x00b")
+
+
+def test_duplicate_keys_are_counted_in_scope():
+    assert sql.count_duplicate_keys("mart.t", ["a", "b"], "x = 1") == (
+        'SELECT COUNT(*) FROM (SELECT "a", "b" FROM "mart"."t" WHERE x = 1 '
+        'GROUP BY "a", "b" HAVING COUNT(*) > 1) AS repeated'
+    )
 
 
 @pytest.mark.parametrize(

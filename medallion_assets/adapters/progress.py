@@ -1,0 +1,121 @@
+"""Live progress of a headless run: one line as each table's step ends.
+
+Dagster hands every event of a run to the loggers the run config names. The ``medallion_progress``
+logger forwards them to the Python logger ``medallion.progress``; ``run_project`` attaches a
+``ProgressHandler`` to it for the run's duration, which prints::
+
+    [ 3/23] bronze.orders                         built        513 rows    4.2 s
+
+Runs launched from the UI do not name the logger, so nothing changes for them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import dagster as dg
+
+from medallion_assets.adapters.run_summary import first_line
+from medallion_assets.adapters.translator import step_table
+
+LOGGER_NAME = "medallion.progress"
+LOGGER_KEY = "medallion_progress"
+
+
+@dg.logger(description="Forwards a run's events to the Python logger medallion.progress.")
+def progress_logger(_context: dg.InitLoggerContext) -> logging.Logger:
+    logger = logging.getLogger(LOGGER_NAME)
+    logger.setLevel(logging.DEBUG)
+    logger.propagate = False  # only the attached ProgressHandler prints
+    return logger
+
+
+class ProgressHandler(logging.Handler):
+    """Turns step events into progress lines; ``total`` is the number of steps planned."""
+
+    def __init__(self, total: int, emit_line: Callable[[str], None] | None):
+        super().__init__(logging.DEBUG)
+        self.total, self.done = total, 0
+        self.partition: str | None = None  # of the run in progress
+        self.emit_line = emit_line or (lambda _line: None)
+        self.enabled = emit_line is not None
+        self._outcome: dict[str, tuple[str, int | None]] = {}
+        self._seen: set[str] = set()
+
+    def finish(self, tables: Iterable[str]) -> None:
+        """A line for each table of the run that never ran: Dagster does not start a step whose
+        upstream step failed, and says so in no event."""
+        for table in tables:
+            if table not in self._seen:
+                self._line(table, "not run", None, None)
+        self._seen.clear()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        meta = getattr(record, "dagster_meta", None) or {}
+        event = meta.get("dagster_event")
+        if event is None or not event.step_key:
+            return
+        kind, table = event.event_type_value, step_table(event.step_key)
+        if kind == "ASSET_MATERIALIZATION":
+            metadata = event.step_materialization_data.materialization.metadata
+            status = "unchanged" if _value(metadata.get("skipped")) else "built"
+            self._outcome[table] = (status, _value(metadata.get("rows")))
+        elif kind == "STEP_SUCCESS":
+            status, rows = self._outcome.pop(table, ("disabled", None))
+            self._line(table, status, rows, event.event_specific_data.duration_ms / 1000)
+        elif kind == "STEP_FAILURE":
+            data = event.step_failure_data
+            user = data.user_failure_data
+            blocked = user is not None and "rejected_staging" in user.metadata
+            text = (user.description if user is not None else None) or data.error.message
+            self._line(table, "blocked" if blocked else "failed", None, None)
+            self.emit_line(f"        {first_line(text, 160)}")
+        elif kind == "STEP_SKIPPED":
+            self._line(table, "not run", None, None)
+        elif kind == "STEP_UP_FOR_RETRY":
+            error = event.event_specific_data.error
+            reason = first_line(error.message if error is not None else "")
+            self.emit_line(f"        {table}: retrying ({reason})")
+
+    def _line(self, table: str, status: str, rows: int | None, seconds: float | None) -> None:
+        self._seen.add(table)
+        self.done += 1
+        width = len(str(self.total))
+        label = f"{table}[{self.partition}]" if self.partition else table
+        rows_text = "" if rows is None else f"{rows:,} rows"
+        time_text = "" if seconds is None else f"{seconds:.1f} s"
+        self.emit_line(
+            f"[{self.done:>{width}}/{self.total}] {label:<44} {status:<9} {rows_text:>14} "
+            f"{time_text:>8}".rstrip()
+        )
+
+
+def _value(entry: Any) -> Any:
+    return getattr(entry, "value", entry)
+
+
+@contextmanager
+def reporting_progress(
+    total: int, emit_line: Callable[[str], None] | None
+) -> Iterator[ProgressHandler]:
+    """Attach a ``ProgressHandler`` to the progress logger for the block's duration; without
+    ``emit_line`` it prints nothing (and the run does not name the progress logger)."""
+    handler = ProgressHandler(total, emit_line)
+    logger = logging.getLogger(LOGGER_NAME)
+    logger.addHandler(handler)
+    try:
+        yield handler
+    finally:
+        logger.removeHandler(handler)
+
+
+def run_config(progress: bool) -> dict[str, Any]:
+    """Loggers of a headless run: the console only for what nothing else reports (critical),
+    the progress logger when progress lines are wanted. The full detail stays in the event log."""
+    loggers: dict[str, Any] = {"console": {"config": {"log_level": "CRITICAL"}}}
+    if progress:
+        loggers[LOGGER_KEY] = {}
+    return {"loggers": loggers}

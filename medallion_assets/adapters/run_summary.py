@@ -1,0 +1,202 @@
+"""What a headless run did, table by table, read from its Dagster events.
+
+Each (table, partition) of a run ends in one status:
+
+- ``built``: a new version was published (its rows are the rows this run wrote);
+- ``unchanged``: code and inputs were unchanged, the current version was kept;
+- ``blocked``: a blocking check kept the output from publishing (``since`` is set when an
+  earlier run's rejection still holds and nothing was rebuilt);
+- ``failed``: the step failed for any other reason;
+- ``not run``: Dagster skipped the step because something it depends on did not publish;
+- ``disabled``: the kill switch skipped it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import dagster as dg
+
+from medallion_assets.adapters.translator import step_table
+from medallion_assets.planner.healing import summary_line
+
+STATUSES = ("built", "unchanged", "blocked", "failed", "not run", "disabled")
+
+
+@dataclass(frozen=True)
+class CheckOutcome:
+    name: str
+    severity: str  # "error" blocks publishing, "warn" reports
+    passed: bool
+    failing_rows: int
+    message: str
+    sample: dict[str, Any] | None = None  # the first failing row, PII masked
+
+
+@dataclass
+class TableResult:
+    table: str
+    partition: str | None
+    status: str
+    rows: int = 0  # rows this run wrote: a built version's rows, else 0
+    current_rows: int | None = None  # rows of the version in force after the run
+    quarantined: int | None = None
+    warehouse_rows: int | None = None
+    warehouse_loaded: str | None = None  # "loaded" or "unchanged"
+    checks: list[CheckOutcome] = field(default_factory=list)
+    message: str = ""  # why it was blocked, failed or not run
+    seconds: float | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.table}[{self.partition}]" if self.partition else self.table
+
+    @property
+    def skipped(self) -> bool:
+        """Nothing was rebuilt: the current version was kept."""
+        return self.status == "unchanged"
+
+    @property
+    def checks_passed(self) -> int:
+        return sum(c.passed for c in self.checks)
+
+    @property
+    def checks_failed(self) -> int:
+        return sum(not c.passed for c in self.checks)
+
+
+@dataclass
+class RunSummary:
+    results: list[TableResult] = field(default_factory=list)
+    run_ids: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def having(self, *statuses: str) -> list[TableResult]:
+        return [r for r in self.results if r.status in statuses]
+
+    @property
+    def success(self) -> bool:
+        return not self.having("failed", "blocked")
+
+    @property
+    def only_blocked(self) -> bool:
+        """Every failure was a blocking check doing its job (nothing else went wrong)."""
+        return bool(self.having("blocked")) and not self.having("failed")
+
+    @property
+    def rows_written(self) -> int:
+        return sum(r.rows for r in self.results)
+
+    @property
+    def nothing_changed(self) -> bool:
+        return not self.having("built", "failed") and not any(
+            r.warehouse_loaded == "loaded" for r in self.results
+        )
+
+    @property
+    def disabled(self) -> dict[str, str]:
+        return {r.table: r.message for r in self.having("disabled")}
+
+    @property
+    def warnings(self) -> list[tuple[TableResult, CheckOutcome]]:
+        """Warn-level checks that failed (they report and publish)."""
+        return [
+            (r, c) for r in self.results for c in r.checks if not c.passed and c.severity == "warn"
+        ]
+
+
+def results_of_run(
+    result: Any, tables: Iterable[str], partition: str | None, skips: Mapping[str, str]
+) -> list[TableResult]:
+    """One ``TableResult`` per table the ``execute_in_process`` run selected; ``skips`` are the
+    tables the kill switch skipped in it (table -> why). A table whose step never started
+    (Dagster does not execute a step whose upstream step failed) is ``not run``."""
+    by_table: dict[str, TableResult] = {}
+
+    def row(table: str, status: str) -> TableResult:
+        if table not in by_table:
+            by_table[table] = TableResult(table, partition, status)
+        return by_table[table]
+
+    for event in result.all_events:
+        kind, table = event.event_type_value, step_table(event.step_key)
+        if kind == "ASSET_MATERIALIZATION":
+            materialization = event.step_materialization_data.materialization
+            _materialized(row(".".join(materialization.asset_key.path), "built"), materialization)
+        elif kind == "ASSET_CHECK_EVALUATION":
+            evaluation = event.event_specific_data
+            _checked(row(".".join(evaluation.asset_key.path), "built"), evaluation)
+        elif kind == "STEP_SUCCESS" and event.step_key:
+            current = row(table, "disabled" if table in skips else "built")
+            current.seconds = event.event_specific_data.duration_ms / 1000
+            if table in skips:
+                current.message = skips[table]
+        elif kind == "STEP_FAILURE" and event.step_key:
+            _failed(row(table, "failed"), event)
+        elif kind == "STEP_SKIPPED" and event.step_key:
+            row(table, "not run")
+    for table in tables:
+        if row(table, "not run").status == "not run":
+            by_table[table].message = "not run: an upstream table did not publish"
+    return list(by_table.values())
+
+
+def _materialized(row: TableResult, materialization: Any) -> None:
+    meta = {k: v.value for k, v in materialization.metadata.items()}
+    skipped = bool(meta.get("skipped", False))
+    row.status = "unchanged" if skipped else "built"
+    row.current_rows = int(meta.get("rows", 0))
+    row.rows = 0 if skipped else row.current_rows
+    row.quarantined = meta.get("quarantined_rows")
+    row.warehouse_rows = meta.get("warehouse_rows")
+    row.warehouse_loaded = meta.get("warehouse_loaded")
+
+
+def _checked(row: TableResult, evaluation: Any) -> None:
+    meta = {k: v.value for k, v in evaluation.metadata.items()}
+    samples = meta.get("sample_failing_rows") or []
+    row.checks.append(
+        CheckOutcome(
+            evaluation.check_name,
+            "error" if evaluation.severity == dg.AssetCheckSeverity.ERROR else "warn",
+            evaluation.passed,
+            int(meta.get("failing_rows", 0) or 0),
+            str(meta.get("message", "")),
+            samples[0] if samples and isinstance(samples[0], dict) else None,
+        )
+    )
+
+
+def _failed(row: TableResult, event: Any) -> None:
+    data = event.step_failure_data
+    user = data.user_failure_data
+    failed_checks = user.metadata.get("failed_checks") if user is not None else None
+    if failed_checks is not None and "rejected_staging" in user.metadata:
+        row.status = "blocked"
+        row.message = user.description or ""
+        return
+    row.status = "failed"
+    text = (user.description if user is not None else None) or _root_message(data.error)
+    row.message = first_line(text)
+
+
+def _root_message(error: Any) -> str:
+    """The innermost cause's message: what went wrong, not how Dagster wrapped it."""
+    while error is not None and error.cause is not None:
+        error = error.cause
+    return "" if error is None else f"{error.cls_name}: {error.message}"
+
+
+def first_line(text: str, limit: int = 300) -> str:
+    """The line of an error's text worth showing (a Java trace's root cause, not its first
+    line: see ``planner.healing.summary_line``), at most ``limit`` characters."""
+    return summary_line(text or "")[:limit]
+
+
+def counts(results: Iterable[TableResult]) -> dict[str, int]:
+    found = {status: 0 for status in STATUSES}
+    for result in results:
+        found[result.status] += 1
+    return found

@@ -1,0 +1,59 @@
+"""`medallion run` records its runs in a persistent Dagster instance: $DAGSTER_HOME, else the
+project's own <project>/.medallion/dagster, so the README's `dagster dev` shows them."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from medallion_assets.adapters.headless import dagster_home, project_instance
+from medallion_assets.cli import cli
+from tests.adapters.minimal import minimal_project
+from tests.webserver import running_webserver, server_env
+
+RUNS = "{ runsOrError { ... on Runs { results { runId status tags { key value } } } } }"
+
+
+def test_the_instance_folder_is_dagster_home_else_the_projects_own(tmp_path: Path):
+    assert dagster_home(tmp_path, {}) == tmp_path.resolve() / ".medallion" / "dagster"
+    assert dagster_home(tmp_path, {"DAGSTER_HOME": str(tmp_path / "h")}) == tmp_path / "h"
+
+
+def test_a_new_instance_folder_gets_the_projects_settings_and_keeps_an_operators(tmp_path: Path):
+    with project_instance(tmp_path, {}):
+        pass
+    settings = yaml.safe_load((dagster_home(tmp_path, {}) / "dagster.yaml").read_text())
+    assert settings["telemetry"] == {"enabled": False}
+
+    home = tmp_path / "operator"
+    home.mkdir()
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: true\n")
+    with project_instance(tmp_path, {"DAGSTER_HOME": str(home)}) as instance:
+        assert Path(instance.root_directory) == home
+    assert (home / "dagster.yaml").read_text() == "telemetry:\n  enabled: true\n"
+
+
+@pytest.mark.slow
+def test_runs_of_medallion_run_are_the_runs_dagster_dev_shows(tmp_path: Path, monkeypatch):
+    root, _ = minimal_project(tmp_path, monkeypatch, {"order_id": 1, "amount": 5.0})
+    monkeypatch.delenv("DAGSTER_HOME", raising=False)
+
+    result = CliRunner().invoke(cli, ["run", "--project", str(root)])
+    assert result.exit_code == 0, result.output
+    home = root / ".medallion" / "dagster"
+    assert f"DAGSTER_HOME={home}" in result.output
+
+    workspace = root / "workspace.yaml"
+    workspace.write_text(
+        "load_from:\n  - python_module:\n      module_name: medallion_assets.definitions\n"
+    )
+    env = {**server_env(root / ".medallion"), "MEDALLION_PROJECT": str(root)}
+    with running_webserver(workspace, home, env) as server:
+        runs = server.graphql(RUNS)["runsOrError"]["results"]
+
+    assert runs and all(run["status"] == "SUCCESS" for run in runs)
+    assert os.listdir(home / "storage")  # the runs' event logs live in the project's instance

@@ -1,0 +1,68 @@
+"""What `medallion run` tells its user: a progress line per table, statuses that separate built,
+unchanged, blocked and not-run tables, rows written by this run only, one clear report of a
+blocking check (no traceback), and a rerun of a blocked table that rebuilds nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from medallion_assets.cli import cli
+from medallion_assets.runtime.control import ControlPlane
+from medallion_assets.runtime.lake import Lake
+from tests.adapters.minimal import minimal_project, orders
+
+pytestmark = pytest.mark.slow
+
+
+def medallion_run(root: Path) -> str:
+    result = CliRunner().invoke(cli, ["run", "--project", str(root)])
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def staging_folders(lake: Lake, table: str) -> list[str]:
+    folder = lake.table_dir(table) / "_staging"
+    return sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
+
+
+def test_a_run_reports_each_table_and_a_rerun_of_a_blocked_table_rebuilds_nothing(
+    spark, tmp_path, monkeypatch
+):
+    root, store = minimal_project(
+        tmp_path, monkeypatch, {"order_id": 1, "amount": 5, "country": "DE"}
+    )
+    lake = Lake(root / ".medallion" / "lake")
+
+    first = medallion_run(root)
+    assert "[1/3] bronze.orders" in first and "[3/3] gold.revenue" in first
+    assert "3 built; 3 rows written by this run" in first
+
+    # The next delivery carries a country code the blocking rule does not accept.
+    store.put("minimal-raw", "orders/b.jsonl", orders({"order_id": 2, "amount": 7, "country": "X"}))
+    second = medallion_run(root)
+    assert "Traceback" not in second and "dagster - ERROR" not in second
+    assert "[2/3] silver.orders_clean" in second and "blocked" in second
+    report = second[second.index("BLOCKED:") :]
+    assert "accepted_values_country (accepted_values)" in report and "(1 failing rows)" in report
+    assert 'sample failing row: {"order_id": 2' in report
+    assert "stays current" in report
+    assert "NOT RUN: an upstream table did not publish" in second and "gold.revenue" in second
+    assert "1 built, 1 blocked, 1 not run; 2 rows written by this run" in second
+    rejected = staging_folders(lake, "silver.orders_clean")
+
+    third = medallion_run(root)
+    assert "still blocked since" in third and "code and inputs unchanged, not rebuilt" in third
+    assert "nothing changed: 1 unchanged, 1 blocked, 1 not run; 0 rows written" in third
+    assert staging_folders(lake, "silver.orders_clean") == rejected  # nothing was rebuilt
+
+    outcomes = [
+        e.message
+        for e in ControlPlane.from_env({"MEDALLION_HOME": str(root / ".medallion")}, root)
+        .store()
+        .audit(entities=["dataset:bronze.orders"])
+        if e.kind == "outcome"
+    ]
+    assert outcomes[-1] == "bronze.orders: skipped: code and inputs unchanged; current version kept"
