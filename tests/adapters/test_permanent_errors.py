@@ -13,12 +13,8 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from medallion_assets.adapters.build import definitions_for
-from medallion_assets.adapters.translator import DatasetTranslator, table_key
-from medallion_assets.catalog import load_catalog
-from medallion_assets.runtime.control import ControlPlane
-from medallion_assets.runtime.lake import Lake
-from tests.adapters.minimal import minimal_project
+from medallion_assets.adapters.translator import table_key
+from tests.adapters.minimal import minimal_job
 
 pytestmark = pytest.mark.slow
 
@@ -33,21 +29,12 @@ SILVER = "silver.orders_clean"
 
 @pytest.fixture
 def project(tmp_path, monkeypatch):
-    root, _store = minimal_project(
-        tmp_path, monkeypatch, {"order_id": 1, "amount": 5, "country": "de"}
-    )
-    (root / "metadata" / "policies.yaml").write_text(POLICIES)
-    home = root / ".medallion"
-    catalog = load_catalog(root, use_cache=False)
-    job = definitions_for(
-        catalog, DatasetTranslator(catalog)
-    ).resolve_implicit_global_asset_job_def()
-    plane = ControlPlane.from_env({"MEDALLION_HOME": str(home)}, root)
+    _catalog, job, lake, plane = minimal_job(tmp_path, monkeypatch, POLICIES)
     instance = dg.DagsterInstance.ephemeral()
     assert job.execute_in_process(
         asset_selection=[table_key("bronze.orders")], instance=instance
     ).success
-    return job, instance, Lake(home / "lake"), plane
+    return job, instance, lake, plane
 
 
 def build_silver_once(project) -> tuple[str, list]:

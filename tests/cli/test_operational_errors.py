@@ -130,3 +130,10 @@ def test_an_unreachable_s3_endpoint_is_one_line_naming_it_and_its_variable(proje
             f"cannot reach the S3 endpoint {endpoint} (MEDALLION_S3_ENDPOINT)",
             "Check that it is up",
         )
+
+
+@pytest.mark.slow
+def test_run_before_any_raw_data_exists_says_how_to_write_it(project: Path):
+    assert_one_clear_error(
+        medallion(project, "run"), "does not exist (NoSuchBucket)", "medallion demo-data"
+    )
