@@ -207,3 +207,12 @@ def test_a_headline_adds_a_location_the_first_line_lacks_and_falls_back_to_the_t
     assert headline(KeyError()) == "KeyError"
     assert headline(OSError(os.strerror(28))) == "No space left on device"
     assert len(summary_line("x" * 5000)) == 500
+
+
+def test_an_undecodable_raw_object_is_permanent_without_any_project_rule():
+    from medallion_assets.runtime.raw_files import CorruptObject as RawCorruptObject
+
+    error = RawCorruptObject("s3://feeds/a.csv", "not UTF-8 at byte 12")
+    diagnosis = diagnose((), Failure.of(error))
+    assert (diagnosis.error_code, diagnosis.permanent) == ("CORRUPT_OBJECT", True)
+    assert "s3://feeds/a.csv" in Failure.of(error).summary
