@@ -172,9 +172,7 @@ def heal_and_retry(
         raise error
     failure = Failure.of(error)
     diagnosis = diagnose(catalog.healing_rules, failure)
-    first_line = (
-        str(error).strip().splitlines()[0][:300] if str(error).strip() else type(error).__name__
-    )
+    first_line = failure.summary  # a Java trace's root cause, not its 500 lines
     audit.record(
         "error",
         f"{diagnosis.error_code} ({type(error).__name__}): {first_line}",
@@ -183,9 +181,10 @@ def heal_and_retry(
         then=diagnosis.then,
     )
     if diagnosis.permanent:
+        fix = f". Fix: {diagnosis.fix}" if diagnosis.fix else ""
         message = (
-            f"{dataset.name}: {diagnosis.error_code} is permanent (healing rule "
-            f"{diagnosis.rule}); failing without retries: {first_line}"
+            f"{dataset.name}: {diagnosis.error_code} is permanent ({diagnosis.source()}); "
+            f"failing without retries: {first_line}{fix}"
         )
         audit.record("outcome", f"failed fast: {diagnosis.error_code}, not retried")
         raise dg.Failure(description=message, allow_retries=False) from error
@@ -225,7 +224,11 @@ def heal_and_retry(
         raise dg.RetryRequested(max_retries=max(retries, audit.attempt)) from error
     if audit.attempt > retries:
         audit.record("outcome", f"failed after {audit.attempt} attempt(s): {diagnosis.error_code}")
-        raise error
+        raise dg.Failure(  # one line; the error and its trace stay in the event log as the cause
+            description=f"{dataset.name}: failed after {audit.attempt} attempt(s), "
+            f"{diagnosis.error_code}: {first_line}",
+            allow_retries=False,
+        ) from error
     delay = retry_delay(policy, audit.attempt) if policy else 0.0
     audit.record("retry", f"retrying in {delay:.1f} s (retry {audit.attempt} of {retries})")
     raise dg.RetryRequested(max_retries=retries, seconds_to_wait=delay) from error

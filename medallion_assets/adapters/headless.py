@@ -22,6 +22,7 @@ from medallion_assets.adapters.run_summary import RunSummary, results_of_run
 from medallion_assets.adapters.translator import DatasetTranslator, table_key
 from medallion_assets.catalog import Catalog, load_catalog
 from medallion_assets.runtime.control import ControlPlane
+from medallion_assets.runtime.errors import ResourceError
 from medallion_assets.runtime.ingest import partition_of, source_of
 from medallion_assets.runtime.lake import lake_location
 from medallion_assets.runtime.locks import Holder, build_locks
@@ -39,10 +40,18 @@ def raw_partitions(catalog: Catalog, defs: dg.Definitions) -> list[str]:
     for dataset in catalog.datasets.values():
         if dataset.layer != "bronze" or dataset.settings.partitions is None:
             continue
-        _, source = source_of(catalog, dataset)
+        name, source = source_of(catalog, dataset)
         if source.partition is None:
             continue
-        for obj in s3.store(dataset.system).list(source.bucket, source.prefix):
+        try:
+            objects = s3.store(dataset.system).list(source.bucket, source.prefix)
+        except FileNotFoundError as error:  # no bucket: nothing was ever delivered there
+            raise ResourceError(
+                f"{error}: source {name} of {dataset.name} has no raw data. Write the demo's "
+                "with `medallion demo-data`, or check its bucket in metadata/sources.yaml and "
+                "MEDALLION_S3_ENDPOINT / MEDALLION_S3_LOCAL_ROOT"
+            ) from error
+        for obj in objects:
             day = partition_of(source, obj.key)
             if day is not None:
                 days.add(day)
@@ -120,11 +129,12 @@ def _run(
     defs = definitions_for(catalog, translator)
     daily = [n for n, d in catalog.datasets.items() if d.settings.partitions is not None]
     plain = [n for n in catalog.datasets if n not in daily]
+    plane = ControlPlane.from_env(os.environ, project_root)
+    plane.store()  # a store that cannot be used would fail every step alike: say so once, now
     days = raw_partitions(catalog, defs) if daily else []
     summary = RunSummary()
     started = time.perf_counter()
     job = defs.resolve_implicit_global_asset_job_def()
-    plane = ControlPlane.from_env(os.environ, project_root)
     total = len(daily) * len(days) + len(plain)
     with reporting_progress(total, log if progress else None) as handler:
         for day in days:

@@ -21,6 +21,7 @@ from typing import Any
 import dagster as dg
 
 from medallion_assets.adapters.translator import step_table
+from medallion_assets.planner.healing import summary_line
 
 STATUSES = ("built", "unchanged", "blocked", "failed", "not run", "disabled", "busy")
 
@@ -198,8 +199,9 @@ def _root_message(error: Any) -> str:
 
 
 def first_line(text: str, limit: int = 300) -> str:
-    lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
-    return (lines[0] if lines else "")[:limit]
+    """The line of an error's text worth showing (a Java trace's root cause, not its first
+    line: see ``planner.healing.summary_line``), at most ``limit`` characters."""
+    return summary_line(text or "")[:limit]
 
 
 def counts(results: Iterable[TableResult]) -> dict[str, int]:

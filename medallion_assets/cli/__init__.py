@@ -2,18 +2,38 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
+from medallion_assets.catalog import CatalogError
 from medallion_assets.cli.catalog_cmd import catalog
+from medallion_assets.cli.common import does_not_load
 from medallion_assets.cli.control_cmd import audit, control
 from medallion_assets.cli.demo_cmd import demo_data
 from medallion_assets.cli.graph_cmds import impact, plan, split, trace_pii
 from medallion_assets.cli.lineage_cmd import lineage
 from medallion_assets.cli.run_cmd import run
 from medallion_assets.cli.schema_cmd import schema
+from medallion_assets.runtime.errors import ResourceError
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class MedallionGroup(click.Group):
+    """Errors whose message is complete for an operator end every command the same way: one
+    clear message and exit 2, never a traceback (a damaged control store, an unreachable S3
+    endpoint, a project that does not load)."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except ResourceError as error:
+            click.echo(f"error: {error}", err=True)
+            ctx.exit(2)
+        except CatalogError as error:
+            does_not_load(error.root, error)
+
+
+@click.group(cls=MedallionGroup, context_settings={"help_option_names": ["-h", "--help"]})
 def cli() -> None:
     """medallion: a metadata-driven medallion ETL on Dagster and Spark."""
     import os

@@ -51,16 +51,12 @@ def export(project: Path) -> None:
     import os
 
     from medallion_assets.catalog.export import catalog_rows
-    from medallion_assets.cli.common import fail
     from medallion_assets.runtime.control import ControlPlane
-    from medallion_assets.runtime.control_store import ControlStoreError
 
     loaded = load(project)
     plane = ControlPlane.from_env(os.environ, project)
-    try:
-        counts = plane.store().replace_catalog(catalog_rows(loaded, plane.flags().values()))
-    except ControlStoreError as error:
-        fail(str(error))
+    # A store that cannot be used is one line and exit 2, from the `medallion` group.
+    counts = plane.store().replace_catalog(catalog_rows(loaded, plane.flags().values()))
     click.echo(f"exported to {plane.store().masked(plane.url)}:")
     for table, count in counts.items():
         click.echo(f"  {table:<18} {count:>6} row(s)")

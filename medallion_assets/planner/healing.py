@@ -3,9 +3,14 @@
 ``diagnose`` matches a failure against the healing rules of ``policies.yaml`` in file order
 (the first rule whose every given field matches wins) and returns a ``Diagnosis``: the error
 code, the actions to run, and then ``retry``, ``fail`` (a permanent error: no retry) or
-``reroute``. A failure no rule matches is ``UNCLASSIFIED`` and retried by the retry policy.
-``retry_delay`` is the policy's backoff for an attempt. Pure: no I/O, the clock and the random
-source are arguments.
+``reroute``. A failure no project rule matches is classified by the built-in classes
+(``BUILTIN_CLASSES``): errors that retrying cannot clear (a corrupt object, an invalid name, a
+path of the wrong kind, a path this process may not write, a project that does not load), and
+any exception that declares ``permanent = True`` or an ``error_code`` on its class
+(``runtime.errors.PermanentError``). The project's rules come first so that a team can still
+say "retry" for one of these. What nothing classifies is ``UNCLASSIFIED`` and retried by the
+retry policy. ``retry_delay`` is the policy's backoff for an attempt. Pure: no I/O, the clock
+and the random source are arguments.
 
     failure = Failure.of(error)
     diagnosis = diagnose(catalog.healing_rules, failure)
@@ -25,19 +30,42 @@ UNCLASSIFIED = "UNCLASSIFIED"
 
 
 @dataclass(frozen=True)
+class ErrorClass:
+    """A class of errors known without a project rule: it matches when any exception in the
+    chain has one of ``exceptions`` (class names, as healing rules name them) or the chain's
+    messages match ``message``. ``fix`` tells the operator what clears it."""
+
+    name: str
+    error_code: str
+    exceptions: tuple[str, ...] = ()
+    message: str | None = None
+    fix: str = ""
+    permanent: bool = True
+
+    def matches(self, failure: Failure) -> bool:
+        if any(name in failure.exception_types for name in self.exceptions):
+            return True
+        return self.message is not None and re.search(self.message, failure.message) is not None
+
+
+@dataclass(frozen=True)
 class Failure:
     """What is known of an exception: its class and its bases (names and dotted paths), the
-    message of it and of its causes, and a SQLSTATE if any exception in the chain has one."""
+    message of it and of its causes, a SQLSTATE if any exception in the chain has one, the
+    class an exception in the chain declares for itself, and one line for a person."""
 
     exception_types: tuple[str, ...]
     message: str
     sqlstate: str | None = None
+    declared: ErrorClass | None = None
+    summary: str = ""
 
     @classmethod
     def of(cls, error: BaseException) -> Failure:
         types: list[str] = []
         messages: list[str] = []
         sqlstate = None
+        declared, declarer = None, None
         for current in causes(error):
             for klass in type(current).__mro__:
                 if klass is object:
@@ -45,7 +73,30 @@ class Failure:
                 types += [klass.__name__, f"{klass.__module__}.{klass.__qualname__}"]
             messages.append(f"{type(current).__name__}: {current}")
             sqlstate = sqlstate or _sqlstate(current)
-        return cls(tuple(dict.fromkeys(types)), "\n".join(messages), sqlstate)
+            if declared is None and (declared := declared_class(current)) is not None:
+                declarer = current
+        summary = headline(declarer if declarer is not None else error)
+        return cls(tuple(dict.fromkeys(types)), "\n".join(messages), sqlstate, declared, summary)
+
+
+def declared_class(error: BaseException) -> ErrorClass | None:
+    """The class an exception declares for itself: ``permanent`` (a bool) and/or
+    ``error_code`` (a str) on its class, and optionally ``fix``. The code defaults to the class
+    name in upper snake case (``CorruptObject`` -> ``CORRUPT_OBJECT``)."""
+    klass = type(error)
+    permanent = getattr(klass, "permanent", None)
+    code = getattr(klass, "error_code", None)
+    if not isinstance(permanent, bool) and not isinstance(code, str):
+        return None
+    if not isinstance(code, str) or not code:
+        code = re.sub(r"(?<!^)(?=[A-Z][a-z])", "_", klass.__name__).upper()
+    fix = getattr(error, "fix", "")
+    return ErrorClass(
+        f"declared by {klass.__name__}",
+        code,
+        fix=fix if isinstance(fix, str) else "",
+        permanent=permanent is True,
+    )
 
 
 def causes(error: BaseException | None) -> Iterator[BaseException]:
@@ -62,13 +113,19 @@ def causes(error: BaseException | None) -> Iterator[BaseException]:
 @dataclass(frozen=True)
 class Diagnosis:
     error_code: str
-    rule: str | None  # the healing rule's name; None when unclassified
+    rule: str | None  # the healing rule's name, or the built-in class's; None when unclassified
     actions: tuple[str, ...] = ()
     then: str = "retry"  # retry | fail | reroute
+    fix: str = ""  # what clears a permanent error (built-in classes say it)
+    builtin: bool = False  # classified by a built-in class, not by a project rule
 
     @property
     def permanent(self) -> bool:
         return self.then == "fail"
+
+    def source(self) -> str:
+        """Who classified the error, for messages: ``healing rule X`` or ``built-in: X``."""
+        return f"built-in: {self.rule}" if self.builtin else f"healing rule {self.rule}"
 
 
 def matches(rule: HealingRule, failure: Failure) -> bool:
@@ -81,12 +138,18 @@ def matches(rule: HealingRule, failure: Failure) -> bool:
 
 
 def diagnose(rules: Sequence[HealingRule], failure: Failure) -> Diagnosis:
+    """The project's rules first (a team may decide to retry what the built-ins call
+    permanent), then the class the exception declares, then the built-in classes."""
     for rule in rules:
         if matches(rule, failure):
             actions = rule.actions
             if rule.then == "reroute" and "reroute_source" not in actions:
                 actions = (*actions, "reroute_source")  # `then: reroute` is what it says
             return Diagnosis(rule.error_code, rule.name, actions, rule.then)
+    known = failure.declared or next((c for c in BUILTIN_CLASSES if c.matches(failure)), None)
+    if known is not None:
+        then = "fail" if known.permanent else "retry"
+        return Diagnosis(known.error_code, known.name, (), then, known.fix, builtin=True)
     return Diagnosis(UNCLASSIFIED, None)
 
 
@@ -115,3 +178,89 @@ def _sqlstate(error: BaseException) -> str | None:
     diag = getattr(error, "diag", None)  # psycopg
     value = getattr(diag, "sqlstate", None) if diag is not None else None
     return value if isinstance(value, str) else None
+
+
+# Errors that retrying cannot clear, in the order they are tried. Their messages are Spark's
+# error classes and root causes, Hadoop's and pyarrow's texts, and the OS errors' names.
+BUILTIN_CLASSES: tuple[ErrorClass, ...] = (
+    ErrorClass(
+        "project_does_not_load",
+        "PROJECT_DOES_NOT_LOAD",
+        exceptions=("CatalogError",),
+        fix="run `medallion catalog validate` and fix what it lists",
+    ),
+    ErrorClass(
+        "corrupt_object",
+        "CORRUPT_OBJECT",
+        exceptions=("UnicodeDecodeError",),
+        message=(
+            r"Parquet magic bytes not found|Parquet file size is \d+ bytes|is not a Parquet file"
+            r"|CANNOT_READ_FILE_FOOTER|Could not read footer|Couldn't deserialize thrift"
+            r"|ChecksumException|Checksum error: file:|Unexpected end of stream"
+            r"|\[UNABLE_TO_INFER_SCHEMA\] Unable to infer schema for Parquet"
+        ),
+        fix="the file or object named is corrupt or truncated: re-deliver a raw object under "
+        "its key, or remove a lake table's damaged version folder so the next run rebuilds it",
+    ),
+    ErrorClass(
+        "invalid_name",
+        "INVALID_NAME",
+        message=(
+            r"\[(INVALID_ATTRIBUTE_NAME_SYNTAX|INVALID_IDENTIFIER|INVALID_COLUMN_NAME_AS_PATH"
+            r"|INVALID_FIELD_NAME|COLUMN_ALREADY_EXISTS|PARSE_SYNTAX_ERROR"
+            r"|UNRESOLVED_COLUMN|UNRESOLVED_FIELD|AMBIGUOUS_REFERENCE)[\].]"
+            r"|contains invalid character\(s\) among"
+        ),
+        fix="the SQL, the declared schema or an evolved schema names a column Spark rejects "
+        "or cannot find: rename it (quote it with backticks, alias it, or revert the evolved "
+        "schema) and rerun; retrying cannot change a name",
+    ),
+    ErrorClass(
+        "path_of_wrong_kind",
+        "PATH_OF_WRONG_KIND",
+        exceptions=("NotADirectoryError", "FileExistsError", "IsADirectoryError"),
+        message=r"ParentNotDirectoryException|Parent path is not a directory",
+        fix="a file is where a folder should be (or the reverse): move the path named aside, "
+        "then rerun",
+    ),
+    ErrorClass(
+        "path_not_writable",
+        "PATH_NOT_WRITABLE",
+        exceptions=("PermissionError", "AccessDeniedException"),
+        message=r"Mkdirs failed to create|Permission denied|Read-only file system",
+        fix="this process may not write the path named (a read-only lake or folder): make it "
+        "writable, or point MEDALLION_LAKE / MEDALLION_HOME at a writable folder, then rerun",
+    ),
+)
+
+# A JVM stack frame and the markers between a Java trace's sections: never worth showing.
+_FRAME = re.compile(r"^\s*(at |\.\.\. \d+ more|Driver stacktrace:|JVM stacktrace:)")
+# "Caused by: java.io.IOException: msg" or py4j's ": org.apache.spark.SparkException: msg"
+_JAVA_CAUSE = re.compile(r"^(?:Caused by: |: )(?:[a-z_$][\w$]*\.)+([A-Z][\w$]*): ?")
+_LOCATION = re.compile(r"(?:file:|s3[an]?://|hdfs://|abfss?://|gs://)[^\s'\"(),;]+")
+MAX_SUMMARY = 500
+
+
+def headline(error: BaseException) -> str:
+    """One line for a person about ``error`` (see ``summary_line``); its type when it has no
+    message."""
+    return summary_line(str(error)) or type(error).__name__
+
+
+def summary_line(text: str) -> str:
+    """The line of an error's text worth showing: a Java trace's root cause (Spark's ``Caused
+    by:``), else the first line; with the first file or object location of the text when that
+    line names none. Empty when the text is.
+
+    >>> summary_line(": org.x.SparkException: job aborted\\n\\tat a.b(C.java:1)\\n"
+    ...     "Caused by: java.io.IOException: Mkdirs failed to create file:/lake/t\\n\\tat d.e")
+    'IOException: Mkdirs failed to create file:/lake/t'
+    """
+    lines = [line.strip() for line in text.splitlines() if line.strip() and not _FRAME.match(line)]
+    if not lines:
+        return ""
+    java = [line for line in lines if _JAVA_CAUSE.match(line)]
+    line = _JAVA_CAUSE.sub(r"\1: ", java[-1]) if java else lines[0]
+    if not _LOCATION.search(line) and (where := _LOCATION.search(text)):
+        line = f"{line} ({where.group(0).rstrip('.')})"
+    return line if len(line) <= MAX_SUMMARY else line[: MAX_SUMMARY - 3] + "..."

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from medallion_assets.catalog import Catalog, Dataset
+from medallion_assets.planner.healing import headline
 from medallion_assets.runtime.lake import Lake, TableVersion
 from medallion_assets.runtime.sql import spark_query, view_name
 from medallion_assets.runtime.validation import (
@@ -29,6 +30,11 @@ from medallion_assets.runtime.validation import (
 
 class MissingInput(RuntimeError):
     """An upstream table has no published version yet."""
+
+
+class UnreadableInput(RuntimeError):
+    """An upstream table's published files cannot be read; the message names the table and
+    its folders, the cause says why (its class decides whether a retry can help)."""
 
 
 @dataclass(frozen=True)
@@ -211,7 +217,14 @@ def register_inputs(
         if not paths:
             raise MissingInput(f"{upstream} has no published version: materialize it first")
         view = view_name(upstream)
-        spark.read.parquet(*[str(p) for p in paths]).createOrReplaceTempView(view)
+        try:
+            frame = spark.read.parquet(*[str(p) for p in paths])
+        except Exception as error:  # Spark's text may not say which table or folder it read
+            raise UnreadableInput(
+                f"{upstream}: its published version at {', '.join(str(p) for p in paths)} "
+                f"cannot be read: {headline(error)}"
+            ) from error
+        frame.createOrReplaceTempView(view)
         views[upstream] = view
     return views
 

@@ -31,6 +31,7 @@ from typing import Any
 
 from medallion_assets.catalog.export import CATALOG_TABLES, KEYS
 from medallion_assets.runtime.credentials import encoded_url, mask_credentials, url_secrets
+from medallion_assets.runtime.errors import ResourceError
 
 SCOPES = ("pipeline", "layer", "dataset", "source", "target")
 
@@ -93,8 +94,15 @@ _TYPES = {
 }
 
 
-class ControlStoreError(RuntimeError):
-    """The control store cannot be reached or used; the message names the URL (no password)."""
+class ControlStoreError(ResourceError, RuntimeError):
+    """The control store cannot be reached or used; the message names the URL (no password)
+    and how to recover."""
+
+
+# SQLite's result codes for a file that is not (or no longer) a sound database, and for one
+# this process cannot open or write; every other SQLite error is the caller's to handle.
+_SQLITE_CORRUPT = {"SQLITE_NOTADB", "SQLITE_CORRUPT"}
+_SQLITE_UNUSABLE = {"SQLITE_CANTOPEN", "SQLITE_READONLY", "SQLITE_PERM", "SQLITE_FULL"}
 
 
 @dataclass(frozen=True)
@@ -181,22 +189,67 @@ class ControlStore:
 
     @contextmanager
     def _transaction(self) -> Iterator[Any]:
-        """One short transaction on a fresh connection; commits, or rolls back on error."""
-        connection = self._connect()
+        """One short transaction on a fresh connection; commits, or rolls back on error. A
+        store that is corrupt or cannot be opened raises ``ControlStoreError`` saying so."""
+        with self._unusable_store():
+            connection = self._connect()
+            try:
+                if self.dialect == "sqlite":
+                    connection.execute("BEGIN IMMEDIATE")  # take the write lock up front
+                yield connection
+                connection.commit()
+            except BaseException:
+                connection.rollback()
+                raise
+            finally:
+                connection.close()
+
+    @contextmanager
+    def _unusable_store(self) -> Iterator[None]:
+        """Turn SQLite's "not a database" (a damaged or foreign file), "cannot open" and a lost
+        PostgreSQL connection into one ``ControlStoreError`` naming the store and the way out."""
         try:
-            if self.dialect == "sqlite":
-                connection.execute("BEGIN IMMEDIATE")  # take the write lock up front
-            yield connection
-            connection.commit()
-        except BaseException:
-            connection.rollback()
+            yield
+        except sqlite3.DatabaseError as error:
+            name = getattr(error, "sqlite_errorname", "")
+            if self.dialect == "sqlite" and name in _SQLITE_CORRUPT:
+                raise ControlStoreError(self._corrupt(error)) from error
+            if self.dialect == "sqlite" and name in _SQLITE_UNUSABLE:
+                raise ControlStoreError(
+                    f"the control store {self._path} cannot be opened or written ({error}): "
+                    "check that its folder exists and is writable, or set MEDALLION_CONTROL_URL "
+                    "(or MEDALLION_HOME) to a writable place"
+                ) from error
             raise
-        finally:
-            connection.close()
+        except Exception as error:
+            if self.dialect == "postgresql" and _connection_lost(error):
+                reason = " ".join(self.masked(str(error)).split())
+                raise ControlStoreError(
+                    f"lost the connection to the control store {self.masked(self.url)} "
+                    f"(MEDALLION_CONTROL_URL): {reason}"
+                ) from None
+            raise
+
+    def _corrupt(self, error: sqlite3.DatabaseError) -> str:
+        path = self._path
+        return (
+            f"the control store {path} is corrupt or not a SQLite database ({error}). Move it "
+            f"aside: `mv {path} {path}.corrupt` (and its -wal and -shm files, if any); the next "
+            "command creates a fresh, empty store. Its flag overrides, routes and audit log stay "
+            f"in the moved file: `sqlite3 {path}.corrupt .recover | sqlite3 {path}` salvages "
+            "what is readable"
+        )
 
     def _connect(self) -> Any:
         if self.dialect == "sqlite":
-            self._path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                self._path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as error:
+                raise ControlStoreError(
+                    f"the control store's folder {self._path.parent} cannot be created ({error}): "
+                    "move what is in the way aside, or set MEDALLION_CONTROL_URL (or "
+                    "MEDALLION_HOME) to a writable place"
+                ) from error
             connection = sqlite3.connect(self._path, timeout=30, isolation_level=None)
             connection.execute("PRAGMA journal_mode=WAL")
             connection.execute("PRAGMA busy_timeout=30000")
@@ -208,9 +261,11 @@ class ControlStore:
         except psycopg.Error as error:
             # The driver's text is masked and the driver's exception dropped: a traceback
             # would print it unmasked.
+            reason = " ".join(self.masked(str(error)).split())  # psycopg's text spans lines
             raise ControlStoreError(
-                f"cannot connect to the control store {self.masked(self.url)}: "
-                f"{self.masked(str(error))}"
+                f"cannot connect to the control store {self.masked(self.url)} "
+                f"(MEDALLION_CONTROL_URL): {reason}. Check that the server is up and the URL, "
+                "user and database are right"
             ) from None
 
     def masked(self, text: str) -> str:
@@ -473,3 +528,9 @@ class _PostgresConnection:
 
     def close(self) -> None:
         self._connection.close()
+
+
+def _connection_lost(error: Exception) -> bool:
+    import psycopg
+
+    return isinstance(error, psycopg.OperationalError)

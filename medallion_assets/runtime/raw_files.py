@@ -26,6 +26,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from medallion_assets.catalog.models import Source
+from medallion_assets.runtime.errors import PermanentError
 
 CHUNK = 1024 * 1024
 JSON_SAMPLE_LINES = 200  # records whose keys are read from each new JSON lines file
@@ -34,10 +35,13 @@ MAX_COLUMN_NAME_BYTES = 127  # Redshift's identifier limit, the tightest on the 
 RESERVED_COLUMNS = ("_ingested_at", "_source_file", "_batch_id", "_corrupt_record", "_metadata")
 
 
-class CorruptObject(ValueError):
+class CorruptObject(PermanentError, ValueError):
     """Raw objects that cannot be read in their source's declared format and encoding, when
     nothing readable is left to ingest. ``key`` and ``reason`` name the first; ``objects``
     holds every one (key -> reason). Retrying cannot fix it: the object must be replaced."""
+
+    error_code = "CORRUPT_OBJECT"
+    fix = "replace the object, or declare the source's real format/encoding in sources.yaml"
 
     def __init__(self, key: str, reason: str, objects: Mapping[str, str] | None = None):
         self.key, self.reason = key, reason

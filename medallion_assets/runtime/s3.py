@@ -23,12 +23,15 @@ from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
+from urllib.parse import urlsplit
 
 import boto3
 from botocore.config import Config
 from botocore.exceptions import ClientError
+from botocore.exceptions import ConnectionError as BotoConnectionError
 
 from medallion_assets.catalog.base import check_bucket
+from medallion_assets.runtime.errors import ResourceError
 from medallion_assets.runtime.throttle import SystemThrottle
 
 CHUNK_SIZE = 1024 * 1024
@@ -148,9 +151,18 @@ class _StreamingStore:
             return b"".join(_counted(chunks, on_chunk))
 
 
+class S3Unreachable(ResourceError, ConnectionError):
+    """The S3 endpoint does not answer (refused, timed out, no such host). A network error may
+    clear: a step retries it with its retry policy's backoff, up to the policy's limit."""
+
+    error_code = "S3_UNREACHABLE"
+    permanent = False
+
+
 @contextlib.contextmanager
-def _s3_errors(uri: str) -> Iterator[None]:
-    """Raise a missing bucket or key as FileNotFoundError, as the local folder store does."""
+def _s3_errors(uri: str, endpoint: str | None) -> Iterator[None]:
+    """Raise a missing bucket or key as FileNotFoundError, as the local folder store does, and
+    an endpoint that does not answer as ``S3Unreachable`` naming it (without credentials)."""
     try:
         yield
     except ClientError as error:
@@ -158,6 +170,15 @@ def _s3_errors(uri: str) -> Iterator[None]:
         if code in _NOT_FOUND:
             raise FileNotFoundError(f"{uri} does not exist ({code})") from error
         raise
+    except BotoConnectionError as error:
+        from medallion_assets.runtime.warehouse import mask_credentials  # pyarrow: import late
+
+        where = mask_credentials(endpoint) if endpoint else "AWS S3"
+        raise S3Unreachable(
+            f"cannot reach the S3 endpoint {where} (MEDALLION_S3_ENDPOINT) for {uri}: "
+            f"{type(error).__name__}. Check that it is up and that MEDALLION_S3_ENDPOINT is its "
+            "URL (unset it to read the local folder instead)"
+        ) from error
 
 
 class Boto3ObjectStore(_StreamingStore):
@@ -190,10 +211,18 @@ class Boto3ObjectStore(_StreamingStore):
             "s3", endpoint_url=endpoint_url, region_name=region, config=config
         )
 
+    def __repr__(self) -> str:
+        """The endpoint's scheme, host and port only: never a user or password."""
+        if not self.endpoint_url:
+            return "Boto3ObjectStore(AWS S3)"
+        url = urlsplit(self.endpoint_url)
+        port = f":{url.port}" if url.port else ""
+        return f"Boto3ObjectStore({url.scheme}://{url.hostname}{port})"
+
     def list(self, bucket: str, prefix: str = "", *, on_page: OnPage = _ignore) -> list[S3Object]:
         """Every object under ``prefix`` (a string prefix, as in S3), sorted by key."""
         objects, request = [], {"Bucket": bucket, "Prefix": prefix, "MaxKeys": self.page_size}
-        with _s3_errors(f"s3://{bucket}/{prefix}"):
+        with _s3_errors(f"s3://{bucket}/{prefix}", self.endpoint_url):
             while True:
                 on_page()
                 page = self._client.list_objects_v2(**request)
@@ -210,33 +239,36 @@ class Boto3ObjectStore(_StreamingStore):
 
     def _open(self, bucket: str, key: str) -> tuple[S3Object, Chunks]:
         uri = f"s3://{bucket}/{key}"
-        with _s3_errors(uri):
+        with _s3_errors(uri, self.endpoint_url):
             response = self._client.get_object(Bucket=bucket, Key=key)
         obj = S3Object(bucket, key, response["ETag"].strip('"'), response["ContentLength"])
 
         def chunks() -> Chunks:
-            with contextlib.closing(response["Body"]), _s3_errors(uri):
+            with contextlib.closing(response["Body"]), _s3_errors(uri, self.endpoint_url):
                 yield from response["Body"].iter_chunks(self.chunk_size)
 
         return obj, chunks()
 
     def put(self, bucket: str, key: str, data: bytes) -> S3Object:
         uri = f"s3://{bucket}/{check_key(key)}"
-        with _s3_errors(uri):
+        with _s3_errors(uri, self.endpoint_url):
             response = self._client.put_object(Bucket=bucket, Key=key, Body=data)
         return S3Object(bucket, key, response["ETag"].strip('"'), len(data))
 
     def ensure_bucket(self, bucket: str) -> None:
         try:
-            self._client.head_bucket(Bucket=check_bucket(bucket))
+            with _s3_errors(f"s3://{bucket}", self.endpoint_url):
+                self._client.head_bucket(Bucket=check_bucket(bucket))
             return
-        except ClientError as error:
-            if str(error.response.get("Error", {}).get("Code")) not in _NOT_FOUND:
-                raise
+        except FileNotFoundError:
+            pass
         extra = {}
         if self.region != "us-east-1":  # S3 rejects an explicit us-east-1 location constraint
             extra["CreateBucketConfiguration"] = {"LocationConstraint": self.region}
-        with contextlib.suppress(self._client.exceptions.BucketAlreadyOwnedByYou):
+        with (
+            contextlib.suppress(self._client.exceptions.BucketAlreadyOwnedByYou),
+            _s3_errors(f"s3://{bucket}", self.endpoint_url),
+        ):
             self._client.create_bucket(Bucket=bucket, **extra)
 
 

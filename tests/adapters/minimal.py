@@ -35,3 +35,25 @@ def minimal_project(
     store.ensure_bucket("minimal-raw")
     store.put("minimal-raw", "orders/a.jsonl", orders(first))
     return root, store
+
+
+def minimal_job(tmp_path: Path, monkeypatch, policies: str):  # type: ignore[no-untyped-def]
+    """(catalog, the asset job, the lake, the control plane) of the minimal project with
+    ``policies`` as its policies.yaml and one orders object in its raw store."""
+    from medallion_assets.adapters.build import definitions_for
+    from medallion_assets.adapters.translator import DatasetTranslator
+    from medallion_assets.catalog import load_catalog
+    from medallion_assets.runtime.control import ControlPlane
+    from medallion_assets.runtime.lake import Lake
+
+    root, _store = minimal_project(
+        tmp_path, monkeypatch, {"order_id": 1, "amount": 5, "country": "de"}
+    )
+    (root / "metadata" / "policies.yaml").write_text(policies)
+    home = root / ".medallion"
+    catalog = load_catalog(root, use_cache=False)
+    job = definitions_for(
+        catalog, DatasetTranslator(catalog)
+    ).resolve_implicit_global_asset_job_def()
+    plane = ControlPlane.from_env({"MEDALLION_HOME": str(home)}, root)
+    return catalog, job, Lake(home / "lake"), plane

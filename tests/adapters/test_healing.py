@@ -12,9 +12,7 @@ import pytest
 from medallion_assets.adapters.build import definitions_for
 from medallion_assets.adapters.translator import DatasetTranslator, table_key
 from medallion_assets.catalog import load_catalog
-from medallion_assets.runtime.control import ControlPlane
-from medallion_assets.runtime.lake import Lake
-from tests.adapters.minimal import minimal_project
+from tests.adapters.minimal import minimal_job
 
 pytestmark = pytest.mark.slow
 
@@ -37,15 +35,7 @@ healing_rules:
 
 @pytest.fixture
 def project(tmp_path, monkeypatch):
-    root, _store = minimal_project(
-        tmp_path, monkeypatch, {"order_id": 1, "amount": 5, "country": "de"}
-    )
-    (root / "metadata" / "policies.yaml").write_text(POLICIES)
-    home = root / ".medallion"
-    catalog = load_catalog(root, use_cache=False)
-    defs = definitions_for(catalog, DatasetTranslator(catalog))
-    plane = ControlPlane.from_env({"MEDALLION_HOME": str(home)}, root)
-    return catalog, defs.resolve_implicit_global_asset_job_def(), Lake(home / "lake"), plane
+    return minimal_job(tmp_path, monkeypatch, POLICIES)
 
 
 def with_rule(root: Path, name: str, message: str, code: str, action: str):
