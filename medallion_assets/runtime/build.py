@@ -16,6 +16,7 @@ from typing import Any
 from medallion_assets.catalog import Catalog, Dataset
 from medallion_assets.planner.healing import headline
 from medallion_assets.runtime.lake import Lake, TableVersion
+from medallion_assets.runtime.merge import merge_errors, merge_frame
 from medallion_assets.runtime.sql import spark_query, view_name
 from medallion_assets.runtime.validation import (
     CheckContext,
@@ -102,9 +103,14 @@ def build_table(
     checks: bool = True,
     log: Callable[[str], None] = lambda _m: None,
 ) -> BuildOutcome:
-    inputs = input_versions(lake, catalog, dataset, partition)
+    sources = input_versions(lake, catalog, dataset, partition)
     current = lake.current(dataset.name, partition)
-    reusable = lake.reusable(dataset.name, partition, dataset.code_version, inputs)
+    merge = dataset.statement_kind == "merge"
+    # A MERGE reads its own current version too; it is recorded as an input, but a MERGE whose
+    # code and sources are unchanged has nothing new to apply, so it does not count for skipping.
+    inputs = {**sources, dataset.name: current.version_id if current else ""} if merge else sources
+    own = dataset.name if merge else None
+    reusable = lake.reusable(dataset.name, partition, dataset.code_version, sources, own)
     if reusable is not None:
         reason = (
             f"skipped {dataset.name}{_label(partition)}: code and inputs unchanged since "
@@ -119,13 +125,17 @@ def build_table(
             raise blocked
 
     views = register_inputs(spark, lake, catalog, dataset, partition)
-    kind, query = spark_query(dataset.sql, dataset.dialect, dataset.name, views)
-    frame = spark.sql(query)
-    if kind == "insert" and current is not None:
-        # INSERT INTO appends: the new version is the current rows plus the query's rows.
-        frame = spark.read.parquet(str(lake.version_path(current))).unionByName(frame)
+    if merge:
+        frame, query = merge_frame(spark, lake, dataset, current, views)
+    else:
+        kind, query = spark_query(dataset.sql, dataset.dialect, dataset.name, views)
+        frame = spark.sql(query)
+        if kind == "insert" and current is not None:
+            # INSERT INTO appends: the new version is the current rows plus the query's rows.
+            frame = spark.read.parquet(str(lake.version_path(current))).unionByName(frame)
     context = CheckContext(spark, lake, catalog, dataset, partition) if checks else None
-    staging, staged = lake.stage_frame(frame, dataset.name, partition)
+    with merge_errors(dataset):
+        staging, staged = lake.stage_frame(frame, dataset.name, partition)
     version, validation = publish_checked(
         lake, staging, staged, context, current, dataset, partition, inputs, run_id
     )

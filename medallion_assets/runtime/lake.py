@@ -94,14 +94,21 @@ class Lake:
         return TableVersion(**info)
 
     def reusable(
-        self, table: str, partition: str | None, code_version: str, inputs: Mapping[str, str]
+        self,
+        table: str,
+        partition: str | None,
+        code_version: str,
+        inputs: Mapping[str, str],
+        ignoring: str | None = None,
     ) -> TableVersion | None:
         """The current version when it was built from this code and these inputs: nothing to
-        recompute."""
+        recompute. ``ignoring`` names a recorded input left out of the comparison (a MERGE
+        table's own previous version)."""
         current = self.current(table, partition)
         if current is None or current.code_version != code_version:
             return None
-        return current if current.inputs == dict(inputs) else None
+        recorded = {k: v for k, v in current.inputs.items() if k != ignoring}
+        return current if recorded == dict(inputs) else None
 
     def version_path(self, version: TableVersion) -> Path:
         return self.table_dir(version.table, version.partition) / "versions" / version.version_id

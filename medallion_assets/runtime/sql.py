@@ -27,12 +27,19 @@ def spark_query(sql: str, dialect: str, target: str, views: Mapping[str, str]) -
     """
     statement = parse_statement(sql, dialect, target)
     if statement.query is None or statement.kind == "merge":
+        # MERGE runs through runtime.merge; INSERT ... VALUES has no query to run.
         raise UnsupportedStatement(
             f"{statement.kind.upper()} files are analysed for lineage but not executed: "
             "write the table's full SELECT (or CREATE TABLE ... AS / INSERT OVERWRITE)"
         )
-    query = statement.query.copy()
-    for table in list(query.find_all(exp.Table)):
+    query = point_at_views(statement.query.copy(), views)
+    return statement.kind, query.sql(dialect="spark")
+
+
+def point_at_views(expression: exp.Expr, views: Mapping[str, str]) -> exp.Expr:
+    """Replace, in place, each reference to a table of ``views`` by its view, keeping the name
+    the SQL uses for it as the alias; returns ``expression``."""
+    for table in list(expression.find_all(exp.Table)):
         name = table_name(table)
         if name in views:
             alias = table.alias_or_name if table.alias else table.name
@@ -42,4 +49,4 @@ def spark_query(sql: str, dialect: str, target: str, views: Mapping[str, str]) -
                     alias=exp.TableAlias(this=exp.to_identifier(alias)),
                 )
             )
-    return statement.kind, query.sql(dialect="spark")
+    return expression

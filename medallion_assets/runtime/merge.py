@@ -1,0 +1,88 @@
+"""Run a MERGE INTO file on Spark: the new version of its table is the MERGE of the source into
+the table's current version (an empty table on the first build), computed by one query.
+
+Columns: the current version's, then any the MERGE writes that it lacks (new columns hold NULL
+in the rows already there); on the first build, the columns the MERGE writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+from medallion_assets.catalog import Dataset
+from medallion_assets.runtime.errors import PermanentError
+from medallion_assets.runtime.lake import Lake, TableVersion
+from medallion_assets.runtime.merge_sql import (
+    CONFLICT_MARKER,
+    defined_columns_sql,
+    merge_query,
+    spark_merge,
+)
+from medallion_assets.runtime.sql import view_name
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
+
+
+class MergeConflict(PermanentError):
+    """A target row matched more than one source row: the same data would fail again."""
+
+    error_code = "MERGE_CARDINALITY_VIOLATION"
+    fix = "make the MERGE's ON condition match at most one source row per target row"
+
+
+def merge_frame(
+    spark: SparkSession,
+    lake: Lake,
+    dataset: Dataset,
+    current: TableVersion | None,
+    views: Mapping[str, str],
+) -> tuple[DataFrame, str]:
+    """(the table's rows after the MERGE, the Spark SQL computing them)."""
+    spec = spark_merge(dataset.sql, dataset.dialect, dataset.name, views)
+    source_columns = spark.sql(spec.source_sql).columns
+    defined = _storable(spark.sql(defined_columns_sql(spec, source_columns)).schema)
+    if current is None:
+        target = spark.createDataFrame([], defined)
+    else:
+        target = spark.read.parquet(str(lake.version_path(current)))
+    target_view = f"{view_name(dataset.name)}__current"
+    target.createOrReplaceTempView(target_view)
+    have = {f.name.lower() for f in target.schema.fields}
+    output = [(f.name, f.dataType.simpleString()) for f in target.schema.fields]
+    output += [(f.name, f.dataType.simpleString()) for f in defined.fields if f.name not in have]
+    query = merge_query(spec, target_view, target.columns, output, source_columns)
+    return spark.sql(query), query
+
+
+def _storable(schema: StructType) -> StructType:
+    """Parquet has no type for a column that is NULL by construction: store it as a string."""
+    from pyspark.sql.types import NullType, StringType, StructField, StructType
+
+    return StructType(
+        [
+            StructField(f.name, StringType() if isinstance(f.dataType, NullType) else f.dataType)
+            for f in schema.fields
+        ]
+    )
+
+
+@contextmanager
+def merge_errors(dataset: Dataset) -> Iterator[None]:
+    """Turn Spark's failure of the cardinality check into a ``MergeConflict`` naming the file."""
+    try:
+        yield
+    except Exception as error:
+        if CONFLICT_MARKER not in str(error):
+            raise
+        raise MergeConflict(
+            f"{dataset.sql_path}: MERGE INTO {dataset.name}: a target row matched more than one "
+            "source row (Spark and Delta reject this); make the ON condition match at most one "
+            "source row per target row, e.g. deduplicate the source"
+        ) from None
+
+
+__all__ = ["MergeConflict", "merge_errors", "merge_frame"]
