@@ -91,13 +91,14 @@ def merge_spec(merge: exp.Expr) -> MergeSpec:
     else:
         source_alias = using.alias or "__source"
         source = using.this.copy()
-    aliases = {target_alias: (target.name, target_alias), source_alias: (_name(using), source_alias)}
+    aliases = {
+        target_alias: (target.name, target_alias),
+        source_alias: (_name(using), source_alias),
+    }
     on = merge.args.get("on")
     if on is None:
         raise SqlError("MERGE INTO needs an ON condition: add ON target.key = source.key")
-    clauses = tuple(
-        _clause(when.copy(), source_alias) for when in merge.args["whens"].expressions
-    )
+    clauses = tuple(_clause(when.copy(), source_alias) for when in merge.args["whens"].expressions)
     spec = MergeSpec(
         ".".join(p.name for p in target.parts),
         target_alias,
