@@ -290,7 +290,8 @@ def _action(spec: MergeSpec) -> str:
             for c in spec.clauses
             if c.region == region
         ]
-        branches.append(f"WHEN {predicate} THEN CASE {' '.join(inner)} ELSE '{otherwise}' END")
+        body = f"CASE {' '.join(inner)} ELSE '{otherwise}' END" if inner else f"'{otherwise}'"
+        branches.append(f"WHEN {predicate} THEN {body}")
     return f"CASE {' '.join(branches)} END"
 
 
