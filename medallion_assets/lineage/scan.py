@@ -131,9 +131,10 @@ def _cycle_errors(files: Mapping[str, FileLineage]) -> tuple[FileError, ...]:
     errors = []
     for cycle in DAG(list(writers), edges).cycles():
         labels = [label for table in cycle[:-1] for label in writers[table]]
+        named = CycleError(list[object](cycle))
         message = (
-            f"{CycleError(cycle)}; files: {', '.join(labels)}; break the cycle: a table cannot "
-            "read, directly or indirectly, what it produces"
+            f"{named}; files: {', '.join(labels)}; break the cycle: a table cannot read, "
+            "directly or indirectly, what it produces"
         )
         errors.append(FileError(labels[0], message, files[labels[0]].kind, "cycle"))
     return tuple(errors)
