@@ -1,7 +1,7 @@
 """The ``medallion`` command on TheWorldShop: what each command prints and how it exits.
 
-Exit codes (README): 0 ok, 1 ``--fail-on`` matched, 2 the project does not load or a table is
-unknown.
+Exit codes (README): 0 ok, 1 ``--fail-on`` or ``--fail-on-error`` matched, 2 the project does not
+load, a table is unknown, or the tables of a scanned folder form a cycle.
 """
 
 from __future__ import annotations
