@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from medallion_assets.catalog import Dataset
+from medallion_assets.lineage.statement import SqlError
 from medallion_assets.runtime.errors import PermanentError
 from medallion_assets.runtime.lake import Lake, TableVersion
 from medallion_assets.runtime.merge_sql import (
@@ -25,6 +26,13 @@ from medallion_assets.runtime.sql import view_name
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
+
+
+class MergeNotRunnable(PermanentError):
+    """A MERGE whose clauses cannot be turned into the table's rows; the message says why."""
+
+    error_code = "MERGE_NOT_RUNNABLE"
+    fix = "correct the MERGE statement as the message says"
 
 
 class MergeConflict(PermanentError):
@@ -42,9 +50,12 @@ def merge_frame(
     views: Mapping[str, str],
 ) -> tuple[DataFrame, str]:
     """(the table's rows after the MERGE, the Spark SQL computing them)."""
-    spec = spark_merge(dataset.sql, dataset.dialect, dataset.name, views)
-    source_columns = spark.sql(spec.source_sql).columns
-    defined = _storable(spark.sql(defined_columns_sql(spec, source_columns)).schema)
+    try:
+        spec = spark_merge(dataset.sql, dataset.dialect, dataset.name, views)
+        source_columns = spark.sql(spec.source_sql).columns
+        defined = _storable(spark.sql(defined_columns_sql(spec, source_columns)).schema)
+    except SqlError as error:
+        raise MergeNotRunnable(f"{dataset.sql_path}: {error}") from None
     if current is None:
         target = spark.createDataFrame([], defined)
     else:
@@ -85,4 +96,4 @@ def merge_errors(dataset: Dataset) -> Iterator[None]:
         ) from None
 
 
-__all__ = ["MergeConflict", "merge_errors", "merge_frame"]
+__all__ = ["MergeConflict", "MergeNotRunnable", "merge_errors", "merge_frame"]

@@ -13,7 +13,7 @@ import pytest
 from medallion_assets.catalog import load_catalog
 from medallion_assets.runtime.build import build_table
 from medallion_assets.runtime.lake import Lake
-from medallion_assets.runtime.merge import MergeConflict
+from medallion_assets.runtime.merge import MergeConflict, MergeNotRunnable
 from medallion_assets.testing import read_table
 
 MINIMAL = Path(__file__).parents[1] / "catalog" / "minimal_project"
@@ -47,7 +47,18 @@ WHEN NOT MATCHED AND amount >= 0 THEN INSERT (order_id, country, amount, times_s
     VALUES (order_id, upper(s.country), s.amount * 2, 1)
 """
 
-COLUMNS = ("order_id", "amount", "country")
+# Written for PostgreSQL (a ::cast, DO NOTHING) and transpiled to Spark; a positional INSERT
+# VALUES fills the columns the named INSERT gave the table on its first build.
+POSTGRES_MERGE = """-- dialect: postgres
+MERGE INTO silver.order_sums t
+USING bronze.orders s
+ON t.order_id = s.order_id
+WHEN MATCHED AND s.amount = 0 THEN DO NOTHING
+WHEN MATCHED THEN UPDATE SET amount = t.amount + s.amount::DECIMAL(18,2)
+WHEN NOT MATCHED AND s.amount > 100 THEN INSERT VALUES (s.order_id, s.amount * 10, 'BIG')
+WHEN NOT MATCHED THEN INSERT (order_id, amount, country) VALUES (s.order_id, s.amount, s.country)
+"""
+TABLES = ("orders_current", "order_totals", "order_sums")
 
 
 @pytest.fixture
@@ -56,6 +67,7 @@ def merge_project(tmp_path: Path):
     shutil.copytree(MINIMAL, root)
     (root / "sql" / "silver" / "orders_current.sql").write_text(STAR_MERGE)
     (root / "sql" / "silver" / "order_totals.sql").write_text(LIST_MERGE)
+    (root / "sql" / "silver" / "order_sums.sql").write_text(POSTGRES_MERGE)
     catalog = load_catalog(root, use_cache=False)
     return catalog, Lake(tmp_path / "lake")
 
@@ -84,6 +96,9 @@ def duckdb_merges(statements: list[str]):
         "CREATE TABLE silver.order_totals (order_id BIGINT, country TEXT, amount DECIMAL(18,2), "
         "times_seen INTEGER)"
     )
+    db.execute(
+        "CREATE TABLE silver.order_sums (order_id BIGINT, amount DECIMAL(18,2), country TEXT)"
+    )
 
     def run(rows: list[tuple[int, str, str]]) -> dict[str, list[tuple]]:
         db.execute("DELETE FROM bronze.orders")
@@ -93,7 +108,7 @@ def duckdb_merges(statements: list[str]):
             db.execute(statement)
         return {
             table: sorted(db.execute(f"SELECT * FROM silver.{table}").fetchall())
-            for table in ("orders_current", "order_totals")
+            for table in TABLES
         }
 
     return run
@@ -110,20 +125,20 @@ def spark_rows(lake: Lake, table: str) -> list[tuple]:
 SOURCE_VERSIONS = [
     [(1, "10.00", "DE"), (2, "20.00", "FR"), (3, "30.00", "GB"), (4, "5.00", "XX")],
     [(1, "150.00", "DE"), (2, "-1.00", "FR"), (5, "50.00", "FR"), (6, "-6.00", "DE")],
-    [(1, "200.00", "GB"), (5, "55.00", "FR"), (7, "70.00", "XX"), (8, "80.00", "GB")],
+    [(1, "200.00", "GB"), (5, "55.00", "FR"), (7, "70.00", "XX"), (8, "800.00", "GB")],
     [],
-    [(1, "1.00", "DE"), (3, "33.00", "GB"), (9, "9.00", "FR")],
+    [(1, "1.00", "DE"), (3, "0.00", "GB"), (9, "9.00", "FR")],
 ]
 
 
 def test_merge_tables_match_duckdb_over_several_source_versions(spark, merge_project):
     catalog, lake = merge_project
-    reference = duckdb_merges([STAR_MERGE, LIST_MERGE])
+    reference = duckdb_merges([STAR_MERGE, LIST_MERGE, POSTGRES_MERGE])
     previous: dict[str, str] = {}
     for number, rows in enumerate(SOURCE_VERSIONS):
         publish_bronze(spark, lake, rows)
         expected = reference(rows)
-        for table in ("orders_current", "order_totals"):
+        for table in TABLES:
             dataset = catalog.datasets[f"silver.{table}"]
             outcome = build_table(spark, lake, catalog, dataset, checks=False)
             assert not outcome.skipped
@@ -166,3 +181,18 @@ def test_a_target_row_matched_by_two_source_rows_fails_and_publishes_nothing(spa
     reference(SOURCE_VERSIONS[0])
     with pytest.raises(duckdb.Error, match="more than one source row"):
         reference(duplicated)
+
+
+def test_a_merge_naming_no_column_fails_its_first_build_naming_the_file(spark, tmp_path: Path):
+    root = tmp_path / "project"
+    shutil.copytree(MINIMAL, root)
+    (root / "sql" / "silver" / "positional.sql").write_text(
+        "MERGE INTO silver.positional t USING bronze.orders s ON t.order_id = s.order_id "
+        "WHEN NOT MATCHED THEN INSERT VALUES (s.order_id, s.amount)"
+    )
+    catalog = load_catalog(root, use_cache=False)
+    lake = Lake(tmp_path / "lake")
+    publish_bronze(spark, lake, SOURCE_VERSIONS[0])
+    with pytest.raises(MergeNotRunnable, match=r"sql/silver/positional\.sql: .*INSERT \(a, b\)"):
+        build_table(spark, lake, catalog, catalog.datasets["silver.positional"], checks=False)
+    assert lake.current("silver.positional") is None
