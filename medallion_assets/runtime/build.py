@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from medallion_assets.catalog import Catalog, Dataset
+from medallion_assets.lineage.statement import parse_statement
 from medallion_assets.planner.healing import headline
 from medallion_assets.runtime.lake import Lake, TableVersion
 from medallion_assets.runtime.merge import merge_errors, merge_frame
@@ -105,7 +106,8 @@ def build_table(
 ) -> BuildOutcome:
     sources = input_versions(lake, catalog, dataset, partition)
     current = lake.current(dataset.name, partition)
-    merge = dataset.statement_kind == "merge"
+    # From the SQL itself, not the catalog's kind: an alternate producer may be a plain SELECT.
+    merge = parse_statement(dataset.sql, dataset.dialect, dataset.name).kind == "merge"
     # A MERGE reads its own current version too; it is recorded as an input, but a MERGE whose
     # code and sources are unchanged has nothing new to apply, so it does not count for skipping.
     inputs = {**sources, dataset.name: current.version_id if current else ""} if merge else sources
