@@ -15,12 +15,8 @@ from medallion_assets.catalog import Dataset
 from medallion_assets.lineage.statement import SqlError
 from medallion_assets.runtime.errors import PermanentError
 from medallion_assets.runtime.lake import Lake, TableVersion
-from medallion_assets.runtime.merge_sql import (
-    CONFLICT_MARKER,
-    defined_columns_sql,
-    merge_query,
-    spark_merge,
-)
+from medallion_assets.runtime.merge_clauses import spark_merge
+from medallion_assets.runtime.merge_sql import CONFLICT_MARKER, defined_columns_sql, merge_query
 from medallion_assets.runtime.sql import view_name
 
 if TYPE_CHECKING:
@@ -54,19 +50,27 @@ def merge_frame(
         spec = spark_merge(dataset.sql, dataset.dialect, dataset.name, views)
         source_columns = spark.sql(spec.source_sql).columns
         defined = _storable(spark.sql(defined_columns_sql(spec, source_columns)).schema)
+        target = _current_rows(spark, lake, current, defined)
+        target_view = f"{view_name(dataset.name)}__current"
+        target.createOrReplaceTempView(target_view)
+        have = {f.name.lower() for f in target.schema.fields}
+        output = [(f.name, f.dataType.simpleString()) for f in target.schema.fields]
+        output += [
+            (f.name, f.dataType.simpleString()) for f in defined.fields if f.name not in have
+        ]
+        query = merge_query(spec, target_view, target.columns, output, source_columns)
     except SqlError as error:
         raise MergeNotRunnable(f"{dataset.sql_path}: {error}") from None
-    if current is None:
-        target = spark.createDataFrame([], defined)
-    else:
-        target = spark.read.parquet(str(lake.version_path(current)))
-    target_view = f"{view_name(dataset.name)}__current"
-    target.createOrReplaceTempView(target_view)
-    have = {f.name.lower() for f in target.schema.fields}
-    output = [(f.name, f.dataType.simpleString()) for f in target.schema.fields]
-    output += [(f.name, f.dataType.simpleString()) for f in defined.fields if f.name not in have]
-    query = merge_query(spec, target_view, target.columns, output, source_columns)
     return spark.sql(query), query
+
+
+def _current_rows(
+    spark: SparkSession, lake: Lake, current: TableVersion | None, columns: StructType
+) -> DataFrame:
+    """The target's current version, or an empty table of ``columns`` before the first one."""
+    if current is None:
+        return spark.createDataFrame([], columns)
+    return spark.read.parquet(str(lake.version_path(current)))
 
 
 def _storable(schema: StructType) -> StructType:

@@ -3,10 +3,14 @@ Spark's cardinality rule, the columns a first build gets, and clear errors."""
 
 from __future__ import annotations
 
+import doctest
+
 import pytest
 
 from medallion_assets.lineage.statement import SqlError
-from medallion_assets.runtime.merge_sql import defined_columns_sql, merge_query, spark_merge
+from medallion_assets.runtime import merge_clauses
+from medallion_assets.runtime.merge_clauses import spark_merge
+from medallion_assets.runtime.merge_sql import defined_columns_sql, merge_query
 
 VIEWS = {"bronze.customers": "bronze__customers"}
 
@@ -142,3 +146,17 @@ def test_each_value_is_the_first_applying_clause_of_its_region_cast_to_the_colum
         "WHEN `s`.__merge_row IS NULL THEN CASE WHEN true THEN 'gone' ELSE `t`.`name` END "
         "END AS string) AS `name`"
     ) in query
+
+
+def test_a_positional_insert_with_more_values_than_the_table_has_columns_is_an_error():
+    spec = spec_of(
+        "MERGE INTO silver.current t USING bronze.customers s ON t.id = s.id "
+        "WHEN NOT MATCHED THEN INSERT VALUES (s.id, s.name, 1)",
+        "postgres",
+    )
+    with pytest.raises(SqlError, match=r"3 values but silver\.current has 2 columns"):
+        merge_query(spec, "v", ["id", "name"], [("id", "int"), ("name", "string")], ["id"])
+
+
+def test_the_examples_in_the_docstrings_hold():
+    assert doctest.testmod(merge_clauses).failed == 0
