@@ -109,3 +109,16 @@ def test_blocked_outputs_lists_unpublished_rejections_per_partition_until_a_late
     lake.publish(stage(lake, "silver.t", [3], "2026-01-01"), "silver.t", "2026-01-01", "c", {}, 1)
     assert [b.partition for b in blocked_outputs(lake, "silver.t")] == ["2026-01-02"]
     assert blocked_outputs(lake, "silver.other") == []
+
+
+def test_a_table_reading_its_own_previous_version_is_reusable_when_its_other_inputs_are(
+    tmp_path: Path,
+):
+    lake = Lake(tmp_path)
+    first = lake.publish(stage(lake, "silver.m", [1]), "silver.m", None, "c1", {"b.x": "v1"}, 1)
+    inputs = {"b.x": "v1", "silver.m": first.version_id}
+    second = lake.publish(stage(lake, "silver.m", [1]), "silver.m", None, "c1", inputs, 1)
+    assert lake.reusable("silver.m", None, "c1", {"b.x": "v1"}, "silver.m") == second
+    assert lake.reusable("silver.m", None, "c1", {"b.x": "v2"}, "silver.m") is None
+    assert lake.reusable("silver.m", None, "c1", {"b.x": "v1"}) is None
+    assert lake.reusable("silver.m", None, "c2", {"b.x": "v1"}, "silver.m") is None
