@@ -26,7 +26,7 @@ class Statement:
     sources: tuple[str, ...]
     expression: exp.Expr  # the whole parsed statement, identifiers lower-cased
     query: exp.Expr | None  # the row-producing query (None for MERGE and INSERT ... VALUES)
-    insert_columns: tuple[str, ...] = ()
+    target_columns: tuple[str, ...] = ()  # INSERT INTO t (a, b) / CREATE VIEW v (a, b): by position
 
 
 def table_name(table: exp.Table) -> str:
@@ -91,6 +91,8 @@ def _statement(sql: str, dialect: str, default_target: str | None) -> Statement:
     expression = _parse_one(sql, dialect)
     check_nesting(expression)
     _lower_identifiers(expression)
+    if isinstance(expression, exp.Query) and _select_into(expression) is not None:
+        return _select_into_statement(expression)
     if isinstance(expression, exp.Query):
         if not default_target:
             raise SqlError("a bare SELECT needs a target table: name the file after the table")
@@ -146,7 +148,8 @@ def _lower_identifiers(expression: exp.Expr) -> None:
 def _target_table(node: exp.Expr | None) -> tuple[exp.Table, tuple[str, ...]]:
     """Target table of CREATE/INSERT and the explicit column list, if any."""
     if isinstance(node, exp.Schema):
-        columns = tuple(c.name.lower() for c in node.expressions if isinstance(c, exp.Identifier))
+        named = (exp.Identifier, exp.ColumnDef)  # CREATE VIEW v (a COMMENT 'x', b)
+        columns = tuple(c.name.lower() for c in node.expressions if isinstance(c, named))
         node = node.this
     else:
         columns = ()
@@ -162,9 +165,30 @@ def _create(expression: exp.Create) -> Statement:
     query = expression.expression
     if not isinstance(query, exp.Query):
         raise SqlError("CREATE TABLE without AS SELECT holds no query: add 'AS SELECT ...'")
-    table, _ = _target_table(expression.this)
+    table, columns = _target_table(expression.this)
     statement_kind = "create_view" if kind == "VIEW" else "create_table"
-    return Statement(statement_kind, table_name(table), _tables_read(query), expression, query)
+    return Statement(
+        statement_kind, table_name(table), _tables_read(query), expression, query, columns
+    )
+
+
+def _select_into(query: exp.Query) -> exp.Into | None:
+    """The INTO clause of ``SELECT ... INTO t FROM ...`` (of a set operation's first branch)."""
+    while isinstance(query, exp.SetOperation):
+        query = query.this
+    into = query.args.get("into") if isinstance(query, exp.Select) else None
+    return into if isinstance(into, exp.Into) else None
+
+
+def _select_into_statement(query: exp.Query) -> Statement:
+    """``SELECT ... INTO new_table FROM ...`` (Postgres, Redshift, T-SQL) creates new_table."""
+    into = _select_into(query)
+    assert into is not None
+    table = into.this
+    if not isinstance(table, exp.Table):
+        raise SqlError("SELECT ... INTO needs a table name after INTO")
+    into.pop()
+    return Statement("create_table", table_name(table), _tables_read(query), query, query)
 
 
 def _insert(expression: exp.Insert) -> Statement:
@@ -178,7 +202,9 @@ def _insert(expression: exp.Insert) -> Statement:
     kind = "insert_overwrite" if expression.args.get("overwrite") else "insert"
     if isinstance(query, exp.Query):
         return Statement(kind, table_name(table), _tables_read(query), expression, query, columns)
-    return Statement(kind, table_name(table), (), expression, None, columns)
+    # INSERT ... VALUES: a scalar subquery in a row still reads its tables.
+    read = {t for q in _nested_queries(query, skip=None) if query for t in _tables_read(q)}
+    return Statement(kind, table_name(table), tuple(sorted(read)), expression, None, columns)
 
 
 def _merge(expression: exp.Merge) -> Statement:
@@ -197,7 +223,7 @@ def _merge(expression: exp.Merge) -> Statement:
 
 
 def _nested_queries(expression: exp.Expr, skip: exp.Expr | None) -> list[exp.Query]:
-    """Subqueries in MERGE conditions and assignments (outside the USING clause)."""
+    """Outermost subqueries of ``expression`` (of a MERGE, outside its USING clause)."""
     found = []
     for node in expression.walk(prune=lambda n: n is skip or isinstance(n, exp.Query)):
         if isinstance(node, exp.Query) and node is not skip:
