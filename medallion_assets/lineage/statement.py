@@ -162,7 +162,7 @@ def _create(expression: exp.Create) -> Statement:
     kind = str(expression.args.get("kind") or "").upper()
     if kind not in ("TABLE", "VIEW"):
         raise SqlError(f"CREATE {kind} does not produce a table: use CREATE TABLE ... AS SELECT")
-    query = expression.expression
+    query = _unwrap(expression.expression)
     if not isinstance(query, exp.Query):
         raise SqlError("CREATE TABLE without AS SELECT holds no query: add 'AS SELECT ...'")
     table, columns = _target_table(expression.this)
@@ -170,6 +170,15 @@ def _create(expression: exp.Create) -> Statement:
     return Statement(
         statement_kind, table_name(table), _tables_read(query), expression, query, columns
     )
+
+
+def _unwrap(query: exp.Expr | None) -> exp.Expr | None:
+    """``INSERT INTO t (a, b) (SELECT ...)``: the parenthesised query itself."""
+    while isinstance(query, exp.Subquery) and isinstance(query.this, exp.Query):
+        if any(query.args.get(k) for k in ("alias", "limit", "order", "offset")):
+            break
+        query = query.this
+    return query
 
 
 def _select_into(query: exp.Query) -> exp.Into | None:
@@ -193,7 +202,7 @@ def _select_into_statement(query: exp.Query) -> Statement:
 
 def _insert(expression: exp.Insert) -> Statement:
     table, columns = _target_table(expression.this)
-    query = expression.expression
+    query = _unwrap(expression.expression)
     ctes = expression.args.get("with_")
     if ctes is not None and isinstance(query, exp.Query):
         # Spark's "WITH x AS (...) INSERT ... SELECT ... FROM x": the CTEs belong to the query.

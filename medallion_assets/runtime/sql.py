@@ -42,4 +42,11 @@ def spark_query(sql: str, dialect: str, target: str, views: Mapping[str, str]) -
                     alias=exp.TableAlias(this=exp.to_identifier(alias)),
                 )
             )
+    if statement.target_columns:
+        # CREATE VIEW v (a, b) / INSERT INTO t (a, b): the listed names, by position.
+        alias = exp.TableAlias(
+            this=exp.to_identifier("__target"),
+            columns=[exp.to_identifier(c) for c in statement.target_columns],
+        )
+        query = exp.select("*").from_(exp.Subquery(this=query, alias=alias))
     return statement.kind, query.sql(dialect="spark")
