@@ -8,11 +8,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 from sqlglot.optimizer.scope import Scope, build_scope
+
+if TYPE_CHECKING:
+    from medallion_assets.lineage.script import Script
 
 
 class SqlError(ValueError):
@@ -61,12 +65,31 @@ _TOO_DEEP_FIX = (
 
 
 def parse_statement(sql: str, dialect: str, default_target: str | None) -> Statement:
-    """Parse ``sql`` (one statement) written in ``dialect``.
+    """Parse ``sql`` (one write or query, after an optional preamble) written in ``dialect``.
 
     A bare SELECT writes ``default_target``; CTAS, INSERT, MERGE and CREATE VIEW name their own.
+    Temporary relations of the preamble are inlined, so lineage reads through them.
     """
+    return parse_script(sql, dialect, default_target)[1]
+
+
+def parse_script(
+    sql: str, dialect: str, default_target: str | None, *, inline: bool = True
+) -> tuple[Script, Statement]:
+    """The file's statements and its write; ``inline=False`` keeps the write as written (reading
+    the temporary objects of the preamble), which is what the runtime executes."""
+    # script.py builds on this module (SqlError, table_name): imported here, not at the top.
+    from medallion_assets.lineage.script import inline_temporary, qualify_for_use, split_script
+
     try:
-        return _statement(sql, dialect, default_target)
+        expressions = _parse_all(sql, dialect)
+        for expression in expressions:
+            check_nesting(expression)
+            _lower_identifiers(expression)
+        script = split_script(expressions)
+        qualify_for_use(script)
+        main = inline_temporary(script) if inline else script.main
+        return script, _statement(main, default_target)
     except RecursionError:
         # Caught here, at the file's own boundary, so the message names the file and the
         # interpreter's recursion limit stays as it is for everything else.
@@ -87,10 +110,7 @@ def check_nesting(expression: exp.Expr) -> None:
         stack.extend((child, depth + 1) for child in node.iter_expressions())
 
 
-def _statement(sql: str, dialect: str, default_target: str | None) -> Statement:
-    expression = _parse_one(sql, dialect)
-    check_nesting(expression)
-    _lower_identifiers(expression)
+def _statement(expression: exp.Expr, default_target: str | None) -> Statement:
     if isinstance(expression, exp.Query) and _select_into(expression) is not None:
         return _select_into_statement(expression)
     if isinstance(expression, exp.Query):
@@ -109,7 +129,7 @@ def _statement(sql: str, dialect: str, default_target: str | None) -> Statement:
     )
 
 
-def _parse_one(sql: str, dialect: str) -> exp.Expr:
+def _parse_all(sql: str, dialect: str) -> list[exp.Expr]:
     try:
         statements = [s for s in sqlglot.parse(sql, read=sqlglot_dialect(dialect)) if s is not None]
     except (ParseError, TokenError) as error:
@@ -118,15 +138,12 @@ def _parse_one(sql: str, dialect: str) -> exp.Expr:
         raise SqlError(f"{error} Known dialects: {', '.join(known_dialects())}") from None
     if not statements:
         raise SqlError("holds no SQL statement: write the SELECT that produces the table")
-    if len(statements) > 1:
-        raise SqlError(
-            f"holds {len(statements)} statements; one file holds one statement "
-            "(split it into one file per table)"
-        )
-    statement = statements[0]
-    if isinstance(statement, exp.Command):
-        raise SqlError(f"does not parse as {dialect} SQL: unsupported statement {statement.name!r}")
-    return statement
+    for statement in statements:
+        if isinstance(statement, exp.Command):
+            raise SqlError(
+                f"does not parse as {dialect} SQL: unsupported statement {statement.name!r}"
+            )
+    return statements
 
 
 def _first_line(error: Exception) -> str:
@@ -212,7 +229,8 @@ def _insert(expression: exp.Insert) -> Statement:
     if isinstance(query, exp.Query):
         return Statement(kind, table_name(table), _tables_read(query), expression, query, columns)
     # INSERT ... VALUES: a scalar subquery in a row still reads its tables.
-    read = {t for q in _nested_queries(query, skip=None) if query for t in _tables_read(q)}
+    nested = _nested_queries(query, skip=None) if query is not None else []
+    read = {t for q in nested for t in _tables_read(q)}
     return Statement(kind, table_name(table), tuple(sorted(read)), expression, None, columns)
 
 
