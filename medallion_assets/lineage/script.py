@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sqlglot import exp
+from sqlglot.errors import ErrorLevel, UnsupportedError
 
 from medallion_assets.lineage.statement import SqlError, table_name
 
@@ -203,9 +204,103 @@ def inline_temporary(script: Script) -> exp.Expr:
     return main
 
 
+_SPARK_DIALECTS = frozenset({"spark", "spark2", "sparksql", "databricks", "hive"})
+
+
+def spark_preamble(script: Script, dialect: str) -> list[exp.Expr]:
+    """The preamble as Spark runs it before the write: temporary views (for views, temporary
+    tables and cached tables), SQL functions, variables. Re-runnable in one session (OR REPLACE).
+    Raises ``SqlError`` for what Spark cannot run, e.g. a JavaScript function.
+    """
+    declared = script.variables
+    if any(p.expression.find(exp.Parameter) for p in script.preamble):
+        raise SqlError("declares @variables, which Spark cannot run: use literals or a CTE")
+    statements: list[exp.Expr] = []
+    for part in script.preamble:
+        if part.query is not None:
+            statements.append(_temporary_view(part.name, part.query))
+        elif part.kind == "function":
+            statements.append(_spark_function(part))
+        elif part.kind == "declare":
+            declare = part.expression.copy()
+            declare.set("replace", True)
+            statements.append(declare)
+        elif part.kind == "set":
+            statements.extend(_spark_set(part.expression, declared, dialect))
+        # USE is not run: the tables after it are qualified already (qualify_for_use).
+    return statements
+
+
+def _temporary_view(name: str, query: exp.Expr) -> exp.Expr:
+    return exp.Create(
+        this=exp.to_table(name),
+        kind="VIEW",
+        replace=True,
+        expression=query.copy(),
+        properties=exp.Properties(expressions=[exp.TemporaryProperty()]),
+    )
+
+
+def _spark_function(part: Preamble) -> exp.Expr:
+    create = part.expression.copy()
+    create.set("replace", True)
+    properties = create.args.get("properties")
+    for prop in properties.expressions if isinstance(properties, exp.Properties) else []:
+        language = prop.name.lower() if isinstance(prop, exp.LanguageProperty) else "sql"
+        if language != "sql":
+            raise SqlError(
+                f"defines temporary function {part.name} in {language}, which Spark cannot run: "
+                "write it as a SQL function (... AS (expression)) or inline the expression"
+            )
+    udf = create.this
+    for parameter in udf.expressions if isinstance(udf, exp.UserDefinedFunction) else []:
+        kind = parameter.args.get("kind")
+        if not isinstance(kind, exp.DataType) or kind.this == exp.DType.VARIANT:
+            raise SqlError(
+                f"temporary function {part.name}: parameter {parameter.name} has no type Spark "
+                "accepts (ANY TYPE): give it a type"
+            )
+    body = create.expression
+    if isinstance(body, exp.Paren):
+        create.set("expression", exp.Return(this=body.this.copy()))
+    elif not isinstance(body, (exp.Return, exp.Literal)):
+        raise SqlError(f"temporary function {part.name} has no SQL body Spark can run")
+    return create
+
+
+def _spark_set(statement: exp.Expr, declared: set[str], dialect: str) -> list[exp.Expr]:
+    items = [i for i in statement.expressions if isinstance(i, exp.SetItem)]
+    targets = [i.this.this if isinstance(i.this, exp.EQ) else None for i in items]
+    if items and all(isinstance(t, exp.Column) and t.name in declared for t in targets):
+        spark = statement.copy()
+        for item in spark.expressions:
+            item.set("kind", "VARIABLE")
+        return [spark]
+    if dialect.lower() in _SPARK_DIALECTS:
+        return [statement.copy()]  # a Spark configuration, e.g. spark.sql.shuffle.partitions
+    # Another warehouse's session setting (SET NOCOUNT ON, SET search_path): nothing for Spark.
+    return []
+
+
+def spark_sql(statement: exp.Expr) -> str:
+    """Spark SQL of a statement; a feature Spark lacks is a ``SqlError``, not a silent change."""
+    try:
+        return statement.sql(dialect="spark", unsupported_level=ErrorLevel.RAISE)
+    except UnsupportedError as error:
+        raise SqlError(f"uses what Spark SQL cannot express: {error}") from None
+
+
 def _is_write_target(table: exp.Table, main: exp.Expr) -> bool:
     target = main.this
     return isinstance(target, exp.Schema) and target.this is table
 
 
-__all__ = ["Preamble", "Script", "inline_temporary", "qualify_for_use", "split_script"]
+__all__ = [
+    "Preamble",
+    "Script",
+    "inline_temporary",
+    "qualify_for_use",
+    "spark_preamble",
+    "spark_sql",
+    "split_script",
+]

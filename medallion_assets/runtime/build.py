@@ -16,7 +16,7 @@ from typing import Any
 from medallion_assets.catalog import Catalog, Dataset
 from medallion_assets.planner.healing import headline
 from medallion_assets.runtime.lake import Lake, TableVersion
-from medallion_assets.runtime.sql import spark_query, view_name
+from medallion_assets.runtime.sql import spark_script, view_name
 from medallion_assets.runtime.validation import (
     CheckContext,
     ChecksFailed,
@@ -119,9 +119,10 @@ def build_table(
             raise blocked
 
     views = register_inputs(spark, lake, catalog, dataset, partition)
-    kind, query = spark_query(dataset.sql, dataset.dialect, dataset.name, views)
-    frame = spark.sql(query)
-    if kind == "insert" and current is not None:
+    script = spark_script(dataset.sql, dataset.dialect, dataset.name, views)
+    frame = script.run(spark)  # the preamble (temporary views, functions) first
+    query = script.query
+    if script.kind == "insert" and current is not None:
         # INSERT INTO appends: the new version is the current rows plus the query's rows.
         frame = spark.read.parquet(str(lake.version_path(current))).unionByName(frame)
     context = CheckContext(spark, lake, catalog, dataset, partition) if checks else None
