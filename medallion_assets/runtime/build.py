@@ -122,6 +122,8 @@ def build_table(
     script = spark_script(dataset.sql, dataset.dialect, dataset.name, views)
     frame = script.run(spark)  # the preamble (temporary views, functions) first
     query = script.query
+    if script.by_position and len(frame.columns) == len(dataset.column_names):
+        frame = frame.toDF(*dataset.column_names)  # INSERT writes the table's columns in order
     if script.kind == "insert" and current is not None:
         # INSERT INTO appends: the new version is the current rows plus the query's rows.
         frame = spark.read.parquet(str(lake.version_path(current))).unionByName(frame)

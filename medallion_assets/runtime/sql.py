@@ -23,6 +23,7 @@ class SparkScript:
     kind: str  # the statement kind of the file's write
     preamble: tuple[str, ...]  # run first, in order: temporary views, functions, variables
     query: str  # the rows of the table
+    by_position: bool = False  # an INSERT without a column list: it writes the table's columns
 
     def run(self, spark: Any) -> Any:
         """Run the preamble in ``spark``, then return the query's DataFrame."""
@@ -65,9 +66,9 @@ def spark_script(sql: str, dialect: str, target: str, views: Mapping[str, str]) 
             columns=[exp.to_identifier(c) for c in statement.target_columns],
         )
         query = exp.select("*").from_(exp.Subquery(this=query, alias=alias))
-    return SparkScript(
-        statement.kind, tuple(spark_sql(s) for s in preamble), query.sql(dialect="spark")
-    )
+    by_position = statement.kind.startswith("insert") and not statement.target_columns
+    preamble_sql = tuple(spark_sql(s) for s in preamble)
+    return SparkScript(statement.kind, preamble_sql, query.sql(dialect="spark"), by_position)
 
 
 def _read_views(expression: exp.Expr, views: Mapping[str, str]) -> exp.Expr:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from medallion_assets.catalog import load_catalog
+from medallion_assets.planner.reroute import along, routes
 from medallion_assets.runtime.build import build_table
 from medallion_assets.runtime.ingest import ingest
 from medallion_assets.runtime.lake import Lake
@@ -73,3 +74,32 @@ def test_a_silver_table_with_a_preamble_builds_and_publishes_the_right_rows(spar
     assert [(r["country"], float(r["revenue"])) for r in revenue.to_dict("records")] == [
         ("de", 15.0)
     ]
+
+
+def test_an_alternate_insert_writes_the_tables_columns_by_position(spark, tmp_path):
+    root = tmp_path / "project"
+    shutil.copytree(MINIMAL, root)
+    (root / "sql/alternates/silver").mkdir(parents=True)
+    (root / "sql/alternates/silver/orders_direct.sql").write_text(
+        "INSERT INTO silver.orders_clean\n"
+        "SELECT o.order_id AS id, o.amount AS amt, upper(o.country) AS c FROM bronze.orders o\n"
+    )
+    datasets = root / "metadata/datasets.yaml"
+    datasets.write_text(
+        datasets.read_text().replace(
+            "    criticality: high\n",
+            "    criticality: high\n"
+            "    alternates: [{name: direct, sql: alternates/silver/orders_direct.sql}]\n",
+        )
+    )
+    catalog = load_catalog(root, use_cache=False)
+    store = LocalFolderObjectStore(tmp_path / "s3")
+    store.ensure_bucket("minimal-raw")
+    store.put("minimal-raw", "orders/a.jsonl", b'{"order_id": 4, "amount": 2, "country": "fr"}\n')
+    lake = Lake(tmp_path / "lake")
+    ingest(spark, lake, store, tmp_path / "landing", catalog, catalog.datasets["bronze.orders"])
+    primary = catalog.datasets["silver.orders_clean"]
+    (route,) = [r for r in routes(catalog, primary) if r.alternate is not None]
+    build_table(spark, lake, catalog, along(primary, route))
+    published = read_table("silver.orders_clean", lake_root=lake.root)
+    assert published.to_dict("records") == [{"order_id": 4, "amount": 2, "country": "FR"}]
