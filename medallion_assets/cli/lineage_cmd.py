@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -70,7 +71,7 @@ def show(
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["json", "tree", "mermaid"]),
+    type=click.Choice(["json", "tree", "mermaid", "dot"]),
     default="json",
     show_default=True,
 )
@@ -86,6 +87,11 @@ def show(
     default=None,
     help="Reuse parse results from this folder.",
 )
+@click.option(
+    "--fail-on-error",
+    is_flag=True,
+    help="Exit 1 when any file could not be analysed (by default such files are listed).",
+)
 def scan(
     directory: Path,
     dialect: str,
@@ -93,10 +99,13 @@ def scan(
     fmt: str,
     schema_file: Path | None,
     cache_dir: Path | None,
+    fail_on_error: bool,
 ) -> None:
     """Lineage of every .sql file under DIRECTORY; a bare SELECT writes its file stem.
 
-    A file that does not parse is listed under "errors" and the scan goes on.
+    A file that cannot be analysed is listed under "errors" (JSON) or on stderr and the scan
+    goes on. Exits 0, or 1 with --fail-on-error when a file has an error, or 2 when the files'
+    tables form a cycle.
     """
     schema = _read_schema(schema_file) if schema_file else None
     try:
@@ -111,11 +120,24 @@ def scan(
             data.pop("column_edges")
             data.pop("unresolved")
         click.echo(json.dumps(data, indent=2))
+    else:
+        v = _scan_view(result, columns)
+        click.echo(render_tree(v) if fmt == "tree" else RENDERERS[fmt](v), nl=False)
+        _echo_errors(result)
+    if result.cycles:
+        sys.exit(2)
+    if fail_on_error and result.errors:
+        sys.exit(1)
+
+
+def _echo_errors(result: ScanResult) -> None:
+    """The files that could not be analysed, on stderr, so stdout stays a valid graph."""
+    if not result.errors:
         return
-    v = _scan_view(result, columns)
-    click.echo(render_tree(v) if fmt == "tree" else RENDERERS[fmt](v), nl=False)
+    click.echo(f"{len(result.errors)} error(s):", err=True)
     for error in result.errors:
-        click.echo(f"error: {error.file}: {error.message}", err=True)
+        kept = " (its table edges are shown)" if error.stage == "columns" else ""
+        click.echo(f"error: {error.file}: {error.message}{kept}", err=True)
 
 
 def _read_schema(path: Path) -> dict[str, dict[str, str]]:

@@ -6,6 +6,7 @@ expansion across files). Results are cached by content hash.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -26,8 +27,18 @@ class SqlFile:
 
 @dataclass(frozen=True)
 class FileError:
+    """Why one file is missing from the lineage, in part or in whole.
+
+    ``stage`` says what is lost: ``read`` and ``statement`` (the file gives no lineage),
+    ``columns`` (its table edges are kept, its column lineage is not), ``cycle`` (its tables
+    read, through other files, what they produce). ``kind`` is the statement's kind (``select``,
+    ``insert``, ``merge``, ...) when it was recognised.
+    """
+
     file: str
     message: str
+    kind: str | None = None
+    stage: str = "statement"
 
 
 @dataclass(frozen=True)
@@ -94,8 +105,8 @@ class _Run:
                 pass  # a damaged entry is a miss: parse again
         try:
             statement = self._statement(sql_file)
-        except SqlError as error:
-            self.errors.append(FileError(sql_file.label, str(error)))
+        except Exception as error:  # sqlglot's own errors too: one file never stops the rest
+            self.errors.append(FileError(sql_file.label, failure_message(error, "statement")))
             return
         result = FileLineage(statement.target, statement.kind, statement.sources, None)
         self.results[sql_file.label] = result
@@ -143,13 +154,11 @@ class _Run:
         try:
             statement = self._statement(sql_file)
             columns = statement_columns(statement, schema)
-        except SqlError as error:
-            self.errors.append(FileError(sql_file.label, str(error)))
-            return
-        except RecursionError:
-            # check_nesting keeps files far from the limit; this names the file if one gets there
-            message = "is nested too deeply to analyse its columns: flatten it with CTEs"
-            self.errors.append(FileError(sql_file.label, message))
+        except Exception as error:  # sqlglot's own errors too: one file never stops the rest
+            # The table edges found above stay in the results: a user would rather see which
+            # tables the file reads than nothing at all.
+            message = failure_message(error, "columns")
+            self.errors.append(FileError(sql_file.label, message, table.kind, "columns"))
             return
         result = FileLineage(table.target, table.kind, table.sources, columns)
         self._store(sql_file.label, result)
@@ -170,3 +179,34 @@ class _Run:
             elif source in self.schemas:
                 known[source] = self.schemas[source]
         return schema_subset(sources, known)
+
+
+def failure_message(error: Exception, stage: str) -> str:
+    """What to tell the user about ``error`` raised while analysing one file at ``stage``.
+
+    >>> failure_message(SqlError("holds no SQL statement"), "statement")
+    'holds no SQL statement'
+    """
+    if isinstance(error, SqlError):
+        return str(error)
+    if isinstance(error, RecursionError):
+        # check_nesting keeps files far from the limit; this names the file if one gets there
+        return "is nested too deeply to analyse: flatten deep subqueries or UNION chains with CTEs"
+    detail = (str(error).splitlines() or [""])[0][:300]
+    cause = f"{type(error).__name__}: {detail}".rstrip(": ")
+    lost = "its column lineage" if stage == "columns" else "it"
+    alias = re.fullmatch(r"Alias already used: (.*)", detail)
+    if alias:
+        name = alias.group(1)
+        fix = (
+            f"two tables or subqueries in one FROM clause are both named {name!r}: "
+            "give each its own alias"
+            if name
+            else "two subqueries in one FROM clause have no alias: give each its own alias"
+        )
+    else:
+        fix = (
+            "check the SQL runs in its dialect; if it does, this is a gap in the lineage "
+            "engine: report it with the file"
+        )
+    return f"{lost} could not be analysed ({cause}): {fix}"

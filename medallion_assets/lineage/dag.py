@@ -106,6 +106,24 @@ class DAG(Generic[T]):
                     stack.append((child, iter(self._down[child])))
         return None
 
+    def cycles(self) -> list[list[T]]:
+        """One cycle per tangle of nodes, each as [a, b, ..., a]; after a cycle is found its
+        nodes are set aside, so cycles through other nodes are found too.
+
+        >>> DAG("abcd", [("a", "b"), ("b", "a"), ("c", "d"), ("d", "c")]).cycles()
+        [['a', 'b', 'a'], ['c', 'd', 'c']]
+        """
+        found: list[list[T]] = []
+        dag: DAG[T] = self
+        while (cycle := dag.find_cycle()) is not None:
+            found.append(cycle)
+            aside = set(cycle)
+            dag = DAG(
+                [n for n in dag.nodes if n not in aside],
+                [(u, d) for u, d in dag.edges() if u not in aside and d not in aside],
+            )
+        return found
+
     def levels(self) -> list[list[T]]:
         """Groups of nodes that can run in parallel, in order (Kahn's algorithm).
 

@@ -70,7 +70,7 @@ def render_tree(v: LineageView) -> str:
     for u, d in v.edges:
         children.setdefault(u, []).append(d)
         parents.setdefault(d, []).append(u)
-    roots = [v.root] if v.root else [n.id for n in v.nodes if n.id not in parents]
+    roots = [v.root] if v.root else _roots(v, parents, children)
     lines: list[str] = []
     for root in roots:
         lines.append(_label(by_id[root]))
@@ -82,6 +82,27 @@ def render_tree(v: LineageView) -> str:
             lines.append("  downstream:" if v.direction == "both" else "")
             _branch(root, children, by_id, v, "  ", lines, {root})
     return "\n".join(line for line in lines if line) + "\n"
+
+
+def _roots(
+    v: LineageView, parents: dict[str, list[str]], children: dict[str, list[str]]
+) -> list[str]:
+    """Nodes nothing feeds, then one node of each cycle no such node reaches (else a folder
+    whose tables all read one another would print nothing)."""
+    roots: list[str] = []
+    reached: set[str] = set()
+    starts = [n.id for n in v.nodes if n.id not in parents] + [n.id for n in v.nodes]
+    for start in starts:
+        if start in reached:
+            continue
+        roots.append(start)
+        pending = [start]
+        while pending:
+            current = pending.pop()
+            if current not in reached:
+                reached.add(current)
+                pending.extend(children.get(current, []))
+    return roots
 
 
 def _branch(

@@ -14,6 +14,7 @@ from typing import Any
 
 from medallion_assets.lineage.analysis import FileError, SqlFile, analyze
 from medallion_assets.lineage.cache import LineageCache
+from medallion_assets.lineage.dag import DAG, CycleError
 from medallion_assets.lineage.file_lineage import FileLineage
 from medallion_assets.lineage.graph import ColumnEdge
 
@@ -36,8 +37,15 @@ class ScanResult:
                 for e in self.column_edges
             ],
             "unresolved": list(self.unresolved),
-            "errors": [{"file": e.file, "message": e.message} for e in self.errors],
+            "errors": [
+                {"file": e.file, "kind": e.kind, "stage": e.stage, "message": e.message}
+                for e in self.errors
+            ],
         }
+
+    @property
+    def cycles(self) -> tuple[FileError, ...]:
+        return tuple(e for e in self.errors if e.stage == "cycle")
 
 
 def scan_directory(
@@ -48,7 +56,8 @@ def scan_directory(
     schema: Mapping[str, Mapping[str, str]] | None = None,
     cache_dir: Path | None = None,
 ) -> ScanResult:
-    """Scan every ``*.sql`` below ``directory``; a file that fails is reported, not fatal."""
+    """Scan every ``*.sql`` below ``directory``; a file that fails is reported, not fatal, and
+    so is a cycle among the files' tables."""
     files = []
     read_errors = []
     for path in sorted(directory.rglob("*.sql")):
@@ -56,7 +65,8 @@ def scan_directory(
         try:
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as error:
-            read_errors.append(FileError(label, f"cannot be read as UTF-8 text: {error}"))
+            message = f"cannot be read as UTF-8 text: {error}"
+            read_errors.append(FileError(label, message, stage="read"))
             continue
         files.append(SqlFile(label, text, dialect, path.stem.lower()))
     return scan_files(
@@ -98,6 +108,33 @@ def build_result(files: Mapping[str, FileLineage], errors: tuple[FileError, ...]
         tuple(edges),
         tuple(ColumnEdge(s, t, tr) for (s, t), tr in column_edges.items()),
         tuple(unresolved),
-        errors,
+        errors + _cycle_errors(files),
         files,
     )
+
+
+def _cycle_errors(files: Mapping[str, FileLineage]) -> tuple[FileError, ...]:
+    """One error per cycle among the files' tables, naming the cycle and the files in it.
+
+    A file that reads its own target (``INSERT INTO t SELECT ... FROM t WHERE NOT EXISTS ...``,
+    an incremental load) is not a cycle here: outside a project that is a common, valid pattern.
+    """
+    writers: dict[str, list[str]] = {}
+    for label, result in files.items():
+        writers.setdefault(result.target, []).append(label)
+    edges = [
+        (source, result.target)
+        for result in files.values()
+        for source in result.sources
+        if source in writers and source != result.target
+    ]
+    errors = []
+    for cycle in DAG(list(writers), edges).cycles():
+        labels = [label for table in cycle[:-1] for label in writers[table]]
+        named = CycleError(list[object](cycle))
+        message = (
+            f"{named}; files: {', '.join(labels)}; break the cycle: a table cannot read, "
+            "directly or indirectly, what it produces"
+        )
+        errors.append(FileError(labels[0], message, files[labels[0]].kind, "cycle"))
+    return tuple(errors)

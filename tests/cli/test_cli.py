@@ -1,7 +1,7 @@
 """The ``medallion`` command on TheWorldShop: what each command prints and how it exits.
 
-Exit codes (README): 0 ok, 1 ``--fail-on`` matched, 2 the project does not load or a table is
-unknown.
+Exit codes (README): 0 ok, 1 ``--fail-on`` or ``--fail-on-error`` matched, 2 the project does not
+load, a table is unknown, or the tables of a scanned folder form a cycle.
 """
 
 from __future__ import annotations
@@ -219,6 +219,93 @@ def test_scan_reports_the_file_that_does_not_parse_and_keeps_the_others(tmp_path
         ("shop.orders.order_id", "orders_enriched.order_id", "direct"),
     ]
     assert data["unresolved"] == []
+
+
+SCAN_CASES = Path(__file__).parents[1] / "lineage" / "scans"
+
+
+def scan(*args: str) -> Result:
+    return CliRunner().invoke(cli, ["lineage", "scan", *args])
+
+
+def test_scan_lists_files_sqlglot_cannot_analyse_and_exits_0():
+    result = scan(str(SCAN_CASES / "spark_internal_errors_among_good_files"), "--columns")
+    assert result.exit_code == 0, result.output
+    errors = json.loads(result.stdout)["errors"]
+    assert [(e["file"], e["kind"], e["stage"]) for e in errors] == [
+        ("broken.sql", None, "statement"),
+        ("drop_table.sql", None, "statement"),
+        ("self_join.sql", "select", "columns"),
+        ("using_subqueries.sql", "select", "columns"),
+    ]
+
+
+@pytest.mark.parametrize("fmt", ["tree", "mermaid", "dot"])
+def test_scan_graph_formats_list_the_errors_on_stderr(fmt):
+    result = scan(
+        str(SCAN_CASES / "spark_internal_errors_among_good_files"), "--columns", "--format", fmt
+    )
+    assert result.exit_code == 0, result.output
+    lines = result.stderr.splitlines()
+    assert lines[0] == "4 error(s):"
+    assert lines[1].startswith("error: broken.sql: does not parse as spark SQL")
+    assert lines[3].startswith("error: self_join.sql: its column lineage could not be analysed")
+    assert lines[3].endswith("give each its own alias (its table edges are shown)")
+    assert "self_join" in result.stdout  # the file's table is drawn all the same
+
+
+def test_scan_fail_on_error_exits_1_when_a_file_has_an_error(tmp_path):
+    (tmp_path / "good.sql").write_text("SELECT id FROM src", encoding="utf-8")
+    assert scan(str(tmp_path), "--columns", "--fail-on-error").exit_code == 0
+    (tmp_path / "pairs.sql").write_text("SELECT id FROM src, src", encoding="utf-8")
+    assert scan(str(tmp_path), "--columns").exit_code == 0
+    result = scan(str(tmp_path), "--columns", "--fail-on-error", "--format", "tree")
+    assert result.exit_code == 1
+    assert "error: pairs.sql: its column lineage could not be analysed" in result.stderr
+
+
+@pytest.mark.parametrize("fmt", ["json", "tree"])
+def test_scan_of_files_in_a_cycle_names_the_cycle_and_exits_2(fmt):
+    result = scan(str(SCAN_CASES / "cycle_between_two_files"), "--format", fmt)
+    assert result.exit_code == 2
+    named = "cycle: mart.a -> mart.b -> mart.a; files: a.sql, b.sql; break the cycle"
+    if fmt == "json":
+        assert named in json.loads(result.stdout)["errors"][0]["message"]
+    else:
+        assert f"error: a.sql: {named}" in result.stderr
+        # every table is in the tree, those that only read one another too
+        tables = {line.strip(" │├└─").split()[0] for line in result.stdout.splitlines()}
+        assert tables == {"mart.a", "mart.b", "mart.events", "raw.events"}
+
+
+def test_scan_format_dot_draws_every_table_and_edge():
+    result = scan(str(SCAN_CASES / "two_cycles_and_a_clean_chain"), "--format", "dot")
+    assert result.exit_code == 2  # the folder holds cycles; the graph is drawn all the same
+    lines = result.stdout.splitlines()
+    assert lines[0] == "digraph lineage {" and lines[-1] == "}"
+    assert '  "src" [label="src\\nsource"];' in lines
+    assert '  "f" [label="f\\ntable"];' in lines
+    edges = sorted(line.strip() for line in lines if "->" in line)
+    assert edges == [
+        f'"{u}" -> "{d}";'
+        for u, d in sorted(
+            [("c", "d"), ("d", "e"), ("e", "c"), ("f", "g"), ("p", "q"), ("q", "p"), ("src", "f")]
+        )
+    ]
+
+
+def test_catalog_validate_names_a_file_sqlglot_cannot_analyse(demo_project, medallion):
+    (demo_project / "sql" / "gold" / "late_shipments.sql").write_text(
+        "SELECT order_id FROM silver.orders_usd JOIN silver.orders_usd ON 1 = 1\n"
+    )
+    result = medallion("catalog", "validate", at=demo_project)
+    assert result.exit_code == 2
+    assert "Traceback" not in result.output
+    assert (
+        "  sql/gold/late_shipments.sql: sql: its column lineage could not be analysed "
+        "(OptimizeError: Alias already used: orders_usd): two tables or subqueries in one FROM "
+        "clause are both named 'orders_usd': give each its own alias"
+    ) in result.stderr
 
 
 # --- impact --------------------------------------------------------------------------------------

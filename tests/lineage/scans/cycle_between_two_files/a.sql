@@ -1,0 +1,1 @@
+CREATE TABLE mart.a AS SELECT id FROM mart.b

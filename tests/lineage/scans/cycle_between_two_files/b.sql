@@ -1,0 +1,1 @@
+CREATE TABLE mart.b AS SELECT id FROM mart.a

@@ -1,0 +1,1 @@
+CREATE TABLE mart.events AS SELECT id FROM raw.events

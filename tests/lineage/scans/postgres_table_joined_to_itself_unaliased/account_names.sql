@@ -1,0 +1,1 @@
+CREATE TABLE public.account_names AS SELECT name FROM public.accounts

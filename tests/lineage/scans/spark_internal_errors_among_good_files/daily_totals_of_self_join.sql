@@ -1,0 +1,1 @@
+SELECT * FROM self_join

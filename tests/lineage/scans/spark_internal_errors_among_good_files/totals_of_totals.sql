@@ -1,0 +1,1 @@
+SELECT * FROM daily_totals_of_self_join
