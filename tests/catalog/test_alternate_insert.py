@@ -11,7 +11,8 @@ from medallion_assets.catalog import load_catalog
 MINIMAL = Path(__file__).parent / "minimal_project"
 
 
-def test_an_alternate_insert_maps_by_position_onto_the_tables_columns(tmp_path: Path):
+def project_with_insert_alternate(tmp_path: Path) -> Path:
+    """The minimal project whose silver.orders_clean has an alternate inserting other names."""
     root = tmp_path / "project"
     shutil.copytree(MINIMAL, root)
     folder = root / "sql/alternates/silver"
@@ -28,6 +29,11 @@ def test_an_alternate_insert_maps_by_position_onto_the_tables_columns(tmp_path: 
             "    alternates: [{name: direct, sql: alternates/silver/orders_direct.sql}]\n",
         )
     )
-    catalog = load_catalog(root, use_cache=False)  # the alternate yields the primary's columns
+    return root
+
+
+def test_an_alternate_insert_maps_by_position_onto_the_tables_columns(tmp_path: Path):
+    # Mapped by the select's names, the alternate would yield other columns than the primary.
+    catalog = load_catalog(project_with_insert_alternate(tmp_path), use_cache=False)
     (alternate,) = catalog.datasets["silver.orders_clean"].alternates
     assert alternate.name == "direct"

@@ -16,6 +16,7 @@ from medallion_assets.runtime.ingest import ingest
 from medallion_assets.runtime.lake import Lake
 from medallion_assets.runtime.s3 import LocalFolderObjectStore
 from medallion_assets.testing import read_table
+from tests.catalog.test_alternate_insert import project_with_insert_alternate
 
 MINIMAL = Path(__file__).parents[1] / "catalog" / "minimal_project"
 
@@ -77,21 +78,7 @@ def test_a_silver_table_with_a_preamble_builds_and_publishes_the_right_rows(spar
 
 
 def test_an_alternate_insert_writes_the_tables_columns_by_position(spark, tmp_path):
-    root = tmp_path / "project"
-    shutil.copytree(MINIMAL, root)
-    (root / "sql/alternates/silver").mkdir(parents=True)
-    (root / "sql/alternates/silver/orders_direct.sql").write_text(
-        "INSERT INTO silver.orders_clean\n"
-        "SELECT o.order_id AS id, o.amount AS amt, upper(o.country) AS c FROM bronze.orders o\n"
-    )
-    datasets = root / "metadata/datasets.yaml"
-    datasets.write_text(
-        datasets.read_text().replace(
-            "    criticality: high\n",
-            "    criticality: high\n"
-            "    alternates: [{name: direct, sql: alternates/silver/orders_direct.sql}]\n",
-        )
-    )
+    root = project_with_insert_alternate(tmp_path)
     catalog = load_catalog(root, use_cache=False)
     store = LocalFolderObjectStore(tmp_path / "s3")
     store.ensure_bucket("minimal-raw")
