@@ -183,9 +183,9 @@ def inline_temporary(script: Script) -> exp.Expr:
     constants."""
     relations = script.relations
     variables = script.variables
-    main = script.main.copy()
     if not relations and not variables:
-        return main
+        return script.main  # nothing to inline: no copy (a parse tree is large)
+    main = script.main.copy()
     ctes = [
         exp.CTE(this=query.copy(), alias=exp.TableAlias(this=exp.to_identifier(name)))
         for name, query in relations.items()
