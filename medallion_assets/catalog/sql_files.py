@@ -15,6 +15,8 @@ from pathlib import Path
 from medallion_assets.catalog.base import LAYERS
 from medallion_assets.catalog.errors import CatalogIssue
 from medallion_assets.lineage.analysis import SqlFile
+from medallion_assets.lineage.script import spark_preamble, spark_sql
+from medallion_assets.lineage.statement import SqlError, parse_script
 
 ALTERNATES = "alternates"
 _DIALECT_COMMENT = re.compile(r"^\s*--\s*dialect\s*:\s*([A-Za-z0-9_]+)\s*$", re.MULTILINE)
@@ -72,11 +74,44 @@ def discover_sql(
             issues.append(issue)
             continue
         assert sql_file is not None
+        spark_issue = preamble_issue(sql_file)
+        if spark_issue is not None:
+            issues.append(spark_issue)
         if top == ALTERNATES:
             alternates[relative.as_posix()] = sql_file
         else:
             primary.append((top, sql_file))
     return ProjectSql(tuple(primary), alternates), issues
+
+
+# A statement after a ';' (comments aside): only such files can hold a preamble, so only they
+# are parsed here; the rest are parsed once, by the lineage analysis (and its cache).
+_SEVERAL_STATEMENTS = re.compile(r";(\s|--[^\n]*|/\*.*?\*/)*[^\s;]", re.DOTALL)
+
+
+def preamble_issue(sql_file: SqlFile) -> CatalogIssue | None:
+    """A preamble Spark cannot run (a JavaScript function, an untyped parameter), named at load
+    rather than when the table builds."""
+    if not _SEVERAL_STATEMENTS.search(sql_file.text):
+        return None
+    try:
+        script, _ = parse_script(
+            sql_file.text, sql_file.dialect, sql_file.default_target, inline=False
+        )
+    except SqlError:
+        return None  # the lineage analysis reports it, once
+    try:
+        for statement in spark_preamble(script, sql_file.dialect):
+            spark_sql(statement)
+    except SqlError as error:
+        return CatalogIssue(
+            sql_file.label,
+            "sql",
+            f"the file {error}",
+            "the statements before the write run on Spark before it: keep to what Spark SQL "
+            "runs (SQL functions, temporary views, DECLARE/SET of variables)",
+        )
+    return None
 
 
 def _misplaced(label: str) -> CatalogIssue:

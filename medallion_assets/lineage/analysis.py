@@ -118,11 +118,17 @@ class _Run:
     def column_order(self, files: Sequence[SqlFile]) -> list[SqlFile]:
         """Files in dependency order; files caught in a cycle come last, in input order."""
         by_target = {r.target: label for label, r in self.results.items()}
+        creators = {r.target: lb for lb, r in self.results.items() if not r.kind.startswith("in")}
         edges = [
             (by_target[s], label)
             for label, r in self.results.items()
             for s in r.sources
             if s in by_target and by_target[s] != label
+        ]
+        edges += [  # the file that creates a table comes before the files inserting into it
+            (creators[r.target], label)
+            for label, r in self.results.items()
+            if r.kind.startswith("insert") and creators.get(r.target, label) != label
         ]
         dag = DAG(list(self.results), edges)
         try:
@@ -134,7 +140,9 @@ class _Run:
 
     def column_level(self, sql_file: SqlFile) -> None:
         table = self.results[sql_file.label]
-        schema = self._schema_for(table.sources)
+        # An INSERT writes its target's columns by position when that schema is known.
+        writes = (table.target,) if table.kind.startswith("insert") else ()
+        schema = self._schema_for(table.sources + writes)
         key = content_key("columns", self.keys[sql_file.label], json.dumps(schema, sort_keys=True))
         cached = self.cache.get(key) if self.cache else None
         if cached is not None:

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 # Bump when the shape of cached results changes; the sqlglot version is part of the key too.
-FORMAT_VERSION = 2  # 2: files nested past MAX_NESTING are errors, never cached
+FORMAT_VERSION = 3  # 2: files nested past MAX_NESTING are errors, never cached
+# 3: SELECT INTO targets, column lists, positional INSERT, star edges, preambles
 _SQLGLOT_VERSION = version("sqlglot")
 
 

@@ -15,13 +15,14 @@ from dataclasses import dataclass
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope, build_scope
 
-from medallion_assets.lineage.statement import table_name
+from medallion_assets.lineage.statement import SqlError, table_name
 
 Schema = Mapping[str, Mapping[str, str]]  # table -> column -> type
 
 # How an output value relates to its sources, weakest first; composing two steps keeps the
 # strongest, so a hash applied anywhere upstream marks the column as masked.
-TRANSFORMS = ("constant", "direct", "expression", "aggregate", "masked")
+# "star" is an unexpanded ``*`` over a table of unknown schema: ``s.* -> t.*``.
+TRANSFORMS = ("constant", "direct", "star", "expression", "aggregate", "masked")
 _RANK = {name: rank for rank, name in enumerate(TRANSFORMS)}
 _MASKING = (exp.SHA, exp.SHA2, exp.MD5, exp.MD5Digest)
 _MASKING_NAMES = frozenset({"mask", "hash", "xxhash64", "crc32", "sha1", "sha256", "md5"})
@@ -113,6 +114,14 @@ class _Resolver:
         branches = [self.outputs(child) for child in scope.set_operation_scopes]
         if not branches:
             return []
+        widths = [len(b) for b in branches]
+        if len(set(widths)) > 1 and not any(o.name == "*" for b in branches for o in b):
+            operation = type(scope.expression).__name__.upper()
+            raise SqlError(
+                f"has a {operation} whose branches select different numbers of columns "
+                f"({', '.join(map(str, widths))}): every branch must select the same columns "
+                "in the same order"
+            )
         first = branches[0]
         result = []
         for position, column in enumerate(first):
@@ -146,7 +155,8 @@ class _Resolver:
         known = self.schema.get(table)
         if known is None:
             reason = f"'*' over {table} cannot be expanded: its schema is unknown"
-            return [OutputColumn("*", Origin(unresolved=reason), star_table=table)]
+            origin = Origin(frozenset({f"{table}.*"}), "star", unresolved=reason)
+            return [OutputColumn("*", origin, star_table=table)]
         return [
             OutputColumn(name, Origin(frozenset({f"{table}.{name}"}), "direct", col_type))
             for name, col_type in known.items()
@@ -219,7 +229,7 @@ class _Resolver:
                 table = stars[0].star_table
                 return Origin(frozenset({f"{table}.{name}"}), "direct")
             if stars:
-                return stars[0].origin
+                return Origin(unresolved=stars[0].origin.unresolved)
             return Origin(unresolved=f"{name}: the subquery or CTE has no column {name!r}")
         table = table_name(source)
         known = self.schema.get(table)

@@ -61,16 +61,62 @@ class FileLineage:
 
 
 def statement_columns(statement: Statement, schema: Schema) -> tuple[ColumnLineage, ...]:
-    """Column lineage of a parsed statement, given the schemas of the tables it reads."""
+    """Column lineage of a parsed statement, given the schemas of the tables it reads (and, for
+    an INSERT without a column list, of its target: a warehouse inserts by position)."""
     if statement.kind == "merge":
         outputs = _merge_outputs(statement.expression, schema)
     elif statement.query is None:  # INSERT ... VALUES
-        outputs = [OutputColumn(c, Origin()) for c in statement.insert_columns]
+        outputs = _values_outputs(statement, schema)
     else:
         outputs = query_columns(statement.query, schema)
-        if statement.insert_columns:
-            outputs = _rename(outputs, statement.insert_columns)
-    return tuple(_to_lineage(o) for o in outputs)
+        if statement.target_columns:
+            outputs = _rename(outputs, statement.target_columns)
+        else:
+            outputs = _by_position(outputs, _target_schema(statement, schema))
+    return tuple(_to_lineage(o) for o in _one_star(outputs))
+
+
+def _target_schema(statement: Statement, schema: Schema) -> tuple[str, ...]:
+    """The target's known columns an INSERT writes by position (static partitions left out)."""
+    if not statement.kind.startswith("insert") or statement.target not in schema:
+        return ()
+    static: set[str] = set()
+    partition = statement.expression.args.get("partition")
+    if isinstance(partition, exp.Partition):
+        static = {e.this.name for e in partition.expressions if isinstance(e, exp.EQ)}
+    return tuple(c for c in schema[statement.target] if c not in static)
+
+
+def _by_position(outputs: list[OutputColumn], names: tuple[str, ...]) -> list[OutputColumn]:
+    if not names or len(names) != len(outputs) or any(o.name == "*" for o in outputs):
+        return outputs  # unknown or mismatched: the select's own names
+    return [OutputColumn(n, o.origin) for n, o in zip(names, outputs, strict=True)]
+
+
+def _values_outputs(statement: Statement, schema: Schema) -> list[OutputColumn]:
+    """INSERT ... VALUES: literals are constants; a scalar subquery keeps its sources."""
+    names = statement.target_columns or _target_schema(statement, schema)
+    origins = [Origin() for _ in names]
+    values = statement.expression.expression
+    rows = values.expressions if isinstance(values, exp.Values) else []
+    for row in rows:
+        if not isinstance(row, exp.Tuple) or row.find(exp.Query) is None:
+            continue
+        select = exp.select(*(e.copy() for e in row.expressions))
+        for i, output in enumerate(query_columns(select, schema)[: len(names)]):
+            origins[i] = origins[i].merge(output.origin)
+    return [OutputColumn(n, o) for n, o in zip(names, origins, strict=True)]
+
+
+def _one_star(outputs: list[OutputColumn]) -> list[OutputColumn]:
+    """Every unexpanded ``*`` becomes one ``*`` column reading ``table.*`` of each table."""
+    stars = [o for o in outputs if o.name == "*"]
+    if len(stars) < 2:
+        return outputs
+    origin = stars[0].origin
+    for star in stars[1:]:
+        origin = origin.merge(star.origin)
+    return [o for o in outputs if o.name != "*"] + [OutputColumn("*", origin)]
 
 
 def _to_lineage(output: OutputColumn) -> ColumnLineage:
@@ -83,9 +129,9 @@ def _to_lineage(output: OutputColumn) -> ColumnLineage:
 def _rename(outputs: list[OutputColumn], names: tuple[str, ...]) -> list[OutputColumn]:
     if any(o.name == "*" for o in outputs) or len(outputs) != len(names):
         reason = (
-            f"INSERT lists {len(names)} column(s) but the query yields {len(outputs)}"
+            f"the statement lists {len(names)} column(s) but the query yields {len(outputs)}"
             if not any(o.name == "*" for o in outputs)
-            else "INSERT column list cannot be matched to an unexpanded '*'"
+            else "the statement's column list cannot be matched to an unexpanded '*'"
         )
         return [OutputColumn(n, Origin(unresolved=reason)) for n in names]
     return [OutputColumn(n, o.origin) for n, o in zip(names, outputs, strict=True)]

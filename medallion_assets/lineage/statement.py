@@ -8,11 +8,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 from sqlglot.optimizer.scope import Scope, build_scope
+
+if TYPE_CHECKING:
+    from medallion_assets.lineage.script import Script
 
 
 class SqlError(ValueError):
@@ -26,7 +30,7 @@ class Statement:
     sources: tuple[str, ...]
     expression: exp.Expr  # the whole parsed statement, identifiers lower-cased
     query: exp.Expr | None  # the row-producing query (None for MERGE and INSERT ... VALUES)
-    insert_columns: tuple[str, ...] = ()
+    target_columns: tuple[str, ...] = ()  # INSERT INTO t (a, b) / CREATE VIEW v (a, b): by position
 
 
 def table_name(table: exp.Table) -> str:
@@ -61,12 +65,31 @@ _TOO_DEEP_FIX = (
 
 
 def parse_statement(sql: str, dialect: str, default_target: str | None) -> Statement:
-    """Parse ``sql`` (one statement) written in ``dialect``.
+    """Parse ``sql`` (one write or query, after an optional preamble) written in ``dialect``.
 
     A bare SELECT writes ``default_target``; CTAS, INSERT, MERGE and CREATE VIEW name their own.
+    Temporary relations of the preamble are inlined, so lineage reads through them.
     """
+    return parse_script(sql, dialect, default_target)[1]
+
+
+def parse_script(
+    sql: str, dialect: str, default_target: str | None, *, inline: bool = True
+) -> tuple[Script, Statement]:
+    """The file's statements and its write; ``inline=False`` keeps the write as written (reading
+    the temporary objects of the preamble), which is what the runtime executes."""
+    # script.py builds on this module (SqlError, table_name): imported here, not at the top.
+    from medallion_assets.lineage.script import inline_temporary, qualify_for_use, split_script
+
     try:
-        return _statement(sql, dialect, default_target)
+        expressions = _parse_all(sql, dialect)
+        for expression in expressions:
+            check_nesting(expression)
+            _lower_identifiers(expression)
+        script = split_script(expressions)
+        qualify_for_use(script)
+        main = inline_temporary(script) if inline else script.main
+        return script, _statement(main, default_target)
     except RecursionError:
         # Caught here, at the file's own boundary, so the message names the file and the
         # interpreter's recursion limit stays as it is for everything else.
@@ -87,10 +110,9 @@ def check_nesting(expression: exp.Expr) -> None:
         stack.extend((child, depth + 1) for child in node.iter_expressions())
 
 
-def _statement(sql: str, dialect: str, default_target: str | None) -> Statement:
-    expression = _parse_one(sql, dialect)
-    check_nesting(expression)
-    _lower_identifiers(expression)
+def _statement(expression: exp.Expr, default_target: str | None) -> Statement:
+    if isinstance(expression, exp.Query) and _select_into(expression) is not None:
+        return _select_into_statement(expression)
     if isinstance(expression, exp.Query):
         if not default_target:
             raise SqlError("a bare SELECT needs a target table: name the file after the table")
@@ -107,7 +129,7 @@ def _statement(sql: str, dialect: str, default_target: str | None) -> Statement:
     )
 
 
-def _parse_one(sql: str, dialect: str) -> exp.Expr:
+def _parse_all(sql: str, dialect: str) -> list[exp.Expr]:
     try:
         statements = [s for s in sqlglot.parse(sql, read=sqlglot_dialect(dialect)) if s is not None]
     except (ParseError, TokenError) as error:
@@ -116,15 +138,12 @@ def _parse_one(sql: str, dialect: str) -> exp.Expr:
         raise SqlError(f"{error} Known dialects: {', '.join(known_dialects())}") from None
     if not statements:
         raise SqlError("holds no SQL statement: write the SELECT that produces the table")
-    if len(statements) > 1:
-        raise SqlError(
-            f"holds {len(statements)} statements; one file holds one statement "
-            "(split it into one file per table)"
-        )
-    statement = statements[0]
-    if isinstance(statement, exp.Command):
-        raise SqlError(f"does not parse as {dialect} SQL: unsupported statement {statement.name!r}")
-    return statement
+    for statement in statements:
+        if isinstance(statement, exp.Command):
+            raise SqlError(
+                f"does not parse as {dialect} SQL: unsupported statement {statement.name!r}"
+            )
+    return statements
 
 
 def _first_line(error: Exception) -> str:
@@ -146,7 +165,8 @@ def _lower_identifiers(expression: exp.Expr) -> None:
 def _target_table(node: exp.Expr | None) -> tuple[exp.Table, tuple[str, ...]]:
     """Target table of CREATE/INSERT and the explicit column list, if any."""
     if isinstance(node, exp.Schema):
-        columns = tuple(c.name.lower() for c in node.expressions if isinstance(c, exp.Identifier))
+        named = (exp.Identifier, exp.ColumnDef)  # CREATE VIEW v (a COMMENT 'x', b)
+        columns = tuple(c.name.lower() for c in node.expressions if isinstance(c, named))
         node = node.this
     else:
         columns = ()
@@ -159,17 +179,47 @@ def _create(expression: exp.Create) -> Statement:
     kind = str(expression.args.get("kind") or "").upper()
     if kind not in ("TABLE", "VIEW"):
         raise SqlError(f"CREATE {kind} does not produce a table: use CREATE TABLE ... AS SELECT")
-    query = expression.expression
+    query = _unwrap(expression.expression)
     if not isinstance(query, exp.Query):
         raise SqlError("CREATE TABLE without AS SELECT holds no query: add 'AS SELECT ...'")
-    table, _ = _target_table(expression.this)
+    table, columns = _target_table(expression.this)
     statement_kind = "create_view" if kind == "VIEW" else "create_table"
-    return Statement(statement_kind, table_name(table), _tables_read(query), expression, query)
+    return Statement(
+        statement_kind, table_name(table), _tables_read(query), expression, query, columns
+    )
+
+
+def _unwrap(query: exp.Expr | None) -> exp.Expr | None:
+    """``INSERT INTO t (a, b) (SELECT ...)``: the parenthesised query itself."""
+    while isinstance(query, exp.Subquery) and isinstance(query.this, exp.Query):
+        if any(query.args.get(k) for k in ("alias", "limit", "order", "offset")):
+            break
+        query = query.this
+    return query
+
+
+def _select_into(query: exp.Query) -> exp.Into | None:
+    """The INTO clause of ``SELECT ... INTO t FROM ...`` (of a set operation's first branch)."""
+    while isinstance(query, exp.SetOperation):
+        query = query.this
+    into = query.args.get("into") if isinstance(query, exp.Select) else None
+    return into if isinstance(into, exp.Into) else None
+
+
+def _select_into_statement(query: exp.Query) -> Statement:
+    """``SELECT ... INTO new_table FROM ...`` (Postgres, Redshift, T-SQL) creates new_table."""
+    into = _select_into(query)
+    assert into is not None
+    table = into.this
+    if not isinstance(table, exp.Table):
+        raise SqlError("SELECT ... INTO needs a table name after INTO")
+    into.pop()
+    return Statement("create_table", table_name(table), _tables_read(query), query, query)
 
 
 def _insert(expression: exp.Insert) -> Statement:
     table, columns = _target_table(expression.this)
-    query = expression.expression
+    query = _unwrap(expression.expression)
     ctes = expression.args.get("with_")
     if ctes is not None and isinstance(query, exp.Query):
         # Spark's "WITH x AS (...) INSERT ... SELECT ... FROM x": the CTEs belong to the query.
@@ -178,7 +228,10 @@ def _insert(expression: exp.Insert) -> Statement:
     kind = "insert_overwrite" if expression.args.get("overwrite") else "insert"
     if isinstance(query, exp.Query):
         return Statement(kind, table_name(table), _tables_read(query), expression, query, columns)
-    return Statement(kind, table_name(table), (), expression, None, columns)
+    # INSERT ... VALUES: a scalar subquery in a row still reads its tables.
+    nested = _nested_queries(query, skip=None) if query is not None else []
+    read = {t for q in nested for t in _tables_read(q)}
+    return Statement(kind, table_name(table), tuple(sorted(read)), expression, None, columns)
 
 
 def _merge(expression: exp.Merge) -> Statement:
@@ -197,7 +250,7 @@ def _merge(expression: exp.Merge) -> Statement:
 
 
 def _nested_queries(expression: exp.Expr, skip: exp.Expr | None) -> list[exp.Query]:
-    """Subqueries in MERGE conditions and assignments (outside the USING clause)."""
+    """Outermost subqueries of ``expression`` (of a MERGE, outside its USING clause)."""
     found = []
     for node in expression.walk(prune=lambda n: n is skip or isinstance(n, exp.Query)):
         if isinstance(node, exp.Query) and node is not skip:

@@ -18,7 +18,7 @@ from medallion_assets.lineage.statement import parse_statement
 from medallion_assets.planner.healing import headline
 from medallion_assets.runtime.lake import Lake, TableVersion
 from medallion_assets.runtime.merge import merge_errors, merge_frame
-from medallion_assets.runtime.sql import spark_query, view_name
+from medallion_assets.runtime.sql import spark_script, view_name
 from medallion_assets.runtime.validation import (
     CheckContext,
     ChecksFailed,
@@ -130,9 +130,12 @@ def build_table(
     if merge:
         frame, query = merge_frame(spark, lake, dataset, current, views)
     else:
-        kind, query = spark_query(dataset.sql, dataset.dialect, dataset.name, views)
-        frame = spark.sql(query)
-        if kind == "insert" and current is not None:
+        script = spark_script(dataset.sql, dataset.dialect, dataset.name, views)
+        frame = script.run(spark)  # the preamble (temporary views, functions) first
+        query = script.query
+        if script.by_position and len(frame.columns) == len(dataset.column_names):
+            frame = frame.toDF(*dataset.column_names)  # INSERT writes the table's columns in order
+        if script.kind == "insert" and current is not None:
             # INSERT INTO appends: the new version is the current rows plus the query's rows.
             frame = spark.read.parquet(str(lake.version_path(current))).unionByName(frame)
     context = CheckContext(spark, lake, catalog, dataset, partition) if checks else None

@@ -30,7 +30,7 @@ from medallion_assets.runtime.intake import (
 from medallion_assets.runtime.lake import Lake
 from medallion_assets.runtime.raw_files import file_columns
 from medallion_assets.runtime.schema_drift import detect, evolved_columns, evolved_digest
-from medallion_assets.runtime.sql import spark_query, view_name
+from medallion_assets.runtime.sql import SparkScript, spark_script, view_name
 from medallion_assets.runtime.validation import CheckContext
 
 CORRUPT = "_corrupt_record"
@@ -158,11 +158,11 @@ def ingest(
     if throttle is not None:
         throttle.rows(total)  # paces the extract to the source system's rows/s
     good.createOrReplaceTempView(view_name(f"raw.{name}"))
-    _, query = spark_query(
+    script = spark_script(
         dataset.sql, dataset.dialect, dataset.name, {f"raw.{name}": view_name(f"raw.{name}")}
     )
     outcome, quarantined = _publish(
-        spark, lake, catalog, dataset, partition, query, quarantine, total, inputs, run_id, checks
+        spark, lake, catalog, dataset, partition, script, quarantine, total, inputs, run_id, checks
     )
     lake.write_state(manifest_name(name, partition), updated)  # only after a successful publish
     new = len(intake.landed)
@@ -274,7 +274,7 @@ def _publish(
     catalog: Catalog,
     dataset: Dataset,
     partition: str | None,
-    query: str,
+    script: SparkScript,
     quarantine: Any,
     records_read: int,
     inputs: dict[str, str],
@@ -290,7 +290,7 @@ def _publish(
         context = None
         if checks:
             context = CheckContext(spark, lake, catalog, dataset, partition, q_staged, records_read)
-        staging, staged = lake.stage_frame(spark.sql(query), dataset.name, partition)
+        staging, staged = lake.stage_frame(script.run(spark), dataset.name, partition)
 
         def publish_quarantine() -> None:
             lake.publish(

@@ -48,6 +48,8 @@ def merge_frame(
     """(the table's rows after the MERGE, the Spark SQL computing them)."""
     try:
         spec = spark_merge(dataset.sql, dataset.dialect, dataset.name, views)
+        for statement in spec.preamble:
+            spark.sql(statement)
         source_columns = spark.sql(spec.source_sql).columns
         defined = _storable(spark.sql(defined_columns_sql(spec, source_columns)).schema)
         target = _current_rows(spark, lake, current, defined)

@@ -1,6 +1,7 @@
 """The clauses of a MERGE INTO statement as plain data, read from any dialect sqlglot parses:
 each WHEN clause's region, condition and action, the source as a query over its views.
 
+>>> from medallion_assets.lineage.statement import parse_statement
 >>> spec = merge_spec(parse_statement(
 ...     "MERGE INTO s.t USING s.src ON t.id = src.id WHEN NOT MATCHED THEN INSERT *",
 ...     "spark", None).expression)
@@ -11,12 +12,13 @@ each WHEN clause's region, condition and action, the source as a query over its 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sqlglot import exp
 
-from medallion_assets.lineage.statement import SqlError, parse_statement
-from medallion_assets.runtime.sql import point_at_views
+from medallion_assets.lineage.script import spark_preamble, spark_sql
+from medallion_assets.lineage.statement import SqlError, parse_script
+from medallion_assets.runtime.sql import read_views
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,7 @@ class MergeSpec:
     source_alias: str
     on: exp.Expr
     clauses: tuple[Clause, ...]
+    preamble: tuple[str, ...] = ()  # run first: the file's temporary views and functions
 
     @property
     def source_sql(self) -> str:
@@ -55,14 +58,12 @@ class MergeSpec:
 
 
 def spark_merge(sql: str, dialect: str, target: str, views: Mapping[str, str]) -> MergeSpec:
-    """The MERGE of a dataset's file, with every table it reads pointed at its view."""
-    statement = parse_statement(sql, dialect, target)
-    merge = statement.expression.copy()
-    using = merge.args["using"]
-    point_at_views(using, views)
-    for when in merge.args["whens"].expressions:
-        point_at_views(when, views)
-    return merge_spec(merge)
+    """The MERGE of a dataset's file, with every table it reads pointed at its view, and the
+    file's preamble (temporary views, functions) in Spark SQL."""
+    script, statement = parse_script(sql, dialect, target, inline=False)
+    merge = read_views(statement.expression, views)  # every table but the target itself
+    preamble = tuple(spark_sql(read_views(s, views)) for s in spark_preamble(script, dialect))
+    return replace(merge_spec(merge), preamble=preamble)
 
 
 def merge_spec(merge: exp.Expr) -> MergeSpec:

@@ -127,6 +127,23 @@ CASES: dict[str, Broken] = {
         },
         [("sql/gold/revenue.sql", None, "does not parse as spark SQL")],
     ),
+    "preamble_spark_cannot_run": Broken(
+        {
+            "sql/gold/revenue.sql": "-- dialect: bigquery\n"
+            "CREATE TEMP FUNCTION shout(x STRING) RETURNS STRING LANGUAGE js AS 'return x;';\n"
+            "SELECT shout(country) AS country, sum(amount) AS revenue "
+            "FROM silver.orders_clean GROUP BY 1\n"
+        },
+        [("sql/gold/revenue.sql", None, "defines temporary function shout in js")],
+    ),
+    "two_writes_in_one_file": Broken(
+        {
+            "sql/gold/revenue.sql": "CREATE TEMP VIEW v AS SELECT * FROM silver.orders_clean;\n"
+            "INSERT INTO gold.revenue SELECT country, amount AS revenue FROM v;\n"
+            "INSERT INTO gold.other SELECT country FROM v\n"
+        },
+        [("sql/gold/revenue.sql", None, "(INSERT gold.revenue and INSERT gold.other)")],
+    ),
     "unknown_table_in_sql": Broken(
         {"sql/bronze/orders.sql": "SELECT order_id, amount, country FROM raw.orderz\n"},
         [
