@@ -14,16 +14,16 @@ from tests.adapters.minimal import minimal_project, orders
 
 pytestmark = pytest.mark.slow
 
-# The latest delivery of each order wins; a negative amount cancels the order.
+# The latest delivery of each order wins; a negative amount cancels the order. The preamble's
+# temporary view runs first, in the step's Spark session.
 LATEST_ORDERS = """
+CREATE TEMPORARY VIEW delivered AS
+  SELECT *, row_number() OVER (PARTITION BY order_id ORDER BY _ingested_at DESC,
+                               _source_file DESC) AS newest
+  FROM bronze.orders;
+
 MERGE INTO silver.orders_latest AS t
-USING (
-  SELECT order_id, amount, upper(country) AS country FROM (
-    SELECT *, row_number() OVER (PARTITION BY order_id ORDER BY _ingested_at DESC,
-                                 _source_file DESC) AS newest
-    FROM bronze.orders) AS delivered
-  WHERE newest = 1
-) AS s
+USING (SELECT order_id, amount, upper(country) AS country FROM delivered WHERE newest = 1) AS s
 ON t.order_id = s.order_id
 WHEN MATCHED AND s.amount < 0 THEN DELETE
 WHEN MATCHED THEN UPDATE SET amount = s.amount, country = s.country
