@@ -15,8 +15,9 @@ from pathlib import Path
 from medallion_assets.catalog.base import LAYERS
 from medallion_assets.catalog.errors import CatalogIssue
 from medallion_assets.lineage.analysis import SqlFile
+from medallion_assets.lineage.merge_clauses import merge_spec
 from medallion_assets.lineage.script import spark_preamble, spark_sql
-from medallion_assets.lineage.statement import SqlError, parse_script
+from medallion_assets.lineage.statement import SqlError, parse_script, parse_statement
 
 ALTERNATES = "alternates"
 _DIALECT_COMMENT = re.compile(r"^\s*--\s*dialect\s*:\s*([A-Za-z0-9_]+)\s*$", re.MULTILINE)
@@ -74,9 +75,9 @@ def discover_sql(
             issues.append(issue)
             continue
         assert sql_file is not None
-        spark_issue = preamble_issue(sql_file)
-        if spark_issue is not None:
-            issues.append(spark_issue)
+        for spark_issue in (preamble_issue(sql_file), merge_issue(sql_file)):
+            if spark_issue is not None:
+                issues.append(spark_issue)
         if top == ALTERNATES:
             alternates[relative.as_posix()] = sql_file
         else:
@@ -111,6 +112,27 @@ def preamble_issue(sql_file: SqlFile) -> CatalogIssue | None:
             "the statements before the write run on Spark before it: keep to what Spark SQL "
             "runs (SQL functions, temporary views, DECLARE/SET of variables)",
         )
+    return None
+
+
+_MERGE = re.compile(r"\bmerge\b", re.IGNORECASE)
+
+
+def merge_issue(sql_file: SqlFile) -> CatalogIssue | None:
+    """A MERGE whose clauses cannot run (an INSERT with more values than columns, a clause
+    Spark has no action for), named at load rather than when the table builds."""
+    if not _MERGE.search(sql_file.text):
+        return None
+    try:
+        statement = parse_statement(sql_file.text, sql_file.dialect, sql_file.default_target)
+    except SqlError:
+        return None  # the lineage analysis reports it, once
+    if statement.kind != "merge":
+        return None
+    try:
+        merge_spec(statement.expression)
+    except SqlError as error:
+        return CatalogIssue(sql_file.label, "sql", str(error), "correct the MERGE statement")
     return None
 
 

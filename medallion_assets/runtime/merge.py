@@ -9,15 +9,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from medallion_assets.catalog import Dataset
-from medallion_assets.lineage.statement import SqlError
+from medallion_assets.lineage.merge_clauses import MergeSpec, merge_spec
+from medallion_assets.lineage.script import spark_preamble, spark_sql
+from medallion_assets.lineage.statement import SqlError, parse_script
 from medallion_assets.runtime.errors import PermanentError
 from medallion_assets.runtime.lake import Lake, TableVersion
-from medallion_assets.runtime.merge_clauses import spark_merge
 from medallion_assets.runtime.merge_sql import CONFLICT_MARKER, defined_columns_sql, merge_query
-from medallion_assets.runtime.sql import view_name
+from medallion_assets.runtime.sql import read_views, view_name
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -64,6 +66,15 @@ def merge_frame(
     except SqlError as error:
         raise MergeNotRunnable(f"{dataset.sql_path}: {error}") from None
     return spark.sql(query), query
+
+
+def spark_merge(sql: str, dialect: str, target: str, views: Mapping[str, str]) -> MergeSpec:
+    """The MERGE of a dataset's file, with every table it reads pointed at its view, and the
+    file's preamble (temporary views, functions) in Spark SQL."""
+    script, statement = parse_script(sql, dialect, target, inline=False)
+    merge = read_views(statement.expression, views)  # every table but the target itself
+    preamble = tuple(spark_sql(read_views(s, views)) for s in spark_preamble(script, dialect))
+    return replace(merge_spec(merge), preamble=preamble)
 
 
 def _current_rows(

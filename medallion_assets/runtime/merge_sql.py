@@ -16,8 +16,8 @@ from collections.abc import Sequence
 
 from sqlglot import exp
 
+from medallion_assets.lineage.merge_clauses import Clause, MergeSpec
 from medallion_assets.lineage.statement import SqlError
-from medallion_assets.runtime.merge_clauses import Clause, MergeSpec
 
 # Names of the helper columns the query adds; a user column never needs them.
 _ROW = "__merge_row"

@@ -136,6 +136,14 @@ CASES: dict[str, Broken] = {
         },
         [("sql/gold/revenue.sql", None, "defines temporary function shout in js")],
     ),
+    "merge_insert_values_do_not_match_its_columns": Broken(
+        {
+            "sql/silver/orders_latest.sql": "MERGE INTO silver.orders_latest t "
+            "USING bronze.orders s ON t.order_id = s.order_id "
+            "WHEN NOT MATCHED THEN INSERT (order_id, amount) VALUES (s.order_id)\n"
+        },
+        [("sql/silver/orders_latest.sql", None, "lists 2 column(s) but 1 value(s)")],
+    ),
     "two_writes_in_one_file": Broken(
         {
             "sql/gold/revenue.sql": "CREATE TEMP VIEW v AS SELECT * FROM silver.orders_clean;\n"

@@ -7,9 +7,9 @@ import doctest
 
 import pytest
 
+from medallion_assets.lineage import merge_clauses
 from medallion_assets.lineage.statement import SqlError
-from medallion_assets.runtime import merge_clauses
-from medallion_assets.runtime.merge_clauses import spark_merge
+from medallion_assets.runtime.merge import spark_merge
 from medallion_assets.runtime.merge_sql import defined_columns_sql, merge_query
 
 VIEWS = {"bronze.customers": "bronze__customers"}

@@ -1,5 +1,6 @@
 """The clauses of a MERGE INTO statement as plain data, read from any dialect sqlglot parses:
-each WHEN clause's region, condition and action, the source as a query over its views.
+each WHEN clause's region, condition and action, the source as a query. The catalog reads them
+at load (a clause Spark cannot run is a load error), the runtime translates them for Spark.
 
 >>> from medallion_assets.lineage.statement import parse_statement
 >>> spec = merge_spec(parse_statement(
@@ -12,13 +13,11 @@ each WHEN clause's region, condition and action, the source as a query over its 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from sqlglot import exp
 
-from medallion_assets.lineage.script import spark_preamble, spark_sql
-from medallion_assets.lineage.statement import SqlError, parse_script
-from medallion_assets.runtime.sql import read_views
+from medallion_assets.lineage.statement import SqlError
 
 
 @dataclass(frozen=True)
@@ -55,15 +54,6 @@ class MergeSpec:
         matched = [c for c in self.clauses if c.region == "matched"]
         only_delete = len(matched) == 1 and matched[0].action == "delete"
         return bool(matched) and not (only_delete and matched[0].condition is None)
-
-
-def spark_merge(sql: str, dialect: str, target: str, views: Mapping[str, str]) -> MergeSpec:
-    """The MERGE of a dataset's file, with every table it reads pointed at its view, and the
-    file's preamble (temporary views, functions) in Spark SQL."""
-    script, statement = parse_script(sql, dialect, target, inline=False)
-    merge = read_views(statement.expression, views)  # every table but the target itself
-    preamble = tuple(spark_sql(read_views(s, views)) for s in spark_preamble(script, dialect))
-    return replace(merge_spec(merge), preamble=preamble)
 
 
 def merge_spec(merge: exp.Expr) -> MergeSpec:
@@ -172,4 +162,4 @@ def _qualify(value: exp.Expr, alias: str) -> exp.Expr:
     return value
 
 
-__all__ = ["Clause", "MergeSpec", "merge_spec", "spark_merge"]
+__all__ = ["Clause", "MergeSpec", "merge_spec"]
