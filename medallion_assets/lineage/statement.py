@@ -270,7 +270,27 @@ def real_tables(root: Scope) -> list[exp.Table]:
     """Table nodes that name a real table (not a CTE), semi and anti joins included."""
     tables: list[exp.Table] = []
     for scope in root.traverse():
+        _check_distinct_names(scope)
         for table in scope.tables:
             if scope.sources.get(table.alias_or_name) is table:
                 tables.append(table)
     return tables
+
+
+def _check_distinct_names(scope: Scope) -> None:
+    """Two different tables (or a table and a subquery) of one FROM clause under one name would
+    leave only one of them in the scope's sources: the other's table would be dropped without a
+    word. Warehouses refuse such a query too ("table name specified more than once"). One table
+    read twice under its own name loses no table and is left to column lineage to report."""
+    seen: dict[str, str] = {}
+    for source in [*scope.tables, *scope.derived_tables]:
+        name = source.alias_or_name
+        if not name:
+            continue
+        what = table_name(source) if isinstance(source, exp.Table) else "a subquery"
+        if name in seen and (seen[name] != what or what == "a subquery"):
+            raise SqlError(
+                f"two tables or subqueries in one FROM clause are both named {name!r} "
+                f"({seen[name]} and {what}): give each its own alias"
+            )
+        seen[name] = what

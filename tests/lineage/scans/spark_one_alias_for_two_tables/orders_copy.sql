@@ -1,0 +1,1 @@
+CREATE TABLE gold.orders_copy AS SELECT id, amount FROM bronze.orders
