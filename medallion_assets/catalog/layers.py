@@ -18,7 +18,7 @@ def layer_problems(table: str, reads: tuple[str, ...]) -> list[tuple[str, str]]:
     and reads nothing else; silver and gold read their own or earlier layers, never raw.
 
     >>> layer_problems("silver.orders", ("gold.revenue",))[0][0]
-    "reads gold.revenue, a later layer than silver (raw -> bronze -> silver -> gold)"
+    'reads gold.revenue, a later layer than silver (raw -> bronze -> silver -> gold)'
     """
     layer = table.split(".", 1)[0]
     if layer not in LAYERS:
