@@ -24,12 +24,12 @@ from typing import Any
 import dagster as dg
 from pydantic import PrivateAttr
 
-from medallion_assets.runtime.lake import Lake, lake_location
+from medallion_assets.runtime.lake import Lake, lake_location, state_home
 from medallion_assets.runtime.spark import SparkSettings, spark_session
 
 
 def medallion_home(project_root: str) -> Path:
-    return Path(os.environ.get("MEDALLION_HOME") or Path(project_root) / ".medallion")
+    return state_home(os.environ, Path(project_root))
 
 
 class ControlResource(dg.ConfigurableResource):  # type: ignore[type-arg]

@@ -92,6 +92,7 @@ def partitions_start(catalog: Catalog) -> date:
 
 def object_store(target: str | None, project: Path) -> tuple[Any, str]:
     """(store, where it writes) for ``--target``."""
+    from medallion_assets.runtime.lake import state_home
     from medallion_assets.runtime.s3 import (
         Boto3ObjectStore,
         LocalFolderObjectStore,
@@ -100,8 +101,7 @@ def object_store(target: str | None, project: Path) -> tuple[Any, str]:
 
     store: Any
     if target is None:
-        home = Path(os.environ.get("MEDALLION_HOME") or project / ".medallion")
-        store = object_store_from_env(os.environ, home / "s3")
+        store = object_store_from_env(os.environ, state_home(os.environ, project) / "s3")
     elif target.startswith("s3://"):
         if target.rstrip("/") != "s3:":
             fail("--target s3:// takes no bucket or path: every source's bucket is in sources.yaml")

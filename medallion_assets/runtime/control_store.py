@@ -156,8 +156,9 @@ def default_url(env: Mapping[str, str], project_root: Path) -> str:
     """``$MEDALLION_CONTROL_URL``, else a SQLite file in the project's state folder."""
     if env.get("MEDALLION_CONTROL_URL"):
         return env["MEDALLION_CONTROL_URL"]
-    home = Path(env.get("MEDALLION_HOME") or Path(project_root) / ".medallion")
-    return f"sqlite:///{(home / 'control.db').resolve()}"
+    from medallion_assets.runtime.lake import state_home
+
+    return f"sqlite:///{(state_home(env, project_root) / 'control.db').resolve()}"
 
 
 class ControlStore:

@@ -247,11 +247,17 @@ class Lake:
         _atomic_write(self.root / "_state" / f"{name}.json", json.dumps(data, sort_keys=True))
 
 
+def state_home(env: Mapping[str, str], project_root: Path) -> Path:
+    """The project's local state folder: ``$MEDALLION_HOME``, else ``<project>/.medallion``.
+    The one place this default is computed (lake, control store, local S3, warehouse file)."""
+    return Path(env.get("MEDALLION_HOME") or Path(project_root) / ".medallion")
+
+
 def lake_location(env: Mapping[str, str], project_root: Path) -> Path:
     """``$MEDALLION_LAKE``, else ``$MEDALLION_HOME/lake``, else ``<project>/.medallion/lake``."""
     if env.get("MEDALLION_LAKE"):
         return Path(env["MEDALLION_LAKE"])
-    return Path(env.get("MEDALLION_HOME") or project_root / ".medallion") / "lake"
+    return state_home(env, project_root) / "lake"
 
 
 def _atomic_write(path: Path, text: str) -> None:
