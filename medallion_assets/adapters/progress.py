@@ -18,7 +18,7 @@ from typing import Any
 
 import dagster as dg
 
-from medallion_assets.adapters.run_summary import first_line
+from medallion_assets.adapters.run_summary import failure_outcome, first_line
 from medallion_assets.adapters.translator import step_table
 
 LOGGER_NAME = "medallion.progress"
@@ -67,11 +67,8 @@ class ProgressHandler(logging.Handler):
             status, rows = self._outcome.pop(table, ("disabled", None))
             self._line(table, status, rows, event.event_specific_data.duration_ms / 1000)
         elif kind == "STEP_FAILURE":
-            data = event.step_failure_data
-            user = data.user_failure_data
-            blocked = user is not None and "rejected_staging" in user.metadata
-            text = (user.description if user is not None else None) or data.error.message
-            self._line(table, "blocked" if blocked else "failed", None, None)
+            status, text = failure_outcome(event.step_failure_data)
+            self._line(table, status, None, None)
             self.emit_line(f"        {first_line(text, 160)}")
         elif kind == "STEP_SKIPPED":
             self._line(table, "not run", None, None)

@@ -179,16 +179,17 @@ def _checked(row: TableResult, evaluation: Any) -> None:
 
 
 def _failed(row: TableResult, event: Any) -> None:
-    data = event.step_failure_data
+    row.status, text = failure_outcome(event.step_failure_data)
+    row.message = text if row.status == "blocked" else first_line(text)
+
+
+def failure_outcome(data: Any) -> tuple[str, str]:
+    """("blocked", the block's report) when blocking checks kept the output from publishing
+    (the factory's failure carries the rejected staging folder), else ("failed", the reason)."""
     user = data.user_failure_data
-    failed_checks = user.metadata.get("failed_checks") if user is not None else None
-    if failed_checks is not None and "rejected_staging" in user.metadata:
-        row.status = "blocked"
-        row.message = user.description or ""
-        return
-    row.status = "failed"
-    text = (user.description if user is not None else None) or _root_message(data.error)
-    row.message = first_line(text)
+    if user is not None and "rejected_staging" in user.metadata:
+        return "blocked", user.description or ""
+    return "failed", (user.description if user is not None else None) or _root_message(data.error)
 
 
 def _root_message(error: Any) -> str:
