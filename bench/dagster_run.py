@@ -61,8 +61,10 @@ class Stopwatch:
 def instrument(
     watch: Stopwatch, assets: list[dict[str, Any]], jvm_clock: Callable[[], float]
 ) -> None:
-    from medallion_assets.adapters import factory, headless
-    from medallion_assets.runtime import s3, throttle
+    from medallion_assets.adapters import assets as factory
+    from medallion_assets.adapters import headless
+    from medallion_assets.io import object_store as s3
+    from medallion_assets.io import throttle
 
     watch.wrap(headless, "load_catalog", "load_catalog")
     watch.wrap(headless, "definitions_for", "definitions_for")
@@ -142,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from bench.jvm_clock import install as install_jvm_clock
     from medallion_assets.adapters.headless import run_project
-    from medallion_assets.runtime.spark import SparkSettings, spark_session
+    from medallion_assets.runtime.spark_session import SparkSettings, spark_session
 
     imports = time.perf_counter() - import_started
     started = time.perf_counter()

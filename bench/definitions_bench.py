@@ -10,7 +10,8 @@ already resolves both (so the two later calls hit Dagster's cache); the total is
 - warm: the cache filled by the run before                                    bar: <= 5 s
 
 The bars apply to build + resolve; interpreter start-up and imports (``dagster``,
-``medallion_assets.adapters.build``) are reported beside them, not counted. Dagster's share is
+``medallion_assets.adapters.code_location``) are reported beside them, not counted.
+Dagster's share is
 everything that is not ``load_catalog``: ``definitions_for`` (our translator building specs,
 then Dagster building assets, jobs and the ``Definitions``) plus the two resolutions. One extra
 profiled process per state splits that by package (own time in ``dagster/`` vs ours); its wall

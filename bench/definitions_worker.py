@@ -2,7 +2,8 @@
 
     python -m bench.definitions_worker PROJECT [--profile FILE]
 
-Timed in order, each once: the imports (``dagster`` and ``medallion_assets.adapters.build``),
+Timed in order, each once: the imports (``dagster`` and
+``medallion_assets.adapters.code_location``),
 then ``build_definitions(PROJECT)``, then ``defs.resolve_asset_graph()``, then
 ``defs.resolve_all_job_defs()``. ``build_definitions`` resolves both itself (with the garbage
 collector paused), so the last two are what a code server's own calls then cost.
@@ -48,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     import dagster as dg  # noqa: F401
 
-    from medallion_assets.adapters import build
+    from medallion_assets.adapters import code_location as build
     from medallion_assets.adapters.translator import DatasetTranslator
 
     imports = time.perf_counter() - started

@@ -67,7 +67,7 @@ class PlainPipeline:
         out: Path,
         jvm_clock: Callable[[], float] = lambda: 0.0,
     ):
-        from medallion_assets.runtime.sql import spark_query
+        from medallion_assets.runtime.spark_sql import spark_query
 
         self.spark, self.catalog, self.s3_root, self.out = spark, catalog, s3_root, out
         self.jvm_clock = jvm_clock
@@ -229,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from bench.jvm_clock import install as install_jvm_clock
     from medallion_assets.catalog import load_catalog
-    from medallion_assets.runtime.spark import SparkSettings, spark_session
+    from medallion_assets.runtime.spark_session import SparkSettings, spark_session
 
     imports = time.perf_counter() - import_started
     started = time.perf_counter()

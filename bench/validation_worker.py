@@ -35,7 +35,7 @@ DEMO_TABLE = "silver.user_events"
 def time_builds(
     spark: Any, lake: Any, catalog: Any, table: str, partition: str | None, reps: int
 ) -> dict[str, Any]:
-    from medallion_assets.runtime.build import build_table
+    from medallion_assets.runtime.table_build import build_table
 
     dataset = catalog.datasets[table]
 
@@ -66,7 +66,7 @@ def materialize_bronze(project: Path, table: str) -> str:
     """Ingest ``table`` (daily) for the first raw day through the project's Dagster job."""
     import dagster as dg
 
-    from medallion_assets.adapters.build import definitions_for
+    from medallion_assets.adapters.code_location import definitions_for
     from medallion_assets.adapters.headless import raw_partitions
     from medallion_assets.adapters.translator import DatasetTranslator, table_key
     from medallion_assets.catalog import load_catalog
@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     from bench.validation_project import TABLE, publish_inputs, write_project
     from medallion_assets.catalog import load_catalog
     from medallion_assets.runtime.lake import Lake, lake_location
-    from medallion_assets.runtime.spark import SparkSettings, spark_session
+    from medallion_assets.runtime.spark_session import SparkSettings, spark_session
 
     spark = spark_session(SparkSettings.from_env(os.environ))
 

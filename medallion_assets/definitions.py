@@ -11,7 +11,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from medallion_assets.adapters.build import build_definitions
+from medallion_assets.adapters.code_location import build_definitions
 
 PACKAGE_PROJECT = Path(__file__).resolve().parent.parent
 

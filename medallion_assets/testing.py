@@ -31,7 +31,7 @@ def read_table(
     if not paths:
         raise LookupError(f"{name} has no published version under {lake.root}")
     if as_ == "spark":
-        from medallion_assets.runtime.spark import SparkSettings, spark_session
+        from medallion_assets.runtime.spark_session import SparkSettings, spark_session
 
         session = spark or spark_session(SparkSettings.from_env(os.environ))
         return session.read.parquet(*[str(p) for p in paths])

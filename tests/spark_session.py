@@ -13,7 +13,7 @@ def spark():
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
-    from medallion_assets.runtime.spark import SparkSettings, spark_session
+    from medallion_assets.runtime.spark_session import SparkSettings, spark_session
 
     session = spark_session(SparkSettings(shuffle_partitions=2))
     session.sparkContext.setLogLevel("ERROR")

@@ -15,15 +15,15 @@ from typing import Any
 
 import dagster as dg
 
-from medallion_assets.adapters.build import definitions_for
+from medallion_assets.adapters.code_location import definitions_for
 from medallion_assets.adapters.lost_runs import mark_lost_runs_failed, process_tags
 from medallion_assets.adapters.progress import ProgressHandler, reporting_progress, run_config
 from medallion_assets.adapters.run_summary import RunSummary, results_of_run
 from medallion_assets.adapters.translator import DatasetTranslator, table_key
 from medallion_assets.catalog import Catalog, load_catalog
-from medallion_assets.runtime.control import ControlPlane
+from medallion_assets.control.plane import ControlPlane
+from medallion_assets.runtime.bronze_ingest import partition_of, source_of
 from medallion_assets.runtime.errors import ResourceError
-from medallion_assets.runtime.ingest import partition_of, source_of
 from medallion_assets.runtime.lake import lake_location
 from medallion_assets.runtime.locks import Holder, build_locks
 

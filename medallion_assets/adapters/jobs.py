@@ -10,7 +10,7 @@ from collections.abc import Iterable
 
 import dagster as dg
 
-from medallion_assets.adapters.control import pipeline_schedule
+from medallion_assets.adapters.kill_switch import pipeline_schedule
 from medallion_assets.adapters.relaunch import RELAUNCH_JOB
 from medallion_assets.adapters.translator import DatasetTranslator, table_key
 from medallion_assets.catalog import Catalog

@@ -14,7 +14,7 @@ from typing import Any
 
 import dagster as dg
 
-from medallion_assets.runtime.credentials import known_secrets, mask_credentials, masked_exception
+from medallion_assets.io.credentials import known_secrets, mask_credentials, masked_exception
 
 
 class MaskingFilter(logging.Filter):

@@ -1,7 +1,7 @@
 """The run-failure sensor: heal and re-launch runs that failed outside their steps.
 
 A step's own failures are classified, healed and retried inside the step
-(``factory.heal_and_retry``). A run can also fail around its steps: the run process is killed
+(``assets.heal_and_retry``). A run can also fail around its steps: the run process is killed
 (the OOM killer, a lost node), the run worker disappears, or the run never initializes. Dagster
 then marks the run failed (the code server reports a run process that died; run monitoring does
 it for launchers that support health checks). This sensor sees that failure, classifies it by
@@ -19,12 +19,12 @@ from typing import Any
 
 import dagster as dg
 
-from medallion_assets.adapters.control import run_tables
-from medallion_assets.adapters.factory import policy_of
+from medallion_assets.adapters.assets import policy_of
+from medallion_assets.adapters.kill_switch import run_tables
 from medallion_assets.adapters.resources import ControlResource, LakeResource
 from medallion_assets.adapters.translator import step_table, table_key
 from medallion_assets.catalog import Catalog
-from medallion_assets.planner.healing import Diagnosis, Failure, diagnose
+from medallion_assets.planner.diagnosis import Diagnosis, Failure, diagnose
 from medallion_assets.planner.relaunch import failed_outside_steps, relaunch_plan
 
 RELAUNCH_SENSOR = "relaunch_failed_runs"
@@ -152,7 +152,7 @@ def _heal(
     store: Any,
     attempt: int,
 ) -> None:
-    from medallion_assets.runtime.healing import HealingContext, run_actions
+    from medallion_assets.control.healing_actions import HealingContext, run_actions
 
     partition = run.tags.get("dagster/partition")
     for table in tables:

@@ -25,7 +25,7 @@ import dagster as dg
 from pydantic import PrivateAttr
 
 from medallion_assets.runtime.lake import Lake, lake_location, state_home
-from medallion_assets.runtime.spark import SparkSettings, spark_session
+from medallion_assets.runtime.spark_session import SparkSettings, spark_session
 
 
 def medallion_home(project_root: str) -> Path:
@@ -38,7 +38,7 @@ class ControlResource(dg.ConfigurableResource):  # type: ignore[type-arg]
     project_root: str
 
     def plane(self) -> Any:
-        from medallion_assets.runtime.control import ControlPlane
+        from medallion_assets.control.plane import ControlPlane
 
         return ControlPlane.from_env(os.environ, Path(self.project_root))
 
@@ -81,8 +81,8 @@ class S3Resource(dg.ConfigurableResource):  # type: ignore[type-arg]
 
     def store(self, system: str) -> Any:
         from medallion_assets.catalog.models import Throttle
-        from medallion_assets.runtime.s3 import ThrottledS3, object_store_from_env
-        from medallion_assets.runtime.throttle import SystemThrottle
+        from medallion_assets.io.object_store import ThrottledS3, object_store_from_env
+        from medallion_assets.io.throttle import SystemThrottle
 
         base = object_store_from_env(os.environ, medallion_home(self.project_root) / "s3")
         limits = Throttle.model_validate(self.throttles.get(system, {}))
@@ -90,7 +90,7 @@ class S3Resource(dg.ConfigurableResource):  # type: ignore[type-arg]
 
     def raw_store(self) -> Any:
         """Unthrottled store, for tools that write demo data."""
-        from medallion_assets.runtime.s3 import object_store_from_env
+        from medallion_assets.io.object_store import object_store_from_env
 
         return object_store_from_env(os.environ, medallion_home(self.project_root) / "s3")
 
@@ -106,13 +106,13 @@ class WarehouseResource(dg.ConfigurableResource):  # type: ignore[type-arg]
         return os.environ.get("MEDALLION_WAREHOUSE_URL") or default
 
     def connect(self) -> Any:
-        from medallion_assets.runtime.warehouse import warehouse_from_url
+        from medallion_assets.io.warehouse import warehouse_from_url
 
         return warehouse_from_url(self.url())
 
     def throttle(self, system: str) -> Any:
         from medallion_assets.catalog.models import Throttle
-        from medallion_assets.runtime.throttle import SystemThrottle
+        from medallion_assets.io.throttle import SystemThrottle
 
         limits = Throttle.model_validate(self.throttles.get(system, {}))
         return SystemThrottle(system, _cut(self.project_root, system, limits))
@@ -122,7 +122,7 @@ def _cut(project_root: str, system: str, limits: Any) -> Any:
     """The limits with any reduce_parallelism cut in force (read now, from the lake's state)."""
     import time
 
-    from medallion_assets.runtime.throttle import reduced_limits, reduction, reduction_state
+    from medallion_assets.io.throttle import reduced_limits, reduction, reduction_state
 
     lake = Lake(lake_location(os.environ, Path(project_root)))
     return reduced_limits(limits, reduction(lake.read_state(reduction_state(system)), time.time()))

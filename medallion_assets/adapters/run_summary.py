@@ -21,7 +21,7 @@ from typing import Any
 import dagster as dg
 
 from medallion_assets.adapters.translator import step_table
-from medallion_assets.planner.healing import summary_line
+from medallion_assets.planner.diagnosis import summary_line
 
 STATUSES = ("built", "unchanged", "blocked", "failed", "not run", "disabled", "busy")
 

@@ -13,7 +13,7 @@ import dagster as dg
 from medallion_assets.adapters.resources import ControlResource, LakeResource, S3Resource
 from medallion_assets.adapters.translator import table_key
 from medallion_assets.catalog import Catalog, Dataset
-from medallion_assets.runtime.ingest import manifest_name, partition_of, source_of
+from medallion_assets.runtime.bronze_ingest import manifest_name, partition_of, source_of
 
 
 def build_sensors(catalog: Catalog) -> list[dg.SensorDefinition]:

@@ -39,7 +39,7 @@ def cli() -> None:
     import os
 
     from medallion_assets.cli.common import mask_output
-    from medallion_assets.runtime.credentials import known_secrets
+    from medallion_assets.io.credentials import known_secrets
 
     mask_output(known_secrets(os.environ))
 

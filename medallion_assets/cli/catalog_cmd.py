@@ -51,7 +51,7 @@ def export(project: Path) -> None:
     import os
 
     from medallion_assets.catalog.export import catalog_rows
-    from medallion_assets.runtime.control import ControlPlane
+    from medallion_assets.control.plane import ControlPlane
 
     loaded = load(project)
     plane = ControlPlane.from_env(os.environ, project)

@@ -12,7 +12,7 @@ from typing import Any, NoReturn
 import click
 
 from medallion_assets.catalog import Catalog, CatalogError, load_catalog
-from medallion_assets.runtime.credentials import mask_credentials
+from medallion_assets.io.credentials import mask_credentials
 
 project_option = click.option(
     "--project",

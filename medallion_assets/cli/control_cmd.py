@@ -15,8 +15,8 @@ from pathlib import Path
 import click
 
 from medallion_assets.cli.common import fail, load, project_option
+from medallion_assets.control.store import iso_utc
 from medallion_assets.planner.kill_switch import parse_entity, table_entities
-from medallion_assets.runtime.control_store import iso_utc
 
 _fmt = click.option(
     "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
@@ -26,7 +26,7 @@ _fmt = click.option(
 def _plane(project: Path):  # type: ignore[no-untyped-def]
     """The project's control plane with its store opened (a store that cannot be used is one
     line and exit 2, from the ``medallion`` group)."""
-    from medallion_assets.runtime.control import ControlPlane
+    from medallion_assets.control.plane import ControlPlane
 
     plane = ControlPlane.from_env(os.environ, project)
     plane.store()

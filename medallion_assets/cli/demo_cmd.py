@@ -92,12 +92,12 @@ def partitions_start(catalog: Catalog) -> date:
 
 def object_store(target: str | None, project: Path) -> tuple[Any, str]:
     """(store, where it writes) for ``--target``."""
-    from medallion_assets.runtime.lake import state_home
-    from medallion_assets.runtime.s3 import (
+    from medallion_assets.io.object_store import (
         Boto3ObjectStore,
         LocalFolderObjectStore,
         object_store_from_env,
     )
+    from medallion_assets.runtime.lake import state_home
 
     store: Any
     if target is None:

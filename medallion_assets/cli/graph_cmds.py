@@ -75,8 +75,8 @@ def _impact_text(report: ImpactReport) -> str:
 
 
 def _blocked_outputs(project: Path, table: str) -> list[Any]:
+    from medallion_assets.checks.validation import blocked_outputs
     from medallion_assets.runtime.lake import Lake, lake_location
-    from medallion_assets.runtime.validation import blocked_outputs
 
     return blocked_outputs(Lake(lake_location(os.environ, project)), table)
 

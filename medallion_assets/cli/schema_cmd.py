@@ -15,7 +15,7 @@ import click
 from medallion_assets.catalog import Catalog
 from medallion_assets.cli.common import fail, load, project_option
 from medallion_assets.cli.control_cmd import _fmt, _plane
-from medallion_assets.runtime.control_store import iso_utc
+from medallion_assets.control.store import iso_utc
 from medallion_assets.runtime.schema_drift import EvolvedColumn
 
 

@@ -66,7 +66,7 @@ class GeneratedFile:
 
 
 class ObjectWriter(Protocol):
-    """What writing needs from an object store (``medallion_assets.runtime.s3``)."""
+    """What writing needs from an object store (``medallion_assets.io.object_store``)."""
 
     def ensure_bucket(self, bucket: str) -> None: ...
     def put(self, bucket: str, key: str, data: bytes) -> Any: ...

@@ -1,5 +1,2 @@
-"""What executes: Spark SQL, S3 extract, atomic lake publish, warehouse load, validation.
-
-Filled in by the code-location issue; the package exists now so the layout of DESIGN.md §2
-does not move later.
-"""
+"""One table's execution: the Spark session, bronze ingest, silver and gold builds, MERGE, the
+versioned lake with atomic publish, build locks and crash points."""

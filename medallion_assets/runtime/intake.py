@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from medallion_assets.catalog.models import Source
-from medallion_assets.runtime.control_store import iso_utc
+from medallion_assets.control.store import iso_utc
 from medallion_assets.runtime.raw_files import (
     CorruptObject,
     columns_problem,

@@ -19,7 +19,7 @@ from medallion_assets.lineage.statement import SqlError, parse_script
 from medallion_assets.runtime.errors import PermanentError
 from medallion_assets.runtime.lake import Lake, TableVersion
 from medallion_assets.runtime.merge_sql import CONFLICT_MARKER, defined_columns_sql, merge_query
-from medallion_assets.runtime.sql import read_views, view_name
+from medallion_assets.runtime.spark_sql import read_views, view_name
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

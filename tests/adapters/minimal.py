@@ -7,7 +7,7 @@ import json
 import shutil
 from pathlib import Path
 
-from medallion_assets.runtime.s3 import LocalFolderObjectStore
+from medallion_assets.io.object_store import LocalFolderObjectStore
 
 MINIMAL = Path(__file__).parents[1] / "catalog" / "minimal_project"
 
@@ -40,10 +40,10 @@ def minimal_project(
 def minimal_job(tmp_path: Path, monkeypatch, policies: str):  # type: ignore[no-untyped-def]
     """(catalog, the asset job, the lake, the control plane) of the minimal project with
     ``policies`` as its policies.yaml and one orders object in its raw store."""
-    from medallion_assets.adapters.build import definitions_for
+    from medallion_assets.adapters.code_location import definitions_for
     from medallion_assets.adapters.translator import DatasetTranslator
     from medallion_assets.catalog import load_catalog
-    from medallion_assets.runtime.control import ControlPlane
+    from medallion_assets.control.plane import ControlPlane
     from medallion_assets.runtime.lake import Lake
 
     root, _store = minimal_project(

@@ -9,7 +9,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from medallion_assets.adapters.build import definitions_for
+from medallion_assets.adapters.code_location import definitions_for
 from medallion_assets.adapters.translator import DatasetTranslator
 from medallion_assets.catalog import load_catalog
 from medallion_assets.runtime.lake import Lake

@@ -11,7 +11,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from medallion_assets.adapters.build import definitions_for
+from medallion_assets.adapters.code_location import definitions_for
 from medallion_assets.adapters.translator import CHECK_DEP, DatasetTranslator
 from tests.conftest import REPO
 
@@ -192,7 +192,7 @@ def test_build_definitions_resolves_with_the_collector_paused_and_restores_it(de
     paused), leaves them cached for the code server, and always turns the collector back on."""
     import gc
 
-    from medallion_assets.adapters import build
+    from medallion_assets.adapters import code_location as build
 
     seen: list[bool] = []
     original = build.definitions_for
@@ -220,7 +220,7 @@ def test_build_definitions_resolves_with_the_collector_paused_and_restores_it(de
 def test_the_retry_policy_in_force_is_the_datasets_then_the_pipelines_then_the_projects(
     demo_catalog,
 ):
-    from medallion_assets.adapters.factory import policy_of
+    from medallion_assets.adapters.assets import policy_of
 
     policies = demo_catalog.retry_policies
     vendor = demo_catalog.datasets["bronze.address_validation_feed"]  # its own: none

@@ -9,7 +9,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from medallion_assets.adapters.build import definitions_for
+from medallion_assets.adapters.code_location import definitions_for
 from medallion_assets.adapters.translator import DatasetTranslator, table_key
 from medallion_assets.catalog import load_catalog
 from tests.adapters.minimal import minimal_job
@@ -84,7 +84,7 @@ def test_a_permanent_error_fails_fast_without_retries_and_says_why(spark, projec
 
 def test_a_transient_error_is_healed_then_retried_with_backoff(spark, project, monkeypatch):
     _catalog, job, lake, plane = project
-    from medallion_assets.runtime import build as build_module
+    from medallion_assets.runtime import table_build as build_module
 
     real = build_module.register_inputs
     calls = {"n": 0}
@@ -134,7 +134,7 @@ def test_a_warehouse_connection_killed_mid_load_is_refreshed_and_the_load_retrie
     instance = dg.DagsterInstance.ephemeral()
     assert job.execute_in_process(instance=instance).success
 
-    from medallion_assets.runtime.s3 import LocalFolderObjectStore
+    from medallion_assets.io.object_store import LocalFolderObjectStore
 
     store = LocalFolderObjectStore(root / ".medallion" / "s3")
     store.put(
@@ -184,7 +184,7 @@ def test_a_warehouse_connection_killed_mid_load_is_refreshed_and_the_load_retrie
 
 
 def test_a_new_column_in_the_raw_files_is_evolved_then_ingested(spark, project):
-    from medallion_assets.runtime.s3 import LocalFolderObjectStore
+    from medallion_assets.io.object_store import LocalFolderObjectStore
     from medallion_assets.runtime.schema_drift import evolved_columns
     from tests.adapters.minimal import orders
 
@@ -218,7 +218,7 @@ def test_csv_files_are_read_by_their_headers_names(spark, tmp_path):
     """A column inserted in the middle of a CSV file, once evolved, lands in its own column
     and does not shift the others; files with the old header read as before."""
     from medallion_assets.catalog.models import Source
-    from medallion_assets.runtime.ingest import _read_landed
+    from medallion_assets.runtime.bronze_ingest import _read_landed
 
     old = tmp_path / "old.csv"
     old.write_text("order_id,amount,country\n1,5,de\n")

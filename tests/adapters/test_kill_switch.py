@@ -7,12 +7,12 @@ from __future__ import annotations
 import dagster as dg
 import pytest
 
-from medallion_assets.adapters.build import definitions_for
+from medallion_assets.adapters.code_location import definitions_for
 from medallion_assets.adapters.resources import ControlResource
 from medallion_assets.adapters.translator import DatasetTranslator
 from medallion_assets.catalog import load_catalog
+from medallion_assets.control.plane import ControlPlane
 from medallion_assets.runtime import lake as lake_module
-from medallion_assets.runtime.control import ControlPlane
 from medallion_assets.runtime.lake import Lake
 from medallion_assets.testing import read_table
 from tests.adapters.minimal import minimal_project, orders

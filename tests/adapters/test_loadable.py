@@ -17,9 +17,9 @@ import dagster as dg
 import pytest
 from click.testing import CliRunner
 
-from medallion_assets.adapters.build import build_definitions
-from medallion_assets.adapters.control import CONTROL_JOB
+from medallion_assets.adapters.code_location import build_definitions
 from medallion_assets.adapters.jobs import DAILY_SUFFIX
+from medallion_assets.adapters.kill_switch import CONTROL_JOB
 from medallion_assets.adapters.relaunch import RELAUNCH_JOB
 from medallion_assets.catalog import CatalogError, load_catalog
 from medallion_assets.catalog.names import CODE_LOCATION_JOBS, DAGSTER_RESERVED, DAILY_JOB_SUFFIX

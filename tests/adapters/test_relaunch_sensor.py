@@ -11,7 +11,7 @@ import dagster as dg
 import pytest
 from dagster._utils.error import serializable_error_info_from_exc_info
 
-from medallion_assets.adapters.build import definitions_for
+from medallion_assets.adapters.code_location import definitions_for
 from medallion_assets.adapters.relaunch import (
     ATTEMPT_TAG,
     ORIGIN_TAG,
@@ -21,7 +21,7 @@ from medallion_assets.adapters.relaunch import (
 from medallion_assets.adapters.resources import ControlResource, LakeResource
 from medallion_assets.adapters.translator import DatasetTranslator, table_key
 from medallion_assets.catalog import load_catalog
-from medallion_assets.runtime.control import ControlPlane
+from medallion_assets.control.plane import ControlPlane
 from tests.adapters.minimal import minimal_project
 
 

@@ -11,13 +11,13 @@ import dagster as dg
 import pytest
 from click.testing import CliRunner
 
-from medallion_assets.adapters.build import definitions_for
+from medallion_assets.adapters.code_location import definitions_for
 from medallion_assets.adapters.translator import DatasetTranslator, table_key
 from medallion_assets.catalog import load_catalog
 from medallion_assets.cli import cli
-from medallion_assets.runtime.control import ControlPlane
+from medallion_assets.control.plane import ControlPlane
+from medallion_assets.io.object_store import Boto3ObjectStore
 from medallion_assets.runtime.lake import Lake
-from medallion_assets.runtime.s3 import Boto3ObjectStore
 from tests.adapters.minimal import minimal_project, orders
 
 pytestmark = pytest.mark.slow

@@ -11,12 +11,12 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from medallion_assets.adapters.build import definitions_for
+from medallion_assets.adapters.code_location import definitions_for
 from medallion_assets.adapters.translator import DatasetTranslator
 from medallion_assets.catalog import Catalog
 from medallion_assets.demo import DemoSettings, GeneratedFile, generate, write_files
+from medallion_assets.io.object_store import LocalFolderObjectStore
 from medallion_assets.runtime.lake import Lake
-from medallion_assets.runtime.s3 import LocalFolderObjectStore
 from tests.conftest import REPO
 from tests.webserver import (
     LAUNCH,

@@ -104,7 +104,7 @@ def test_unknown_entities_and_bad_times_are_refused_with_the_fix(project: Path):
 
 
 def test_catalog_export_writes_the_seed_tables_and_replaces_them(project: Path, demo_catalog):
-    from medallion_assets.runtime.control import ControlPlane
+    from medallion_assets.control.plane import ControlPlane
 
     medallion(project, "control", "disable", "layer:gold", "--reason", "close", "--by", "fin")
     done = medallion(project, "catalog", "export")

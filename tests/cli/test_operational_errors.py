@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from medallion_assets.runtime.control_store import ControlStore
+from medallion_assets.control.store import ControlStore
 from tests.conftest import copy_demo_project
 
 MEDALLION = Path(sys.executable).parent / "medallion"

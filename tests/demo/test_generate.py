@@ -27,7 +27,7 @@ from medallion_assets.catalog.models import Column, Source
 from medallion_assets.cli.demo_cmd import demo_data
 from medallion_assets.demo import DemoSettings, GeneratedFile, generate, write_files
 from medallion_assets.demo.generate import arrow_type, malformed_count
-from medallion_assets.runtime.s3 import LocalFolderObjectStore
+from medallion_assets.io.object_store import LocalFolderObjectStore
 from tests.s3_server import S3Server
 
 SETTINGS = DemoSettings(rows=400, seed=7, days=3, start=date(2026, 1, 1))

@@ -12,14 +12,14 @@ import boto3
 import dagster as dg
 import pytest
 
-from medallion_assets.adapters.build import definitions_for
+from medallion_assets.adapters.code_location import definitions_for
 from medallion_assets.adapters.headless import run_project
 from medallion_assets.adapters.translator import DatasetTranslator
 from medallion_assets.catalog import load_catalog
 from medallion_assets.demo import DemoSettings, generate, write_files
+from medallion_assets.io.object_store import Boto3ObjectStore
+from medallion_assets.io.warehouse import PostgresWarehouse
 from medallion_assets.runtime.lake import Lake
-from medallion_assets.runtime.s3 import Boto3ObjectStore
-from medallion_assets.runtime.warehouse import PostgresWarehouse
 from medallion_assets.testing import read_table
 from tests.conftest import copy_demo_project
 from tests.e2e import reference

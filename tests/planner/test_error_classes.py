@@ -12,7 +12,7 @@ import pytest
 
 from medallion_assets.catalog import CatalogError, load_catalog
 from medallion_assets.catalog.operations import HealingRule
-from medallion_assets.planner.healing import (
+from medallion_assets.planner.diagnosis import (
     UNCLASSIFIED,
     Failure,
     diagnose,

@@ -9,7 +9,7 @@ import psycopg
 import pytest
 
 from medallion_assets.catalog.operations import RetryPolicy
-from medallion_assets.planner.healing import UNCLASSIFIED, Failure, diagnose, retry_delay
+from medallion_assets.planner.diagnosis import UNCLASSIFIED, Failure, diagnose, retry_delay
 
 
 def raised(error: BaseException) -> BaseException:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from medallion_assets.catalog.operations import ControlFlag
+from medallion_assets.control.store import FlagOverride
 from medallion_assets.planner.kill_switch import disabled_tables, effective_flags
-from medallion_assets.runtime.control_store import FlagOverride
 
 
 def off(scope: str, name: str, reason: str = "incident") -> FlagOverride:

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from medallion_assets.catalog import AlternateProducer
 from medallion_assets.catalog.operations import HealingRule
-from medallion_assets.planner.healing import Failure, diagnose
+from medallion_assets.planner.diagnosis import Failure, diagnose
 from medallion_assets.planner.reroute import PRIMARY, along, find_route, next_route, routes
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from medallion_assets.runtime.control_store import (
+from medallion_assets.control.store import (
     MIGRATIONS,
     ControlStore,
     ControlStoreError,

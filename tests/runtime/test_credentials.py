@@ -14,8 +14,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from medallion_assets.cli.common import MaskedStream
-from medallion_assets.runtime import credentials
-from medallion_assets.runtime.credentials import (
+from medallion_assets.io import credentials
+from medallion_assets.io.credentials import (
     MASK,
     MaskedError,
     encoded_url,

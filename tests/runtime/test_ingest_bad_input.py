@@ -17,10 +17,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from medallion_assets.catalog import load_catalog
-from medallion_assets.runtime.ingest import ingest, manifest_name
+from medallion_assets.io.object_store import Boto3ObjectStore, LocalFolderObjectStore
+from medallion_assets.runtime.bronze_ingest import ingest, manifest_name
 from medallion_assets.runtime.lake import Lake
 from medallion_assets.runtime.raw_files import CorruptObject
-from medallion_assets.runtime.s3 import Boto3ObjectStore, LocalFolderObjectStore
 from medallion_assets.runtime.schema_drift import SchemaDrift, evolve, revert, state_name
 from medallion_assets.testing import read_table
 

@@ -81,12 +81,8 @@ def test_failed_attempts_leave_staging_that_clear_staging_removes(tmp_path: Path
 def test_blocked_outputs_lists_unpublished_rejections_per_partition_until_a_later_publish(
     tmp_path: Path,
 ):
-    from medallion_assets.runtime.validation import (
-        CheckResult,
-        Validation,
-        blocked_outputs,
-        rejected_marker,
-    )
+    from medallion_assets.checks.results import CheckResult, Validation
+    from medallion_assets.checks.validation import blocked_outputs, rejected_marker
 
     lake = Lake(tmp_path)
     failed = CheckResult("in_list", "accepted_values", "error", False, 3, 9, "3 of 9 rows ...")

@@ -11,9 +11,9 @@ import duckdb
 import pytest
 
 from medallion_assets.catalog import load_catalog
-from medallion_assets.runtime.build import build_table
 from medallion_assets.runtime.lake import Lake
 from medallion_assets.runtime.merge import MergeConflict, MergeNotRunnable
+from medallion_assets.runtime.table_build import build_table
 from medallion_assets.testing import read_table
 
 MINIMAL = Path(__file__).parents[1] / "catalog" / "minimal_project"

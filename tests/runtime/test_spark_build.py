@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from medallion_assets.catalog import load_catalog
-from medallion_assets.runtime.build import MissingInput, build_table
-from medallion_assets.runtime.ingest import ingest
+from medallion_assets.checks.results import ChecksFailed
+from medallion_assets.io.object_store import LocalFolderObjectStore
+from medallion_assets.runtime.bronze_ingest import ingest
 from medallion_assets.runtime.lake import Lake
-from medallion_assets.runtime.s3 import LocalFolderObjectStore
-from medallion_assets.runtime.validation import ChecksFailed
+from medallion_assets.runtime.table_build import MissingInput, build_table
 from medallion_assets.testing import read_table
 
 MINIMAL = Path(__file__).parents[1] / "catalog" / "minimal_project"

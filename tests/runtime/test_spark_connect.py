@@ -23,8 +23,8 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
+from medallion_assets.io.object_store import LocalFolderObjectStore
 from medallion_assets.runtime.lake import Lake
-from medallion_assets.runtime.s3 import LocalFolderObjectStore
 from medallion_assets.testing import read_table
 from tests.conftest import REPO
 from tests.spark_connect_server import (
@@ -44,7 +44,7 @@ RESULT = "RESULT "
 
 
 def connect_session(remote: str) -> Any:
-    from medallion_assets.runtime.spark import SparkSettings, spark_session
+    from medallion_assets.runtime.spark_session import SparkSettings, spark_session
 
     return spark_session(SparkSettings(remote=remote))
 
@@ -90,8 +90,8 @@ def client_parquet_round_trip(remote: str, folder: str) -> dict[str, Any]:
 
 def client_build_minimal_project(remote: str, root: str) -> dict[str, Any]:
     from medallion_assets.catalog import load_catalog
-    from medallion_assets.runtime.build import build_table
-    from medallion_assets.runtime.ingest import ingest
+    from medallion_assets.runtime.bronze_ingest import ingest
+    from medallion_assets.runtime.table_build import build_table
 
     session = connect_session(remote)
     base = Path(root)

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from medallion_assets.catalog import load_catalog
+from medallion_assets.io.object_store import LocalFolderObjectStore
 from medallion_assets.planner.reroute import along, routes
-from medallion_assets.runtime.build import build_table
-from medallion_assets.runtime.ingest import ingest
+from medallion_assets.runtime.bronze_ingest import ingest
 from medallion_assets.runtime.lake import Lake
-from medallion_assets.runtime.s3 import LocalFolderObjectStore
+from medallion_assets.runtime.table_build import build_table
 from medallion_assets.testing import read_table
 from tests.catalog.test_alternate_insert import project_with_insert_alternate
 

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from medallion_assets.catalog.models import Throttle
-from medallion_assets.runtime.throttle import SystemThrottle, TokenBucket
+from medallion_assets.io.throttle import SystemThrottle, TokenBucket
 
 
 class FakeClock:
@@ -183,10 +183,10 @@ def test_reduce_parallelism_halves_the_system_limits_a_step_builds_until_it_expi
     tmp_path, monkeypatch, demo_catalog
 ):
     from medallion_assets.adapters.resources import S3Resource
-    from medallion_assets.planner.healing import Diagnosis, Failure
-    from medallion_assets.runtime.healing import HealingContext, reduce_parallelism
+    from medallion_assets.control.healing_actions import HealingContext, reduce_parallelism
+    from medallion_assets.io.throttle import reduction_state
+    from medallion_assets.planner.diagnosis import Diagnosis, Failure
     from medallion_assets.runtime.lake import Lake
-    from medallion_assets.runtime.throttle import reduction_state
 
     monkeypatch.setenv("MEDALLION_HOME", str(tmp_path))
     monkeypatch.delenv("MEDALLION_LAKE", raising=False)

@@ -13,9 +13,10 @@ from pydantic import TypeAdapter
 
 from medallion_assets.catalog import load_catalog
 from medallion_assets.catalog.rules import ReconciliationRule, Rule
+from medallion_assets.checks.results import MASKED, CheckContext
+from medallion_assets.checks.table_rules import reconciliation_result
+from medallion_assets.checks.validation import validate_frame
 from medallion_assets.runtime.lake import Lake
-from medallion_assets.runtime.rule_checks import reconciliation_result
-from medallion_assets.runtime.validation import MASKED, CheckContext, validate_frame
 
 MINIMAL = Path(__file__).parents[1] / "catalog" / "minimal_project"
 NOW = dt.datetime(2026, 11, 21, 12, 0, tzinfo=dt.UTC).timestamp()

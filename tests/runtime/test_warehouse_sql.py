@@ -6,7 +6,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from medallion_assets.runtime import warehouse_sql as sql
+from medallion_assets.io import warehouse_sql as sql
 
 ROLE = "arn:aws:iam::123456789012:role/redshift-load"
 

@@ -15,9 +15,9 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from medallion_assets.catalog import load_catalog
+from medallion_assets.io.object_store import LocalFolderObjectStore
+from medallion_assets.io.warehouse import warehouse_from_url
 from medallion_assets.runtime.lake import Lake
-from medallion_assets.runtime.s3 import LocalFolderObjectStore
-from medallion_assets.runtime.warehouse import warehouse_from_url
 from tests.adapters.minimal import MINIMAL, orders
 
 DAYS = ("2026-01-01", "2026-01-02")

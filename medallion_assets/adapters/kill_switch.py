@@ -2,7 +2,7 @@
 stops in-flight runs touching a newly disabled entity, and a small job an operator launches
 from the UI to flip a flag.
 
-The step-level check (``factory.switched_off``) stops a run at the next table boundary; the
+The step-level check (``assets.switched_off``) stops a run at the next table boundary; the
 sensor is for the table that is executing right now (a long Spark job): within one tick it
 terminates the runs that touch a table or pipeline disabled since the previous tick. Nothing
 partial is published either way: a terminated step leaves only its staging folder.

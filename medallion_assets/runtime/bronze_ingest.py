@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 from medallion_assets.catalog import Catalog, Dataset
 from medallion_assets.catalog.models import Replica, Source
-from medallion_assets.runtime.build import BuildOutcome, publish_checked, skipped
+from medallion_assets.checks.results import CheckContext
 from medallion_assets.runtime.faults import crash_point
 from medallion_assets.runtime.intake import (
     Batch,
@@ -30,8 +30,8 @@ from medallion_assets.runtime.intake import (
 from medallion_assets.runtime.lake import Lake
 from medallion_assets.runtime.raw_files import file_columns
 from medallion_assets.runtime.schema_drift import detect, evolved_columns, evolved_digest
-from medallion_assets.runtime.sql import SparkScript, spark_script, view_name
-from medallion_assets.runtime.validation import CheckContext
+from medallion_assets.runtime.spark_sql import SparkScript, spark_script, view_name
+from medallion_assets.runtime.table_build import BuildOutcome, publish_checked, skipped
 
 CORRUPT = "_corrupt_record"
 

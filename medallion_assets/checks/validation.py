@@ -2,13 +2,10 @@
 
 ``validate_frame`` evaluates every rule of a dataset on the staged Spark DataFrame and returns a
 ``Validation``: one ``CheckResult`` per rule with passed/failed, the failing row count, the total
-and up to five sample failing rows (PII columns masked). Rules pandera can express (not_null,
-unique, accepted_values, range, regex, schema) are judged by pandera on Spark; when pandera
-reports a failure the same predicate is counted and sampled in Spark SQL, since pandera's
-Spark errors carry no counts. The other kinds run in Spark SQL (see ``rule_checks``).
-
-A ``Validation`` with a failed ``error``-severity result is blocking: the build raises
-``ChecksFailed``, the output stays in staging and the previous version stays current.
+and up to five sample failing rows (PII columns masked). Row rules and the schema are judged by
+pandera on Spark (``row_rules``); table rules run in Spark SQL (``table_rules``). A rejected
+output is kept with a marker saying what it was built from, so the same code on the same inputs
+is not rebuilt only to be rejected again.
 """
 
 from __future__ import annotations
@@ -16,121 +13,23 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from medallion_assets.catalog import Catalog, Dataset
-from medallion_assets.catalog.rules import ReconciliationRule, Rule
+from medallion_assets.catalog import Dataset
+from medallion_assets.catalog.rules import (
+    FreshnessRule,
+    QuarantineRateRule,
+    ReconciliationRule,
+    ReferentialIntegrityRule,
+    RowCountRule,
+    Rule,
+    SqlAssertionRule,
+)
+from medallion_assets.checks import row_rules, table_rules
+from medallion_assets.checks.results import CheckContext, CheckResult, ChecksFailed, Validation
 from medallion_assets.runtime.lake import REJECTED, Lake
-
-SAMPLE_ROWS = 5
-MASKED = "<masked pii>"
-_MAX_TEXT = 200  # characters of one sample value
-
-
-@dataclass(frozen=True)
-class CheckResult:
-    name: str
-    kind: str
-    severity: str  # "error" blocks publishing, "warn" does not
-    passed: bool
-    failing_rows: int
-    total_rows: int
-    message: str
-    samples: tuple[dict[str, Any], ...] = ()
-    engine: str = "spark_sql"  # or "pandera"
-    details: dict[str, Any] = field(default_factory=dict)
-    seconds: float = 0.0
-
-    @property
-    def blocking_failure(self) -> bool:
-        return not self.passed and self.severity == "error"
-
-    def as_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["samples"] = list(self.samples)
-        return data
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> CheckResult:
-        values = dict(data)
-        values["samples"] = tuple(values.get("samples", ()))
-        return cls(**values)
-
-
-@dataclass(frozen=True)
-class Validation:
-    results: tuple[CheckResult, ...] = ()
-
-    @property
-    def blocking_failures(self) -> tuple[CheckResult, ...]:
-        return tuple(r for r in self.results if r.blocking_failure)
-
-    @property
-    def passed(self) -> bool:
-        return not self.blocking_failures
-
-    def as_json(self) -> list[dict[str, Any]]:
-        return [r.as_dict() for r in self.results]
-
-
-class ChecksFailed(RuntimeError):
-    """Blocking checks failed: the staged output was not published."""
-
-    def __init__(
-        self,
-        table: str,
-        partition: str | None,
-        validation: Validation,
-        staging: Path,
-        current: str | None,
-        since: float | None = None,
-    ):
-        self.table = table
-        self.partition = partition
-        self.validation = validation
-        self.staging = staging
-        self.current = current
-        self.since = since  # set when an earlier run's rejection still holds (nothing rebuilt)
-        failures = validation.blocking_failures
-        where = f"{table}[{partition}]" if partition else table
-        kept = f"version {current} stays current" if current else "no version was ever published"
-        if since is None:
-            head = f"{where} not published: {len(failures)} blocking check(s) failed"
-        else:
-            head = (
-                f"{where} still blocked since "
-                f"{time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime(since))} (code and inputs "
-                "unchanged, not rebuilt)"
-            )
-        lines = [f"{head}; {kept}; the rejected output is kept in {staging}"]
-        lines += [
-            f"  - {r.name} ({r.kind}): {r.message} ({r.failing_rows:,} failing rows)"
-            for r in failures
-        ]
-        super().__init__("\n".join(lines))
-
-
-@dataclass(frozen=True)
-class CheckContext:
-    """What checks may read besides the staged frame."""
-
-    spark: Any
-    lake: Lake
-    catalog: Catalog
-    dataset: Dataset
-    partition: str | None = None
-    quarantine: Any = None  # bronze: the staged quarantine DataFrame
-    records_read: int | None = None  # bronze: records read from the raw objects
-    now: float = field(default_factory=time.time)
-
-    @property
-    def pii_columns(self) -> frozenset[str]:
-        columns = set(self.dataset.pii_columns)
-        for _name, source in self.catalog.raw_sources(self.dataset):
-            columns.update(source.pii_columns)
-        return frozenset(columns)
 
 
 def data_rules(dataset: Dataset) -> tuple[Rule, ...]:
@@ -146,8 +45,6 @@ def validate_frame(
 ) -> Validation:
     """Evaluate ``rules`` (default: every data rule of the dataset) on ``frame``, whose row
     count is ``total`` when the caller has already counted it."""
-    from medallion_assets.runtime.rule_checks import evaluate
-
     chosen = data_rules(context.dataset) if rules is None else tuple(rules)
     if not chosen:
         return Validation()
@@ -161,20 +58,20 @@ def validate_frame(
     return Validation(tuple(results))
 
 
-def sample_rows(frame: Any, pii: frozenset[str], limit: int = SAMPLE_ROWS) -> tuple[dict, ...]:
-    """Up to ``limit`` rows of ``frame`` as JSON-safe dicts, PII columns masked."""
-    rows = frame.limit(limit).collect()
-    return tuple(
-        {k: (MASKED if k in pii and v is not None else _plain(v)) for k, v in r.asDict().items()}
-        for r in rows
-    )
-
-
-def _plain(value: Any) -> Any:
-    if value is None or isinstance(value, (bool, int, float)):
-        return value
-    text = value if isinstance(value, str) else str(value)
-    return text if len(text) <= _MAX_TEXT else text[: _MAX_TEXT - 3] + "..."
+def evaluate(rule: Rule, frame: Any, total: int, context: CheckContext) -> CheckResult:
+    if rule.kind in row_rules.PANDERA_KINDS:
+        return row_rules.evaluate(rule, frame, total, context)
+    if isinstance(rule, RowCountRule):
+        return table_rules.row_count(rule, total)
+    if isinstance(rule, FreshnessRule):
+        return table_rules.freshness(rule, frame, total, context)
+    if isinstance(rule, ReferentialIntegrityRule):
+        return table_rules.referential_integrity(rule, frame, total, context)
+    if isinstance(rule, SqlAssertionRule):
+        return table_rules.sql_assertion(rule, frame, total, context)
+    if isinstance(rule, QuarantineRateRule):
+        return table_rules.quarantine_rate(rule, total, context)
+    raise ValueError(f"{rule.kind} rules are not checked on a staged table")
 
 
 def rejected_marker(
@@ -231,8 +128,6 @@ def reused_validation(version: Any, context: CheckContext) -> Validation:
     freshness, which changes with the clock, and any rule without a stored result are
     evaluated again on the current version.
     """
-    from medallion_assets.catalog.rules import FreshnessRule
-
     stored = {r["name"]: CheckResult.from_dict(r) for r in version.extra.get("checks", ())}
     rules = data_rules(context.dataset)
     again = [r for r in rules if isinstance(r, FreshnessRule) or r.label() not in stored]

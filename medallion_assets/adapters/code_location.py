@@ -9,13 +9,13 @@ from pathlib import Path
 
 import dagster as dg
 
-from medallion_assets.adapters.control import (
+from medallion_assets.adapters.assets import build_assets
+from medallion_assets.adapters.jobs import build_jobs, build_schedules
+from medallion_assets.adapters.kill_switch import (
     build_control_job,
     build_control_sensor,
     build_run_audit_sensors,
 )
-from medallion_assets.adapters.factory import build_assets
-from medallion_assets.adapters.jobs import build_jobs, build_schedules
 from medallion_assets.adapters.progress import LOGGER_KEY, progress_logger
 from medallion_assets.adapters.relaunch import build_relaunch_sensor
 from medallion_assets.adapters.resources import (

@@ -31,7 +31,7 @@ from typing import Any
 
 from medallion_assets.catalog import Catalog, Dataset
 from medallion_assets.catalog.operations import RetryPolicy
-from medallion_assets.planner.healing import Diagnosis, Failure, causes
+from medallion_assets.planner.diagnosis import Diagnosis, Failure, causes
 from medallion_assets.planner.reroute import PRIMARY, next_route, routes
 from medallion_assets.runtime.schema_drift import SchemaDrift, evolve
 
@@ -50,7 +50,7 @@ class HealingContext:
     sleep: Callable[[float], None] = time.sleep
     error: BaseException | None = None
     run_id: str = ""
-    control: Any = None  # runtime.control_store.ControlStore, for reroute_source
+    control: Any = None  # control.store.ControlStore, for reroute_source
 
 
 def clear_staging(context: HealingContext) -> str:
@@ -73,7 +73,7 @@ def wait(context: HealingContext) -> str:
 
 
 def reduce_parallelism(context: HealingContext) -> str:
-    from medallion_assets.runtime.throttle import halve, reduction_state
+    from medallion_assets.io.throttle import halve, reduction_state
 
     systems = [context.dataset.system]
     if context.dataset.target is not None:

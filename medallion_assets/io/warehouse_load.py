@@ -34,7 +34,7 @@ import pyarrow as pa
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
-from medallion_assets.runtime import warehouse_sql as sql
+from medallion_assets.io import warehouse_sql as sql
 
 if TYPE_CHECKING:
     from medallion_assets.catalog.models import Target
@@ -46,7 +46,7 @@ Put = Callable[[str, str, bytes], object]  # (bucket, key, body), e.g. ObjectSto
 
 
 class Throttle(Protocol):
-    """Blocks to keep a rate; ``SystemThrottle`` from ``runtime/throttle.py`` is one."""
+    """Blocks to keep a rate; ``SystemThrottle`` from ``io/throttle.py`` is one."""
 
     def rows(self, n: int) -> object: ...
     def bytes(self, n: int) -> object: ...

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from medallion_assets.catalog.models import Throttle
-from medallion_assets.runtime import s3 as s3_module
-from medallion_assets.runtime.s3 import (
+from medallion_assets.io import object_store as s3_module
+from medallion_assets.io.object_store import (
     Boto3ObjectStore,
     LocalFolderObjectStore,
     ObjectStore,
@@ -26,7 +26,7 @@ from medallion_assets.runtime.s3 import (
     key_path,
     object_store_from_env,
 )
-from medallion_assets.runtime.throttle import SystemThrottle
+from medallion_assets.io.throttle import SystemThrottle
 
 # Until tests/conftest.py registers the plugin (pytest_plugins = ["tests.s3_server"]).
 from tests.s3_server import S3Server

@@ -1,7 +1,7 @@
 """Build one executable Dagster asset per dataset from its spec; execution is the runtime's.
 
-The asset function resolves resources, calls ``runtime.ingest`` (bronze) or
-``runtime.build`` (silver, gold), loads the warehouse for gold tables with a target, and
+The asset function resolves resources, calls ``runtime.bronze_ingest`` (bronze) or
+``runtime.table_build`` (silver, gold), loads the warehouse for gold tables with a target, and
 returns a ``MaterializeResult`` whose data version is the published lake version, with one
 ``AssetCheckResult`` per validation rule. When a blocking check fails, the check results are
 reported, nothing is published and the step fails, so downstream assets of the run do not run.
@@ -25,15 +25,15 @@ from medallion_assets.adapters.translator import DatasetTranslator, step_name, t
 from medallion_assets.catalog import Catalog, Dataset
 from medallion_assets.catalog.operations import RetryPolicy
 from medallion_assets.catalog.rules import ReconciliationRule
-from medallion_assets.planner.healing import Failure, causes, diagnose, retry_delay
+from medallion_assets.checks.results import CheckResult, ChecksFailed
+from medallion_assets.checks.table_rules import reconciliation_message, reconciliation_result
+from medallion_assets.control.healing_actions import HealingContext, run_actions
+from medallion_assets.io.warehouse import LoadUnit
+from medallion_assets.planner.diagnosis import Failure, causes, diagnose, retry_delay
 from medallion_assets.planner.reroute import PRIMARY, Route, along
-from medallion_assets.runtime.build import build_table
+from medallion_assets.runtime.bronze_ingest import ingest
 from medallion_assets.runtime.faults import crash_point
-from medallion_assets.runtime.healing import HealingContext, run_actions
-from medallion_assets.runtime.ingest import ingest
-from medallion_assets.runtime.rule_checks import reconciliation_message, reconciliation_result
-from medallion_assets.runtime.validation import CheckResult, ChecksFailed
-from medallion_assets.runtime.warehouse import LoadUnit
+from medallion_assets.runtime.table_build import build_table
 
 RESOURCE_KEYS = {"spark", "lake", "s3", "warehouse", "control"}
 
@@ -369,7 +369,8 @@ def check_current_version(
 ) -> Iterator[dg.AssetCheckResult]:
     """Only checks were selected (e.g. "Execute checks" in the UI): evaluate them on the
     published version, without building anything."""
-    from medallion_assets.runtime.validation import CheckContext, data_rules, validate_frame
+    from medallion_assets.checks.results import CheckContext
+    from medallion_assets.checks.validation import data_rules, validate_frame
 
     lake = resources.lake.lake
     partition = context.partition_key if context.has_partition_key else None

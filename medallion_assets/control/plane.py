@@ -15,6 +15,8 @@ from pathlib import Path
 
 from medallion_assets.catalog import Catalog, Dataset
 from medallion_assets.catalog.metadata_files import read_control_file
+from medallion_assets.control.store import ControlStore, default_url
+from medallion_assets.io.credentials import known_secrets
 from medallion_assets.planner.kill_switch import (
     DisabledTable,
     EffectiveFlag,
@@ -22,8 +24,6 @@ from medallion_assets.planner.kill_switch import (
     effective_flags,
 )
 from medallion_assets.planner.reroute import PRIMARY, Route, find_route, routes
-from medallion_assets.runtime.control_store import ControlStore, default_url
-from medallion_assets.runtime.credentials import known_secrets
 
 
 @dataclass(frozen=True)

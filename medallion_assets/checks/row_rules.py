@@ -1,85 +1,39 @@
-"""One evaluator per rule kind, on a Spark DataFrame.
-
-Row rules (not_null, unique, accepted_values, range, regex) and schema are judged by pandera on
-Spark; a failure is then counted and sampled with the same predicate in Spark SQL. Nulls are
-``not_null``'s business: accepted_values, range and regex ignore them, as pandera does; unique
-treats a null key as a value (pandera groups by the key columns). A regex must match at the
-start of the value (pandera's ``str_matches``); anchor the end with ``$`` for a full match.
-
-Table rules run in Spark SQL: row_count, freshness, referential_integrity, sql,
-quarantine_rate. A table rule that fails counts every row of the table as failing.
+"""Row rules (not_null, unique, accepted_values, range, regex) and the schema, judged by pandera
+on Spark; a failure is then counted and sampled with the same predicate in Spark SQL, since
+pandera's Spark errors carry no counts. Nulls are ``not_null``'s business: accepted_values, range
+and regex ignore them, as pandera does; unique treats a null key as a value (pandera groups by
+the key columns). A regex must match at the start of the value (pandera's ``str_matches``);
+anchor the end with ``$`` for a full match.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from medallion_assets.catalog.catalog import INGESTION_COLUMNS
 from medallion_assets.catalog.rules import (
     AcceptedValuesRule,
-    FreshnessRule,
     NotNullRule,
-    QuarantineRateRule,
     RangeRule,
-    ReconciliationRule,
-    ReferentialIntegrityRule,
     RegexRule,
-    RowCountRule,
     Rule,
     SchemaRule,
-    SqlAssertionRule,
     UniqueRule,
 )
-from medallion_assets.runtime.sql import spark_query, view_name
-from medallion_assets.runtime.validation import CheckContext, CheckResult, sample_rows
-
-if TYPE_CHECKING:
-    from medallion_assets.runtime.warehouse_load import LoadReport
+from medallion_assets.checks.results import CheckContext, CheckResult, result_of, sample_rows
 
 PANDERA_KINDS = {"not_null", "unique", "accepted_values", "range", "regex", "schema"}
 
 
 def evaluate(rule: Rule, frame: Any, total: int, context: CheckContext) -> CheckResult:
-    if rule.kind in PANDERA_KINDS:
-        return _pandera_rule(rule, frame, total, context)
-    if isinstance(rule, RowCountRule):
-        return _row_count(rule, total)
-    if isinstance(rule, FreshnessRule):
-        return _freshness(rule, frame, total, context)
-    if isinstance(rule, ReferentialIntegrityRule):
-        return _referential_integrity(rule, frame, total, context)
-    if isinstance(rule, SqlAssertionRule):
-        return _sql_assertion(rule, frame, total, context)
-    if isinstance(rule, QuarantineRateRule):
-        return _quarantine_rate(rule, total, context)
-    raise ValueError(f"{rule.kind} rules are not checked on a staged table")
-
-
-def _result(rule: Rule, passed: bool, failing: int, total: int, message: str, **kw: Any):
-    return CheckResult(
-        name=rule.label(),
-        kind=rule.kind,
-        severity=rule.severity,
-        passed=passed,
-        failing_rows=failing,
-        total_rows=total,
-        message=message,
-        **kw,
-    )
-
-
-# --- pandera-judged rules ---------------------------------------------------------------------
-
-
-def _pandera_rule(rule: Rule, frame: Any, total: int, context: CheckContext) -> CheckResult:
     if isinstance(rule, SchemaRule):
         return _schema(rule, frame, total, context)
     checked, problem = _prepare(rule, frame)
     if problem:
-        return _result(rule, False, total, total, problem, engine="pandera")
+        return result_of(rule, False, total, total, problem, engine="pandera")
     errors = _pandera_errors(_pandera_schema(rule, checked), checked)
     if not errors:
-        return _result(rule, True, 0, total, _passed_message(rule, total), engine="pandera")
+        return result_of(rule, True, 0, total, _passed_message(rule, total), engine="pandera")
     failing_frame, details = _failing(rule, checked)
     failing = failing_frame.count()
     details["pandera"] = errors
@@ -87,7 +41,7 @@ def _pandera_rule(rule: Rule, frame: Any, total: int, context: CheckContext) -> 
     message = f"{failing:,} of {total:,} rows {_failure_phrase(rule, details)}"
     if failing == 0:  # never a silent pass: pandera said no, whatever the count says
         message = f"pandera reported a failure ({errors[0]}) but no failing row was counted"
-    return _result(
+    return result_of(
         rule, False, failing, total, message, samples=samples, engine="pandera", details=details
     )
 
@@ -293,11 +247,11 @@ def _schema(rule: SchemaRule, frame: Any, total: int, context: CheckContext) -> 
     }
     if errors:
         details["pandera"] = errors
-        return _result(
+        return result_of(
             rule, False, total, total, "; ".join(errors), engine="pandera", details=details
         )
     note = f"; new column(s) allowed: {', '.join(new)}" if new else ""
-    return _result(
+    return result_of(
         rule,
         True,
         0,
@@ -306,168 +260,3 @@ def _schema(rule: SchemaRule, frame: Any, total: int, context: CheckContext) -> 
         engine="pandera",
         details=details,
     )
-
-
-# --- table rules in Spark SQL -----------------------------------------------------------------
-
-
-def _row_count(rule: RowCountRule, total: int) -> CheckResult:
-    low = rule.min is not None and total < rule.min
-    high = rule.max is not None and total > rule.max
-    bounds = f"[{_bound(rule.min)}, {_bound(rule.max)}]"
-    passed = not (low or high)
-    message = f"{total:,} rows, {'within' if passed else 'outside'} {bounds}"
-    return _result(rule, passed, 0 if passed else total, total, message)
-
-
-def _bound(value: int | None) -> str:
-    return "-" if value is None else f"{value:,}"
-
-
-def _freshness(rule: FreshnessRule, frame: Any, total: int, context: CheckContext) -> CheckResult:
-    from pyspark.sql import functions as F
-
-    column = rule.timestamp_column
-    if column not in frame.columns:
-        return _result(rule, False, total, total, f"column {column} missing from the table")
-    newest = frame.select(F.max(F.col(column).cast("timestamp")).cast("double")).first()[0]
-    if newest is None:
-        return _result(rule, False, total, total, f"no {column} value: the table is empty")
-    age = (context.now - newest) / 3600
-    passed = age <= rule.max_age_hours
-    message = (
-        f"newest {column} is {age:,.1f} h old "
-        f"({'within' if passed else 'over'} {rule.max_age_hours:g} h)"
-    )
-    details = {"newest_epoch": newest, "age_hours": round(age, 3)}
-    return _result(rule, passed, 0 if passed else total, total, message, details=details)
-
-
-def _referential_integrity(
-    rule: ReferentialIntegrityRule, frame: Any, total: int, context: CheckContext
-) -> CheckResult:
-    from pyspark.sql import functions as F
-
-    if rule.to_table == context.dataset.name:
-        parent = frame
-    else:
-        paths = context.lake.current_paths(rule.to_table)
-        if not paths:
-            message = f"{rule.to_table} has no published version to check against"
-            return _result(rule, False, total, total, message)
-        parent = context.spark.read.parquet(*[str(p) for p in paths])
-    keys = parent.select(
-        [F.col(t).alias(c) for c, t in zip(rule.columns, rule.to_columns, strict=True)]
-    ).distinct()
-    present = F.lit(True)
-    for c in rule.columns:
-        present = present & F.col(c).isNotNull()
-    orphans = frame.where(present).join(keys, list(rule.columns), "left_anti")
-    failing = orphans.count()
-    target = f"{rule.to_table}({', '.join(rule.to_columns)})"
-    if failing == 0:
-        return _result(rule, True, 0, total, f"every ({', '.join(rule.columns)}) is in {target}")
-    samples = sample_rows(orphans, context.pii_columns)
-    message = (
-        f"{failing:,} of {total:,} rows have ({', '.join(rule.columns)}) missing from {target}"
-    )
-    return _result(rule, False, failing, total, message, samples=samples)
-
-
-def _sql_assertion(
-    rule: SqlAssertionRule, frame: Any, total: int, context: CheckContext
-) -> CheckResult:
-    from medallion_assets.catalog.rules import SELF_PLACEHOLDER
-
-    checked = "medallion_checked__" + view_name(context.dataset.name)
-    frame.createOrReplaceTempView(checked)
-    views = {SELF_PLACEHOLDER: checked}
-    for table in rule.referenced_tables():
-        paths = context.lake.current_paths(table)
-        if not paths:
-            return _result(rule, False, total, total, f"{table} has no published version")
-        context.spark.read.parquet(*[str(p) for p in paths]).createOrReplaceTempView(
-            view_name(table)
-        )
-        views[table] = view_name(table)
-    _, query = spark_query(
-        rule.query.replace("{table}", SELF_PLACEHOLDER), "spark", "check.assertion", views
-    )
-    failures = context.spark.sql(query)
-    failing = failures.count()
-    if failing == 0:
-        return _result(rule, True, 0, total, "the assertion query returned no rows")
-    samples = sample_rows(failures, context.pii_columns)
-    message = f"the assertion query returned {failing:,} failing row(s)"
-    return _result(rule, False, failing, total, message, samples=samples, details={"query": query})
-
-
-def _quarantine_rate(rule: QuarantineRateRule, total: int, context: CheckContext) -> CheckResult:
-    from pyspark.sql import functions as F
-
-    read = context.records_read if context.records_read is not None else total
-    if context.quarantine is None:
-        return _result(rule, True, 0, read, "nothing ingested in this build: no quarantine")
-    quarantined = context.quarantine.count()
-    rate = quarantined / read if read else 0.0
-    passed = rate <= rule.max_fraction
-    message = (
-        f"{quarantined:,} of {read:,} records quarantined ({rate:.3%}; "
-        f"{'within' if passed else 'over'} {rule.max_fraction:.3%})"
-    )
-    samples: tuple[dict[str, Any], ...] = ()
-    if quarantined:
-        # A malformed record is raw text: any PII in it cannot be told apart, so mask it whole
-        # when the source has PII columns.
-        shown = context.quarantine.select(
-            F.substring(F.col(context.quarantine.columns[0]), 1, 200).alias("record"),
-            "_source_file",
-        )
-        pii = frozenset({"record"}) if context.pii_columns else frozenset()
-        samples = sample_rows(shown, pii)
-    details = {"quarantined": quarantined, "records_read": read, "rate": round(rate, 6)}
-    return _result(rule, passed, quarantined, read, message, samples=samples, details=details)
-
-
-def reconciliation_result(
-    rule: ReconciliationRule,
-    expected_rows: int,
-    warehouse_rows: int,
-    table: str,
-    duplicate_keys: int = 0,
-) -> CheckResult:
-    """After a warehouse load: the rows the lake says the scope (the loaded partition, else the
-    table) must hold (the lake version's rows; for an append without partitions, the rows before
-    plus the rows appended) against a count of it; a key held twice fails whatever the counts."""
-    difference = abs(expected_rows - warehouse_rows)
-    passed = difference <= rule.tolerance and duplicate_keys == 0
-    message = (
-        f"{table}: {warehouse_rows:,} rows in the warehouse, {expected_rows:,} expected from "
-        f"the lake (difference {difference:,}, tolerance {rule.tolerance:,})"
-    )
-    if duplicate_keys:
-        message += f"; {duplicate_keys:,} key value(s) held by more than one row"
-    return _result(
-        rule,
-        passed,
-        0 if passed else max(difference, duplicate_keys),
-        expected_rows,
-        message,
-        details={
-            "expected_rows": expected_rows,
-            "warehouse_rows": warehouse_rows,
-            "duplicate_keys": duplicate_keys,
-        },
-    )
-
-
-def reconciliation_message(report: LoadReport) -> str:
-    """Why a load did not reconcile, in the words of the check above."""
-    where = f" of partition {report.partition}" if report.partition else ""
-    text = (
-        f"{report.rows_in_table:,} rows{where} in the warehouse, {report.expected_rows:,} "
-        "expected from the lake"
-    )
-    if report.duplicate_keys:
-        text += f"; {report.duplicate_keys:,} key value(s) held by more than one row"
-    return text

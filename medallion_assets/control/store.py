@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from medallion_assets.catalog.export import CATALOG_TABLES, KEYS
-from medallion_assets.runtime.credentials import encoded_url, mask_credentials, url_secrets
+from medallion_assets.io.credentials import encoded_url, mask_credentials, url_secrets
 from medallion_assets.runtime.errors import ResourceError
 
 SCOPES = ("pipeline", "layer", "dataset", "source", "target")

@@ -14,20 +14,18 @@ from pathlib import Path
 from typing import Any
 
 from medallion_assets.catalog import Catalog, Dataset
-from medallion_assets.lineage.statement import parse_statement
-from medallion_assets.planner.healing import headline
-from medallion_assets.runtime.lake import Lake, TableVersion
-from medallion_assets.runtime.merge import merge_errors, merge_frame
-from medallion_assets.runtime.sql import spark_script, view_name
-from medallion_assets.runtime.validation import (
-    CheckContext,
-    ChecksFailed,
-    Validation,
+from medallion_assets.checks.results import CheckContext, ChecksFailed, Validation
+from medallion_assets.checks.validation import (
     rejected_marker,
     reused_validation,
     still_rejected,
     validate_frame,
 )
+from medallion_assets.lineage.statement import parse_statement
+from medallion_assets.planner.diagnosis import headline
+from medallion_assets.runtime.lake import Lake, TableVersion
+from medallion_assets.runtime.merge import merge_errors, merge_frame
+from medallion_assets.runtime.spark_sql import spark_script, view_name
 
 
 class MissingInput(RuntimeError):

@@ -31,8 +31,8 @@ from botocore.exceptions import ClientError
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
 from medallion_assets.catalog.base import check_bucket
+from medallion_assets.io.throttle import SystemThrottle
 from medallion_assets.runtime.errors import ResourceError
-from medallion_assets.runtime.throttle import SystemThrottle
 
 CHUNK_SIZE = 1024 * 1024
 PAGE_SIZE = 1000  # the most keys S3 returns per ListObjectsV2 page
@@ -171,7 +171,7 @@ def _s3_errors(uri: str, endpoint: str | None) -> Iterator[None]:
             raise FileNotFoundError(f"{uri} does not exist ({code})") from error
         raise
     except BotoConnectionError as error:
-        from medallion_assets.runtime.warehouse import mask_credentials  # pyarrow: import late
+        from medallion_assets.io.warehouse import mask_credentials  # pyarrow: import late
 
         where = mask_credentials(endpoint) if endpoint else "AWS S3"
         raise S3Unreachable(
