@@ -84,19 +84,17 @@ def instrument(
 
     materialize = factory.materialize_dataset
 
-    def timed_materialize(
-        context: Any, catalog: Any, dataset: Any, *rest: Any, **options: Any
-    ) -> Any:
+    def timed_materialize(context: Any, runner: Any, run: Any) -> Any:
         # The asset body is a generator (it yields check results, then the materialization):
         # time the iteration, not the call that only creates it.
         before = {k: watch.seconds[k] for k in INSIDE_ASSETS}
         started, jvm_started = time.perf_counter(), jvm_clock()
         try:
-            yield from materialize(context, catalog, dataset, *rest, **options)
+            yield from materialize(context, runner, run)
         finally:
             partition = context.partition_key if context.has_partition_key else None
             asset = {
-                "table": dataset.name,
+                "table": run.dataset.name,
                 "partition": partition,
                 "seconds": time.perf_counter() - started,
                 "jvm": jvm_clock() - jvm_started,

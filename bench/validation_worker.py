@@ -2,7 +2,7 @@
 
     python -m bench.validation_worker PROJECT ROOT [--reps R] [--kinds-rows N]
 
-Two tables, each timed with ``runtime.build.build_table`` (the work a Dagster step does for a
+Two tables, each timed with ``runtime.table_build.build_table`` (the work a Dagster step does for a
 silver table: register the inputs, run the SQL, stage, count, validate, publish), once with
 ``checks=False`` and once with ``checks=True`` per repetition, alternating which goes first:
 
@@ -36,13 +36,22 @@ def time_builds(
     spark: Any, lake: Any, catalog: Any, table: str, partition: str | None, reps: int
 ) -> dict[str, Any]:
     from medallion_assets.runtime.table_build import build_table
+    from medallion_assets.runtime.table_run import TableRun
 
     dataset = catalog.datasets[table]
 
     def build(checks: bool) -> dict[str, Any]:
         shutil.rmtree(lake.table_dir(table), ignore_errors=True)
         started = time.perf_counter()
-        outcome = build_table(spark, lake, catalog, dataset, partition, checks=checks)
+        run = TableRun(
+            spark=spark,
+            lake=lake,
+            catalog=catalog,
+            dataset=dataset,
+            partition=partition,
+            checks=checks,
+        )
+        outcome = build_table(run)
         seconds = time.perf_counter() - started
         results = outcome.validation.results
         return {

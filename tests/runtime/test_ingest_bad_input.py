@@ -22,6 +22,7 @@ from medallion_assets.runtime.bronze_ingest import ingest, manifest_name
 from medallion_assets.runtime.lake import Lake
 from medallion_assets.runtime.raw_files import CorruptObject
 from medallion_assets.runtime.schema_drift import SchemaDrift, evolve, revert, state_name
+from medallion_assets.runtime.table_run import RunLog, TableRun
 from medallion_assets.testing import read_table
 
 MINIMAL = Path(__file__).parents[1] / "catalog" / "minimal_project"
@@ -54,17 +55,16 @@ class Project:
         self.store.put(self.bucket, key, data)
 
     def run(self, spark, run_id: str):
-        return ingest(
-            spark,
-            self.lake,
-            self.store,
-            self.landing,
-            self.catalog,
-            self.catalog.datasets["bronze.orders"],
+        run = TableRun(
+            spark=spark,
+            lake=self.lake,
+            catalog=self.catalog,
+            dataset=self.catalog.datasets["bronze.orders"],
             run_id=run_id,
-            log=self.logged.append,
-            warn=self.warned.append,
+            log=RunLog(self.logged.append, self.warned.append),
+            landing_root=self.landing,
         )
+        return ingest(run, self.store)
 
     def rows(self, table: str = "bronze.orders") -> list[int]:
         return sorted(read_table(table, lake_root=self.lake.root)["order_id"].tolist())

@@ -92,18 +92,27 @@ def client_build_minimal_project(remote: str, root: str) -> dict[str, Any]:
     from medallion_assets.catalog import load_catalog
     from medallion_assets.runtime.bronze_ingest import ingest
     from medallion_assets.runtime.table_build import build_table
+    from medallion_assets.runtime.table_run import TableRun
 
     session = connect_session(remote)
     base = Path(root)
     catalog = load_catalog(base / "project", use_cache=False)
     store, lake = LocalFolderObjectStore(base / "s3"), Lake(base / "lake")
-    bronze = ingest(
-        session, lake, store, base / "landing", catalog, catalog.datasets["bronze.orders"],
-        run_id="connect-1",
-    )  # fmt: skip
-    silver = build_table(session, lake, catalog, catalog.datasets["silver.orders_clean"])
-    gold = build_table(session, lake, catalog, catalog.datasets["gold.revenue"])
-    again = build_table(session, lake, catalog, catalog.datasets["gold.revenue"])
+
+    def run(table: str) -> TableRun:
+        return TableRun(
+            spark=session,
+            lake=lake,
+            catalog=catalog,
+            dataset=catalog.datasets[table],
+            run_id="connect-1",
+            landing_root=base / "landing",
+        )
+
+    bronze = ingest(run("bronze.orders"), store)
+    silver = build_table(run("silver.orders_clean"))
+    gold = build_table(run("gold.revenue"))
+    again = build_table(run("gold.revenue"))
     return {
         "bronze": [bronze.new_objects, bronze.quarantined, bronze.total_records],
         "rows": [bronze.build.version.rows, silver.version.rows, gold.version.rows],

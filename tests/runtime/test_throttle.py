@@ -187,6 +187,7 @@ def test_reduce_parallelism_halves_the_system_limits_a_step_builds_until_it_expi
     from medallion_assets.io.throttle import reduction_state
     from medallion_assets.planner.diagnosis import Diagnosis, Failure
     from medallion_assets.runtime.lake import Lake
+    from medallion_assets.runtime.table_run import TableRun
 
     monkeypatch.setenv("MEDALLION_HOME", str(tmp_path))
     monkeypatch.delenv("MEDALLION_LAKE", raising=False)
@@ -194,11 +195,9 @@ def test_reduce_parallelism_halves_the_system_limits_a_step_builds_until_it_expi
     s3 = S3Resource(project_root=str(tmp_path), throttles=throttles)
     before = s3.store("s3_raw").throttle.limits
     lake = Lake(tmp_path / "lake")
+    run = TableRun(catalog=demo_catalog, dataset=demo_catalog.datasets["bronze.orders"], lake=lake)
     context = HealingContext(
-        demo_catalog,
-        demo_catalog.datasets["bronze.orders"],
-        None,
-        lake,
+        run,
         Diagnosis("S3_THROTTLED", "s3_slow_down", ("reduce_parallelism",)),
         Failure(("OSError",), "SlowDown"),
         1,
