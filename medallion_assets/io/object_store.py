@@ -31,6 +31,7 @@ from botocore.exceptions import ClientError
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
 from medallion_assets.catalog.base import check_bucket
+from medallion_assets.io.credentials import mask_credentials
 from medallion_assets.io.throttle import SystemThrottle
 from medallion_assets.runtime.errors import ResourceError
 
@@ -171,8 +172,6 @@ def _s3_errors(uri: str, endpoint: str | None) -> Iterator[None]:
             raise FileNotFoundError(f"{uri} does not exist ({code})") from error
         raise
     except BotoConnectionError as error:
-        from medallion_assets.io.warehouse import mask_credentials  # pyarrow: import late
-
         where = mask_credentials(endpoint) if endpoint else "AWS S3"
         raise S3Unreachable(
             f"cannot reach the S3 endpoint {where} (MEDALLION_S3_ENDPOINT) for {uri}: "
