@@ -22,7 +22,7 @@ import threading
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol, cast
 from urllib.parse import urlsplit
 
 import boto3
@@ -34,6 +34,11 @@ from medallion_assets.catalog.base import check_bucket
 from medallion_assets.io.credentials import mask_credentials
 from medallion_assets.io.throttle import SystemThrottle
 from medallion_assets.runtime.errors import ResourceError
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
+    from mypy_boto3_s3.literals import BucketLocationConstraintType
+    from mypy_boto3_s3.type_defs import CreateBucketRequestTypeDef, ListObjectsV2RequestTypeDef
 
 CHUNK_SIZE = 1024 * 1024
 PAGE_SIZE = 1000  # the most keys S3 returns per ListObjectsV2 page
@@ -206,7 +211,7 @@ class Boto3ObjectStore(_StreamingStore):
             # Custom endpoints (moto, MinIO) are not DNS names that can take a bucket prefix.
             s3={"addressing_style": "path"} if endpoint_url else {},
         )
-        self._client: Any = boto3.session.Session().client(
+        self._client: S3Client = boto3.session.Session().client(
             "s3", endpoint_url=endpoint_url, region_name=region, config=config
         )
 
@@ -220,7 +225,12 @@ class Boto3ObjectStore(_StreamingStore):
 
     def list(self, bucket: str, prefix: str = "", *, on_page: OnPage = _ignore) -> list[S3Object]:
         """Every object under ``prefix`` (a string prefix, as in S3), sorted by key."""
-        objects, request = [], {"Bucket": bucket, "Prefix": prefix, "MaxKeys": self.page_size}
+        objects: list[S3Object] = []
+        request: ListObjectsV2RequestTypeDef = {
+            "Bucket": bucket,
+            "Prefix": prefix,
+            "MaxKeys": self.page_size,
+        }
         with _s3_errors(f"s3://{bucket}/{prefix}", self.endpoint_url):
             while True:
                 on_page()
@@ -261,14 +271,15 @@ class Boto3ObjectStore(_StreamingStore):
             return
         except FileNotFoundError:
             pass
-        extra = {}
+        request: CreateBucketRequestTypeDef = {"Bucket": bucket}
         if self.region != "us-east-1":  # S3 rejects an explicit us-east-1 location constraint
-            extra["CreateBucketConfiguration"] = {"LocationConstraint": self.region}
+            region = cast("BucketLocationConstraintType", self.region)
+            request["CreateBucketConfiguration"] = {"LocationConstraint": region}
         with (
             contextlib.suppress(self._client.exceptions.BucketAlreadyOwnedByYou),
             _s3_errors(f"s3://{bucket}", self.endpoint_url),
         ):
-            self._client.create_bucket(Bucket=bucket, **extra)
+            self._client.create_bucket(**request)
 
 
 class LocalFolderObjectStore(_StreamingStore):

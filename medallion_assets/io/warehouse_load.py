@@ -11,16 +11,14 @@
 5. after COMMIT count the rows in scope, and the repeated keys when the target declares keys,
    and reconcile against the rows the lake says the scope must hold.
 
-Each warehouse supplies a session: how to run a statement and how rows reach the staging table.
-DuckDB reads registered Arrow batches, PostgreSQL takes CSV through ``COPY ... FROM STDIN``,
-Redshift ``COPY``s Parquet files written to an S3 staging prefix. The statements themselves come
-from ``warehouse_sql.py``; the public warehouse objects are in ``warehouse.py``.
+Each warehouse supplies a session (``warehouse_sessions.py``): how to run a statement and how
+rows reach the staging table. The statements themselves come from ``warehouse_sql.py``; the
+public warehouse objects are in ``warehouse.py``.
 """
 
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import logging
 import time
@@ -31,8 +29,6 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 import pyarrow as pa
-import pyarrow.csv as pa_csv
-import pyarrow.parquet as pq
 
 from medallion_assets.io import warehouse_sql as sql
 
@@ -380,115 +376,3 @@ def pace(throttle: Throttle | None, rows: int, nbytes: int) -> None:
     if throttle is not None:
         throttle.rows(rows)
         throttle.bytes(nbytes)
-
-
-# --- sessions: how each warehouse runs statements and stages rows ------------------------------
-
-
-class DbApiSession:
-    """PostgreSQL and Redshift: statements through a DB-API cursor in autocommit mode, so the
-    explicit BEGIN/COMMIT of the load protocol are the only transaction boundaries."""
-
-    dialect: sql.Dialect
-
-    def __init__(self, connection: Any):
-        self.connection = connection
-        self.connection.autocommit = True
-
-    def execute(self, statement: str) -> None:
-        cursor = self.connection.cursor()
-        try:
-            cursor.execute(statement)
-        finally:
-            cursor.close()
-
-    def fetch(self, statement: str) -> list[tuple[Any, ...]]:
-        return self._fetch(statement)[1]
-
-    def read(self, table: str) -> pa.Table:
-        names, rows = self._fetch(f"SELECT * FROM {sql.quote_table(table)}")
-        return pa.table({name: [row[i] for row in rows] for i, name in enumerate(names)})
-
-    def _fetch(self, statement: str) -> tuple[list[str], list[tuple[Any, ...]]]:
-        cursor = self.connection.cursor()
-        try:
-            cursor.execute(statement)
-            names = [column[0] for column in cursor.description]
-            return names, [tuple(row) for row in cursor.fetchall()]
-        finally:
-            cursor.close()
-
-    def close(self) -> None:
-        self.connection.close()
-
-
-class DuckDBSession:
-    dialect: sql.Dialect = "duckdb"
-
-    def __init__(self, connection: Any):
-        self.connection = connection
-
-    def execute(self, statement: str) -> None:
-        self.connection.execute(statement)
-
-    def fetch(self, statement: str) -> list[tuple[Any, ...]]:
-        return list(self.connection.execute(statement).fetchall())
-
-    def read(self, table: str) -> pa.Table:
-        return self.connection.sql(f"SELECT * FROM {sql.quote_table(table)}").to_arrow_table()
-
-    def stage(self, temp: str, data: pa.Table, throttle: Throttle | None, batch_rows: int) -> None:
-        view = f"{temp}_arrow"
-        insert = sql.insert_select(temp, view, data.column_names)
-        for batch in batches(nested_as_json(data), batch_rows):
-            pace(throttle, len(batch), batch.nbytes)
-            self.connection.register(view, batch)
-            try:
-                self.connection.execute(insert)
-            finally:
-                self.connection.unregister(view)
-
-    def close(self) -> None:
-        self.connection.close()
-
-
-class PostgresSession(DbApiSession):
-    dialect: sql.Dialect = "postgres"
-
-    def stage(self, temp: str, data: pa.Table, throttle: Throttle | None, batch_rows: int) -> None:
-        copy = sql.copy_from_stdin(temp, data.column_names)
-        options = pa_csv.WriteOptions(include_header=False)
-        for batch in batches(nested_as_json(data), batch_rows):
-            # Arrow writes the CSV in C; NULL is an unquoted empty field and strings are always
-            # quoted, which is exactly how PostgreSQL's CSV COPY tells NULL from ''.
-            buffer = io.BytesIO()
-            pa_csv.write_csv(batch, buffer, options)
-            payload = buffer.getvalue()
-            pace(throttle, len(batch), len(payload))
-            with self.connection.cursor() as cursor, cursor.copy(copy) as writer:
-                writer.write(payload)
-
-
-class RedshiftSession(DbApiSession):
-    dialect: sql.Dialect = "redshift"
-
-    def __init__(self, connection: Any, staging_uri: str, iam_role: str, put: Put):
-        super().__init__(connection)
-        self.staging_uri, self.iam_role, self.put = staging_uri, iam_role, put
-
-    def stage(self, temp: str, data: pa.Table, throttle: Throttle | None, batch_rows: int) -> None:
-        if len(data) == 0:
-            return  # COPY from a prefix with no files is an error; the temp table stays empty
-        bucket, _, prefix = self.staging_uri[len("s3://") :].partition("/")
-        # The temp name carries a per-load token, so concurrent loads never share a prefix.
-        folder = f"{prefix.strip('/')}/{temp}/".lstrip("/")
-        for number, batch in enumerate(batches(data, batch_rows)):
-            buffer = io.BytesIO()
-            # Redshift stores microseconds; nanosecond Parquet timestamps would be rejected.
-            pq.write_table(batch, buffer, coerce_timestamps="us", allow_truncated_timestamps=True)
-            payload = buffer.getvalue()
-            pace(throttle, len(batch), len(payload))
-            self.put(bucket, f"{folder}part-{number:05d}.parquet", payload)
-        nested = any(sql.is_nested(field.type) for field in data.schema)
-        uri = f"s3://{bucket}/{folder}"
-        self.execute(sql.copy_from_s3(temp, uri, self.iam_role, "parquet", serialize_json=nested))
