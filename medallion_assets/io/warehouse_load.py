@@ -11,19 +11,19 @@
 5. after COMMIT count the rows in scope, and the repeated keys when the target declares keys,
    and reconcile against the rows the lake says the scope must hold.
 
-Each warehouse supplies a session (``warehouse_sessions.py``): how to run a statement and how
-rows reach the staging table. The statements themselves come from ``warehouse_sql.py``; the
-public warehouse objects are in ``warehouse.py``.
+Each warehouse supplies a session: how to run a statement and how rows reach the staging table.
+DuckDB reads registered Arrow batches, PostgreSQL takes CSV through ``COPY ... FROM STDIN``,
+Redshift ``COPY``s Parquet files written to an S3 staging prefix. The statements themselves come
+from ``warehouse_sql.py``; the public warehouse objects are in ``warehouse.py``.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import pyarrow as pa
 
 from medallion_assets.io import warehouse_sql as sql
+from medallion_assets.io import warehouse_types
 
 if TYPE_CHECKING:
     from medallion_assets.catalog.models import Target
@@ -145,7 +146,7 @@ def run_load(
         raise ValueError(f"batch_rows must be >= 1, got {batch_rows}")
     table, mode = target.warehouse_table, target.mode
     # Everything about the data is checked before the warehouse is touched.
-    columns = sql.arrow_columns(data.schema, session.dialect)
+    columns = warehouse_types.arrow_columns(data.schema, session.dialect)
     names = [name for name, _ in columns]
     if unit.partition_column is not None and unit.partition_column not in names:
         raise ValueError(
@@ -329,9 +330,6 @@ def _log(report: LoadReport) -> None:
         log.warning("NOT RECONCILED " + message, *args, *rest)
 
 
-# --- Arrow data preparation -------------------------------------------------------------------
-
-
 def check_merge_keys(data: pa.Table, keys: tuple[str, ...] | list[str]) -> None:
     """Merge keys must be present, non-null and unique in the data, or a merge is not idempotent
     (NULL never matches in the DELETE, and duplicate keys multiply on every reload)."""
@@ -351,28 +349,3 @@ def check_merge_keys(data: pa.Table, keys: tuple[str, ...] | list[str]) -> None:
             f"merge keys ({', '.join(keys)}) are not unique in the data: {len(data) - distinct} "
             "row(s) repeat a key; deduplicate in the gold SQL"
         )
-
-
-def nested_as_json(data: pa.Table) -> pa.Table:
-    """Lists, structs and maps become JSON text, the form they take in a VARCHAR column."""
-    for index, field in enumerate(data.schema):
-        if sql.is_nested(field.type):
-            values = [
-                None if value is None else json.dumps(value, default=str, ensure_ascii=False)
-                for value in data.column(index).to_pylist()
-            ]
-            data = data.set_column(index, field.name, pa.array(values, pa.string()))
-    return data
-
-
-def batches(data: pa.Table, batch_rows: int) -> Iterator[pa.Table]:
-    """Zero-copy slices of at most ``batch_rows`` rows; none for an empty table."""
-    for offset in range(0, len(data), batch_rows):
-        yield data.slice(offset, batch_rows)
-
-
-def pace(throttle: Throttle | None, rows: int, nbytes: int) -> None:
-    """Take the tokens for one batch before sending it."""
-    if throttle is not None:
-        throttle.rows(rows)
-        throttle.bytes(nbytes)

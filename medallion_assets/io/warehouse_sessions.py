@@ -1,12 +1,15 @@
-"""How each warehouse runs statements and stages rows: the ``LoadSession``s of DuckDB (registered
-Arrow batches), PostgreSQL (CSV through ``COPY ... FROM STDIN``) and Redshift (Parquet files
-``COPY``ed from an S3 staging prefix). The load protocol over them is ``warehouse_load.py``.
+"""How each warehouse runs statements and stages rows for the load protocol (``warehouse_load``):
+DuckDB (an Arrow scan), PostgreSQL (COPY FROM STDIN) and Redshift (COPY from S3, else batched
+INSERTs), with the Arrow preparation they share (merge keys checked, nested values as JSON,
+batches paced by the target system's throttle).
 """
 
 from __future__ import annotations
 
 import io
-from collections.abc import Sequence
+import json
+import logging
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeAlias, TypeVar
 
 import pyarrow as pa
@@ -14,13 +17,46 @@ import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
 from medallion_assets.io import warehouse_sql as sql
-from medallion_assets.io.warehouse_load import Put, Throttle, batches, nested_as_json, pace
+from medallion_assets.io import warehouse_types
+from medallion_assets.io.warehouse_load import Put, Throttle
 
 if TYPE_CHECKING:
     import duckdb
     import psycopg
 
     PgConnection: TypeAlias = psycopg.Connection[tuple[Any, ...]]
+
+log = logging.getLogger(__name__)
+
+# --- Arrow data preparation -------------------------------------------------------------------
+
+
+def nested_as_json(data: pa.Table) -> pa.Table:
+    """Lists, structs and maps become JSON text, the form they take in a VARCHAR column."""
+    for index, field in enumerate(data.schema):
+        if warehouse_types.is_nested(field.type):
+            values = [
+                None if value is None else json.dumps(value, default=str, ensure_ascii=False)
+                for value in data.column(index).to_pylist()
+            ]
+            data = data.set_column(index, field.name, pa.array(values, pa.string()))
+    return data
+
+
+def batches(data: pa.Table, batch_rows: int) -> Iterator[pa.Table]:
+    """Zero-copy slices of at most ``batch_rows`` rows; none for an empty table."""
+    for offset in range(0, len(data), batch_rows):
+        yield data.slice(offset, batch_rows)
+
+
+def pace(throttle: Throttle | None, rows: int, nbytes: int) -> None:
+    """Take the tokens for one batch before sending it."""
+    if throttle is not None:
+        throttle.rows(rows)
+        throttle.bytes(nbytes)
+
+
+# --- sessions: how each warehouse runs statements and stages rows ------------------------------
 
 
 class DbApiCursor(Protocol):
@@ -151,6 +187,6 @@ class RedshiftSession(DbApiSession[DbApiConnection]):
             payload = buffer.getvalue()
             pace(throttle, len(batch), len(payload))
             self.put(bucket, f"{folder}part-{number:05d}.parquet", payload)
-        nested = any(sql.is_nested(field.type) for field in data.schema)
+        nested = any(warehouse_types.is_nested(field.type) for field in data.schema)
         uri = f"s3://{bucket}/{folder}"
         self.execute(sql.copy_from_s3(temp, uri, self.iam_role, "parquet", serialize_json=nested))
