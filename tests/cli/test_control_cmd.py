@@ -127,13 +127,13 @@ def test_catalog_export_writes_the_seed_tables_and_replaces_them(project: Path, 
     )
     assert (bool(gold[0]), gold[1], gold[2]) == (False, "control store", "fin")
     (edge,) = store.query(
-        "SELECT columns FROM dataset_lineage WHERE upstream = ? AND downstream = ?",
-        ("silver.orders_usd", "gold.revenue_by_region"),
+        "SELECT columns FROM dataset_lineage WHERE upstream = :up AND downstream = :down",
+        {"up": "silver.orders_usd", "down": "gold.revenue_by_region"},
     )
     assert json.loads(edge[0])  # column-level detail of the edge
     (rule,) = store.query(
-        "SELECT kind, blocking FROM validation_rules WHERE dataset = ? AND name = ?",
-        ("silver.addresses_validated", "iso_country_code"),
+        "SELECT kind, blocking FROM validation_rules WHERE dataset = :dataset AND name = :name",
+        {"dataset": "silver.addresses_validated", "name": "iso_country_code"},
     )
     assert rule[0] == "accepted_values" and bool(rule[1])
     assert f"{len(demo_catalog.datasets)} row(s)" in done.output
