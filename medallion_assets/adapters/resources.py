@@ -84,8 +84,8 @@ class S3Resource(dg.ConfigurableResource):  # type: ignore[type-arg]
 
     def store(self, system: str) -> Any:
         from medallion_assets.catalog.models import Throttle
-        from medallion_assets.io.object_store import ThrottledS3, object_store_from_env
-        from medallion_assets.io.throttle import SystemThrottle
+        from medallion_assets.io.object_store import object_store_from_env
+        from medallion_assets.io.throttle import SystemThrottle, ThrottledS3
 
         base = object_store_from_env(os.environ, medallion_home(self.project_root) / "s3")
         limits = Throttle.model_validate(self.throttles.get(system, {}))
