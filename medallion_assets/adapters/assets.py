@@ -33,7 +33,7 @@ from medallion_assets.runtime.table_run import RunLog, TableRun, step_partitions
 from medallion_assets.runtime.table_runner import TableOutcome, TableRunner, combined_metadata
 
 RESOURCE_KEYS = {"spark", "lake", "s3", "warehouse", "control"}
-StepEvent = dg.MaterializeResult | dg.AssetCheckResult
+StepEvent = dg.MaterializeResult[Any] | dg.AssetCheckResult
 
 
 def build_assets(

@@ -89,7 +89,7 @@ def check_results(
             metadata["sample_failing_rows"] = dg.MetadataValue.json(samples)
         if len(parts) > 1:
             metadata["partitions"] = len(parts)
-        reused = {p.details.get("reused_from") for p in parts} - {None}
+        reused = {str(r) for p in parts if (r := p.details.get("reused_from")) is not None}
         if reused:
             metadata["reused_from"] = ", ".join(sorted(reused))
         yield dg.AssetCheckResult(

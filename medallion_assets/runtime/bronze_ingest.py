@@ -1,10 +1,10 @@
 """Bronze ingest: extract new S3 objects of a source, read them with the declared schema, keep
 malformed records in quarantine, add ingestion columns, run the bronze SQL, publish.
 
-A manifest per source (and partition) records every ingested object with its ETag, the batch
-that brought it and when. Only objects that are new or changed are downloaded; the bronze table
-is rebuilt from all landed objects, so re-running ingests nothing twice and a file replaced
-upstream (new ETag) replaces its rows instead of adding to them.
+A manifest per source (and partition), in the control store, records every ingested object
+with its ETag, the batch that brought it and when. Only objects that are new or changed are
+downloaded; the bronze table is rebuilt from all landed objects, so re-running ingests nothing
+twice and a file replaced upstream (new ETag) replaces its rows instead of adding to them.
 """
 
 from __future__ import annotations
@@ -86,10 +86,6 @@ def partition_of(source: Source, key: str) -> str | None:
     return match.group(1) if match else None
 
 
-def manifest_name(source_name: str, partition: str | None) -> str:
-    return f"manifest__{source_name}" + (f"__{partition}" if partition else "")
-
-
 def manifest_digest(manifest: Mapping[str, Any]) -> str:
     listing = "\n".join(f"{k}\t{v['etag']}" for k, v in sorted(manifest.items()))
     return hashlib.sha256(listing.encode()).hexdigest()[:16]
@@ -100,7 +96,8 @@ def ingest(run: TableRun, store: ObjectSource) -> IngestOutcome:
     bucket when the run is rerouted. The manifest is keyed by the primary's keys either way, so
     an object already ingested from one is not ingested again from the other (replication keeps
     the ETag). Objects that cannot be read are set aside and copies of ingested ones skipped
-    (``intake``); the run's log warns of each of them."""
+    (``intake``); the run's log warns of each of them. The manifest is in the run's control
+    store."""
     spark, lake, catalog, dataset, partition = (
         run.session,
         run.lake,
@@ -108,16 +105,16 @@ def ingest(run: TableRun, store: ObjectSource) -> IngestOutcome:
         run.dataset,
         run.partition,
     )
-    replica, log, warn = run.replica, run.log.info, run.log.warn
+    replica, log, warn, state = run.replica, run.log.info, run.log.warn, run.state
     if run.landing_root is None:
         raise ValueError(f"{dataset.name}: a bronze run needs a landing folder (landing_root)")
     name, source = source_of(catalog, dataset)
     bucket = replica.bucket if replica is not None else source.bucket
     prefix = source_prefix(source, partition, replica)
-    manifest = lake.read_state(manifest_name(name, partition))
+    manifest = state.manifest(name, partition)
     listed = [o for o in store.list(bucket, prefix) if not o.key.endswith("/")]
     keyed = {_primary_key(source, replica, o.key): o for o in listed}
-    evolved = evolved_columns(lake, name, warn)
+    evolved = evolved_columns(state, name, warn)
     known = tuple(c.name for c in source.columns) + tuple(n for n, _ in evolved)
     landing = run.landing_root / name / (partition or "_all")
     intake = land_batch(
@@ -134,8 +131,8 @@ def ingest(run: TableRun, store: ObjectSource) -> IngestOutcome:
         inputs[f"raw.{name}#evolved"] = evolved_digest(evolved)
     current = lake.reusable(dataset.name, partition, dataset.code_version, inputs)
     if current is not None:
-        if updated != manifest:  # objects set aside or skipped: remember them
-            lake.write_state(manifest_name(name, partition), updated)
+        # objects set aside or skipped: remember them
+        state.save_manifest(name, partition, manifest, updated, run.run_id)
         reason = (
             f"skipped {dataset.name}: no new objects to ingest under s3://{bucket}/{prefix} "
             f"and code unchanged since version {current.version_id}"
@@ -161,7 +158,7 @@ def ingest(run: TableRun, store: ObjectSource) -> IngestOutcome:
         dataset.sql, dataset.dialect, dataset.name, {f"raw.{name}": view_name(f"raw.{name}")}
     )
     outcome, quarantined = _publish(run, script, quarantine, total, inputs)
-    lake.write_state(manifest_name(name, partition), updated)  # only after a successful publish
+    state.save_manifest(name, partition, manifest, updated, run.run_id)  # only after a publish
     new = len(intake.landed)
     log(
         f"ingested {new} new object(s) of {name}; {quarantined} malformed record(s) "

@@ -28,9 +28,9 @@ from medallion_assets.runtime.lake import Lake
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+    from medallion_assets.control.state import RuntimeState
     from medallion_assets.control.store import ControlStore
-    from medallion_assets.io.object_store import ThrottledS3
-    from medallion_assets.io.throttle import SystemThrottle
+    from medallion_assets.io.throttle import SystemThrottle, ThrottledS3
     from medallion_assets.io.warehouse import Warehouse
 
 
@@ -90,6 +90,13 @@ class TableRun:
         if self.spark is None:
             raise NoSparkSession(f"{self.dataset.name}: this run has no Spark session")
         return self.spark
+
+    @property
+    def state(self) -> RuntimeState:
+        """The runtime state in the control store: manifests, evolved columns, loads."""
+        if self.control is None:
+            raise ValueError(f"{self.dataset.name}: this run has no control store (control=)")
+        return self.control.state
 
     @property
     def label(self) -> str:

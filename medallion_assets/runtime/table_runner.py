@@ -25,6 +25,7 @@ from typing import Any
 from medallion_assets.catalog.rules import ReconciliationRule
 from medallion_assets.checks.results import CheckResult
 from medallion_assets.checks.table_rules import reconciliation_message, reconciliation_result
+from medallion_assets.control.state import LoadRecord
 from medallion_assets.io.warehouse import LoadUnit
 from medallion_assets.runtime.bronze_ingest import ingest
 from medallion_assets.runtime.faults import crash_point
@@ -63,13 +64,11 @@ class TableRunner:
     def run(self, table_run: TableRun) -> TableOutcome:
         """Ingest or build, publish, then load the warehouse and reconcile the load."""
         metadata: dict[str, Any] = {}
-        if table_run.rerouted:
-            assert table_run.route is not None
-            metadata["route"] = table_run.route.describe()
+        route = table_run.route
+        if route is not None and table_run.rerouted:
+            metadata["route"] = route.describe()
             table_run = table_run.along_route()
-            table_run.log.info(
-                f"{table_run.dataset.name}: read along route {table_run.route.describe()}"
-            )
+            table_run.log.info(f"{table_run.dataset.name}: read along route {route.describe()}")
         if table_run.dataset.layer == "bronze":
             build = self.ingest(table_run, metadata)
         else:
@@ -165,6 +164,9 @@ class TableRunner:
         finally:
             warehouse.close()
         crash_point("warehouse.loaded", dataset.name, version.partition)
+        # After the warehouse's commit, for operators (its ledger stays the authority).
+        record = LoadRecord.committed(unit, report, target.warehouse_table)
+        table_run.state.record_load(record, held=report.unchanged)
         reconciled_by_check = any(isinstance(r, ReconciliationRule) for r in dataset.rules)
         if not report.reconciled and not reconciled_by_check:
             raise RuntimeError(f"{target.warehouse_table}: {reconciliation_message(report)}")

@@ -113,6 +113,7 @@ def test_sensors_request_bronze_for_new_objects_only(project, spark, monkeypatch
             catalog=catalog,
             dataset=catalog.datasets["bronze.orders"],
             landing_root=root / ".medallion" / "landing",
+            control=ControlResource(project_root=str(root)).plane().store(),
         ),
         store,
     )

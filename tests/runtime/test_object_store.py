@@ -22,11 +22,10 @@ from medallion_assets.io.object_store import (
     Boto3ObjectStore,
     LocalFolderObjectStore,
     ObjectStore,
-    ThrottledS3,
     key_path,
     object_store_from_env,
 )
-from medallion_assets.io.throttle import SystemThrottle
+from medallion_assets.io.throttle import SystemThrottle, ThrottledS3
 
 # Until tests/conftest.py registers the plugin (pytest_plugins = ["tests.s3_server"]).
 from tests.s3_server import S3Server

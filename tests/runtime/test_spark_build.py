@@ -11,6 +11,7 @@ import pytest
 
 from medallion_assets.catalog import load_catalog
 from medallion_assets.checks.results import ChecksFailed
+from medallion_assets.control.store import ControlStore
 from medallion_assets.io.object_store import LocalFolderObjectStore
 from medallion_assets.runtime.bronze_ingest import ingest
 from medallion_assets.runtime.lake import Lake
@@ -48,8 +49,14 @@ def run_bronze(spark, project, run_id="r1"):
         dataset=catalog.datasets["bronze.orders"],
         run_id=run_id,
         landing_root=landing,
+        control=control_store(lake),
     )
     return ingest(run, store)
+
+
+def control_store(lake: Lake) -> ControlStore:
+    """The control store beside the lake (ingest keeps its manifests there)."""
+    return ControlStore.open(f"sqlite:///{lake.root.parent / 'control.db'}")
 
 
 def test_bronze_quarantines_malformed_records_and_adds_ingestion_columns(spark, project):
@@ -235,6 +242,7 @@ def test_sql_in_another_dialect_is_transpiled_to_spark(spark, project, tmp_path)
             catalog=catalog,
             dataset=catalog.datasets["bronze.orders"],
             landing_root=landing,
+            control=control_store(lake),
         ),
         store,
     )

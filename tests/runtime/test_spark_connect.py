@@ -90,6 +90,7 @@ def client_parquet_round_trip(remote: str, folder: str) -> dict[str, Any]:
 
 def client_build_minimal_project(remote: str, root: str) -> dict[str, Any]:
     from medallion_assets.catalog import load_catalog
+    from medallion_assets.control.store import ControlStore
     from medallion_assets.runtime.bronze_ingest import ingest
     from medallion_assets.runtime.table_build import build_table
     from medallion_assets.runtime.table_run import TableRun
@@ -99,6 +100,8 @@ def client_build_minimal_project(remote: str, root: str) -> dict[str, Any]:
     catalog = load_catalog(base / "project", use_cache=False)
     store, lake = LocalFolderObjectStore(base / "s3"), Lake(base / "lake")
 
+    control = ControlStore.open(f"sqlite:///{base / 'control.db'}")
+
     def run(table: str) -> TableRun:
         return TableRun(
             spark=session,
@@ -107,6 +110,7 @@ def client_build_minimal_project(remote: str, root: str) -> dict[str, Any]:
             dataset=catalog.datasets[table],
             run_id="connect-1",
             landing_root=base / "landing",
+            control=control,
         )
 
     bronze = ingest(run("bronze.orders"), store)

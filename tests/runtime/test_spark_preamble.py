@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from medallion_assets.catalog import load_catalog
+from medallion_assets.control.store import ControlStore
 from medallion_assets.io.object_store import LocalFolderObjectStore
 from medallion_assets.planner.reroute import along, routes
 from medallion_assets.runtime.bronze_ingest import ingest
@@ -71,6 +72,7 @@ def test_a_silver_table_with_a_preamble_builds_and_publishes_the_right_rows(spar
             catalog=catalog,
             dataset=catalog.datasets["bronze.orders"],
             landing_root=tmp_path / "landing",
+            control=ControlStore.open(f"sqlite:///{tmp_path / 'control.db'}"),
         ),
         store,
     )
@@ -103,6 +105,7 @@ def test_an_alternate_insert_writes_the_tables_columns_by_position(spark, tmp_pa
             catalog=catalog,
             dataset=catalog.datasets["bronze.orders"],
             landing_root=tmp_path / "landing",
+            control=ControlStore.open(f"sqlite:///{tmp_path / 'control.db'}"),
         ),
         store,
     )
