@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import getpass
 import json
-import os
 import socket
 from pathlib import Path
 from typing import Any
@@ -13,7 +12,7 @@ from typing import Any
 import click
 
 from medallion_assets.catalog import Catalog
-from medallion_assets.cli.common import fail, load, project_option
+from medallion_assets.cli.common import fail, load, project_option, settings_for
 from medallion_assets.cli.control_cmd import _fmt, _plane
 from medallion_assets.control.store import iso_utc
 from medallion_assets.runtime.schema_drift import EvolvedColumn
@@ -39,14 +38,14 @@ def schema(
     """SOURCE's declared columns and the ones evolve_schema added (when, by which run, from
     which files); with --revert, remove evolved columns: the source's bronze tables are rebuilt
     without them on their next run."""
-    from medallion_assets.runtime.lake import Lake, lake_location
+    from medallion_assets.runtime.lake import Lake
     from medallion_assets.runtime.schema_drift import read_evolved
 
     catalog = load(project)
     if source_name not in catalog.sources:
         known = ", ".join(sorted(catalog.sources)) or "none"
         fail(f"no source named {source_name!r} in this project (sources: {known})")
-    lake = Lake(lake_location(os.environ, project))
+    lake = Lake(settings_for(project).lake_root)
     if revert:
         _revert(catalog, lake, source_name, columns, reason, changed_by, project)
         return

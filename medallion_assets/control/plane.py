@@ -15,8 +15,7 @@ from pathlib import Path
 
 from medallion_assets.catalog import Catalog, Dataset
 from medallion_assets.catalog.metadata_files import read_control_file
-from medallion_assets.control.store import ControlStore, default_url
-from medallion_assets.io.credentials import known_secrets
+from medallion_assets.control.store import ControlStore
 from medallion_assets.planner.kill_switch import (
     DisabledTable,
     EffectiveFlag,
@@ -24,6 +23,7 @@ from medallion_assets.planner.kill_switch import (
     effective_flags,
 )
 from medallion_assets.planner.reroute import PRIMARY, Route, find_route, routes
+from medallion_assets.settings import MedallionSettings
 
 
 @dataclass(frozen=True)
@@ -34,9 +34,15 @@ class ControlPlane:
     secrets: frozenset[str] = frozenset()
 
     @classmethod
+    def of(cls, settings: MedallionSettings) -> ControlPlane:
+        """The plane of the settings' project and control store."""
+        return cls(settings.project_root, settings.effective_control_url, settings.secrets)
+
+    @classmethod
     def from_env(cls, env: Mapping[str, str], project_root: Path) -> ControlPlane:
-        root = Path(project_root)
-        return cls(root, default_url(env, root), known_secrets(env))
+        """The plane ``env`` configures for ``project_root`` (for tests and notebooks; a run
+        and the CLI hold their settings already and use ``of``)."""
+        return cls.of(MedallionSettings.from_env(env, Path(project_root)))
 
     def store(self) -> ControlStore:
         """The store, opened (schema checked and migrated) once per plane: a plane serves one
