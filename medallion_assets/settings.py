@@ -73,7 +73,7 @@ class MedallionSettings(BaseModel):
         None,
         "unset",
         "`aws`: read raw data from AWS S3 without setting an endpoint",
-        "aws, or unset it (a local folder, or the S3 API at MEDALLION_S3_ENDPOINT)",
+        "aws",
         alias="MEDALLION_S3",
     )
     s3_endpoint: str | None = _setting(
@@ -110,7 +110,6 @@ class MedallionSettings(BaseModel):
         "unset",
         "Spark Connect URL (`sc://host:15002`); a `token=` in it is masked",
         "a Spark Connect URL, e.g. sc://127.0.0.1:15002",
-        secret=True,
         alias="MEDALLION_SPARK_REMOTE",
         pattern=r"^sc://\S+$",
     )
@@ -253,20 +252,27 @@ class MedallionSettings(BaseModel):
         return f"sqlite:///{(self.state_home / 'control.db').resolve()}"
 
     def in_force(self) -> dict[str, str | None]:
-        """Each variable's value in force (derived defaults computed), None when unset."""
+        """Each variable's value in force (derived defaults computed, folders absolute), None
+        when unset."""
         derived: dict[str, object] = {
-            "MEDALLION_HOME": self.state_home,
-            "MEDALLION_LAKE": self.lake_root,
-            "MEDALLION_S3_LOCAL_ROOT": self.s3_root,
+            "MEDALLION_HOME": self.state_home.resolve(),
+            "MEDALLION_LAKE": self.lake_root.resolve(),
+            "MEDALLION_S3_LOCAL_ROOT": self.s3_root.resolve(),
             "MEDALLION_WAREHOUSE_URL": self.effective_warehouse_url,
             "MEDALLION_CONTROL_URL": self.effective_control_url,
-            "MEDALLION_PROJECT": self.project_root,
+            "MEDALLION_PROJECT": self.project_root.resolve(),
         }
         values = {}
         for variable, name in variables().items():
             value = derived.get(variable, getattr(self, name))
+            if isinstance(value, float):
+                value = f"{value:g}"  # 900, not 900.0
             values[variable] = None if value is None else str(value)
         return values
+
+    def is_set(self, variable: str) -> bool:
+        """Whether the environment gave ``variable`` a (non-empty) value."""
+        return variables()[variable] in self.model_fields_set
 
     @property
     def secrets(self) -> frozenset[str]:
@@ -292,6 +298,11 @@ def documented() -> list[SettingDoc]:
     return docs
 
 
+def is_secret(variable: str) -> bool:
+    """Whether ``variable`` holds a secret through and through (it is never shown)."""
+    return bool(_extra(variables()[variable], "secret"))
+
+
 @dataclass(frozen=True)
 class SettingDoc:
     variable: str
@@ -308,15 +319,16 @@ def _extra(name: str, key: str) -> str:
 def _explain(error: ValidationError, given: Mapping[str, str]) -> str:
     """One line per bad variable: its value (masked when it may hold a password) and what a
     valid one looks like."""
-    from medallion_assets.io.credentials import mask_credentials
+    from medallion_assets.io.credentials import MASK, mask_credentials, spark_connect_tokens
 
     lines = []
     for problem in error.errors():
         variable = str(problem["loc"][0]) if problem["loc"] else "settings"
         name = variables().get(variable)
         fix = _extra(name, "fix") if name else str(problem["msg"])
-        value = mask_credentials(given.get(variable, ""))
+        value = given.get(variable, "")
+        value = mask_credentials(value, spark_connect_tokens(value))
         if name is not None and _extra(name, "secret"):
-            value = "***"
+            value = MASK
         lines.append(f"{variable}={value!r} is not valid: set it to {fix}, or unset it")
-    return "; ".join(lines)
+    return "\n".join(lines)

@@ -15,6 +15,7 @@ from medallion_assets.cli.graph_cmds import impact, plan, split, trace_pii
 from medallion_assets.cli.lineage_cmd import lineage
 from medallion_assets.cli.run_cmd import run
 from medallion_assets.cli.schema_cmd import schema
+from medallion_assets.cli.settings_cmd import settings
 from medallion_assets.runtime.errors import ResourceError
 
 
@@ -48,7 +49,19 @@ def cli(context: click.Context) -> None:
     mask_output(context.obj.secrets)
 
 
-for command in (lineage, impact, plan, split, trace_pii, catalog, demo_data, run, control, audit):
+for command in (
+    lineage,
+    impact,
+    plan,
+    split,
+    trace_pii,
+    catalog,
+    demo_data,
+    run,
+    control,
+    audit,
+    settings,
+):
     cli.add_command(command)
 control.add_command(schema)
 

@@ -177,7 +177,14 @@ def known_secrets(settings: MedallionSettings) -> frozenset[str]:
     for url in (settings.warehouse_url, settings.control_url):
         found |= url_secrets(url or "")
     found |= secret_forms(settings.pg_password or "")
-    for token in _SPARK_CONNECT_TOKEN.findall(settings.spark_remote or ""):
+    found |= spark_connect_tokens(settings.spark_remote or "")
+    return frozenset(found)
+
+
+def spark_connect_tokens(url: str) -> frozenset[str]:
+    """Every form of the bearer token(s) a Spark Connect URL carries (``;token=SECRET``)."""
+    found: set[str] = set()
+    for token in _SPARK_CONNECT_TOKEN.findall(url):
         found |= secret_forms(token)
     return frozenset(found)
 
