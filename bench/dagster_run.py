@@ -63,15 +63,14 @@ def instrument(
 ) -> None:
     from medallion_assets.adapters import assets as factory
     from medallion_assets.adapters import headless
-    from medallion_assets.io import object_store as s3
     from medallion_assets.io import throttle
 
     watch.wrap(headless, "load_catalog", "load_catalog")
     watch.wrap(headless, "definitions_for", "definitions_for")
     watch.wrap(headless, "raw_partitions", "raw_partitions")
     watch.wrap(headless, "_execute", "execute_in_process")
-    watch.wrap(s3.ThrottledS3, "list", "s3_list")
-    watch.wrap(s3.ThrottledS3, "download", "s3_download")
+    watch.wrap(throttle.ThrottledS3, "list", "s3_list")
+    watch.wrap(throttle.ThrottledS3, "download", "s3_download")
 
     acquire = throttle.TokenBucket.acquire
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic.config import JsonDict
 
 from medallion_assets.runtime.errors import ResourceError
 from medallion_assets.runtime.faults import POINTS as CRASH_POINTS
@@ -36,7 +37,7 @@ def _setting(
     """A field documented for ``medallion settings`` and the README's table: the default as a
     reader sees it (derived defaults are computed from other settings), its meaning, and what a
     valid value looks like (said when the value given is not one)."""
-    extra = {"default_text": default_text, "fix": fix, "secret": "yes" if secret else ""}
+    extra: JsonDict = {"default_text": default_text, "fix": fix, "secret": "yes" if secret else ""}
     return Field(default, description=meaning, json_schema_extra=extra, **rules)
 
 

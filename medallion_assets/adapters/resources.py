@@ -23,8 +23,8 @@ if TYPE_CHECKING:
 
     from medallion_assets.catalog.models import Throttle
     from medallion_assets.control.plane import ControlPlane
-    from medallion_assets.io.object_store import ObjectStore, ThrottledS3
-    from medallion_assets.io.throttle import SystemThrottle
+    from medallion_assets.io.object_store import ObjectStore
+    from medallion_assets.io.throttle import SystemThrottle, ThrottledS3
     from medallion_assets.io.warehouse import Warehouse
 
 
@@ -91,8 +91,8 @@ class S3Resource(SettingsResource):
     throttles: dict[str, dict[str, float | None]]  # system -> Throttle fields
 
     def store(self, system: str) -> ThrottledS3:
-        from medallion_assets.io.object_store import ThrottledS3, object_store_of
-        from medallion_assets.io.throttle import SystemThrottle
+        from medallion_assets.io.object_store import object_store_of
+        from medallion_assets.io.throttle import SystemThrottle, ThrottledS3
 
         limits = _cut(self.settings, system, _limits(self.throttles, system))
         return ThrottledS3(object_store_of(self.settings), SystemThrottle(system, limits))
@@ -131,10 +131,11 @@ def _limits(throttles: dict[str, dict[str, float | None]], system: str) -> Throt
 
 
 def _cut(settings: MedallionSettings, system: str, limits: Throttle) -> Throttle:
-    """The limits with any reduce_parallelism cut in force (read now, from the lake's state)."""
+    """The limits with any reduce_parallelism cut in force (read now, from the control store)."""
     import time
 
-    from medallion_assets.io.throttle import reduced_limits, reduction, reduction_state
+    from medallion_assets.control.plane import ControlPlane
+    from medallion_assets.io.throttle import reduced_limits
 
-    lake = Lake(settings.lake_root)
-    return reduced_limits(limits, reduction(lake.read_state(reduction_state(system)), time.time()))
+    plane = ControlPlane.of(settings)
+    return reduced_limits(limits, plane.state().throttle_factor(system, time.time()))

@@ -3,7 +3,7 @@
 All stores share one protocol (``ObjectStore``), so the bronze extract runs unchanged against
 AWS S3, moto's S3 server in tests, or a folder on disk (the embedded default)::
 
-    store = ThrottledS3(object_store_of(MedallionSettings.from_env(os.environ)), throttle)
+    store = ThrottledS3(object_store_of(settings), throttle)  # io.throttle
     for obj in store.list("vendor-feeds", "orders/dt=2024-05-01/"):
         store.download(obj.bucket, obj.key, key_path(landing, obj.key))
 
@@ -22,7 +22,7 @@ import threading
 from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol, cast
 from urllib.parse import urlsplit
 
 import boto3
@@ -31,10 +31,14 @@ from botocore.exceptions import ClientError
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
 from medallion_assets.catalog.base import check_bucket
-from medallion_assets.io.throttle import SystemThrottle
+from medallion_assets.io.credentials import mask_credentials
 from medallion_assets.runtime.errors import ResourceError
 
 if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
+    from mypy_boto3_s3.literals import BucketLocationConstraintType
+    from mypy_boto3_s3.type_defs import CreateBucketRequestTypeDef, ListObjectsV2RequestTypeDef
+
     from medallion_assets.settings import MedallionSettings
 
 CHUNK_SIZE = 1024 * 1024
@@ -46,7 +50,7 @@ OnChunk = Callable[[int], object]
 Chunks = Generator[bytes, None, None]
 
 
-def _ignore(*_: object) -> None:
+def no_progress(*_: object) -> None:
     """The default ``on_page``/``on_chunk``: do nothing."""
 
 
@@ -64,15 +68,16 @@ class S3Object:
 
 class ObjectStore(Protocol):
     """What the runtime needs from S3. ``on_page``/``on_chunk`` run before each list page request
-    and after each downloaded chunk (its size), which is where ``ThrottledS3`` takes tokens."""
+    and after each downloaded chunk (its size), which is where
+    ``throttle.ThrottledS3`` takes tokens."""
 
     def list(
-        self, bucket: str, prefix: str = "", *, on_page: OnPage = _ignore
+        self, bucket: str, prefix: str = "", *, on_page: OnPage = no_progress
     ) -> list[S3Object]: ...
     def download(
-        self, bucket: str, key: str, destination: Path, *, on_chunk: OnChunk = _ignore
+        self, bucket: str, key: str, destination: Path, *, on_chunk: OnChunk = no_progress
     ) -> S3Object: ...
-    def read(self, bucket: str, key: str, *, on_chunk: OnChunk = _ignore) -> bytes: ...
+    def read(self, bucket: str, key: str, *, on_chunk: OnChunk = no_progress) -> bytes: ...
     def put(self, bucket: str, key: str, data: bytes) -> S3Object: ...
     def ensure_bucket(self, bucket: str) -> None: ...
 
@@ -141,14 +146,14 @@ class _StreamingStore:
         raise NotImplementedError
 
     def download(
-        self, bucket: str, key: str, destination: Path, *, on_chunk: OnChunk = _ignore
+        self, bucket: str, key: str, destination: Path, *, on_chunk: OnChunk = no_progress
     ) -> S3Object:
         obj, chunks = self._open(bucket, check_key(key))
         with contextlib.closing(chunks):
             _write_atomically(Path(destination), _counted(chunks, on_chunk))
         return obj
 
-    def read(self, bucket: str, key: str, *, on_chunk: OnChunk = _ignore) -> bytes:
+    def read(self, bucket: str, key: str, *, on_chunk: OnChunk = no_progress) -> bytes:
         _, chunks = self._open(bucket, check_key(key))
         with contextlib.closing(chunks):
             return b"".join(_counted(chunks, on_chunk))
@@ -174,8 +179,6 @@ def _s3_errors(uri: str, endpoint: str | None) -> Iterator[None]:
             raise FileNotFoundError(f"{uri} does not exist ({code})") from error
         raise
     except BotoConnectionError as error:
-        from medallion_assets.io.warehouse import mask_credentials  # pyarrow: import late
-
         where = mask_credentials(endpoint) if endpoint else "AWS S3"
         raise S3Unreachable(
             f"cannot reach the S3 endpoint {where} (MEDALLION_S3_ENDPOINT) for {uri}: "
@@ -210,7 +213,7 @@ class Boto3ObjectStore(_StreamingStore):
             # Custom endpoints (moto, MinIO) are not DNS names that can take a bucket prefix.
             s3={"addressing_style": "path"} if endpoint_url else {},
         )
-        self._client: Any = boto3.session.Session().client(
+        self._client: S3Client = boto3.session.Session().client(
             "s3", endpoint_url=endpoint_url, region_name=region, config=config
         )
 
@@ -222,9 +225,16 @@ class Boto3ObjectStore(_StreamingStore):
         port = f":{url.port}" if url.port else ""
         return f"Boto3ObjectStore({url.scheme}://{url.hostname}{port})"
 
-    def list(self, bucket: str, prefix: str = "", *, on_page: OnPage = _ignore) -> list[S3Object]:
+    def list(
+        self, bucket: str, prefix: str = "", *, on_page: OnPage = no_progress
+    ) -> list[S3Object]:
         """Every object under ``prefix`` (a string prefix, as in S3), sorted by key."""
-        objects, request = [], {"Bucket": bucket, "Prefix": prefix, "MaxKeys": self.page_size}
+        objects: list[S3Object] = []
+        request: ListObjectsV2RequestTypeDef = {
+            "Bucket": bucket,
+            "Prefix": prefix,
+            "MaxKeys": self.page_size,
+        }
         with _s3_errors(f"s3://{bucket}/{prefix}", self.endpoint_url):
             while True:
                 on_page()
@@ -265,14 +275,15 @@ class Boto3ObjectStore(_StreamingStore):
             return
         except FileNotFoundError:
             pass
-        extra = {}
+        request: CreateBucketRequestTypeDef = {"Bucket": bucket}
         if self.region != "us-east-1":  # S3 rejects an explicit us-east-1 location constraint
-            extra["CreateBucketConfiguration"] = {"LocationConstraint": self.region}
+            region = cast("BucketLocationConstraintType", self.region)
+            request["CreateBucketConfiguration"] = {"LocationConstraint": region}
         with (
             contextlib.suppress(self._client.exceptions.BucketAlreadyOwnedByYou),
             _s3_errors(f"s3://{bucket}", self.endpoint_url),
         ):
-            self._client.create_bucket(Bucket=bucket, **extra)
+            self._client.create_bucket(**request)
 
 
 class LocalFolderObjectStore(_StreamingStore):
@@ -289,7 +300,9 @@ class LocalFolderObjectStore(_StreamingStore):
         self._etags: dict[Path, tuple[int, int, str]] = {}
         self._lock = threading.Lock()
 
-    def list(self, bucket: str, prefix: str = "", *, on_page: OnPage = _ignore) -> list[S3Object]:
+    def list(
+        self, bucket: str, prefix: str = "", *, on_page: OnPage = no_progress
+    ) -> list[S3Object]:
         """Every object under ``prefix`` (a string prefix, as in S3), sorted by key."""
         on_page()
         base = self._bucket(bucket)
@@ -357,44 +370,6 @@ def _md5_file(path: Path, chunk_size: int) -> str:
     for chunk in _file_chunks(path, chunk_size):
         digest.update(chunk)
     return digest.hexdigest()
-
-
-class ThrottledS3:
-    """An ``ObjectStore`` within a system's limits: one request token per API call (per page
-    when listing) and byte tokens per chunk moved. ``throttle.usage()`` reports the rates."""
-
-    def __init__(
-        self, store: ObjectStore, throttle: SystemThrottle, *, chunk_size: int = CHUNK_SIZE
-    ):
-        self.store, self.throttle, self.chunk_size = store, throttle, chunk_size
-
-    def list(self, bucket: str, prefix: str = "", *, on_page: OnPage = _ignore) -> list[S3Object]:
-        return self.store.list(
-            bucket, prefix, on_page=lambda: (self.throttle.requests(), on_page())
-        )
-
-    def download(
-        self, bucket: str, key: str, destination: Path, *, on_chunk: OnChunk = _ignore
-    ) -> S3Object:
-        self.throttle.requests()
-        return self.store.download(bucket, key, destination, on_chunk=self._bytes(on_chunk))
-
-    def read(self, bucket: str, key: str, *, on_chunk: OnChunk = _ignore) -> bytes:
-        self.throttle.requests()
-        return self.store.read(bucket, key, on_chunk=self._bytes(on_chunk))
-
-    def put(self, bucket: str, key: str, data: bytes) -> S3Object:
-        self.throttle.requests()
-        for start in range(0, len(data), self.chunk_size):
-            self.throttle.bytes(min(self.chunk_size, len(data) - start))
-        return self.store.put(bucket, key, data)
-
-    def ensure_bucket(self, bucket: str) -> None:
-        self.throttle.requests()
-        self.store.ensure_bucket(bucket)
-
-    def _bytes(self, on_chunk: OnChunk) -> OnChunk:
-        return lambda size: (self.throttle.bytes(size), on_chunk(size))
 
 
 def object_store_of(settings: MedallionSettings) -> ObjectStore:

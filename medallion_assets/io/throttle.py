@@ -19,8 +19,17 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 from medallion_assets.catalog.models import Throttle
+from medallion_assets.io.object_store import (
+    CHUNK_SIZE,
+    ObjectStore,
+    OnChunk,
+    OnPage,
+    S3Object,
+    no_progress,
+)
 
 Clock = Callable[[], float]
 Sleep = Callable[[float], None]
@@ -211,27 +220,10 @@ class SystemThrottle:
         return f"SystemThrottle({self.system!r}, {self.limits!r})"
 
 
-# --- reduce_parallelism: a temporary cut of a system's limits, kept in the lake's state -------
+# --- reduce_parallelism: a temporary cut of a system's limits, kept in the control store -----
 
 REDUCTION_HOLD_SECONDS = 3600.0  # a cut lasts an hour after the last failure that asked for it
 MIN_FACTOR = 0.125  # three halvings at most
-
-
-def reduction_state(system: str) -> str:
-    return f"parallelism__{system}"
-
-
-def reduction(state: dict[str, float], now: float) -> float:
-    """The factor in force (1.0 when none or expired)."""
-    if not state or float(state.get("until", 0)) < now:
-        return 1.0
-    return float(state.get("factor", 1.0))
-
-
-def halve(state: dict[str, float], now: float) -> dict[str, float]:
-    """The state after one more halving, held for ``REDUCTION_HOLD_SECONDS`` from now."""
-    factor = max(MIN_FACTOR, reduction(state, now) / 2)
-    return {"factor": factor, "until": now + REDUCTION_HOLD_SECONDS, "since": now}
 
 
 def reduced_limits(limits: Throttle, factor: float) -> Throttle:
@@ -246,3 +238,43 @@ def reduced_limits(limits: Throttle, factor: float) -> Throttle:
     if values["max_concurrent_jobs"] is not None:
         values["max_concurrent_jobs"] = max(1, int(values["max_concurrent_jobs"] * factor))
     return Throttle.model_validate(values)
+
+
+class ThrottledS3:
+    """An ``ObjectStore`` within a system's limits: one request token per API call (per page
+    when listing) and byte tokens per chunk moved. ``throttle.usage()`` reports the rates."""
+
+    def __init__(
+        self, store: ObjectStore, throttle: SystemThrottle, *, chunk_size: int = CHUNK_SIZE
+    ):
+        self.store, self.throttle, self.chunk_size = store, throttle, chunk_size
+
+    def list(
+        self, bucket: str, prefix: str = "", *, on_page: OnPage = no_progress
+    ) -> list[S3Object]:
+        return self.store.list(
+            bucket, prefix, on_page=lambda: (self.throttle.requests(), on_page())
+        )
+
+    def download(
+        self, bucket: str, key: str, destination: Path, *, on_chunk: OnChunk = no_progress
+    ) -> S3Object:
+        self.throttle.requests()
+        return self.store.download(bucket, key, destination, on_chunk=self._bytes(on_chunk))
+
+    def read(self, bucket: str, key: str, *, on_chunk: OnChunk = no_progress) -> bytes:
+        self.throttle.requests()
+        return self.store.read(bucket, key, on_chunk=self._bytes(on_chunk))
+
+    def put(self, bucket: str, key: str, data: bytes) -> S3Object:
+        self.throttle.requests()
+        for start in range(0, len(data), self.chunk_size):
+            self.throttle.bytes(min(self.chunk_size, len(data) - start))
+        return self.store.put(bucket, key, data)
+
+    def ensure_bucket(self, bucket: str) -> None:
+        self.throttle.requests()
+        self.store.ensure_bucket(bucket)
+
+    def _bytes(self, on_chunk: OnChunk) -> OnChunk:
+        return lambda size: (self.throttle.bytes(size), on_chunk(size))

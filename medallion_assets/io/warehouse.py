@@ -27,17 +27,15 @@ from medallion_assets.io import warehouse_sql as sql
 from medallion_assets.io.credentials import encoded_url, mask_credentials, url_secrets
 from medallion_assets.io.warehouse_load import (
     BATCH_ROWS,
-    DuckDBSession,
     LoadReport,
     LoadSession,
     LoadUnit,
-    PostgresSession,
     Put,
-    RedshiftSession,
     Throttle,
     held,
     run_load,
 )
+from medallion_assets.io.warehouse_sessions import DuckDBSession, PostgresSession, RedshiftSession
 
 if TYPE_CHECKING:
     from medallion_assets.catalog.models import Target

@@ -22,11 +22,10 @@ from medallion_assets.io.object_store import (
     Boto3ObjectStore,
     LocalFolderObjectStore,
     ObjectStore,
-    ThrottledS3,
     key_path,
     object_store_of,
 )
-from medallion_assets.io.throttle import SystemThrottle
+from medallion_assets.io.throttle import SystemThrottle, ThrottledS3
 from medallion_assets.settings import MedallionSettings
 
 # Until tests/conftest.py registers the plugin (pytest_plugins = ["tests.s3_server"]).

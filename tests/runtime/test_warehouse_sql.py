@@ -7,6 +7,7 @@ import pyarrow as pa
 import pytest
 
 from medallion_assets.io import warehouse_sql as sql
+from medallion_assets.io import warehouse_types
 
 ROLE = "arn:aws:iam::123456789012:role/redshift-load"
 
@@ -36,16 +37,16 @@ ROLE = "arn:aws:iam::123456789012:role/redshift-load"
     ],
 )
 def test_arrow_types_map_to_warehouse_types(arrow_type, postgres, redshift, duckdb):
-    assert sql.sql_type(arrow_type, "postgres") == postgres
-    assert sql.sql_type(arrow_type, "redshift") == redshift
-    assert sql.sql_type(arrow_type, "duckdb") == duckdb
+    assert warehouse_types.sql_type(arrow_type, "postgres") == postgres
+    assert warehouse_types.sql_type(arrow_type, "redshift") == redshift
+    assert warehouse_types.sql_type(arrow_type, "duckdb") == duckdb
 
 
 def test_types_without_a_warehouse_home_name_the_column():
     with pytest.raises(ValueError, match=r"column 'payload'.*binary.*cast it"):
-        sql.sql_type(pa.binary(), "postgres", "payload")
+        warehouse_types.sql_type(pa.binary(), "postgres", "payload")
     with pytest.raises(ValueError, match="at most 38 digits"):
-        sql.sql_type(pa.decimal256(50, 2), "redshift", "big")
+        warehouse_types.sql_type(pa.decimal256(50, 2), "redshift", "big")
 
 
 def test_create_table_adds_distkey_and_sortkey_only_on_redshift():
@@ -198,13 +199,13 @@ def test_unsafe_table_names_are_rejected(name):
 def test_unsafe_column_names_say_how_to_fix_them(column):
     schema = pa.schema([("id", pa.int64()), (column, pa.string())])
     with pytest.raises(ValueError, match=r"not a safe warehouse identifier.*rename the column"):
-        sql.arrow_columns(schema, "postgres")
+        warehouse_types.arrow_columns(schema, "postgres")
 
 
 def test_duplicate_columns_are_rejected():
     schema = pa.schema([("id", pa.int64()), ("id", pa.string())])
     with pytest.raises(ValueError, match="duplicate column"):
-        sql.arrow_columns(schema, "duckdb")
+        warehouse_types.arrow_columns(schema, "duckdb")
 
 
 def test_hand_written_column_types_cannot_smuggle_sql():
