@@ -89,7 +89,7 @@ def definitions_for(
             build_relaunch_sensor(catalog, jobs),
         ],
         resources={
-            "spark": SparkResource(),
+            "spark": SparkResource(project_root=root),
             "control": ControlResource(project_root=root),
             "lake": LakeResource(project_root=root),
             "s3": S3Resource(project_root=root, throttles=throttles),

@@ -44,9 +44,10 @@ RESULT = "RESULT "
 
 
 def connect_session(remote: str) -> Any:
-    from medallion_assets.runtime.spark_session import SparkSettings, spark_session
+    from medallion_assets.runtime.spark_session import spark_session
+    from medallion_assets.settings import MedallionSettings
 
-    return spark_session(SparkSettings(remote=remote))
+    return spark_session(MedallionSettings.from_env({"MEDALLION_SPARK_REMOTE": remote}))
 
 
 def client_session_facts(remote: str) -> dict[str, Any]:
