@@ -8,13 +8,13 @@ results are reported, nothing is published and the step fails, so downstream ass
 do not run. Any other failure is audited, healed and retried or failed by ``retry.py``.
 """
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
 import dagster as dg  # no "from __future__ import annotations": Dagster reads the hints
 
-from medallion_assets.adapters.build_lock import build_lock
+from medallion_assets.adapters.build_lock import build_lock, partitions_of
 from medallion_assets.adapters.checks import (
     blocked,
     check_current_version,
@@ -29,7 +29,7 @@ from medallion_assets.catalog import Catalog, Dataset
 from medallion_assets.checks.results import ChecksFailed
 from medallion_assets.control.plane import ControlPlane
 from medallion_assets.planner.reroute import PRIMARY
-from medallion_assets.runtime.table_run import RunLog, TableRun, step_partitions
+from medallion_assets.runtime.table_run import RunLog, TableRun
 from medallion_assets.runtime.table_runner import TableOutcome, TableRunner, combined_metadata
 
 RESOURCE_KEYS = {"spark", "lake", "s3", "warehouse", "control"}
@@ -170,10 +170,8 @@ def materialize_dataset(
 ) -> Iterator[StepEvent]:
     """Run the table for each partition of the step through ``runner``, then report."""
     dataset = run.dataset
-    keys = context.partition_keys if context.has_partition_key_range else None
-    key = context.partition_key if context.has_partition_key else None
     outcomes: list[TableOutcome] = []
-    for partition in step_partitions(key, keys):
+    for partition in partitions_of(context):
         try:
             outcomes.append(runner.run(run.for_partition(partition)))
         except ChecksFailed as failed:
@@ -188,19 +186,9 @@ def materialize_dataset(
         (outcome,) = outcomes
         yield dg.MaterializeResult(
             data_version=dg.DataVersion(outcome.version.version_id),
-            metadata=dagster_metadata(outcome.metadata),
+            metadata=outcome.metadata,  # mappings and lists show as JSON
             check_results=results,
         )
     else:
-        yield dg.MaterializeResult(
-            metadata=dagster_metadata(combined_metadata(outcomes)), check_results=results
-        )
+        yield dg.MaterializeResult(metadata=combined_metadata(outcomes), check_results=results)
     raise_on_blocking(dataset, checks)
-
-
-def dagster_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
-    """Plain outcome metadata as Dagster shows it: mappings and lists as JSON."""
-    return {
-        key: dg.MetadataValue.json(value) if isinstance(value, dict | list) else value
-        for key, value in metadata.items()
-    }

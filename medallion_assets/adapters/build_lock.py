@@ -19,6 +19,13 @@ import dagster as dg
 
 from medallion_assets.catalog import Dataset
 from medallion_assets.runtime.locks import Holder, build_locks, table_lock_name
+from medallion_assets.runtime.table_run import step_partitions
+
+
+def partitions_of(context: dg.AssetExecutionContext) -> list[str | None]:
+    """The partitions the step builds, in order (``runtime.table_run.step_partitions``)."""
+    keys = context.partition_keys if context.has_partition_key_range else None
+    return step_partitions(context.partition_key if context.has_partition_key else None, keys)
 
 
 @contextmanager
@@ -27,9 +34,7 @@ def build_lock(
 ) -> Iterator[bool]:
     """Hold the locks of every partition the step builds (in sorted order, so two steps of
     one table cannot deadlock); yields False when they could not all be taken in time."""
-    partitions: list[str | None] = [None]
-    if context.has_partition_key_range or context.has_partition_key:
-        partitions = sorted(context.partition_keys)
+    partitions = sorted(partitions_of(context), key=lambda p: p or "")
     locks = build_locks(plane.url, lake_root)
     store = plane.store()
     holder = Holder.now(context.run.run_id)

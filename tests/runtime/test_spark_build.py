@@ -42,16 +42,18 @@ def project(tmp_path: Path):
 
 def run_bronze(spark, project, run_id="r1"):
     catalog, store, lake, landing = project
-    run = TableRun(
-        spark=spark,
-        lake=lake,
-        catalog=catalog,
-        dataset=catalog.datasets["bronze.orders"],
-        run_id=run_id,
-        landing_root=landing,
-        control=control_store(lake),
-    )
-    return ingest(run, store)
+    return ingest(bronze_run(spark, catalog, lake, landing, run_id=run_id), store)
+
+
+def bronze_run(spark, catalog, lake: Lake, landing: Path, **more) -> TableRun:
+    """The run of bronze.orders, with its manifest in the control store beside the lake."""
+    dataset = catalog.datasets["bronze.orders"]
+    control = control_store(lake)
+    return table_run(spark, lake, catalog, dataset, landing_root=landing, control=control, **more)
+
+
+def table_run(spark, lake: Lake, catalog, dataset, **more) -> TableRun:
+    return TableRun(spark=spark, lake=lake, catalog=catalog, dataset=dataset, **more)
 
 
 def control_store(lake: Lake) -> ControlStore:
@@ -128,27 +130,21 @@ def test_silver_and_gold_build_from_published_upstream_and_skip_when_unchanged(s
     run_bronze(spark, project)
     messages: list[str] = []
     silver = build_table(
-        TableRun(
-            spark=spark,
-            lake=lake,
-            catalog=catalog,
-            dataset=catalog.datasets["silver.orders_clean"],
+        table_run(
+            spark,
+            lake,
+            catalog,
+            catalog.datasets["silver.orders_clean"],
             log=RunLog(messages.append),
         )
     )
-    gold = build_table(
-        TableRun(spark=spark, lake=lake, catalog=catalog, dataset=catalog.datasets["gold.revenue"])
-    )
+    gold = build_table(table_run(spark, lake, catalog, catalog.datasets["gold.revenue"]))
     assert (silver.version.rows, gold.version.rows) == (2, 1)
     revenue = read_table("gold.revenue", lake_root=lake.root)
     assert revenue.to_dict("records") == [{"country": "DE", "revenue": 15}]
     again = build_table(
-        TableRun(
-            spark=spark,
-            lake=lake,
-            catalog=catalog,
-            dataset=catalog.datasets["gold.revenue"],
-            log=RunLog(messages.append),
+        table_run(
+            spark, lake, catalog, catalog.datasets["gold.revenue"], log=RunLog(messages.append)
         )
     )
     assert again.skipped and again.version == gold.version
@@ -158,14 +154,7 @@ def test_silver_and_gold_build_from_published_upstream_and_skip_when_unchanged(s
 def test_a_table_whose_upstream_was_never_published_fails_clearly(spark, project):
     catalog, _, lake, _ = project
     with pytest.raises(MissingInput, match=r"bronze\.orders has no published version"):
-        build_table(
-            TableRun(
-                spark=spark,
-                lake=lake,
-                catalog=catalog,
-                dataset=catalog.datasets["silver.orders_clean"],
-            )
-        )
+        build_table(table_run(spark, lake, catalog, catalog.datasets["silver.orders_clean"]))
 
 
 def published_then_new_order(spark, project, country: str):
@@ -177,7 +166,7 @@ def published_then_new_order(spark, project, country: str):
     )
     run_bronze(spark, project)
     dataset = catalog.datasets["silver.orders_clean"]
-    first = build_table(TableRun(spark=spark, lake=lake, catalog=catalog, dataset=dataset))
+    first = build_table(table_run(spark, lake, catalog, dataset))
     store.put(
         "minimal-raw", "orders/b.jsonl", orders({"order_id": 2, "amount": 1, "country": country})
     )
@@ -191,7 +180,7 @@ def test_a_failed_blocking_check_keeps_the_previous_version_current(spark, proje
     assert first.validation.passed and len(first.validation.results) == 3
 
     with pytest.raises(ChecksFailed, match="accepted_values_country") as failed:
-        build_table(TableRun(spark=spark, lake=lake, catalog=catalog, dataset=dataset))
+        build_table(table_run(spark, lake, catalog, dataset))
     assert f"version {first.version.version_id} stays current" in str(failed.value)
     assert lake.current("silver.orders_clean") == first.version
     assert read_table("silver.orders_clean", lake_root=lake.root)["order_id"].tolist() == [1]
@@ -214,12 +203,11 @@ def test_a_crash_between_staging_and_publish_leaves_the_previous_version_readabl
 
     crashing = Lake(lake.root, on_publish=kill)
     with pytest.raises(ProcessKilled):
-        build_table(TableRun(spark=spark, lake=crashing, catalog=catalog, dataset=dataset))
+        build_table(table_run(spark, crashing, catalog, dataset))
     assert lake.current("silver.orders_clean") == first.version
     assert read_table("silver.orders_clean", lake_root=lake.root)["order_id"].tolist() == [1]
     assert (
-        build_table(TableRun(spark=spark, lake=lake, catalog=catalog, dataset=dataset)).version.rows
-        == 2
+        build_table(table_run(spark, lake, catalog, dataset)).version.rows == 2
     )  # the next run recovers
 
 
@@ -235,24 +223,8 @@ def test_sql_in_another_dialect_is_transpiled_to_spark(spark, project, tmp_path)
     store.put(
         "minimal-raw", "orders/a.jsonl", orders({"order_id": 1, "amount": 4, "country": "DE"})
     )
-    ingest(
-        TableRun(
-            spark=spark,
-            lake=lake,
-            catalog=catalog,
-            dataset=catalog.datasets["bronze.orders"],
-            landing_root=landing,
-            control=control_store(lake),
-        ),
-        store,
-    )
-    build_table(
-        TableRun(
-            spark=spark, lake=lake, catalog=catalog, dataset=catalog.datasets["silver.orders_clean"]
-        )
-    )
-    build_table(
-        TableRun(spark=spark, lake=lake, catalog=catalog, dataset=catalog.datasets["gold.revenue"])
-    )
+    ingest(bronze_run(spark, catalog, lake, landing), store)
+    build_table(table_run(spark, lake, catalog, catalog.datasets["silver.orders_clean"]))
+    build_table(table_run(spark, lake, catalog, catalog.datasets["gold.revenue"]))
     revenue = read_table("gold.revenue", lake_root=lake.root)
     assert revenue.to_dict("records") == [{"country": "DE", "revenue": 4, "code_length": 2}]

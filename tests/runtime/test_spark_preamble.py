@@ -65,17 +65,7 @@ def test_a_silver_table_with_a_preamble_builds_and_publishes_the_right_rows(spar
     ]
     store.put("minimal-raw", "orders/a.jsonl", "\n".join(json.dumps(r) for r in rows).encode())
     lake = Lake(tmp_path / "lake")
-    ingest(
-        TableRun(
-            spark=spark,
-            lake=lake,
-            catalog=catalog,
-            dataset=catalog.datasets["bronze.orders"],
-            landing_root=tmp_path / "landing",
-            control=ControlStore.open(f"sqlite:///{tmp_path / 'control.db'}"),
-        ),
-        store,
-    )
+    ingest_orders(spark, catalog, lake, store, tmp_path)
     built = build_table(TableRun(spark=spark, lake=lake, catalog=catalog, dataset=silver))
     build_table(
         TableRun(spark=spark, lake=lake, catalog=catalog, dataset=catalog.datasets["gold.revenue"])
@@ -91,6 +81,19 @@ def test_a_silver_table_with_a_preamble_builds_and_publishes_the_right_rows(spar
     ]
 
 
+def ingest_orders(spark, catalog, lake: Lake, store, tmp_path: Path) -> None:
+    """bronze.orders ingested from ``store``, its manifest in a control store in ``tmp_path``."""
+    run = TableRun(
+        spark=spark,
+        lake=lake,
+        catalog=catalog,
+        dataset=catalog.datasets["bronze.orders"],
+        landing_root=tmp_path / "landing",
+        control=ControlStore.open(f"sqlite:///{tmp_path / 'control.db'}"),
+    )
+    ingest(run, store)
+
+
 def test_an_alternate_insert_writes_the_tables_columns_by_position(spark, tmp_path):
     root = project_with_insert_alternate(tmp_path)
     catalog = load_catalog(root, use_cache=False)
@@ -98,17 +101,7 @@ def test_an_alternate_insert_writes_the_tables_columns_by_position(spark, tmp_pa
     store.ensure_bucket("minimal-raw")
     store.put("minimal-raw", "orders/a.jsonl", b'{"order_id": 4, "amount": 2, "country": "fr"}\n')
     lake = Lake(tmp_path / "lake")
-    ingest(
-        TableRun(
-            spark=spark,
-            lake=lake,
-            catalog=catalog,
-            dataset=catalog.datasets["bronze.orders"],
-            landing_root=tmp_path / "landing",
-            control=ControlStore.open(f"sqlite:///{tmp_path / 'control.db'}"),
-        ),
-        store,
-    )
+    ingest_orders(spark, catalog, lake, store, tmp_path)
     primary = catalog.datasets["silver.orders_clean"]
     (route,) = [r for r in routes(catalog, primary) if r.alternate is not None]
     build_table(TableRun(spark=spark, lake=lake, catalog=catalog, dataset=along(primary, route)))
