@@ -88,7 +88,7 @@ def _asset(
             audit.record("outcome", f"failed: {(failure.description or '')[:500]}")
             raise
         except Exception as error:
-            heal_and_retry(context, with_spark(context, run), audit, error)
+            heal_and_retry(context, run, audit, error)
 
     return _materialize
 

@@ -79,9 +79,9 @@ def heal_and_retry(
         )
         audit.record("outcome", f"failed fast: {diagnosis.error_code}, not retried")
         raise dg.Failure(description=message, allow_retries=False) from error
-    healing = HealingContext(
-        replace(run, control=audit.store), diagnosis, failure, audit.attempt, policy, error=error
-    )
+    # Spark as the step has it now: refresh_connection drops a Spark Connect session.
+    healed = replace(run, spark=context.resources.spark.session(), control=audit.store)
+    healing = HealingContext(healed, diagnosis, failure, audit.attempt, policy, error=error)
     routed_before = audit.store.routes().get(name)
     for action, did in run_actions(healing):
         audit.record("healing", f"{action}: {did}", action=action, error_code=diagnosis.error_code)
