@@ -12,6 +12,8 @@ there.
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import (
     BigInteger,
     Boolean,
@@ -66,11 +68,11 @@ audit_log = Table(
     sqlite_autoincrement=True,
 )
 
-_SQL_TYPES: dict[str, type[TypeEngine[object]]] = {
-    "TEXT": Text,
-    "BOOLEAN": Boolean,
-    "INTEGER": Integer,
-    "REAL": Float,
+_SQL_TYPES: dict[str, TypeEngine[Any]] = {
+    "TEXT": Text(),
+    "BOOLEAN": Boolean(),
+    "INTEGER": Integer(),
+    "REAL": Float(),
 }
 
 catalog_tables: dict[str, Table] = {
@@ -78,7 +80,7 @@ catalog_tables: dict[str, Table] = {
         name,
         metadata,
         *(
-            Column(column, _SQL_TYPES[kind](), primary_key=column in KEYS[name])
+            Column(column, _SQL_TYPES[kind], primary_key=column in KEYS[name])
             for column, kind in columns
         ),
     )

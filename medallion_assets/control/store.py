@@ -166,16 +166,21 @@ class ControlStore(StoreConnection):
     def upsert(self, table: Table, values: Mapping[str, Any]) -> Insert:
         """``INSERT ... ON CONFLICT (key) DO UPDATE`` of ``values`` in this store's dialect:
         concurrent writers of one row each land, the last one wins."""
-        dialect = postgresql if self.dialect == "postgresql" else sqlite
-        statement = dialect.insert(table).values(dict(values))
         keys = [c.name for c in table.primary_key.columns]
-        changed = {n: statement.excluded[n] for n in values if n not in keys}
-        return statement.on_conflict_do_update(index_elements=keys, set_=changed)
+        if self.dialect == "postgresql":
+            pg = postgresql.insert(table).values(dict(values))
+            changed = {n: pg.excluded[n] for n in values if n not in keys}
+            return pg.on_conflict_do_update(index_elements=keys, set_=changed)
+        lite = sqlite.insert(table).values(dict(values))
+        return lite.on_conflict_do_update(
+            index_elements=keys, set_={n: lite.excluded[n] for n in values if n not in keys}
+        )
 
     def insert_new(self, table: Table, values: Mapping[str, Any]) -> Insert:
         """``INSERT ... ON CONFLICT (key) DO NOTHING``: a row the table already has stays."""
-        dialect = postgresql if self.dialect == "postgresql" else sqlite
-        return dialect.insert(table).values(dict(values)).on_conflict_do_nothing()
+        if self.dialect == "postgresql":
+            return postgresql.insert(table).values(dict(values)).on_conflict_do_nothing()
+        return sqlite.insert(table).values(dict(values)).on_conflict_do_nothing()
 
     # --- flags --------------------------------------------------------------------------------
 
