@@ -12,6 +12,7 @@ there.
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import Any
 
 from sqlalchemy import (
@@ -31,6 +32,13 @@ from sqlalchemy.types import TypeEngine
 from medallion_assets.catalog.export import CATALOG_TABLES, KEYS
 
 metadata = MetaData()
+
+
+def columns_for(table: Table, record: type[Any]) -> list[Column[Any]]:
+    """``table``'s columns named as the dataclass ``record``'s fields, in the fields' order:
+    ``record(*row)`` then builds one from a row."""
+    return [table.c[f.name] for f in fields(record)]
+
 
 # The one place the dialects differ: SQLite's rowid alias must be INTEGER; PostgreSQL's is an
 # identity column (what the hand-written schema before SQLAlchemy created, kept as it was).

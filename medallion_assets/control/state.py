@@ -96,14 +96,7 @@ class RuntimeState:
     def throttle_cuts(self) -> list[ThrottleCut]:
         """Every cut recorded, expired ones included, by system."""
         table = schema.throttle_cuts
-        query = select(
-            table.c.system,
-            table.c.factor,
-            table.c.since,
-            table.c.until,
-            table.c.reason,
-            table.c.run_id,
-        ).order_by(table.c.system)
+        query = select(*schema.columns_for(table, ThrottleCut)).order_by(table.c.system)
         with self.store.transaction() as db:
             return [ThrottleCut(*row) for row in db.execute(query).all()]
 

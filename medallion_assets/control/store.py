@@ -186,17 +186,11 @@ class ControlStore(StoreConnection):
 
     def flags(self) -> list[FlagOverride]:
         table = schema.flag_overrides
-        query = select(
-            table.c.scope,
-            table.c.name,
-            table.c.enabled,
-            table.c.reason,
-            table.c.changed_by,
-            table.c.changed_at,
-        ).order_by(table.c.scope, table.c.name)
+        query = select(*schema.columns_for(table, FlagOverride))
+        query = query.order_by(table.c.scope, table.c.name)
         with self.transaction() as db:
             rows = db.execute(query).all()
-        return [FlagOverride(r[0], r[1], bool(r[2]), r[3], r[4], r[5]) for r in rows]
+        return [FlagOverride(*row) for row in rows]
 
     def set_flag(
         self, scope: str, name: str, enabled: bool, reason: str, changed_by: str
@@ -233,14 +227,7 @@ class ControlStore(StoreConnection):
     def routes(self) -> dict[str, RouteOverride]:
         """The tables read along a route other than their primary, by table."""
         table = schema.route_overrides
-        query = select(
-            table.c.dataset,
-            table.c.route,
-            table.c.reason,
-            table.c.changed_by,
-            table.c.changed_at,
-            table.c.run_id,
-        ).order_by(table.c.dataset)
+        query = select(*schema.columns_for(table, RouteOverride)).order_by(table.c.dataset)
         with self.transaction() as db:
             rows = db.execute(query).all()
         return {r[0]: RouteOverride(*r) for r in rows}
