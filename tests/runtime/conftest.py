@@ -13,7 +13,7 @@ import psycopg
 import pytest
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.slow)])
 def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A fresh control store: a SQLite file, or a new database on the throwaway PostgreSQL."""
     if request.param == "sqlite":

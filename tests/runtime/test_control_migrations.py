@@ -141,6 +141,7 @@ def _open(url: str) -> None:
     ControlStore.open(url).record("run", "run", "opened")
 
 
+@pytest.mark.slow  # spawns processes that import the package
 def test_processes_opening_an_old_store_at_once_migrate_it_once(url: str):
     make_old_store(url, 3)
     in_processes(_open, [(url,)] * 3)

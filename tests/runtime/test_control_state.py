@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from medallion_assets.control.legacy_state import IMPORTED_FOLDER
 from medallion_assets.control.plane import ControlPlane
 from medallion_assets.control.state import LoadRecord
@@ -163,6 +165,7 @@ def _write_state(url: str, worker: int, count: int) -> None:
         evolve(state, "orders", [f"c{worker}_{i}"], f"w{worker}")
 
 
+@pytest.mark.slow  # spawns processes that import the package
 def test_two_processes_writing_state_at_once_lose_nothing(url: str):
     ControlStore.open(url)
     count = 15
