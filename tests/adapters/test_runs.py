@@ -13,6 +13,7 @@ import pytest
 from medallion_assets.adapters.resources import ControlResource, LakeResource, S3Resource
 from medallion_assets.adapters.sensors import build_sensors
 from medallion_assets.catalog import load_catalog
+from medallion_assets.control.plane import ControlPlane
 from medallion_assets.demo import DemoSettings, generate, write_files
 from medallion_assets.io.object_store import LocalFolderObjectStore
 from medallion_assets.runtime.bronze_ingest import ingest
@@ -112,6 +113,8 @@ def test_sensors_request_bronze_for_new_objects_only(project, spark, monkeypatch
         root / ".medallion" / "landing",
         catalog,
         catalog.datasets["bronze.orders"],
+        # the manifest the sensors read: the project's control store
+        state=ControlPlane.from_env({"MEDALLION_HOME": str(root / ".medallion")}, root).state(),
     )
     assert (
         sensors["new_objects__orders"](_sensor_context(root, root / ".medallion")).run_requests

@@ -11,6 +11,8 @@ import pytest
 
 from medallion_assets.catalog import load_catalog
 from medallion_assets.checks.results import ChecksFailed
+from medallion_assets.control.state import RuntimeState
+from medallion_assets.control.store import ControlStore
 from medallion_assets.io.object_store import LocalFolderObjectStore
 from medallion_assets.runtime.bronze_ingest import ingest
 from medallion_assets.runtime.lake import Lake
@@ -41,8 +43,20 @@ def project(tmp_path: Path):
 def run_bronze(spark, project, run_id="r1"):
     catalog, store, lake, landing = project
     return ingest(
-        spark, lake, store, landing, catalog, catalog.datasets["bronze.orders"], run_id=run_id
+        spark,
+        lake,
+        store,
+        landing,
+        catalog,
+        catalog.datasets["bronze.orders"],
+        state=state_beside(landing),
+        run_id=run_id,
     )
+
+
+def state_beside(landing: Path) -> RuntimeState:
+    """The runtime state of the test's control store (one SQLite file per test)."""
+    return ControlStore.open(f"sqlite:///{landing.parent / 'control.db'}").state
 
 
 def test_bronze_quarantines_malformed_records_and_adds_ingestion_columns(spark, project):
@@ -195,7 +209,8 @@ def test_sql_in_another_dialect_is_transpiled_to_spark(spark, project, tmp_path)
     store.put(
         "minimal-raw", "orders/a.jsonl", orders({"order_id": 1, "amount": 4, "country": "DE"})
     )
-    ingest(spark, lake, store, landing, catalog, catalog.datasets["bronze.orders"])
+    bronze = catalog.datasets["bronze.orders"]
+    ingest(spark, lake, store, landing, catalog, bronze, state=state_beside(landing))
     build_table(spark, lake, catalog, catalog.datasets["silver.orders_clean"])
     build_table(spark, lake, catalog, catalog.datasets["gold.revenue"])
     revenue = read_table("gold.revenue", lake_root=lake.root)

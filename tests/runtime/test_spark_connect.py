@@ -90,6 +90,7 @@ def client_parquet_round_trip(remote: str, folder: str) -> dict[str, Any]:
 
 def client_build_minimal_project(remote: str, root: str) -> dict[str, Any]:
     from medallion_assets.catalog import load_catalog
+    from medallion_assets.control.store import ControlStore
     from medallion_assets.runtime.bronze_ingest import ingest
     from medallion_assets.runtime.table_build import build_table
 
@@ -97,9 +98,10 @@ def client_build_minimal_project(remote: str, root: str) -> dict[str, Any]:
     base = Path(root)
     catalog = load_catalog(base / "project", use_cache=False)
     store, lake = LocalFolderObjectStore(base / "s3"), Lake(base / "lake")
+    state = ControlStore.open(f"sqlite:///{base / 'control.db'}").state
     bronze = ingest(
         session, lake, store, base / "landing", catalog, catalog.datasets["bronze.orders"],
-        run_id="connect-1",
+        state=state, run_id="connect-1",
     )  # fmt: skip
     silver = build_table(session, lake, catalog, catalog.datasets["silver.orders_clean"])
     gold = build_table(session, lake, catalog, catalog.datasets["gold.revenue"])

@@ -38,7 +38,9 @@ SELECT lower(country), sum(amount) FROM silver.orders_clean GROUP BY 1
 """
 
 
-def test_a_silver_table_with_a_preamble_builds_and_publishes_the_right_rows(spark, tmp_path):
+def test_a_silver_table_with_a_preamble_builds_and_publishes_the_right_rows(
+    spark, tmp_path, control_state
+):
     root = tmp_path / "project"
     shutil.copytree(MINIMAL, root)
     (root / "sql/silver/orders_clean.sql").write_text(SILVER)
@@ -63,7 +65,8 @@ def test_a_silver_table_with_a_preamble_builds_and_publishes_the_right_rows(spar
     ]
     store.put("minimal-raw", "orders/a.jsonl", "\n".join(json.dumps(r) for r in rows).encode())
     lake = Lake(tmp_path / "lake")
-    ingest(spark, lake, store, tmp_path / "landing", catalog, catalog.datasets["bronze.orders"])
+    bronze = catalog.datasets["bronze.orders"]
+    ingest(spark, lake, store, tmp_path / "landing", catalog, bronze, state=control_state)
     built = build_table(spark, lake, catalog, silver)
     build_table(spark, lake, catalog, catalog.datasets["gold.revenue"])
 
@@ -77,14 +80,15 @@ def test_a_silver_table_with_a_preamble_builds_and_publishes_the_right_rows(spar
     ]
 
 
-def test_an_alternate_insert_writes_the_tables_columns_by_position(spark, tmp_path):
+def test_an_alternate_insert_writes_the_tables_columns_by_position(spark, tmp_path, control_state):
     root = project_with_insert_alternate(tmp_path)
     catalog = load_catalog(root, use_cache=False)
     store = LocalFolderObjectStore(tmp_path / "s3")
     store.ensure_bucket("minimal-raw")
     store.put("minimal-raw", "orders/a.jsonl", b'{"order_id": 4, "amount": 2, "country": "fr"}\n')
     lake = Lake(tmp_path / "lake")
-    ingest(spark, lake, store, tmp_path / "landing", catalog, catalog.datasets["bronze.orders"])
+    bronze = catalog.datasets["bronze.orders"]
+    ingest(spark, lake, store, tmp_path / "landing", catalog, bronze, state=control_state)
     primary = catalog.datasets["silver.orders_clean"]
     (route,) = [r for r in routes(catalog, primary) if r.alternate is not None]
     build_table(spark, lake, catalog, along(primary, route))
