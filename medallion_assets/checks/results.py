@@ -126,7 +126,9 @@ class CheckContext:
         return frozenset(columns)
 
 
-def sample_rows(frame: Any, pii: frozenset[str], limit: int = SAMPLE_ROWS) -> tuple[dict, ...]:
+def sample_rows(
+    frame: Any, pii: frozenset[str], limit: int = SAMPLE_ROWS
+) -> tuple[dict[str, Any], ...]:
     """Up to ``limit`` rows of ``frame`` as JSON-safe dicts, PII columns masked."""
     rows = frame.limit(limit).collect()
     return tuple(

@@ -187,7 +187,7 @@ def arrow_type(spark_type: str) -> pa.DataType:
 
     text = spark_type.strip().lower()
     # fmt: off
-    simple = {
+    simple: dict[str, pa.DataType] = {
         "bigint": pa.int64(), "long": pa.int64(), "int": pa.int32(), "integer": pa.int32(),
         "smallint": pa.int16(), "tinyint": pa.int8(), "double": pa.float64(),
         "float": pa.float32(), "real": pa.float32(), "date": pa.date32(),

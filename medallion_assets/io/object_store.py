@@ -3,7 +3,7 @@
 All stores share one protocol (``ObjectStore``), so the bronze extract runs unchanged against
 AWS S3, moto's S3 server in tests, or a folder on disk (the embedded default)::
 
-    store = ThrottledS3(object_store_from_env(os.environ, Path("s3")), throttle)  # io.throttle
+    store = ThrottledS3(object_store_of(settings), throttle)  # io.throttle
     for obj in store.list("vendor-feeds", "orders/dt=2024-05-01/"):
         store.download(obj.bucket, obj.key, key_path(landing, obj.key))
 
@@ -19,10 +19,10 @@ import hashlib
 import os
 import tempfile
 import threading
-from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol, cast
 from urllib.parse import urlsplit
 
 import boto3
@@ -31,7 +31,15 @@ from botocore.exceptions import ClientError
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
 from medallion_assets.catalog.base import check_bucket
+from medallion_assets.io.credentials import mask_credentials
 from medallion_assets.runtime.errors import ResourceError
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
+    from mypy_boto3_s3.literals import BucketLocationConstraintType
+    from mypy_boto3_s3.type_defs import CreateBucketRequestTypeDef, ListObjectsV2RequestTypeDef
+
+    from medallion_assets.settings import MedallionSettings
 
 CHUNK_SIZE = 1024 * 1024
 PAGE_SIZE = 1000  # the most keys S3 returns per ListObjectsV2 page
@@ -171,8 +179,6 @@ def _s3_errors(uri: str, endpoint: str | None) -> Iterator[None]:
             raise FileNotFoundError(f"{uri} does not exist ({code})") from error
         raise
     except BotoConnectionError as error:
-        from medallion_assets.io.warehouse import mask_credentials  # pyarrow: import late
-
         where = mask_credentials(endpoint) if endpoint else "AWS S3"
         raise S3Unreachable(
             f"cannot reach the S3 endpoint {where} (MEDALLION_S3_ENDPOINT) for {uri}: "
@@ -207,7 +213,7 @@ class Boto3ObjectStore(_StreamingStore):
             # Custom endpoints (moto, MinIO) are not DNS names that can take a bucket prefix.
             s3={"addressing_style": "path"} if endpoint_url else {},
         )
-        self._client: Any = boto3.session.Session().client(
+        self._client: S3Client = boto3.session.Session().client(
             "s3", endpoint_url=endpoint_url, region_name=region, config=config
         )
 
@@ -223,7 +229,12 @@ class Boto3ObjectStore(_StreamingStore):
         self, bucket: str, prefix: str = "", *, on_page: OnPage = no_progress
     ) -> list[S3Object]:
         """Every object under ``prefix`` (a string prefix, as in S3), sorted by key."""
-        objects, request = [], {"Bucket": bucket, "Prefix": prefix, "MaxKeys": self.page_size}
+        objects: list[S3Object] = []
+        request: ListObjectsV2RequestTypeDef = {
+            "Bucket": bucket,
+            "Prefix": prefix,
+            "MaxKeys": self.page_size,
+        }
         with _s3_errors(f"s3://{bucket}/{prefix}", self.endpoint_url):
             while True:
                 on_page()
@@ -264,14 +275,15 @@ class Boto3ObjectStore(_StreamingStore):
             return
         except FileNotFoundError:
             pass
-        extra = {}
+        request: CreateBucketRequestTypeDef = {"Bucket": bucket}
         if self.region != "us-east-1":  # S3 rejects an explicit us-east-1 location constraint
-            extra["CreateBucketConfiguration"] = {"LocationConstraint": self.region}
+            region = cast("BucketLocationConstraintType", self.region)
+            request["CreateBucketConfiguration"] = {"LocationConstraint": region}
         with (
             contextlib.suppress(self._client.exceptions.BucketAlreadyOwnedByYou),
             _s3_errors(f"s3://{bucket}", self.endpoint_url),
         ):
-            self._client.create_bucket(Bucket=bucket, **extra)
+            self._client.create_bucket(**request)
 
 
 class LocalFolderObjectStore(_StreamingStore):
@@ -360,10 +372,9 @@ def _md5_file(path: Path, chunk_size: int) -> str:
     return digest.hexdigest()
 
 
-def object_store_from_env(env: Mapping[str, str], default_root: Path) -> ObjectStore:
-    """S3 when ``MEDALLION_S3_ENDPOINT`` is set or ``MEDALLION_S3=aws``; else a local folder
-    (``MEDALLION_S3_LOCAL_ROOT`` or ``default_root``). Reads only ``env``, when called."""
-    endpoint = env.get("MEDALLION_S3_ENDPOINT") or None
-    if endpoint or env.get("MEDALLION_S3", "").strip().lower() == "aws":
-        return Boto3ObjectStore(endpoint, region=env.get("AWS_DEFAULT_REGION", "us-east-1"))
-    return LocalFolderObjectStore(Path(env.get("MEDALLION_S3_LOCAL_ROOT", default_root)))
+def object_store_of(settings: MedallionSettings) -> ObjectStore:
+    """S3 when ``MEDALLION_S3_ENDPOINT`` is set or ``MEDALLION_S3=aws``; else the local folder
+    standing in for it (``MEDALLION_S3_LOCAL_ROOT``, else ``$MEDALLION_HOME/s3``)."""
+    if settings.uses_s3_api:
+        return Boto3ObjectStore(settings.s3_endpoint, region=settings.aws_region)
+    return LocalFolderObjectStore(settings.s3_root)

@@ -9,8 +9,8 @@ from __future__ import annotations
 import io
 import json
 import logging
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeAlias, TypeVar
 
 import pyarrow as pa
 import pyarrow.csv as pa_csv
@@ -19,6 +19,12 @@ import pyarrow.parquet as pq
 from medallion_assets.io import warehouse_sql as sql
 from medallion_assets.io import warehouse_types
 from medallion_assets.io.warehouse_load import Put, Throttle
+
+if TYPE_CHECKING:
+    import duckdb
+    import psycopg
+
+    PgConnection: TypeAlias = psycopg.Connection[tuple[Any, ...]]
 
 log = logging.getLogger(__name__)
 
@@ -53,13 +59,35 @@ def pace(throttle: Throttle | None, rows: int, nbytes: int) -> None:
 # --- sessions: how each warehouse runs statements and stages rows ------------------------------
 
 
-class DbApiSession:
+class DbApiCursor(Protocol):
+    """The part of a DB-API 2.0 cursor the sessions use."""
+
+    @property
+    def description(self) -> Sequence[Sequence[Any]] | None: ...
+    def execute(self, query: str, /) -> object: ...
+    def fetchall(self) -> Sequence[Sequence[Any]]: ...
+    def close(self) -> None: ...
+
+
+class DbApiConnection(Protocol):
+    """The part of a DB-API 2.0 connection the sessions use (psycopg's, redshift_connector's)."""
+
+    autocommit: bool
+
+    def cursor(self) -> DbApiCursor: ...
+    def close(self) -> None: ...
+
+
+Connection = TypeVar("Connection", bound=DbApiConnection)
+
+
+class DbApiSession(Generic[Connection]):
     """PostgreSQL and Redshift: statements through a DB-API cursor in autocommit mode, so the
     explicit BEGIN/COMMIT of the load protocol are the only transaction boundaries."""
 
     dialect: sql.Dialect
 
-    def __init__(self, connection: Any):
+    def __init__(self, connection: Connection):
         self.connection = connection
         self.connection.autocommit = True
 
@@ -81,7 +109,7 @@ class DbApiSession:
         cursor = self.connection.cursor()
         try:
             cursor.execute(statement)
-            names = [column[0] for column in cursor.description]
+            names = [column[0] for column in cursor.description or ()]
             return names, [tuple(row) for row in cursor.fetchall()]
         finally:
             cursor.close()
@@ -93,7 +121,7 @@ class DbApiSession:
 class DuckDBSession:
     dialect: sql.Dialect = "duckdb"
 
-    def __init__(self, connection: Any):
+    def __init__(self, connection: duckdb.DuckDBPyConnection):
         self.connection = connection
 
     def execute(self, statement: str) -> None:
@@ -103,7 +131,9 @@ class DuckDBSession:
         return list(self.connection.execute(statement).fetchall())
 
     def read(self, table: str) -> pa.Table:
-        return self.connection.sql(f"SELECT * FROM {sql.quote_table(table)}").to_arrow_table()
+        query = f"SELECT * FROM {sql.quote_table(table)}"
+        rows: pa.Table = self.connection.sql(query).to_arrow_table()
+        return rows
 
     def stage(self, temp: str, data: pa.Table, throttle: Throttle | None, batch_rows: int) -> None:
         view = f"{temp}_arrow"
@@ -120,7 +150,7 @@ class DuckDBSession:
         self.connection.close()
 
 
-class PostgresSession(DbApiSession):
+class PostgresSession(DbApiSession["PgConnection"]):
     dialect: sql.Dialect = "postgres"
 
     def stage(self, temp: str, data: pa.Table, throttle: Throttle | None, batch_rows: int) -> None:
@@ -137,10 +167,10 @@ class PostgresSession(DbApiSession):
                 writer.write(payload)
 
 
-class RedshiftSession(DbApiSession):
+class RedshiftSession(DbApiSession[DbApiConnection]):
     dialect: sql.Dialect = "redshift"
 
-    def __init__(self, connection: Any, staging_uri: str, iam_role: str, put: Put):
+    def __init__(self, connection: DbApiConnection, staging_uri: str, iam_role: str, put: Put):
         super().__init__(connection)
         self.staging_uri, self.iam_role, self.put = staging_uri, iam_role, put
 

@@ -13,11 +13,11 @@ import pytest
 from medallion_assets.adapters.resources import ControlResource, LakeResource, S3Resource
 from medallion_assets.adapters.sensors import build_sensors
 from medallion_assets.catalog import load_catalog
-from medallion_assets.control.plane import ControlPlane
 from medallion_assets.demo import DemoSettings, generate, write_files
 from medallion_assets.io.object_store import LocalFolderObjectStore
 from medallion_assets.runtime.bronze_ingest import ingest
 from medallion_assets.runtime.lake import Lake
+from medallion_assets.runtime.table_run import TableRun
 from medallion_assets.testing import read_table
 from tests.conftest import copy_demo_project
 
@@ -107,14 +107,15 @@ def test_sensors_request_bronze_for_new_objects_only(project, spark, monkeypatch
     store = LocalFolderObjectStore(root / ".medallion" / "s3")
     lake = Lake(root / ".medallion" / "lake")
     ingest(
-        spark,
-        lake,
+        TableRun(
+            spark=spark,
+            lake=lake,
+            catalog=catalog,
+            dataset=catalog.datasets["bronze.orders"],
+            landing_root=root / ".medallion" / "landing",
+            control=ControlResource(project_root=str(root)).plane().store(),
+        ),
         store,
-        root / ".medallion" / "landing",
-        catalog,
-        catalog.datasets["bronze.orders"],
-        # the manifest the sensors read: the project's control store
-        state=ControlPlane.from_env({"MEDALLION_HOME": str(root / ".medallion")}, root).state(),
     )
     assert (
         sensors["new_objects__orders"](_sensor_context(root, root / ".medallion")).run_requests
