@@ -165,21 +165,35 @@ class ControlStore(StoreConnection):
     def upsert(self, table: Table, values: Mapping[str, Any]) -> Insert:
         """``INSERT ... ON CONFLICT (key) DO UPDATE`` of ``values`` in this store's dialect:
         concurrent writers of one row each land, the last one wins."""
+        return self._on_conflict_update(table, list(values)).values(dict(values))
+
+    def upsert_many(self, db: Connection, table: Table, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Upsert ``rows`` (each with the same columns) in one batch of the driver's: thousands
+        of manifest entries cost one statement, not a round trip each."""
+        if rows:
+            db.execute(self._on_conflict_update(table, list(rows[0])), [dict(r) for r in rows])
+
+    def _on_conflict_update(self, table: Table, names: Sequence[str]) -> Insert:
         keys = [c.name for c in table.primary_key.columns]
         if self.dialect == "postgresql":
-            pg = postgresql.insert(table).values(dict(values))
-            changed = {n: pg.excluded[n] for n in values if n not in keys}
+            pg = postgresql.insert(table)
+            changed = {n: pg.excluded[n] for n in names if n not in keys}
             return pg.on_conflict_do_update(index_elements=keys, set_=changed)
-        lite = sqlite.insert(table).values(dict(values))
+        lite = sqlite.insert(table)
         return lite.on_conflict_do_update(
-            index_elements=keys, set_={n: lite.excluded[n] for n in values if n not in keys}
+            index_elements=keys, set_={n: lite.excluded[n] for n in names if n not in keys}
         )
 
-    def insert_new(self, table: Table, values: Mapping[str, Any]) -> Insert:
-        """``INSERT ... ON CONFLICT (key) DO NOTHING``: a row the table already has stays."""
+    def insert_new(self, table: Table, values: Mapping[str, Any] | None = None) -> Insert:
+        """``INSERT ... ON CONFLICT (key) DO NOTHING``: a row the table already has stays.
+        Without ``values``, the rows are the ones the statement is executed with."""
         if self.dialect == "postgresql":
-            return postgresql.insert(table).values(dict(values)).on_conflict_do_nothing()
-        return sqlite.insert(table).values(dict(values)).on_conflict_do_nothing()
+            pg = postgresql.insert(table)
+            pg = pg.values(dict(values)) if values is not None else pg
+            return pg.on_conflict_do_nothing()
+        lite = sqlite.insert(table)
+        lite = lite.values(dict(values)) if values is not None else lite
+        return lite.on_conflict_do_nothing()
 
     # --- flags --------------------------------------------------------------------------------
 
