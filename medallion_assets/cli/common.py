@@ -51,7 +51,7 @@ def does_not_load(project: Path, error: CatalogError) -> NoReturn:
     sys.exit(2)
 
 
-def fail(message: str, code: int = 2) -> None:
+def fail(message: str, code: int = 2) -> NoReturn:
     click.echo(f"error: {message}", err=True)
     sys.exit(code)
 
