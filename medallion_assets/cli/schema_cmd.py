@@ -8,7 +8,7 @@ import json
 import os
 import socket
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -17,6 +17,9 @@ from medallion_assets.cli.common import fail, load, project_option
 from medallion_assets.cli.control_cmd import _fmt, _plane
 from medallion_assets.control.store import iso_utc
 from medallion_assets.runtime.schema_drift import EvolvedColumn
+
+if TYPE_CHECKING:
+    from medallion_assets.runtime.lake import Lake
 
 
 @click.command()
@@ -61,7 +64,7 @@ def schema(
 
 def _revert(
     catalog: Catalog,
-    lake: Any,
+    lake: Lake,
     source_name: str,
     columns: tuple[str, ...],
     reason: str | None,

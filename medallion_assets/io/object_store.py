@@ -370,7 +370,9 @@ def _md5_file(path: Path, chunk_size: int) -> str:
     return digest.hexdigest()
 
 
-def object_store_from_env(env: Mapping[str, str], default_root: Path) -> ObjectStore:
+def object_store_from_env(
+    env: Mapping[str, str], default_root: Path
+) -> Boto3ObjectStore | LocalFolderObjectStore:
     """S3 when ``MEDALLION_S3_ENDPOINT`` is set or ``MEDALLION_S3=aws``; else a local folder
     (``MEDALLION_S3_LOCAL_ROOT`` or ``default_root``). Reads only ``env``, when called."""
     endpoint = env.get("MEDALLION_S3_ENDPOINT") or None

@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from medallion_assets.catalog.models import Source
 from medallion_assets.control.store import iso_utc
@@ -37,9 +37,16 @@ from medallion_assets.runtime.raw_files import (
     sha256_of,
 )
 
+if TYPE_CHECKING:
+    from medallion_assets.io.object_store import S3Object
+
 
 def readable(entry: Mapping[str, Any]) -> bool:
-    """Whether a manifest entry's landed file is part of the table."""
+    """Whether a manifest entry's landed file is part of the table.
+
+    >>> readable({"etag": "e1"}), readable({"etag": "e2", "duplicate_of": "a.jsonl"})
+    (True, False)
+    """
     return "quarantined" not in entry and "duplicate_of" not in entry
 
 
@@ -96,11 +103,17 @@ def require_readable(table: str, manifest: Mapping[str, Any], bucket_uri: str, p
     )
 
 
+class Downloader(Protocol):
+    """What landing needs from the (throttled) S3 resource, e.g. ``ThrottledS3``."""
+
+    def download(self, bucket: str, key: str, destination: Path) -> object: ...
+
+
 @dataclass(frozen=True)
 class Batch:
     """One batch to land: the new objects (primary key -> listed object) of one manifest."""
 
-    store: Any  # ObjectStore
+    store: Downloader
     bucket: str
     source: Source
     landing: Path
@@ -108,15 +121,24 @@ class Batch:
     known_columns: tuple[str, ...]  # declared + evolved
 
 
-def new_objects(listed: Mapping[str, Any], manifest: Mapping[str, Any]) -> dict[str, Any]:
+def new_objects(listed: Mapping[str, S3Object], manifest: Mapping[str, Any]) -> dict[str, S3Object]:
     """The listed objects whose key is new or whose content changed (ETag), plus the skipped
-    copies of those: their original is being replaced, so they are looked at again."""
+    copies of those: their original is being replaced, so they are looked at again.
+
+    >>> from medallion_assets.io.object_store import S3Object
+    >>> listed = {k: S3Object("raw", k, etag, 10) for k, etag in
+    ...           [("a.jsonl", "new"), ("b.jsonl", "same"), ("c.jsonl", "copy")]}
+    >>> manifest = {"a.jsonl": {"etag": "old"}, "b.jsonl": {"etag": "same"},
+    ...             "c.jsonl": {"etag": "copy", "duplicate_of": "a.jsonl"}}
+    >>> sorted(new_objects(listed, manifest))
+    ['a.jsonl', 'c.jsonl']
+    """
     fresh = {k: o for k, o in listed.items() if manifest.get(k, {}).get("etag") != o.etag}
     copies = {k: o for k, o in listed.items() if manifest.get(k, {}).get("duplicate_of") in fresh}
     return {**fresh, **copies}
 
 
-def land_batch(batch: Batch, fresh: Mapping[str, Any], manifest: Mapping[str, Any]) -> Intake:
+def land_batch(batch: Batch, fresh: Mapping[str, S3Object], manifest: Mapping[str, Any]) -> Intake:
     """Download and check each object of ``fresh`` (sorted by key: the first of two equal new
     objects is the one ingested), returning the manifest with their entries."""
     updated = dict(manifest)
@@ -130,7 +152,7 @@ def land_batch(batch: Batch, fresh: Mapping[str, Any], manifest: Mapping[str, An
     now = time.time()
     for key in sorted(fresh):
         obj, columns = fresh[key], None
-        entry = {
+        entry: dict[str, Any] = {  # the manifest's JSON entry
             "etag": obj.etag,
             "size": obj.size,
             "ingested_at": now,

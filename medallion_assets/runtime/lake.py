@@ -26,9 +26,12 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from medallion_assets.runtime.faults import crash_point
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
 VERSION_FILE = "_version.json"
 POINTER = "CURRENT"
@@ -173,7 +176,9 @@ class Lake:
         self._prune(table, partition, keep=version_id)
         return version
 
-    def stage_frame(self, frame: Any, table: str, partition: str | None = None) -> tuple[Path, Any]:
+    def stage_frame(
+        self, frame: DataFrame, table: str, partition: str | None = None
+    ) -> tuple[Path, DataFrame]:
         """Write a Spark DataFrame to a fresh staging folder; (folder, the staged data read back).
 
         Checks and row counts then run on exactly what would be published.

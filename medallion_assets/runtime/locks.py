@@ -33,11 +33,11 @@ import os
 import re
 import socket
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 POLL_SECONDS = 0.5
 # How long a step waits for another run building the same table before it skips it: a table
@@ -70,7 +70,7 @@ OnWait = Callable[[Holder | None], None]
 class BuildLocks(Protocol):
     def hold(
         self, name: str, holder: Holder, wait_seconds: float, on_wait: OnWait = ...
-    ) -> Any:  # a context manager yielding whether the lock is held
+    ) -> AbstractContextManager[bool]:  # yields whether the lock is held
         ...
 
 
@@ -81,7 +81,7 @@ def build_locks(control_url: str, lake_root: Path) -> BuildLocks:
     return FileLocks(Path(lake_root) / "_locks")
 
 
-def wait_seconds(env: dict[str, str] | Any) -> float:
+def wait_seconds(env: Mapping[str, str]) -> float:
     """``MEDALLION_LOCK_WAIT_SECONDS``: how long a step waits for another builder."""
     raw = env.get("MEDALLION_LOCK_WAIT_SECONDS")
     try:
@@ -93,6 +93,11 @@ def wait_seconds(env: dict[str, str] | Any) -> float:
 
 
 def table_lock_name(table: str, partition: str | None) -> str:
+    """The lock one build of a table, or of one of its partitions, holds.
+
+    >>> table_lock_name("silver.orders", None), table_lock_name("bronze.events", "2024-01-31")
+    ('table:silver.orders', 'table:bronze.events[2024-01-31]')
+    """
     return f"table:{table}" + (f"[{partition}]" if partition else "")
 
 

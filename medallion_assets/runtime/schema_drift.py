@@ -19,10 +19,13 @@ import json
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from medallion_assets.catalog.models import Source
 from medallion_assets.runtime.raw_files import column_name_problem
+
+if TYPE_CHECKING:
+    from medallion_assets.runtime.lake import Lake
 
 
 class SchemaDrift(RuntimeError):
@@ -59,7 +62,7 @@ def state_name(source_name: str) -> str:
     return f"schema__{source_name}"
 
 
-def read_evolved(lake: Any, source_name: str) -> list[EvolvedColumn]:
+def read_evolved(lake: Lake, source_name: str) -> list[EvolvedColumn]:
     """Every evolved column of the source, in the order they were added."""
     state = lake.read_state(state_name(source_name))
     return [
@@ -76,7 +79,7 @@ def read_evolved(lake: Any, source_name: str) -> list[EvolvedColumn]:
 
 
 def evolved_columns(
-    lake: Any, source_name: str, warn: Callable[[str], None] = lambda _m: None
+    lake: Lake, source_name: str, warn: Callable[[str], None] = lambda _m: None
 ) -> list[tuple[str, str]]:
     """(name, Spark type) of the evolved columns ingest can read, in order. A stored name that
     cannot be a column (state written before names were checked) is left out, and ``warn``
@@ -101,7 +104,7 @@ def evolved_digest(columns: Sequence[tuple[str, str]]) -> str:
 
 
 def evolve(
-    lake: Any,
+    lake: Lake,
     source_name: str,
     new_columns: Mapping[str, Sequence[str]] | Iterable[str],
     run_id: str = "",
@@ -130,7 +133,7 @@ def evolve(
     return added
 
 
-def revert(lake: Any, source_name: str, names: Iterable[str] | None = None) -> list[str]:
+def revert(lake: Lake, source_name: str, names: Iterable[str] | None = None) -> list[str]:
     """Remove evolved columns (all when ``names`` is None); returns those removed. ValueError
     naming the evolved columns when a name is not one of them."""
     state = lake.read_state(state_name(source_name))

@@ -12,7 +12,10 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 
 @dataclass(frozen=True)
@@ -37,7 +40,7 @@ class SparkSettings:
         )
 
 
-def spark_session(settings: SparkSettings) -> Any:
+def spark_session(settings: SparkSettings) -> SparkSession:
     """Get or create the process's Spark session for these settings."""
     # Workers must run the interpreter that has pyspark and the project installed.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
