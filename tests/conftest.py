@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from medallion_assets.catalog import Catalog, load_catalog
+from medallion_assets.control.state import RuntimeState
 
 pytest_plugins = ["tests.spark_session", "tests.s3_server", "tests.postgres_server"]
 
@@ -43,3 +44,11 @@ def demo_project(tmp_path: Path) -> Path:
 def demo_catalog() -> Catalog:
     """The loaded demo catalog (read-only; loaded once per test run, without the cache)."""
     return load_catalog(REPO, use_cache=False)
+
+
+@pytest.fixture
+def control_state(tmp_path: Path) -> RuntimeState:
+    """The runtime state of a fresh control store (a SQLite file, the embedded default)."""
+    from medallion_assets.control.store import ControlStore
+
+    return ControlStore.open(f"sqlite:///{tmp_path / 'control.db'}").state

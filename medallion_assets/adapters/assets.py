@@ -28,6 +28,7 @@ from medallion_assets.catalog.rules import ReconciliationRule
 from medallion_assets.checks.results import CheckResult, ChecksFailed
 from medallion_assets.checks.table_rules import reconciliation_message, reconciliation_result
 from medallion_assets.control.healing_actions import HealingContext, run_actions
+from medallion_assets.control.state import LoadRecord
 from medallion_assets.io.warehouse import LoadUnit
 from medallion_assets.planner.diagnosis import Failure, causes, diagnose, retry_delay
 from medallion_assets.planner.reroute import PRIMARY, Route, along
@@ -456,6 +457,7 @@ def _materialize_one(
                 catalog,
                 dataset,
                 partition,
+                state=context.resources.control.plane().state(),
                 run_id=context.run.run_id,
                 log=log,
                 replica=replica,
@@ -543,6 +545,9 @@ def load_warehouse(
     finally:
         target_warehouse.close()
     crash_point("warehouse.loaded", dataset.name, version.partition)
+    # After the warehouse's commit, for operators (its ledger stays the authority).
+    record = LoadRecord.committed(unit, report, dataset.target.warehouse_table)
+    context.resources.control.plane().state().record_load(record, held=report.unchanged)
     reconciled_by_check = any(isinstance(r, ReconciliationRule) for r in dataset.rules)
     if not report.reconciled and not reconciled_by_check:
         raise RuntimeError(f"{dataset.target.warehouse_table}: {reconciliation_message(report)}")

@@ -19,13 +19,16 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 from pydantic import PrivateAttr
 
 from medallion_assets.runtime.lake import Lake, lake_location, state_home
 from medallion_assets.runtime.spark_session import SparkSettings, spark_session
+
+if TYPE_CHECKING:
+    from medallion_assets.catalog.models import Throttle
 
 
 def medallion_home(project_root: str) -> Path:
@@ -118,11 +121,12 @@ class WarehouseResource(dg.ConfigurableResource):  # type: ignore[type-arg]
         return SystemThrottle(system, _cut(self.project_root, system, limits))
 
 
-def _cut(project_root: str, system: str, limits: Any) -> Any:
-    """The limits with any reduce_parallelism cut in force (read now, from the lake's state)."""
+def _cut(project_root: str, system: str, limits: Throttle) -> Throttle:
+    """The limits with any reduce_parallelism cut in force (read now, from the control store)."""
     import time
 
-    from medallion_assets.io.throttle import reduced_limits, reduction, reduction_state
+    from medallion_assets.control.plane import ControlPlane
+    from medallion_assets.io.throttle import reduced_limits
 
-    lake = Lake(lake_location(os.environ, Path(project_root)))
-    return reduced_limits(limits, reduction(lake.read_state(reduction_state(system)), time.time()))
+    plane = ControlPlane.from_env(os.environ, Path(project_root))
+    return reduced_limits(limits, plane.state().throttle_factor(system, time.time()))

@@ -1,8 +1,9 @@
 """Sensors that notice new objects under a raw source's S3 prefix and request its bronze table.
 
-The bronze step itself decides what is new from its manifest; the sensor compares the listing
-with the same manifest, so it requests a run only when there is something to ingest. A bronze
-table switched off by the kill switch (its dataset, layer or source) is not requested.
+The bronze step itself decides what is new from its manifest (in the control store); the sensor
+compares the listing with the same manifest, so it requests a run only when there is something
+to ingest. A bronze table switched off by the kill switch (its dataset, layer or source) is not
+requested.
 """
 
 import hashlib
@@ -10,10 +11,10 @@ from typing import Any
 
 import dagster as dg
 
-from medallion_assets.adapters.resources import ControlResource, LakeResource, S3Resource
+from medallion_assets.adapters.resources import ControlResource, S3Resource
 from medallion_assets.adapters.translator import table_key
 from medallion_assets.catalog import Catalog, Dataset
-from medallion_assets.runtime.bronze_ingest import manifest_name, partition_of, source_of
+from medallion_assets.runtime.bronze_ingest import partition_of, source_of
 
 
 def build_sensors(catalog: Catalog) -> list[dg.SensorDefinition]:
@@ -39,10 +40,10 @@ def _source_sensor(catalog: Catalog, dataset: Dataset) -> dg.SensorDefinition:
     def _sensor(
         context: dg.SensorEvaluationContext,
         s3: S3Resource,
-        lake: LakeResource,
         control: ControlResource,
     ) -> dg.SensorResult:
-        off = control.plane().disabled(catalog, [dataset.name])
+        plane = control.plane()
+        off = plane.disabled(catalog, [dataset.name])
         if off:
             return dg.SensorResult(skip_reason=off[dataset.name].describe())
         store = s3.store(dataset.system)
@@ -57,7 +58,7 @@ def _source_sensor(catalog: Catalog, dataset: Dataset) -> dg.SensorDefinition:
             if partitioned and partition is None:
                 continue
             if partition not in manifests:
-                manifests[partition] = lake.lake.read_state(manifest_name(name, partition))
+                manifests[partition] = plane.state().manifest(name, partition)
             if manifests[partition].get(obj.key, {}).get("etag") != obj.etag:
                 fresh.setdefault(partition, []).append(f"{obj.key}@{obj.etag}")
         requests = [

@@ -9,8 +9,10 @@ import os
 import re
 import socket
 import time
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -18,12 +20,15 @@ from medallion_assets.cli.common import fail, load, project_option
 from medallion_assets.control.store import iso_utc
 from medallion_assets.planner.kill_switch import parse_entity, table_entities
 
+if TYPE_CHECKING:
+    from medallion_assets.control.plane import ControlPlane
+
 _fmt = click.option(
     "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
 )
 
 
-def _plane(project: Path):  # type: ignore[no-untyped-def]
+def _plane(project: Path) -> ControlPlane:
     """The project's control plane with its store opened (a store that cannot be used is one
     line and exit 2, from the ``medallion`` group)."""
     from medallion_assets.control.plane import ControlPlane
@@ -86,17 +91,22 @@ enable = _flip(True)
 @_fmt
 @project_option
 def status(fmt: str, project: Path) -> None:
-    """What is disabled, by whom, since when and why, and the tables it switches off."""
+    """What is disabled, by whom, since when and why, and the tables it switches off; the
+    routes, throttle cuts and evolved columns in force; the ingest manifests and the latest
+    warehouse load of each table."""
     catalog = load(project)
     plane = _plane(project)
     flags = plane.flags()
     off = plane.disabled(catalog, flags=flags)
     disabled = [f for f in flags.values() if not f.enabled]
+    state = _runtime_state(plane, time.time())
     if fmt == "json":
         data = {
             "control_store": plane.store().masked(plane.url),
             "flags": [vars(f) | {"entity": f.entity} for f in flags.values()],
             "disabled_tables": {t: d.flag.entity for t, d in off.items()},
+            "routes": [vars(r) for r in plane.store().routes().values()],
+            **state,
         }
         click.echo(json.dumps(data, indent=2))
         return
@@ -118,6 +128,63 @@ def status(fmt: str, project: Path) -> None:
         click.echo(
             f"REROUTED {table} -> {route.route}  by {route.changed_by} since "
             f"{route.changed_at}: {route.reason}"
+        )
+    _print_runtime_state(state)
+
+
+def _runtime_state(plane: ControlPlane, now: float) -> dict[str, list[dict[str, object]]]:
+    """The runtime state in the store, as ``status --format json`` carries it: throttle cuts
+    in force, evolved columns, ingest manifests and the latest load of each table."""
+    state = plane.state()
+    return {
+        "throttle_cuts": [
+            {
+                "system": c.system,
+                "factor": c.factor,
+                "since": iso_utc(c.since),
+                "until": iso_utc(c.until),
+                "reason": c.reason,
+            }
+            for c in state.throttle_cuts()
+            if c.in_force(now)
+        ],
+        "evolved_schemas": [
+            {"source": source, "added_columns": [c.name for c in columns]}
+            for source, columns in state.evolved().items()
+        ],
+        "ingest_manifests": [
+            {
+                "source": m.source,
+                "partition": m.partition,
+                "objects": m.objects,
+                "last_ingested": iso_utc(m.last_ingested),
+            }
+            for m in state.manifests()
+        ],
+        "loads": [vars(load) for load in state.latest_loads()],
+    }
+
+
+def _print_runtime_state(state: Mapping[str, list[dict[str, Any]]]) -> None:
+    for cut in state["throttle_cuts"]:
+        click.echo(
+            f"THROTTLED {cut['system']}  limits at {cut['factor']:g}x until {cut['until']} "
+            f"(since {cut['since']}): {cut['reason']}"
+        )
+    for schema in state["evolved_schemas"]:
+        click.echo(f"EVOLVED  source {schema['source']}: {', '.join(schema['added_columns'])}")
+    for manifest in state["ingest_manifests"]:
+        day = f" [{manifest['partition']}]" if manifest["partition"] else ""
+        click.echo(
+            f"INGESTED source {manifest['source']}{day}: {manifest['objects']} object(s), "
+            f"last at {manifest['last_ingested']}"
+        )
+    for done in state["loads"]:
+        day = f" [{done['partition']}]" if done["partition"] else ""
+        click.echo(
+            f"LOADED   {done['dataset']}{day} version {done['lake_version']} into "
+            f"{done['warehouse_table']} ({done['mode']}, {done['rows']} rows) at "
+            f"{done['loaded_at']} by run {done['run_id'][:8]}"
         )
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import getpass
 import json
-import os
 import socket
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,7 +18,7 @@ from medallion_assets.control.store import iso_utc
 from medallion_assets.runtime.schema_drift import EvolvedColumn
 
 if TYPE_CHECKING:
-    from medallion_assets.runtime.lake import Lake
+    from medallion_assets.control.state import RuntimeState
 
 
 @click.command()
@@ -42,20 +41,19 @@ def schema(
     """SOURCE's declared columns and the ones evolve_schema added (when, by which run, from
     which files); with --revert, remove evolved columns: the source's bronze tables are rebuilt
     without them on their next run."""
-    from medallion_assets.runtime.lake import Lake, lake_location
     from medallion_assets.runtime.schema_drift import read_evolved
 
     catalog = load(project)
     if source_name not in catalog.sources:
         known = ", ".join(sorted(catalog.sources)) or "none"
         fail(f"no source named {source_name!r} in this project (sources: {known})")
-    lake = Lake(lake_location(os.environ, project))
+    state = _plane(project).state()
     if revert:
-        _revert(catalog, lake, source_name, columns, reason, changed_by, project)
+        _revert(catalog, state, source_name, columns, reason, changed_by)
         return
     if columns:
         fail("name columns only with --revert; without it the command lists the schema")
-    evolved = read_evolved(lake, source_name)
+    evolved = read_evolved(state, source_name)
     if fmt == "json":
         click.echo(json.dumps(_as_json(catalog, source_name, evolved), indent=2))
         return
@@ -64,36 +62,28 @@ def schema(
 
 def _revert(
     catalog: Catalog,
-    lake: Lake,
+    state: RuntimeState,
     source_name: str,
     columns: tuple[str, ...],
     reason: str | None,
     changed_by: str | None,
-    project: Path,
 ) -> None:
+    """Remove the evolved columns; the control store audits it in the same transaction."""
     from medallion_assets.runtime.schema_drift import read_evolved, revert
 
     if not reason:
         fail("say why with --reason (it is kept in the audit log)")
-    if not read_evolved(lake, source_name):
+    if not read_evolved(state, source_name):
         fail(f"source {source_name} has no evolved columns: nothing to revert")
-    plane = _plane(project)  # before changing anything: the change must be audited
+    who = changed_by or f"{getpass.getuser()}@{socket.gethostname()}"
     try:
-        removed = revert(lake, source_name, columns or None)
+        removed = revert(state, source_name, columns or None, reason, who)
     except ValueError as error:
         fail(str(error))
-    who = changed_by or f"{getpass.getuser()}@{socket.gethostname()}"
-    message = (
+    click.echo(
         f"evolved column(s) {', '.join(removed)} of source {source_name} reverted by {who}: "
         f"{reason}"
     )
-    plane.store().record(
-        "schema",
-        f"source:{source_name}",
-        message,
-        details={"reverted": removed, "reason": reason, "changed_by": who},
-    )
-    click.echo(message)
     tables = ", ".join(_readers(catalog, source_name)) or "no table"
     click.echo(f"{tables} is rebuilt without them on its next run")
 

@@ -10,11 +10,12 @@ Each action takes a ``HealingContext`` and returns a line for the audit log. Bui
 - ``wait``: pause for the retry policy's delay before the retry's own backoff;
 - ``reduce_parallelism``: halve the limits of the table's system (and of its warehouse target's
   system) for an hour, down to an eighth; S3 and warehouse throttles read the cut when a step
-  builds them;
+  builds them (the cut is kept in the control store, audited);
 - ``evolve_schema``: when the error is a ``SchemaDrift`` (raw files with undeclared columns),
-  record the new columns as nullable strings of the source; the retry reads them by name. A
-  name Spark or the warehouse cannot take is refused (raw files whose columns are garbage are
-  quarantined by ingest before drift is looked for, so this does not happen from ingest);
+  record the new columns as nullable strings of the source in the control store; the retry
+  reads them by name. A name Spark or the warehouse cannot take is refused (raw files whose
+  columns are garbage are quarantined by ingest before drift is looked for, so this does not
+  happen from ingest);
 - ``reroute_source``: read the table along its next route in cost order (its source's replica,
   or an alternate producer; see ``planner.reroute``), recorded in the control store, where every
   later step reads it until an operator routes the table back with ``medallion control route``;
@@ -73,17 +74,15 @@ def wait(context: HealingContext) -> str:
 
 
 def reduce_parallelism(context: HealingContext) -> str:
-    from medallion_assets.io.throttle import halve, reduction_state
-
     systems = [context.dataset.system]
     if context.dataset.target is not None:
         systems.append(context.dataset.target.system)
     now = time.time()
+    reason = f"{context.diagnosis.error_code} in {context.dataset.name}"
     cuts = []
     for system in dict.fromkeys(systems):
-        state = halve(context.lake.read_state(reduction_state(system)), now)
-        context.lake.write_state(reduction_state(system), state)
-        cuts.append(f"{system} to {state['factor']:g}x")
+        cut = context.control.state.cut_throttle(system, now, reason, context.run_id)
+        cuts.append(f"{system} to {cut.factor:g}x")
     return f"limits cut for an hour: {', '.join(cuts)}"
 
 
@@ -91,7 +90,7 @@ def evolve_schema(context: HealingContext) -> str:
     drift = next((e for e in causes(context.error) if isinstance(e, SchemaDrift)), None)
     if drift is None:
         return "the error is not a schema drift of raw files: nothing evolved"
-    added = evolve(context.lake, drift.source_name, drift.new_columns, context.run_id)
+    added = evolve(context.control.state, drift.source_name, drift.new_columns, context.run_id)
     if not added:
         return f"source {drift.source_name}: the new column(s) were already evolved"
     return f"source {drift.source_name}: added nullable string column(s) {', '.join(added)}"

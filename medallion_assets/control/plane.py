@@ -12,9 +12,11 @@ import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from medallion_assets.catalog import Catalog, Dataset
 from medallion_assets.catalog.metadata_files import read_control_file
+from medallion_assets.control.legacy_state import import_legacy_state
 from medallion_assets.control.store import ControlStore, default_url
 from medallion_assets.io.credentials import known_secrets
 from medallion_assets.planner.kill_switch import (
@@ -25,6 +27,9 @@ from medallion_assets.planner.kill_switch import (
 )
 from medallion_assets.planner.reroute import PRIMARY, Route, find_route, routes
 
+if TYPE_CHECKING:
+    from medallion_assets.control.state import RuntimeState
+
 
 @dataclass(frozen=True)
 class ControlPlane:
@@ -32,11 +37,15 @@ class ControlPlane:
     url: str
     # The settings' passwords, masked out of every audit entry whatever error text holds them.
     secrets: frozenset[str] = frozenset()
+    # The lake, whose `_state` folder of an earlier version is imported into the store once.
+    lake_root: Path | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str], project_root: Path) -> ControlPlane:
+        from medallion_assets.runtime.lake import lake_location
+
         root = Path(project_root)
-        return cls(root, default_url(env, root), known_secrets(env))
+        return cls(root, default_url(env, root), known_secrets(env), lake_location(env, root))
 
     def store(self) -> ControlStore:
         """The store, opened (schema checked and migrated) once per plane: a plane serves one
@@ -45,7 +54,14 @@ class ControlPlane:
 
     @functools.cached_property
     def _opened(self) -> ControlStore:
-        return ControlStore.open(self.url, self.secrets)
+        store = ControlStore.open(self.url, self.secrets)
+        if self.lake_root is not None:
+            import_legacy_state(store, self.lake_root)
+        return store
+
+    def state(self) -> RuntimeState:
+        """The runtime state (throttle cuts, evolved columns, manifests, loads) in the store."""
+        return self.store().state
 
     def flags(self) -> dict[tuple[str, str], EffectiveFlag]:
         yaml_flags = read_control_file(self.project_root).flags

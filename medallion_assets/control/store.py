@@ -1,9 +1,22 @@
-"""The control store: runtime control-flag overrides and the audit log, in SQL.
+"""The control store: all runtime state of the project, in one SQL database.
 
 Embedded default: a SQLite file under the project's state folder
 (``$MEDALLION_HOME/control.db``); PostgreSQL when ``MEDALLION_CONTROL_URL`` is a
-``postgresql://`` URL. The code creates the schema and migrates it (``medallion_schema`` holds
-the version; migrations run under a lock, so two processes starting at once do not race).
+``postgresql://`` URL. Tables are declared in ``schema.py``, statements built with SQLAlchemy
+Core and every value bound by the driver; the code creates the schema and migrates it
+(``migrations.py``; migrations run under a lock, so two processes starting at once do not race).
+
+What it holds: control-flag overrides, routes and the audit log (this module); the derived
+catalog (``replace_catalog``); and the runtime state of the steps (``state.py``, reached as
+``store.state``): throttle cuts, evolved source columns, ingest manifests and the loads the
+warehouse committed. Every change is written in one transaction with its audit entry.
+
+Warehouse loads are recorded here, but the warehouse's own ledger (``<schema>.medallion_loads``,
+``io/warehouse_load.py``) stays the authority on whether a version is loaded: it commits in the
+same transaction as the loaded rows, which a row in another database cannot. Were this store
+the authority, a crash between the warehouse's commit and this store's would load the version
+twice. The store's record is written after the warehouse commits, for operators:
+``medallion control status`` and the audit log show what was loaded, when, by which run.
 
 Several run processes write at once: every operation opens a short-lived connection and commits
 one small transaction. SQLite runs in WAL mode with a busy timeout, so a writer waits for the
@@ -20,89 +33,41 @@ caller passes, the settings in force), whatever error text a step put in them.
 
 from __future__ import annotations
 
+import functools
 import json
-import sqlite3
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from medallion_assets.catalog.export import CATALOG_TABLES, KEYS
-from medallion_assets.io.credentials import encoded_url, mask_credentials, url_secrets
-from medallion_assets.runtime.errors import ResourceError
+from sqlalchemy import delete, false, insert, select, text
+from sqlalchemy.dialects import postgresql, sqlite
+
+from medallion_assets.control import schema
+from medallion_assets.control.engine import ControlStoreError, StoreConnection
+from medallion_assets.control.migrations import LATEST, MIGRATIONS, current_version
+from medallion_assets.control.migrations import migrate_to_latest as _migrate_to_latest
+
+if TYPE_CHECKING:
+    from sqlalchemy import Connection, Insert, Table
+
+    from medallion_assets.control.state import RuntimeState
 
 SCOPES = ("pipeline", "layer", "dataset", "source", "target")
 
-# Each entry migrates from version i to i + 1; statements use "?" placeholders and portable
-# types (the id column is the one place the dialects differ: see _IDENTITY).
-MIGRATIONS: tuple[tuple[str, ...], ...] = (
-    (
-        """CREATE TABLE control_flag_overrides (
-            scope TEXT NOT NULL,
-            name TEXT NOT NULL,
-            enabled BOOLEAN NOT NULL,
-            reason TEXT NOT NULL,
-            changed_by TEXT NOT NULL,
-            changed_at TEXT NOT NULL,
-            PRIMARY KEY (scope, name))""",
-        """CREATE TABLE audit_log (
-            id {identity},
-            at TEXT NOT NULL,
-            kind TEXT NOT NULL,
-            entity TEXT NOT NULL,
-            run_id TEXT NOT NULL,
-            message TEXT NOT NULL,
-            details TEXT NOT NULL)""",
-        "CREATE INDEX audit_log_at ON audit_log (at)",
-        "CREATE INDEX audit_log_entity ON audit_log (entity, at)",
-    ),
-    # v2: the derived catalog in the seed design's tables, written by `medallion catalog export`
-    tuple(
-        f"CREATE TABLE {table} ("
-        + ", ".join(f"{name} {{{kind.lower()}}}" for name, kind in columns)
-        + f", PRIMARY KEY ({', '.join(KEYS[table])}))"
-        for table, columns in CATALOG_TABLES.items()
-    ),
-    # v3: the route a table is read along when not its primary (a replica or an alternate)
-    (
-        """CREATE TABLE route_overrides (
-            dataset TEXT NOT NULL PRIMARY KEY,
-            route TEXT NOT NULL,
-            reason TEXT NOT NULL,
-            changed_by TEXT NOT NULL,
-            changed_at TEXT NOT NULL,
-            run_id TEXT NOT NULL)""",
-    ),
-)
-_TYPES = {
-    "sqlite": {
-        "identity": "INTEGER PRIMARY KEY AUTOINCREMENT",
-        "text": "TEXT",
-        "boolean": "BOOLEAN",
-        "integer": "INTEGER",
-        "real": "REAL",
-    },
-    "postgresql": {
-        "identity": "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
-        "text": "TEXT",
-        "boolean": "BOOLEAN",
-        "integer": "INTEGER",
-        "real": "DOUBLE PRECISION",
-    },
-}
-
-
-class ControlStoreError(ResourceError, RuntimeError):
-    """The control store cannot be reached or used; the message names the URL (no password)
-    and how to recover."""
-
-
-# SQLite's result codes for a file that is not (or no longer) a sound database, and for one
-# this process cannot open or write; every other SQLite error is the caller's to handle.
-_SQLITE_CORRUPT = {"SQLITE_NOTADB", "SQLITE_CORRUPT"}
-_SQLITE_UNUSABLE = {"SQLITE_CANTOPEN", "SQLITE_READONLY", "SQLITE_PERM", "SQLITE_FULL"}
+__all__ = [
+    "MIGRATIONS",
+    "SCOPES",
+    "AuditEntry",
+    "ControlStore",
+    "ControlStoreError",
+    "FlagOverride",
+    "RouteOverride",
+    "default_url",
+    "iso_utc",
+    "utc_now",
+]
 
 
 @dataclass(frozen=True)
@@ -161,23 +126,8 @@ def default_url(env: Mapping[str, str], project_root: Path) -> str:
     return f"sqlite:///{(state_home(env, project_root) / 'control.db').resolve()}"
 
 
-class ControlStore:
-    """Flags and audit log in one SQL database; see the module docstring."""
-
-    def __init__(self, url: str, secrets: Iterable[str] = ()):
-        self.url = url
-        # Masked out of every message and audit entry: this URL's password and the caller's.
-        self.secrets = frozenset(secrets) | url_secrets(url)
-        if url.startswith("sqlite:///"):
-            self.dialect = "sqlite"
-            self._path = Path(url.removeprefix("sqlite:///"))
-        elif url.startswith(("postgresql://", "postgres://")):
-            self.dialect = "postgresql"
-        else:
-            raise ControlStoreError(
-                f"control store URL {self.masked(url)!r} is not supported: use sqlite:///PATH or "
-                "postgresql://user@host:port/db (MEDALLION_CONTROL_URL)"
-            )
+class ControlStore(StoreConnection):
+    """Flags, routes, the audit log and the runtime state; see the module docstring."""
 
     @classmethod
     def open(cls, url: str, secrets: Iterable[str] = ()) -> ControlStore:
@@ -186,134 +136,61 @@ class ControlStore:
         store.migrate()
         return store
 
-    # --- connections and schema ---------------------------------------------------------------
+    @functools.cached_property
+    def state(self) -> RuntimeState:
+        """The steps' runtime state in this store: throttle cuts, evolved columns, ingest
+        manifests, warehouse loads."""
+        from medallion_assets.control.state import RuntimeState
 
-    @contextmanager
-    def _transaction(self) -> Iterator[Any]:
-        """One short transaction on a fresh connection; commits, or rolls back on error. A
-        store that is corrupt or cannot be opened raises ``ControlStoreError`` saying so."""
-        with self._unusable_store():
-            connection = self._connect()
-            try:
-                if self.dialect == "sqlite":
-                    connection.execute("BEGIN IMMEDIATE")  # take the write lock up front
-                yield connection
-                connection.commit()
-            except BaseException:
-                connection.rollback()
-                raise
-            finally:
-                connection.close()
+        return RuntimeState(self)
 
-    @contextmanager
-    def _unusable_store(self) -> Iterator[None]:
-        """Turn SQLite's "not a database" (a damaged or foreign file), "cannot open" and a lost
-        PostgreSQL connection into one ``ControlStoreError`` naming the store and the way out."""
-        try:
-            yield
-        except sqlite3.DatabaseError as error:
-            name = getattr(error, "sqlite_errorname", "")
-            if self.dialect == "sqlite" and name in _SQLITE_CORRUPT:
-                raise ControlStoreError(self._corrupt(error)) from error
-            if self.dialect == "sqlite" and name in _SQLITE_UNUSABLE:
-                raise ControlStoreError(
-                    f"the control store {self._path} cannot be opened or written ({error}): "
-                    "check that its folder exists and is writable, or set MEDALLION_CONTROL_URL "
-                    "(or MEDALLION_HOME) to a writable place"
-                ) from error
-            raise
-        except Exception as error:
-            if self.dialect == "postgresql" and _connection_lost(error):
-                reason = " ".join(self.masked(str(error)).split())
-                raise ControlStoreError(
-                    f"lost the connection to the control store {self.masked(self.url)} "
-                    f"(MEDALLION_CONTROL_URL): {reason}"
-                ) from None
-            raise
-
-    def _corrupt(self, error: sqlite3.DatabaseError) -> str:
-        path = self._path
-        return (
-            f"the control store {path} is corrupt or not a SQLite database ({error}). Move it "
-            f"aside: `mv {path} {path}.corrupt` (and its -wal and -shm files, if any); the next "
-            "command creates a fresh, empty store. Its flag overrides, routes and audit log stay "
-            f"in the moved file: `sqlite3 {path}.corrupt .recover | sqlite3 {path}` salvages "
-            "what is readable"
-        )
-
-    def _connect(self) -> Any:
-        if self.dialect == "sqlite":
-            try:
-                self._path.parent.mkdir(parents=True, exist_ok=True)
-            except OSError as error:
-                raise ControlStoreError(
-                    f"the control store's folder {self._path.parent} cannot be created ({error}): "
-                    "move what is in the way aside, or set MEDALLION_CONTROL_URL (or "
-                    "MEDALLION_HOME) to a writable place"
-                ) from error
-            connection = sqlite3.connect(self._path, timeout=30, isolation_level=None)
-            connection.execute("PRAGMA journal_mode=WAL")
-            connection.execute("PRAGMA busy_timeout=30000")
-            return _SqliteConnection(connection)
-        import psycopg
-
-        try:
-            return _PostgresConnection(psycopg.connect(encoded_url(self.url), connect_timeout=10))
-        except psycopg.Error as error:
-            # The driver's text is masked and the driver's exception dropped: a traceback
-            # would print it unmasked.
-            reason = " ".join(self.masked(str(error)).split())  # psycopg's text spans lines
-            raise ControlStoreError(
-                f"cannot connect to the control store {self.masked(self.url)} "
-                f"(MEDALLION_CONTROL_URL): {reason}. Check that the server is up and the URL, "
-                "user and database are right"
-            ) from None
-
-    def masked(self, text: str) -> str:
-        """``text`` with this store's known secrets and any URL password hidden."""
-        return mask_credentials(text, self.secrets)
+    # --- schema -------------------------------------------------------------------------------
 
     def schema_version(self) -> int:
-        with self._transaction() as db:
-            return self._version(db)
-
-    def _version(self, db: Any) -> int:
-        """The schema version, under the lock that serializes migrations (SQLite's write lock
-        is already held: every transaction here begins IMMEDIATE)."""
-        if self.dialect == "postgresql":
-            db.execute("SELECT pg_advisory_xact_lock(727274)")  # one migrator at a time
-        db.execute("CREATE TABLE IF NOT EXISTS medallion_schema (version INTEGER NOT NULL)")
-        row = db.query("SELECT version FROM medallion_schema")
-        return int(row[0][0]) if row else 0
+        with self.transaction() as db:
+            return current_version(db)
 
     def migrate(self) -> int:
         """Bring the schema to the newest version; returns it. Safe to call from many
         processes at once: the migration holds the database's write lock."""
-        with self._transaction() as db:
-            version = self._version(db)
-            if version > len(MIGRATIONS):
+        with self.transaction() as db:
+            version = current_version(db)
+            if version > LATEST:
                 raise ControlStoreError(
                     f"the control store {self.masked(self.url)} has schema version {version}, "
-                    f"newer than this medallion_assets knows ({len(MIGRATIONS)}): upgrade the "
-                    "package"
+                    f"newer than this medallion_assets knows ({LATEST}): upgrade the package"
                 )
-            for statements in MIGRATIONS[version:]:
-                for statement in statements:
-                    db.execute(statement.format(**_TYPES[self.dialect]))
-            if version == 0:
-                db.execute("INSERT INTO medallion_schema (version) VALUES (?)", (len(MIGRATIONS),))
-            elif version < len(MIGRATIONS):
-                db.execute("UPDATE medallion_schema SET version = ?", (len(MIGRATIONS),))
-            return len(MIGRATIONS)
+            _migrate_to_latest(db, version)
+            return LATEST
+
+    def upsert(self, table: Table, values: Mapping[str, Any]) -> Insert:
+        """``INSERT ... ON CONFLICT (key) DO UPDATE`` of ``values`` in this store's dialect:
+        concurrent writers of one row each land, the last one wins."""
+        dialect = postgresql if self.dialect == "postgresql" else sqlite
+        statement = dialect.insert(table).values(dict(values))
+        keys = [c.name for c in table.primary_key.columns]
+        changed = {n: statement.excluded[n] for n in values if n not in keys}
+        return statement.on_conflict_do_update(index_elements=keys, set_=changed)
+
+    def insert_new(self, table: Table, values: Mapping[str, Any]) -> Insert:
+        """``INSERT ... ON CONFLICT (key) DO NOTHING``: a row the table already has stays."""
+        dialect = postgresql if self.dialect == "postgresql" else sqlite
+        return dialect.insert(table).values(dict(values)).on_conflict_do_nothing()
 
     # --- flags --------------------------------------------------------------------------------
 
     def flags(self) -> list[FlagOverride]:
-        with self._transaction() as db:
-            rows = db.query(
-                "SELECT scope, name, enabled, reason, changed_by, changed_at "
-                "FROM control_flag_overrides ORDER BY scope, name"
-            )
+        table = schema.flag_overrides
+        query = select(
+            table.c.scope,
+            table.c.name,
+            table.c.enabled,
+            table.c.reason,
+            table.c.changed_by,
+            table.c.changed_at,
+        ).order_by(table.c.scope, table.c.name)
+        with self.transaction() as db:
+            rows = db.execute(query).all()
         return [FlagOverride(r[0], r[1], bool(r[2]), r[3], r[4], r[5]) for r in rows]
 
     def set_flag(
@@ -323,18 +200,18 @@ class ControlStore:
         if scope not in SCOPES:
             raise ValueError(f"unknown scope {scope!r}: use one of {', '.join(SCOPES)}")
         flag = FlagOverride(scope, name, enabled, reason, changed_by, utc_now())
-        with self._transaction() as db:
-            # An upsert: concurrent writers of one flag each land, the last one wins.
-            db.execute(
-                "INSERT INTO control_flag_overrides "
-                "(scope, name, enabled, reason, changed_by, changed_at) "
-                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (scope, name) DO UPDATE SET "
-                "enabled = excluded.enabled, reason = excluded.reason, "
-                "changed_by = excluded.changed_by, changed_at = excluded.changed_at",
-                (scope, name, enabled, reason, changed_by, flag.changed_at),
-            )
+        row = {
+            "scope": scope,
+            "name": name,
+            "enabled": enabled,
+            "reason": reason,
+            "changed_by": changed_by,
+            "changed_at": flag.changed_at,
+        }
+        with self.transaction() as db:
+            db.execute(self.upsert(schema.flag_overrides, row))
             verb = "enabled" if enabled else "disabled"
-            self._append(
+            self.append(
                 db,
                 AuditEntry(
                     flag.changed_at,
@@ -350,11 +227,17 @@ class ControlStore:
 
     def routes(self) -> dict[str, RouteOverride]:
         """The tables read along a route other than their primary, by table."""
-        with self._transaction() as db:
-            rows = db.query(
-                "SELECT dataset, route, reason, changed_by, changed_at, run_id "
-                "FROM route_overrides ORDER BY dataset"
-            )
+        table = schema.route_overrides
+        query = select(
+            table.c.dataset,
+            table.c.route,
+            table.c.reason,
+            table.c.changed_by,
+            table.c.changed_at,
+            table.c.run_id,
+        ).order_by(table.c.dataset)
+        with self.transaction() as db:
+            rows = db.execute(query).all()
         return {r[0]: RouteOverride(*r) for r in rows}
 
     def set_route(
@@ -363,20 +246,13 @@ class ControlStore:
         """Read ``dataset`` along ``route`` from now on ("primary" goes back); audited in the
         same transaction."""
         override = RouteOverride(dataset, route, reason, changed_by, utc_now(), run_id)
-        with self._transaction() as db:
+        table = schema.route_overrides
+        with self.transaction() as db:
             if route == "primary":
-                db.execute("DELETE FROM route_overrides WHERE dataset = ?", (dataset,))
+                db.execute(delete(table).where(table.c.dataset == dataset))
             else:
-                db.execute(
-                    "INSERT INTO route_overrides "
-                    "(dataset, route, reason, changed_by, changed_at, run_id) "
-                    "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (dataset) DO UPDATE SET "
-                    "route = excluded.route, reason = excluded.reason, "
-                    "changed_by = excluded.changed_by, changed_at = excluded.changed_at, "
-                    "run_id = excluded.run_id",
-                    (dataset, route, reason, changed_by, override.changed_at, run_id),
-                )
-            self._append(
+                db.execute(self.upsert(table, vars(override)))
+            self.append(
                 db,
                 AuditEntry(
                     override.changed_at,
@@ -395,25 +271,24 @@ class ControlStore:
         """Replace the content of every catalog table with ``rows`` in one transaction (a
         reader sees the previous export or this one); audited. Returns rows per table."""
         counts = {}
-        with self._transaction() as db:
-            for table, columns in CATALOG_TABLES.items():
-                names = [name for name, _ in columns]
-                db.execute(f"DELETE FROM {table}")
-                insert = (
-                    f"INSERT INTO {table} ({', '.join(names)}) "
-                    f"VALUES ({', '.join('?' for _ in names)})"
-                )
-                for row in rows.get(table, ()):
-                    db.execute(insert, tuple(row.get(n) for n in names))
-                counts[table] = len(rows.get(table, ()))
+        with self.transaction() as db:
+            for name, table in schema.catalog_tables.items():
+                db.execute(delete(table))
+                wanted = [
+                    {c.name: row.get(c.name) for c in table.columns} for row in rows.get(name, ())
+                ]
+                if wanted:
+                    db.execute(insert(table), wanted)
+                counts[name] = len(wanted)
             summary = ", ".join(f"{n} {t}" for t, n in counts.items())
-            self._append(db, AuditEntry(utc_now(), "export", "catalog", f"exported {summary}"))
+            self.append(db, AuditEntry(utc_now(), "export", "catalog", f"exported {summary}"))
         return counts
 
-    def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-        """Rows of a read-only query (``?`` placeholders), for reports and tests."""
-        with self._transaction() as db:
-            return db.query(sql, params)
+    def query(self, sql: str, params: Mapping[str, Any] | None = None) -> list[tuple[Any, ...]]:
+        """Rows of a read-only query with ``:name`` parameters bound by the driver, for
+        reports and tests."""
+        with self.transaction() as db:
+            return [tuple(row) for row in db.execute(text(sql), dict(params or {})).all()]
 
     # --- audit log ----------------------------------------------------------------------------
 
@@ -426,24 +301,24 @@ class ControlStore:
         details: Mapping[str, Any] | None = None,
     ) -> AuditEntry:
         entry = AuditEntry(utc_now(), kind, entity, message, run_id, dict(details or {}))
-        with self._transaction() as db:
-            return self._append(db, entry)
+        with self.transaction() as db:
+            return self.append(db, entry)
 
-    def _append(self, db: Any, entry: AuditEntry) -> AuditEntry:
+    def append(self, db: Connection, entry: AuditEntry) -> AuditEntry:
+        """Write ``entry`` (masked) in the caller's transaction: a change and its audit entry
+        commit together or not at all."""
         entry = replace(
             entry, message=self.masked(entry.message), details=self._mask(entry.details)
         )
         db.execute(
-            "INSERT INTO audit_log (at, kind, entity, run_id, message, details) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
-            (
-                entry.at,
-                entry.kind,
-                entry.entity,
-                entry.run_id,
-                entry.message,
-                json.dumps(entry.details, default=str, sort_keys=True),
-            ),
+            insert(schema.audit_log).values(
+                at=entry.at,
+                kind=entry.kind,
+                entity=entry.entity,
+                run_id=entry.run_id,
+                message=entry.message,
+                details=json.dumps(entry.details, default=str, sort_keys=True),
+            )
         )
         return entry
 
@@ -466,72 +341,22 @@ class ControlStore:
     ) -> list[AuditEntry]:
         """Entries oldest first, optionally only these entities, from ``since`` (ISO text) on,
         of one run; ``limit`` keeps the newest."""
-        where, params = [], []
+        log = schema.audit_log
+        query = select(
+            log.c.id, log.c.at, log.c.kind, log.c.entity, log.c.run_id, log.c.message, log.c.details
+        )
         if entities is not None:
-            where.append(f"entity IN ({', '.join('?' for _ in entities)})" if entities else "1=0")
-            params += list(entities)
+            query = query.where(log.c.entity.in_(list(entities)) if entities else false())
         if since is not None:
-            where.append("at >= ?")
-            params.append(since)
+            query = query.where(log.c.at >= since)
         if run_id is not None:
-            where.append("run_id = ?")
-            params.append(run_id)
-        sql = "SELECT id, at, kind, entity, run_id, message, details FROM audit_log"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY id DESC"
+            query = query.where(log.c.run_id == run_id)
+        query = query.order_by(log.c.id.desc())
         if limit is not None:
-            sql += f" LIMIT {int(limit)}"
-        with self._transaction() as db:
-            rows = db.query(sql, tuple(params))
+            query = query.limit(limit)
+        with self.transaction() as db:
+            rows = db.execute(query).all()
         return [
             AuditEntry(r[1], r[2], r[3], r[5], r[4], json.loads(r[6]), int(r[0]))
             for r in reversed(rows)
         ]
-
-
-class _SqliteConnection:
-    def __init__(self, connection: sqlite3.Connection):
-        self._connection = connection
-
-    def execute(self, sql: str, params: tuple[Any, ...] = ()) -> None:
-        self._connection.execute(sql, params)
-
-    def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-        return list(self._connection.execute(sql, params).fetchall())
-
-    def commit(self) -> None:
-        self._connection.execute("COMMIT")
-
-    def rollback(self) -> None:
-        if self._connection.in_transaction:
-            self._connection.execute("ROLLBACK")
-
-    def close(self) -> None:
-        self._connection.close()
-
-
-class _PostgresConnection:
-    def __init__(self, connection: Any):
-        self._connection = connection
-
-    def execute(self, sql: str, params: tuple[Any, ...] = ()) -> None:
-        self._connection.execute(sql.replace("?", "%s"), params)
-
-    def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-        return list(self._connection.execute(sql.replace("?", "%s"), params).fetchall())
-
-    def commit(self) -> None:
-        self._connection.commit()
-
-    def rollback(self) -> None:
-        self._connection.rollback()
-
-    def close(self) -> None:
-        self._connection.close()
-
-
-def _connection_lost(error: Exception) -> bool:
-    import psycopg
-
-    return isinstance(error, psycopg.OperationalError)

@@ -220,27 +220,10 @@ class SystemThrottle:
         return f"SystemThrottle({self.system!r}, {self.limits!r})"
 
 
-# --- reduce_parallelism: a temporary cut of a system's limits, kept in the lake's state -------
+# --- reduce_parallelism: a temporary cut of a system's limits, kept in the control store -----
 
 REDUCTION_HOLD_SECONDS = 3600.0  # a cut lasts an hour after the last failure that asked for it
 MIN_FACTOR = 0.125  # three halvings at most
-
-
-def reduction_state(system: str) -> str:
-    return f"parallelism__{system}"
-
-
-def reduction(state: dict[str, float], now: float) -> float:
-    """The factor in force (1.0 when none or expired)."""
-    if not state or float(state.get("until", 0)) < now:
-        return 1.0
-    return float(state.get("factor", 1.0))
-
-
-def halve(state: dict[str, float], now: float) -> dict[str, float]:
-    """The state after one more halving, held for ``REDUCTION_HOLD_SECONDS`` from now."""
-    factor = max(MIN_FACTOR, reduction(state, now) / 2)
-    return {"factor": factor, "until": now + REDUCTION_HOLD_SECONDS, "since": now}
 
 
 def reduced_limits(limits: Throttle, factor: float) -> Throttle:

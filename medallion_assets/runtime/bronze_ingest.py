@@ -1,10 +1,10 @@
 """Bronze ingest: extract new S3 objects of a source, read them with the declared schema, keep
 malformed records in quarantine, add ingestion columns, run the bronze SQL, publish.
 
-A manifest per source (and partition) records every ingested object with its ETag, the batch
-that brought it and when. Only objects that are new or changed are downloaded; the bronze table
-is rebuilt from all landed objects, so re-running ingests nothing twice and a file replaced
-upstream (new ETag) replaces its rows instead of adding to them.
+A manifest per source (and partition), in the control store, records every ingested object
+with its ETag, the batch that brought it and when. Only objects that are new or changed are
+downloaded; the bronze table is rebuilt from all landed objects, so re-running ingests nothing
+twice and a file replaced upstream (new ETag) replaces its rows instead of adding to them.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from medallion_assets.catalog import Catalog, Dataset
 from medallion_assets.catalog.models import Replica, Source
@@ -32,6 +32,9 @@ from medallion_assets.runtime.raw_files import file_columns
 from medallion_assets.runtime.schema_drift import detect, evolved_columns, evolved_digest
 from medallion_assets.runtime.spark_sql import SparkScript, spark_script, view_name
 from medallion_assets.runtime.table_build import BuildOutcome, publish_checked, skipped
+
+if TYPE_CHECKING:
+    from medallion_assets.control.state import RuntimeState
 
 CORRUPT = "_corrupt_record"
 
@@ -84,10 +87,6 @@ def partition_of(source: Source, key: str) -> str | None:
     return match.group(1) if match else None
 
 
-def manifest_name(source_name: str, partition: str | None) -> str:
-    return f"manifest__{source_name}" + (f"__{partition}" if partition else "")
-
-
 def manifest_digest(manifest: Mapping[str, Any]) -> str:
     listing = "\n".join(f"{k}\t{v['etag']}" for k, v in sorted(manifest.items()))
     return hashlib.sha256(listing.encode()).hexdigest()[:16]
@@ -102,6 +101,7 @@ def ingest(
     dataset: Dataset,
     partition: str | None = None,
     *,
+    state: RuntimeState,
     run_id: str = "",
     checks: bool = True,
     log: Callable[[str], None] = lambda _m: None,
@@ -109,7 +109,8 @@ def ingest(
     warn: Callable[[str], None] | None = None,
 ) -> IngestOutcome:
     """Ingest ``dataset``'s source, from ``replica`` instead of the primary bucket when given
-    (a reroute). The manifest is keyed by the primary's keys either way, so an object already
+    (a reroute). The manifest (in ``state``, the control store) is keyed by the primary's keys
+    either way, so an object already
     ingested from one is not ingested again from the other (replication keeps the ETag).
     Objects that cannot be read are set aside and copies of ingested ones skipped (``intake``);
     ``warn`` (default ``log``) names each of them."""
@@ -117,10 +118,10 @@ def ingest(
     name, source = source_of(catalog, dataset)
     bucket = replica.bucket if replica is not None else source.bucket
     prefix = source_prefix(source, partition, replica)
-    manifest = lake.read_state(manifest_name(name, partition))
+    manifest = state.manifest(name, partition)
     listed = [o for o in store.list(bucket, prefix) if not o.key.endswith("/")]
     keyed = {_primary_key(source, replica, o.key): o for o in listed}
-    evolved = evolved_columns(lake, name, warn)
+    evolved = evolved_columns(state, name, warn)
     known = tuple(c.name for c in source.columns) + tuple(n for n, _ in evolved)
     landing = landing_root / name / (partition or "_all")
     intake = land_batch(
@@ -135,8 +136,8 @@ def ingest(
         inputs[f"raw.{name}#evolved"] = evolved_digest(evolved)
     current = lake.reusable(dataset.name, partition, dataset.code_version, inputs)
     if current is not None:
-        if updated != manifest:  # objects set aside or skipped: remember them
-            lake.write_state(manifest_name(name, partition), updated)
+        # objects set aside or skipped: remember them
+        state.save_manifest(name, partition, manifest, updated, run_id)
         reason = (
             f"skipped {dataset.name}: no new objects to ingest under s3://{bucket}/{prefix} "
             f"and code unchanged since version {current.version_id}"
@@ -164,7 +165,7 @@ def ingest(
     outcome, quarantined = _publish(
         spark, lake, catalog, dataset, partition, script, quarantine, total, inputs, run_id, checks
     )
-    lake.write_state(manifest_name(name, partition), updated)  # only after a successful publish
+    state.save_manifest(name, partition, manifest, updated, run_id)  # only after a publish
     new = len(intake.landed)
     log(
         f"ingested {new} new object(s) of {name}; {quarantined} malformed record(s) "

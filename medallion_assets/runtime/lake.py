@@ -239,18 +239,6 @@ class Lake:
                 self.table_dir(table, partition) / "versions" / version_id, ignore_errors=True
             )
 
-    # --- small JSON state next to tables (manifests, warehouse load markers) ----------------
-
-    def read_state(self, name: str) -> dict[str, Any]:
-        try:
-            data = json.loads((self.root / "_state" / f"{name}.json").read_text())
-        except (OSError, ValueError):
-            return {}
-        return data if isinstance(data, dict) else {}
-
-    def write_state(self, name: str, data: Mapping[str, Any]) -> None:
-        _atomic_write(self.root / "_state" / f"{name}.json", json.dumps(data, sort_keys=True))
-
 
 def state_home(env: Mapping[str, str], project_root: Path) -> Path:
     """The project's local state folder: ``$MEDALLION_HOME``, else ``<project>/.medallion``.

@@ -5,7 +5,7 @@ and a new CSV column would shift every column after it. Ingest therefore compare
 file's columns (CSV header, JSON keys of the first records, Parquet schema) with the source's
 declared columns plus any evolved ones, and raises ``SchemaDrift`` ("schema mismatch") before
 reading. The healing action ``evolve_schema`` records the new columns as nullable strings in
-the lake's state (``schema__<source>``), with when, by which run and from which files; the next
+the control store (``control/state.py``), with when, by which run and from which files; the next
 attempt reads them by name. ``medallion control schema SOURCE --revert`` removes them again.
 
 Only files that decoded cleanly get here (``raw_files``), and every name is checked again
@@ -18,14 +18,14 @@ import hashlib
 import json
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from medallion_assets.catalog.models import Source
 from medallion_assets.runtime.raw_files import column_name_problem
 
 if TYPE_CHECKING:
-    from medallion_assets.runtime.lake import Lake
+    from medallion_assets.control.state import RuntimeState
 
 
 class SchemaDrift(RuntimeError):
@@ -58,34 +58,19 @@ class EvolvedColumn:
         return column_name_problem(self.name)
 
 
-def state_name(source_name: str) -> str:
-    return f"schema__{source_name}"
-
-
-def read_evolved(lake: Lake, source_name: str) -> list[EvolvedColumn]:
+def read_evolved(state: RuntimeState, source_name: str) -> list[EvolvedColumn]:
     """Every evolved column of the source, in the order they were added."""
-    state = lake.read_state(state_name(source_name))
-    return [
-        EvolvedColumn(
-            str(c["name"]),
-            str(c.get("type", "string")),
-            float(c.get("evolved_at", 0.0)),
-            str(c.get("run_id", "")),
-            tuple(c.get("files", ())),
-        )
-        for c in state.get("columns", ())
-        if isinstance(c, dict) and "name" in c
-    ]
+    return state.evolved(source_name).get(source_name, [])
 
 
 def evolved_columns(
-    lake: Lake, source_name: str, warn: Callable[[str], None] = lambda _m: None
+    state: RuntimeState, source_name: str, warn: Callable[[str], None] = lambda _m: None
 ) -> list[tuple[str, str]]:
     """(name, Spark type) of the evolved columns ingest can read, in order. A stored name that
     cannot be a column (state written before names were checked) is left out, and ``warn``
     is told how to remove it."""
     usable = []
-    for column in read_evolved(lake, source_name):
+    for column in read_evolved(state, source_name):
         if column.problem is None:
             usable.append((column.name, column.type))
             continue
@@ -104,7 +89,7 @@ def evolved_digest(columns: Sequence[tuple[str, str]]) -> str:
 
 
 def evolve(
-    lake: Lake,
+    state: RuntimeState,
     source_name: str,
     new_columns: Mapping[str, Sequence[str]] | Iterable[str],
     run_id: str = "",
@@ -121,34 +106,25 @@ def evolve(
                 f"source {source_name}: refusing to evolve column {name[:60]!r}: {problem}; "
                 "nothing was stored"
             )
-    state = lake.read_state(state_name(source_name))
-    columns = list(state.get("columns", ()))
-    have = {str(c.get("name", "")).lower() for c in columns}
-    added = [c for c in dict.fromkeys(names) if c.lower() not in have]
     now = time.time()
-    columns += [
-        asdict(EvolvedColumn(c, "string", now, run_id, tuple(files.get(c, ())[:10]))) for c in added
+    columns = [
+        EvolvedColumn(c, "string", now, run_id, tuple(files.get(c, ())[:10]))
+        for c in dict.fromkeys(names)
     ]
-    lake.write_state(state_name(source_name), {**state, "columns": columns})
-    return added
+    return state.add_evolved(source_name, columns)
 
 
-def revert(lake: Lake, source_name: str, names: Iterable[str] | None = None) -> list[str]:
-    """Remove evolved columns (all when ``names`` is None); returns those removed. ValueError
-    naming the evolved columns when a name is not one of them."""
-    state = lake.read_state(state_name(source_name))
-    columns = [c for c in state.get("columns", ()) if isinstance(c, dict)]
-    have = [str(c.get("name")) for c in columns]
-    wanted = have if names is None else list(dict.fromkeys(names))
-    unknown = [n for n in wanted if n not in have]
-    if unknown:
-        raise ValueError(
-            f"source {source_name} has no evolved column(s) {', '.join(map(repr, unknown))}; "
-            f"its evolved columns are: {', '.join(map(repr, have)) or 'none'}"
-        )
-    kept = [c for c in columns if str(c.get("name")) not in wanted]
-    lake.write_state(state_name(source_name), {**state, "columns": kept})
-    return wanted
+def revert(
+    state: RuntimeState,
+    source_name: str,
+    names: Iterable[str] | None = None,
+    reason: str = "",
+    changed_by: str = "",
+) -> list[str]:
+    """Remove evolved columns (all when ``names`` is None); returns those removed, audited
+    with ``reason`` and ``changed_by``. ValueError naming the evolved columns when a name is
+    not one of them."""
+    return state.revert_evolved(source_name, names, reason, changed_by)
 
 
 def detect(

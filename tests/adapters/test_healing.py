@@ -178,9 +178,17 @@ def test_a_warehouse_connection_killed_mid_load_is_refreshed_and_the_load_retrie
         for e in plane.store().audit(entities=["dataset:gold.revenue"])
         if e.run_id == second.run_id
     ]
-    assert [e.kind for e in log] == ["attempt", "error", "healing", "retry", "attempt", "outcome"]
+    kinds = [e.kind for e in log]
+    assert kinds == ["attempt", "error", "healing", "retry", "attempt", "load", "outcome"]
     assert "CONNECTION_RESET" in log[1].message
     assert log[2].details["action"] == "refresh_connection"
+    (load,) = plane.state().latest_loads()  # recorded once, after the warehouse committed
+    assert (load.dataset, load.warehouse_table, load.rows) == (
+        "gold.revenue",
+        "analytics.revenue",
+        2,
+    )
+    assert load.run_id == second.run_id and log[5].details["lake_version"] == load.lake_version
 
 
 def test_a_new_column_in_the_raw_files_is_evolved_then_ingested(spark, project):
@@ -201,7 +209,9 @@ def test_a_new_column_in_the_raw_files_is_evolved_then_ingested(spark, project):
     assert result.success
     assert len(events(result, "STEP_UP_FOR_RETRY")) == 1
     assert lake.current("bronze.orders").rows == 2 and lake.current("gold.revenue") is not None
-    assert evolved_columns(lake, "orders") == [("coupon", "string")]
+    assert evolved_columns(plane.state(), "orders") == [("coupon", "string")]
+    (evolved,) = [e for e in plane.store().audit(["source:orders"]) if e.kind == "schema"]
+    assert (evolved.run_id, evolved.details) == (result.run_id, {"added": ["coupon"]})
     log = [
         e
         for e in plane.store().audit(entities=["dataset:bronze.orders"])

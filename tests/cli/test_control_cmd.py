@@ -127,13 +127,13 @@ def test_catalog_export_writes_the_seed_tables_and_replaces_them(project: Path, 
     )
     assert (bool(gold[0]), gold[1], gold[2]) == (False, "control store", "fin")
     (edge,) = store.query(
-        "SELECT columns FROM dataset_lineage WHERE upstream = ? AND downstream = ?",
-        ("silver.orders_usd", "gold.revenue_by_region"),
+        "SELECT columns FROM dataset_lineage WHERE upstream = :up AND downstream = :down",
+        {"up": "silver.orders_usd", "down": "gold.revenue_by_region"},
     )
     assert json.loads(edge[0])  # column-level detail of the edge
     (rule,) = store.query(
-        "SELECT kind, blocking FROM validation_rules WHERE dataset = ? AND name = ?",
-        ("silver.addresses_validated", "iso_country_code"),
+        "SELECT kind, blocking FROM validation_rules WHERE dataset = :dataset AND name = :name",
+        {"dataset": "silver.addresses_validated", "name": "iso_country_code"},
     )
     assert rule[0] == "accepted_values" and bool(rule[1])
     assert f"{len(demo_catalog.datasets)} row(s)" in done.output
@@ -141,3 +141,55 @@ def test_catalog_export_writes_the_seed_tables_and_replaces_them(project: Path, 
     assert medallion(project, "catalog", "export").exit_code == 0  # replaced, not appended
     assert count("stages") == len(demo_catalog.datasets)
     assert [e.kind for e in store.audit(entities=["catalog"])] == ["export", "export"]
+
+
+def test_status_shows_the_runtime_state_in_force(project: Path):
+    import time
+
+    from medallion_assets.control.plane import ControlPlane
+    from medallion_assets.control.state import LoadRecord
+    from medallion_assets.runtime.schema_drift import evolve
+
+    empty = medallion(project, "control", "status", "--format", "json")
+    assert empty.exit_code == 0, empty.output
+    for key in ("routes", "throttle_cuts", "evolved_schemas", "ingest_manifests", "loads"):
+        assert json.loads(empty.output)[key] == []
+    state = ControlPlane.from_env(os.environ, project).state()
+    now = time.time()
+    state.cut_throttle("s3_raw", now, "S3_THROTTLED in bronze.orders", "run-1")
+    state.cut_throttle("warehouse", now - 7200, "long ago")  # expired: not in force
+    evolve(state, "orders", ["coupon", "gift"], "run-1")
+    entry = {"etag": "e", "batch_id": "run-1", "ingested_at": 1767225600.0}
+    state.save_manifest("user_events", "2026-01-01", {}, {"a": entry, "b": entry}, "run-1")
+    state.record_load(
+        LoadRecord(
+            "gold.revenue_by_region", None, "v1", "analytics.rev", "replace", 7, "abcdef1234"
+        )
+    )
+
+    text = medallion(project, "control", "status").output
+    assert "THROTTLED s3_raw  limits at 0.5x until 20" in text
+    assert "S3_THROTTLED in bronze.orders" in text and "warehouse" not in text
+    assert "EVOLVED  source orders: coupon, gift" in text
+    assert (
+        "INGESTED source user_events [2026-01-01]: 2 object(s), last at 2026-01-01T00:00:00" in text
+    )
+    assert "LOADED   gold.revenue_by_region version v1 into analytics.rev (replace, 7 rows)" in text
+    assert text.rstrip().endswith("by run abcdef12")
+    data = json.loads(medallion(project, "control", "status", "--format", "json").output)
+    assert [(c["system"], c["factor"]) for c in data["throttle_cuts"]] == [("s3_raw", 0.5)]
+    assert data["evolved_schemas"] == [{"source": "orders", "added_columns": ["coupon", "gift"]}]
+    assert data["ingest_manifests"] == [
+        {
+            "source": "user_events",
+            "partition": "2026-01-01",
+            "objects": 2,
+            "last_ingested": "2026-01-01T00:00:00.000000Z",
+        }
+    ]
+    (load,) = data["loads"]
+    assert (load["dataset"], load["rows"], load["run_id"]) == (
+        "gold.revenue_by_region",
+        7,
+        "abcdef1234",
+    )

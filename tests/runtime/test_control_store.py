@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import multiprocessing
 import sqlite3
-import uuid
 from pathlib import Path
 
-import psycopg
 import pytest
 
 from medallion_assets.control.store import (
@@ -18,17 +16,6 @@ from medallion_assets.control.store import (
     ControlStoreError,
     default_url,
 )
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def url(request, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'state' / 'control.db'}"
-    server = request.getfixturevalue("postgres_server")
-    database = f"control_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(server.dsn, autocommit=True) as admin:
-        admin.execute(f"CREATE DATABASE {database}")
-    return server.dsn.rsplit("/", 1)[0] + f"/{database}"
 
 
 def test_the_schema_is_created_once_and_reports_its_version(url: str):

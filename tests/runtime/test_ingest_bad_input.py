@@ -17,11 +17,18 @@ import pyarrow.parquet as pq
 import pytest
 
 from medallion_assets.catalog import load_catalog
+from medallion_assets.control.store import ControlStore
 from medallion_assets.io.object_store import Boto3ObjectStore, LocalFolderObjectStore
-from medallion_assets.runtime.bronze_ingest import ingest, manifest_name
+from medallion_assets.runtime.bronze_ingest import ingest
 from medallion_assets.runtime.lake import Lake
 from medallion_assets.runtime.raw_files import CorruptObject
-from medallion_assets.runtime.schema_drift import SchemaDrift, evolve, revert, state_name
+from medallion_assets.runtime.schema_drift import (
+    EvolvedColumn,
+    SchemaDrift,
+    evolve,
+    read_evolved,
+    revert,
+)
 from medallion_assets.testing import read_table
 
 MINIMAL = Path(__file__).parents[1] / "catalog" / "minimal_project"
@@ -45,6 +52,7 @@ class Project:
         self.catalog = load_catalog(self.root, use_cache=False)
         self.store, self.bucket = store, bucket
         self.lake = Lake(tmp_path / "lake")
+        self.state = ControlStore.open(f"sqlite:///{tmp_path / 'control.db'}").state
         self.landing = tmp_path / "landing"
         self.logged: list[str] = []
         self.warned: list[str] = []
@@ -61,6 +69,7 @@ class Project:
             self.landing,
             self.catalog,
             self.catalog.datasets["bronze.orders"],
+            state=self.state,
             run_id=run_id,
             log=self.logged.append,
             warn=self.warned.append,
@@ -69,8 +78,8 @@ class Project:
     def rows(self, table: str = "bronze.orders") -> list[int]:
         return sorted(read_table(table, lake_root=self.lake.root)["order_id"].tolist())
 
-    def evolved_state(self) -> dict:
-        return self.lake.read_state(state_name("orders"))
+    def evolved_state(self) -> list[EvolvedColumn]:
+        return read_evolved(self.state, "orders")
 
 
 @pytest.fixture(params=["local", "moto"])
@@ -129,8 +138,8 @@ def test_undecodable_csv_objects_are_set_aside_and_the_rest_of_the_batch_ingests
     assert [w.split(" as a whole")[0] for w in project.warned] == [
         f"quarantined s3://{project.bucket}/orders/{k}.csv" for k in "bcd"
     ]
-    assert project.evolved_state() == {}  # nothing was taken for drift
-    manifest = project.lake.read_state(manifest_name("orders", None))
+    assert project.evolved_state() == []  # nothing was taken for drift
+    manifest = project.state.manifest("orders", None)
     assert manifest["orders/b.csv"]["quarantined"] == named["orders/b.csv"]
     # The version before stays readable, and a rerun has nothing new to do.
     previous = project.lake.version_path(first.build.version)
@@ -167,7 +176,7 @@ def test_a_json_key_with_a_backtick_never_reaches_the_evolved_schema(spark, tmp_
     (quarantined,) = second.metadata["quarantined_object_keys"]
     assert quarantined["key"] == "orders/b.jsonl"
     assert "'a`b' cannot be a column name: it has a backtick" in quarantined["reason"]
-    assert project.evolved_state() == {}
+    assert project.evolved_state() == []
     # The bad file removed and a good one added: the next run ingests.
     project.store.root.joinpath(project.bucket, "orders", "b.jsonl").unlink()
     project.put("orders/c.jsonl", jsonl({"order_id": 3, "amount": 9, "country": "gb"}))
@@ -177,8 +186,8 @@ def test_a_json_key_with_a_backtick_never_reaches_the_evolved_schema(spark, tmp_
 
 def test_evolved_names_stored_before_they_were_checked_do_not_break_ingest(spark, tmp_path):
     project = Project(tmp_path, LocalFolderObjectStore(tmp_path / "s3"), bucket(), "jsonl")
-    poisoned = [{"name": "a`b", "type": "string"}, {"name": "\x00\x00", "type": "string"}]
-    project.lake.write_state(state_name("orders"), {"columns": poisoned})
+    poisoned = [EvolvedColumn("a`b"), EvolvedColumn("\x00\x00")]
+    project.state.add_evolved("orders", poisoned)  # as an earlier version stored them
     project.put("orders/a.jsonl", jsonl({"order_id": 1, "amount": 5, "country": "de"}))
     project.run(spark, "r1")
     assert project.rows() == [1]
@@ -200,7 +209,7 @@ def test_empty_and_truncated_parquet_objects_are_named_and_never_retried_as_drif
         raised.value
     )
     assert project.lake.current("bronze.orders") is None
-    assert project.lake.read_state(manifest_name("orders", None)) == {}
+    assert project.state.manifest("orders", None) == {}
 
     project.put("orders/a.parquet", parquet(1, 3))
     outcome = project.run(spark, "r2")
@@ -209,7 +218,7 @@ def test_empty_and_truncated_parquet_objects_are_named_and_never_retried_as_drif
         "orders/b.parquet",
         "orders/c.parquet",
     ]
-    assert project.evolved_state() == {}
+    assert project.evolved_state() == []
 
 
 def test_a_copy_under_a_new_key_is_not_ingested_twice(spark, tmp_path, store):
@@ -274,10 +283,10 @@ def test_a_reverted_column_is_gone_from_the_next_build(spark, tmp_path):
     project.put("orders/b.jsonl", jsonl({"order_id": 2, "coupon": "X", "country": "fr"}))
     with pytest.raises(SchemaDrift) as drift:
         project.run(spark, "r2")
-    evolve(project.lake, "orders", drift.value.new_columns, "r2")
+    evolve(project.state, "orders", drift.value.new_columns, "r2")
     project.run(spark, "r2")
     assert "coupon" in read_table("bronze.orders", lake_root=project.lake.root).columns
-    revert(project.lake, "orders", ["coupon"])
+    revert(project.state, "orders", ["coupon"])
     rebuilt = project.run(spark, "r3")
     assert not rebuilt.build.skipped
     bronze = read_table("bronze.orders", lake_root=project.lake.root)

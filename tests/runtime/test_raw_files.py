@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 from pathlib import Path
 
 import pyarrow as pa
@@ -13,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from medallion_assets.catalog.models import Source
-from medallion_assets.runtime.lake import Lake
+from medallion_assets.control.legacy_state import import_legacy_state
 from medallion_assets.runtime.raw_files import (
     column_name_problem,
     columns_problem,
@@ -26,7 +27,6 @@ from medallion_assets.runtime.schema_drift import (
     evolved_columns,
     read_evolved,
     revert,
-    state_name,
 )
 
 ORDERS_CSV = "order_id,amount,country\n1,5,de\n2,7,fr\n"
@@ -143,25 +143,36 @@ def test_a_garbage_header_is_not_drift():
     assert headerless is not None and "a headerless file or another feed's file?" in headerless
 
 
-def test_evolve_refuses_a_name_spark_cannot_take_and_stores_nothing(tmp_path: Path):
-    lake = Lake(tmp_path / "lake")
+def test_evolve_refuses_a_name_spark_cannot_take_and_stores_nothing(control_state):
+    state = control_state
     with pytest.raises(ValueError, match="refusing to evolve column 'a`b': it has a backtick"):
-        evolve(lake, "orders", {"coupon": ["b.jsonl"], "a`b": ["b.jsonl"]}, "run-1")
-    assert lake.read_state(state_name("orders")) == {}
-    assert evolve(lake, "orders", {"coupon": ["b.jsonl"]}, "run-1") == ["coupon"]
-    assert evolve(lake, "orders", ["Coupon"], "run-2") == []  # Spark's names ignore case
-    (column,) = read_evolved(lake, "orders")
+        evolve(state, "orders", {"coupon": ["b.jsonl"], "a`b": ["b.jsonl"]}, "run-1")
+    assert read_evolved(state, "orders") == []
+    assert state.store.audit() == []  # nothing stored, nothing audited
+    assert evolve(state, "orders", {"coupon": ["b.jsonl"]}, "run-1") == ["coupon"]
+    assert evolve(state, "orders", ["Coupon"], "run-2") == []  # Spark's names ignore case
+    (column,) = read_evolved(state, "orders")
     assert (column.name, column.run_id, column.files) == ("coupon", "run-1", ("b.jsonl",))
+    (entry,) = state.store.audit()
+    assert (entry.kind, entry.entity, entry.run_id) == ("schema", "source:orders", "run-1")
+    assert entry.details == {"added": ["coupon"]}
 
 
-def test_stored_names_from_before_the_check_are_ignored_and_can_be_reverted(tmp_path: Path):
-    lake = Lake(tmp_path / "lake")
-    poisoned = [{"name": "\x00\x00id", "type": "string"}, {"name": "coupon", "type": "string"}]
-    lake.write_state(state_name("orders"), {"columns": poisoned})
-    assert evolved_columns(lake, "orders") == [("coupon", "string")]
+def test_stored_names_from_before_the_check_are_ignored_and_can_be_reverted(
+    tmp_path: Path, control_state
+):
+    state = control_state
+    legacy = tmp_path / "lake" / "_state"  # an earlier version stored names unchecked
+    legacy.mkdir(parents=True)
+    poisoned = [{"name": "\x01\x01id", "type": "string"}, {"name": "coupon", "type": "string"}]
+    (legacy / "schema__orders.json").write_text(json.dumps({"columns": poisoned}))
+    assert import_legacy_state(state.store, tmp_path / "lake") == 1
+    warnings: list[str] = []
+    assert evolved_columns(state, "orders", warnings.append) == [("coupon", "string")]
+    assert "ignored evolved column '\\x01\\x01id' of source orders" in warnings[0]
     with pytest.raises(ValueError, match="has no evolved column"):
-        revert(lake, "orders", ["nope"])
-    assert revert(lake, "orders", ["\x00\x00id"]) == ["\x00\x00id"]
-    assert [c.name for c in read_evolved(lake, "orders")] == ["coupon"]
-    assert revert(lake, "orders") == ["coupon"]
-    assert read_evolved(lake, "orders") == []
+        revert(state, "orders", ["nope"])
+    assert revert(state, "orders", ["\x01\x01id"]) == ["\x01\x01id"]
+    assert [c.name for c in read_evolved(state, "orders")] == ["coupon"]
+    assert revert(state, "orders") == ["coupon"]
+    assert read_evolved(state, "orders") == []

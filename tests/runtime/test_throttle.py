@@ -182,27 +182,32 @@ def test_slot_is_released_when_the_job_fails() -> None:
 def test_reduce_parallelism_halves_the_system_limits_a_step_builds_until_it_expires(
     tmp_path, monkeypatch, demo_catalog
 ):
+    import time
+
     from medallion_assets.adapters.resources import S3Resource
     from medallion_assets.control.healing_actions import HealingContext, reduce_parallelism
-    from medallion_assets.io.throttle import reduction_state
+    from medallion_assets.control.plane import ControlPlane
     from medallion_assets.planner.diagnosis import Diagnosis, Failure
     from medallion_assets.runtime.lake import Lake
 
     monkeypatch.setenv("MEDALLION_HOME", str(tmp_path))
     monkeypatch.delenv("MEDALLION_LAKE", raising=False)
+    monkeypatch.delenv("MEDALLION_CONTROL_URL", raising=False)
     throttles = {n: s.throttle.model_dump() for n, s in demo_catalog.systems.items()}
     s3 = S3Resource(project_root=str(tmp_path), throttles=throttles)
     before = s3.store("s3_raw").throttle.limits
-    lake = Lake(tmp_path / "lake")
+    store = ControlPlane.from_env({"MEDALLION_HOME": str(tmp_path)}, tmp_path).store()
     context = HealingContext(
         demo_catalog,
         demo_catalog.datasets["bronze.orders"],
         None,
-        lake,
+        Lake(tmp_path / "lake"),
         Diagnosis("S3_THROTTLED", "s3_slow_down", ("reduce_parallelism",)),
         Failure(("OSError",), "SlowDown"),
         1,
         None,
+        run_id="run-1",
+        control=store,
     )
     assert reduce_parallelism(context) == "limits cut for an hour: s3_raw to 0.5x"
     after = s3.store("s3_raw").throttle.limits
@@ -211,6 +216,13 @@ def test_reduce_parallelism_halves_the_system_limits_a_step_builds_until_it_expi
     for _ in range(5):
         reduce_parallelism(context)
     assert s3.store("s3_raw").throttle.limits.requests_per_second == before.requests_per_second / 8
-    state = lake.read_state(reduction_state("s3_raw"))
-    lake.write_state(reduction_state("s3_raw"), {**state, "until": 0})  # the hour has passed
+    (cut,) = store.state.throttle_cuts()
+    assert (cut.system, cut.factor, cut.run_id) == ("s3_raw", 0.125, "run-1")
+    assert cut.reason == "S3_THROTTLED in bronze.orders"
+    cuts = [e for e in store.audit() if e.kind == "throttle"]
+    assert [e.details["factor"] for e in cuts] == [0.5, 0.25, 0.125, 0.125, 0.125, 0.125]
+    assert all(e.entity == "system:s3_raw" and e.run_id == "run-1" for e in cuts)
+    later = time.time() + 3601  # the hour has passed
+    monkeypatch.setattr(time, "time", lambda: later)
     assert s3.store("s3_raw").throttle.limits == before
+    assert reduce_parallelism(context) == "limits cut for an hour: s3_raw to 0.5x"  # anew

@@ -1,0 +1,153 @@
+"""The control store's tables, declared once for SQLite and PostgreSQL.
+
+Flags, routes and the audit log (the control plane), the derived catalog in the seed design's
+tables (``medallion catalog export``), and the runtime state the steps keep: throttle cuts,
+evolved source columns, ingest manifests (one row per raw object) and the loads the warehouse
+committed. Times the store compares are ISO 8601 UTC text (``changed_at``, ``at``); times the
+runtime computes with are epoch seconds (``since``, ``until``, ``ingested_at``).
+
+``migrations.py`` creates these tables step by step; a change to a table here needs a new step
+there.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    Float,
+    Identity,
+    Index,
+    Integer,
+    MetaData,
+    Table,
+    Text,
+)
+from sqlalchemy.types import TypeEngine
+
+from medallion_assets.catalog.export import CATALOG_TABLES, KEYS
+
+metadata = MetaData()
+
+# The one place the dialects differ: SQLite's rowid alias must be INTEGER; PostgreSQL's is an
+# identity column (what the hand-written schema before SQLAlchemy created, kept as it was).
+_ID = BigInteger().with_variant(Integer(), "sqlite")
+
+schema_version = Table(
+    "medallion_schema",
+    metadata,
+    Column("version", Integer, nullable=False),
+)
+
+flag_overrides = Table(
+    "control_flag_overrides",
+    metadata,
+    Column("scope", Text, primary_key=True),
+    Column("name", Text, primary_key=True),
+    Column("enabled", Boolean, nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("changed_by", Text, nullable=False),
+    Column("changed_at", Text, nullable=False),
+)
+
+audit_log = Table(
+    "audit_log",
+    metadata,
+    Column("id", _ID, Identity(always=True), primary_key=True),
+    Column("at", Text, nullable=False),
+    Column("kind", Text, nullable=False),
+    Column("entity", Text, nullable=False),
+    Column("run_id", Text, nullable=False),
+    Column("message", Text, nullable=False),
+    Column("details", Text, nullable=False),  # JSON
+    Index("audit_log_at", "at"),
+    Index("audit_log_entity", "entity", "at"),
+    sqlite_autoincrement=True,
+)
+
+_SQL_TYPES: dict[str, type[TypeEngine[Any]]] = {
+    "TEXT": Text,
+    "BOOLEAN": Boolean,
+    "INTEGER": Integer,
+    "REAL": Float,
+}
+
+catalog_tables: dict[str, Table] = {
+    name: Table(
+        name,
+        metadata,
+        *(
+            Column(column, _SQL_TYPES[kind](), primary_key=column in KEYS[name])
+            for column, kind in columns
+        ),
+    )
+    for name, columns in CATALOG_TABLES.items()
+}
+
+route_overrides = Table(
+    "route_overrides",
+    metadata,
+    Column("dataset", Text, primary_key=True),
+    Column("route", Text, nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("changed_by", Text, nullable=False),
+    Column("changed_at", Text, nullable=False),
+    Column("run_id", Text, nullable=False),
+)
+
+# --- runtime state (version 4) ---------------------------------------------------------------
+
+throttle_cuts = Table(
+    "throttle_cuts",
+    metadata,
+    Column("system", Text, primary_key=True),
+    Column("factor", Float, nullable=False),
+    Column("since", Float, nullable=False),  # epoch seconds of the last halving
+    Column("until", Float, nullable=False),  # epoch seconds: the cut lapses then
+    Column("reason", Text, nullable=False),
+    Column("run_id", Text, nullable=False),
+    Column("changed_at", Text, nullable=False),
+)
+
+evolved_columns = Table(
+    "evolved_columns",
+    metadata,
+    Column("source", Text, primary_key=True),
+    Column("name", Text, primary_key=True),
+    Column("position", Integer, nullable=False),  # the order they were added in
+    Column("type", Text, nullable=False),
+    Column("evolved_at", Float, nullable=False),
+    Column("run_id", Text, nullable=False),
+    Column("files", Text, nullable=False),  # JSON list: the raw files that carried it first
+)
+
+ingest_manifest = Table(
+    "ingest_manifest",
+    metadata,
+    Column("source", Text, primary_key=True),
+    Column("partition", Text, primary_key=True),  # "" for a source without partitions
+    Column("object_key", Text, primary_key=True),
+    Column("etag", Text, nullable=False),
+    Column("batch_id", Text, nullable=False),
+    Column("ingested_at", Float, nullable=False),
+    Column("entry", Text, nullable=False),  # JSON: the whole entry (landing, sha256, ...)
+)
+
+warehouse_loads = Table(
+    "warehouse_loads",
+    metadata,
+    Column("dataset", Text, primary_key=True),
+    Column("partition", Text, primary_key=True),  # "" for a table without partitions
+    Column("lake_version", Text, primary_key=True),
+    Column("warehouse_table", Text, nullable=False),
+    Column("mode", Text, nullable=False),
+    Column("rows", BigInteger, nullable=False),
+    Column("run_id", Text, nullable=False),
+    Column("loaded_at", Text, nullable=False),
+    Index("warehouse_loads_at", "dataset", "partition", "loaded_at"),
+)
+
+STATE_TABLES = (throttle_cuts, evolved_columns, ingest_manifest, warehouse_loads)
