@@ -11,7 +11,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from medallion_assets.catalog import Catalog, Dataset
 from medallion_assets.catalog.rules import Rule
@@ -147,8 +147,16 @@ def _plain(value: Any) -> Any:
     return text if len(text) <= _MAX_TEXT else text[: _MAX_TEXT - 3] + "..."
 
 
+class ResultExtras(TypedDict, total=False):
+    """What a rule may add to its result besides the counts and message."""
+
+    samples: tuple[dict[str, Any], ...]
+    engine: str
+    details: dict[str, Any]
+
+
 def result_of(
-    rule: Rule, passed: bool, failing: int, total: int, message: str, **kw: Any
+    rule: Rule, passed: bool, failing: int, total: int, message: str, **kw: Unpack[ResultExtras]
 ) -> CheckResult:
     return CheckResult(
         name=rule.label(),
