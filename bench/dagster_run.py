@@ -4,7 +4,7 @@
 
 The environment (``MEDALLION_HOME``, ``MEDALLION_S3_LOCAL_ROOT``) is the caller's. Before the
 clock starts: imports, and the Spark session (``runtime.spark.spark_session`` with
-``SparkSettings.from_env``, exactly what ``SparkResource.session()`` calls, so the run's
+``MedallionSettings.from_env``, exactly what ``SparkResource.session()`` uses, so the run's
 resource gets this session back from ``getOrCreate``). Timed: one
 ``run_project(project, instance=DagsterInstance.ephemeral())``, which loads the catalog, builds
 the ``Definitions``, lists the daily partitions in S3, then executes one run per day and one
@@ -83,19 +83,17 @@ def instrument(
 
     materialize = factory.materialize_dataset
 
-    def timed_materialize(
-        context: Any, catalog: Any, dataset: Any, *rest: Any, **options: Any
-    ) -> Any:
+    def timed_materialize(context: Any, runner: Any, run: Any) -> Any:
         # The asset body is a generator (it yields check results, then the materialization):
         # time the iteration, not the call that only creates it.
         before = {k: watch.seconds[k] for k in INSIDE_ASSETS}
         started, jvm_started = time.perf_counter(), jvm_clock()
         try:
-            yield from materialize(context, catalog, dataset, *rest, **options)
+            yield from materialize(context, runner, run)
         finally:
             partition = context.partition_key if context.has_partition_key else None
             asset = {
-                "table": dataset.name,
+                "table": run.dataset.name,
                 "partition": partition,
                 "seconds": time.perf_counter() - started,
                 "jvm": jvm_clock() - jvm_started,
@@ -143,11 +141,12 @@ def main(argv: list[str] | None = None) -> int:
 
     from bench.jvm_clock import install as install_jvm_clock
     from medallion_assets.adapters.headless import run_project
-    from medallion_assets.runtime.spark_session import SparkSettings, spark_session
+    from medallion_assets.runtime.spark_session import spark_session
+    from medallion_assets.settings import MedallionSettings
 
     imports = time.perf_counter() - import_started
     started = time.perf_counter()
-    spark = spark_session(SparkSettings.from_env(os.environ))
+    spark = spark_session(MedallionSettings.from_env(os.environ))
     session_seconds = time.perf_counter() - started
 
     watch, assets = Stopwatch(), []

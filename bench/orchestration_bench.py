@@ -7,7 +7,7 @@ no checks, so neither side does, and the comparison is orchestration alone (benc
 measures what checks cost).
 Each repetition starts two fresh processes (plain first in odd repetitions, dagster first in
 even ones), each with its own empty ``MEDALLION_HOME`` (cold lake, empty DuckDB warehouse) and
-the same Spark settings (``SparkSettings.from_env``: ``local[*]``, 4 shuffle partitions, 2g
+the same Spark settings (``MedallionSettings.from_env``: ``local[*]``, 4 shuffle partitions, 2g
 driver, UTC):
 
 - plain:   ``python -m bench.plain_pyspark`` (the same SQL, reads, writes and warehouse loads

@@ -6,7 +6,7 @@ What a data engineer would write by hand to do the same work as the Dagster run,
 Spark session settings. Only metadata and SQL text come from the project: ``load_catalog`` gives
 the tables in dependency order with their SQL, sources and targets, and
 ``runtime.sql.spark_query`` rewrites table references to temp views (pure SQL text). Session
-creation (``runtime.spark.spark_session`` with ``SparkSettings.from_env``, the call the Dagster
+creation (``runtime.spark.spark_session`` with ``MedallionSettings.from_env``, the call the Dagster
 side's resource makes) happens before the clock starts, as on the Dagster side. Then, timed:
 
 - daily-partitioned tables day by day (days found under the daily source's ``dt=`` folders),
@@ -229,11 +229,12 @@ def main(argv: list[str] | None = None) -> int:
 
     from bench.jvm_clock import install as install_jvm_clock
     from medallion_assets.catalog import load_catalog
-    from medallion_assets.runtime.spark_session import SparkSettings, spark_session
+    from medallion_assets.runtime.spark_session import spark_session
+    from medallion_assets.settings import MedallionSettings
 
     imports = time.perf_counter() - import_started
     started = time.perf_counter()
-    spark = spark_session(SparkSettings.from_env(os.environ))
+    spark = spark_session(MedallionSettings.from_env(os.environ))
     session_seconds = time.perf_counter() - started
 
     clock = install_jvm_clock()

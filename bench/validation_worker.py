@@ -2,7 +2,7 @@
 
     python -m bench.validation_worker PROJECT ROOT [--reps R] [--kinds-rows N]
 
-Two tables, each timed with ``runtime.build.build_table`` (the work a Dagster step does for a
+Two tables, each timed with ``runtime.table_build.build_table`` (the work a Dagster step does for a
 silver table: register the inputs, run the SQL, stage, count, validate, publish), once with
 ``checks=False`` and once with ``checks=True`` per repetition, alternating which goes first:
 
@@ -12,7 +12,7 @@ silver table: register the inputs, run the SQL, stage, count, validate, publish)
 - ``silver.orders`` of the synthetic project in ``bench.validation_project`` under ``ROOT``:
   one rule of every kind a staged table can carry, for the cost of each kind.
 
-Before the clock: imports, the Spark session (``SparkSettings.from_env``, as a run gets it),
+Before the clock: imports, the Spark session (``MedallionSettings.from_env``, as a run gets it),
 the inputs, and one untimed build of each kind (JIT and file caches warm alike). Before every
 timed build the table's folder is removed, so nothing is reused. Each checked build reports
 the seconds every check took (``CheckResult.seconds``). Prints one JSON line.
@@ -36,13 +36,22 @@ def time_builds(
     spark: Any, lake: Any, catalog: Any, table: str, partition: str | None, reps: int
 ) -> dict[str, Any]:
     from medallion_assets.runtime.table_build import build_table
+    from medallion_assets.runtime.table_run import TableRun
 
     dataset = catalog.datasets[table]
 
     def build(checks: bool) -> dict[str, Any]:
         shutil.rmtree(lake.table_dir(table), ignore_errors=True)
         started = time.perf_counter()
-        outcome = build_table(spark, lake, catalog, dataset, partition, checks=checks)
+        run = TableRun(
+            spark=spark,
+            lake=lake,
+            catalog=catalog,
+            dataset=dataset,
+            partition=partition,
+            checks=checks,
+        )
+        outcome = build_table(run)
         seconds = time.perf_counter() - started
         results = outcome.validation.results
         return {
@@ -94,15 +103,17 @@ def main(argv: list[str] | None = None) -> int:
 
     from bench.validation_project import TABLE, publish_inputs, write_project
     from medallion_assets.catalog import load_catalog
-    from medallion_assets.runtime.lake import Lake, lake_location
-    from medallion_assets.runtime.spark_session import SparkSettings, spark_session
+    from medallion_assets.runtime.lake import Lake
+    from medallion_assets.runtime.spark_session import spark_session
+    from medallion_assets.settings import MedallionSettings
 
-    spark = spark_session(SparkSettings.from_env(os.environ))
+    settings = MedallionSettings.from_env(os.environ, args.project)
+    spark = spark_session(settings)
 
     upstream = next(iter(load_catalog(args.project).datasets[DEMO_TABLE].upstream))
     day = materialize_bronze(args.project, upstream)
     catalog = load_catalog(args.project)
-    lake = Lake(lake_location(os.environ, args.project))
+    lake = Lake(settings.lake_root)
     demo = time_builds(spark, lake, catalog, DEMO_TABLE, day, args.reps)
 
     kinds_project = write_project(args.root / "kinds-project")

@@ -12,10 +12,13 @@ from pathlib import Path
 import dagster as dg
 
 from medallion_assets.adapters.code_location import build_definitions
+from medallion_assets.settings import MedallionSettings
 
 PACKAGE_PROJECT = Path(__file__).resolve().parent.parent
 
 
 @dg.definitions
 def defs() -> dg.Definitions:
-    return build_definitions(Path(os.environ.get("MEDALLION_PROJECT") or PACKAGE_PROJECT))
+    # The settings are read here only for the project; each run reads its own at set-up.
+    settings = MedallionSettings.from_env(os.environ, PACKAGE_PROJECT)
+    return build_definitions(settings.project or PACKAGE_PROJECT)

@@ -57,9 +57,10 @@ def read_table(
     if not paths:
         raise LookupError(f"{name} has no published version under {lake.root}")
     if as_ == "spark":
-        from medallion_assets.runtime.spark_session import SparkSettings, spark_session
+        from medallion_assets.runtime.spark_session import spark_session
+        from medallion_assets.settings import MedallionSettings
 
-        session = spark or spark_session(SparkSettings.from_env(os.environ))
+        session = spark or spark_session(MedallionSettings.from_env(os.environ))
         return session.read.parquet(*[str(p) for p in paths])
     if as_ == "pandas":
         import pyarrow as pa
@@ -92,8 +93,8 @@ def _valid_text(table: pa.Table) -> pa.Table:
 
 
 def _lake_root(project: Path | str | None, lake_root: Path | str | None) -> Path:
-    from medallion_assets.runtime.lake import lake_location
+    from medallion_assets.settings import MedallionSettings
 
     if lake_root is not None:
         return Path(lake_root)
-    return lake_location(os.environ, Path(project or os.environ.get("MEDALLION_PROJECT") or "."))
+    return MedallionSettings.from_env(os.environ, Path(project) if project else None).lake_root

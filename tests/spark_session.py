@@ -13,9 +13,12 @@ def spark():
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
-    from medallion_assets.runtime.spark_session import SparkSettings, spark_session
+    from medallion_assets.runtime.spark_session import spark_session
+    from medallion_assets.settings import MedallionSettings
 
-    session = spark_session(SparkSettings(shuffle_partitions=2))
+    # The environment's Spark variables are not the tests' business: defaults, 2 partitions.
+    settings = MedallionSettings.from_env({"MEDALLION_SPARK_SHUFFLE_PARTITIONS": "2"})
+    session = spark_session(settings)
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()

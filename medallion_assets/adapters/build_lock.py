@@ -10,7 +10,6 @@ building it), and so is what depends on it in this run.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -19,7 +18,7 @@ from typing import Any
 import dagster as dg
 
 from medallion_assets.catalog import Dataset
-from medallion_assets.runtime.locks import Holder, build_locks, table_lock_name, wait_seconds
+from medallion_assets.runtime.locks import Holder, build_locks, table_lock_name
 
 
 @contextmanager
@@ -34,7 +33,8 @@ def build_lock(
     locks = build_locks(plane.url, lake_root)
     store = plane.store()
     holder = Holder.now(context.run.run_id)
-    wait = wait_seconds(os.environ)
+    # The run's settings, read when its resources were set up.
+    wait = context.resources.lake.settings.lock_wait_seconds
     with ExitStack() as stack:
         for partition in partitions:
             name = table_lock_name(dataset.name, partition)

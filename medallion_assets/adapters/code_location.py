@@ -28,19 +28,24 @@ from medallion_assets.adapters.resources import (
 from medallion_assets.adapters.sensors import build_sensors
 from medallion_assets.adapters.translator import DatasetTranslator
 from medallion_assets.catalog import Catalog, load_catalog
+from medallion_assets.runtime.table_runner import TableRunner
 
 
 def build_definitions(
-    project_root: Path, translator_class: type[DatasetTranslator] = DatasetTranslator
+    project_root: Path,
+    translator_class: type[DatasetTranslator] = DatasetTranslator,
+    runner: TableRunner | None = None,
 ) -> dg.Definitions:
     """The code location's ``Definitions``, with its asset graph and jobs already resolved.
+    Every table's step executes through ``runner`` (a ``TableRunner`` by default; pass an
+    instance of a subclass to wrap or replace the execution of a table).
 
     A code server resolves both before it answers anything, so doing it here costs nothing
     extra, and it lets the whole load run with the cyclic garbage collector paused.
     """
     with collector_paused():
         catalog = load_catalog(project_root)
-        defs = definitions_for(catalog, translator_class(catalog))
+        defs = definitions_for(catalog, translator_class(catalog), runner=runner)
         defs.resolve_asset_graph()
         defs.resolve_all_job_defs()  # cached on defs: the code server's own call reuses it
     return defs
@@ -65,14 +70,16 @@ def collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def definitions_for(catalog: Catalog, translator: DatasetTranslator) -> dg.Definitions:
+def definitions_for(
+    catalog: Catalog, translator: DatasetTranslator, runner: TableRunner | None = None
+) -> dg.Definitions:
     external = [translator.get_source_spec(n, s) for n, s in catalog.sources.items()]
     external += [translator.get_exposure_spec(e) for e in catalog.exposures.values()]
     jobs = build_jobs(catalog)
     root = str(catalog.root.resolve())
     throttles = {name: system.throttle.model_dump() for name, system in catalog.systems.items()}
     return dg.Definitions(
-        assets=[*build_assets(catalog, translator), *external],
+        assets=[*build_assets(catalog, translator, runner), *external],
         jobs=[*jobs, build_control_job(catalog)],
         schedules=build_schedules(catalog, jobs, translator),
         sensors=[
@@ -82,7 +89,7 @@ def definitions_for(catalog: Catalog, translator: DatasetTranslator) -> dg.Defin
             build_relaunch_sensor(catalog, jobs),
         ],
         resources={
-            "spark": SparkResource(),
+            "spark": SparkResource(project_root=root),
             "control": ControlResource(project_root=root),
             "lake": LakeResource(project_root=root),
             "s3": S3Resource(project_root=root, throttles=throttles),

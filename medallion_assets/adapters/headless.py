@@ -24,8 +24,8 @@ from medallion_assets.catalog import Catalog, load_catalog
 from medallion_assets.control.plane import ControlPlane
 from medallion_assets.runtime.bronze_ingest import partition_of, source_of
 from medallion_assets.runtime.errors import ResourceError
-from medallion_assets.runtime.lake import lake_location
 from medallion_assets.runtime.locks import Holder, build_locks
+from medallion_assets.settings import MedallionSettings
 
 # How long `medallion run` waits for another one on the same project: a whole-project run may
 # take a while; past an hour the other one is more likely hung than busy, and a person should
@@ -103,22 +103,27 @@ def run_project(
     instance: Any = None,
     progress: bool = False,
     wait_seconds: float = RUN_WAIT_SECONDS,
+    settings: MedallionSettings | None = None,
 ) -> RunSummary:
     """Materialize every table: each day of the daily tables, then the rest. With ``progress``,
     ``log`` also gets one line as each table's step ends. Another ``medallion run`` on the
-    project is waited for, up to ``wait_seconds`` (then ``RunInProgress``)."""
+    project is waited for, up to ``wait_seconds`` (then ``RunInProgress``). ``settings`` are
+    the caller's (else read from the environment now); each run's steps use the settings its
+    resources read when the run sets them up."""
+    if settings is None:
+        settings = MedallionSettings.from_env(os.environ, project_root)
     catalog = load_catalog(project_root)
     # The run lock comes first: two runs creating the project's new instance at once race on
     # its SQLite schema, and a run that waited must plan from what the other one left.
-    with one_run_at_a_time(project_root, catalog.project.name, log, wait_seconds):
+    with one_run_at_a_time(settings, catalog.project.name, log, wait_seconds):
         if instance is None:
             with project_instance(project_root) as owned:
-                return _run(project_root, catalog, log, owned, progress)
-        return _run(project_root, catalog, log, instance, progress)
+                return _run(settings, catalog, log, owned, progress)
+        return _run(settings, catalog, log, instance, progress)
 
 
 def _run(
-    project_root: Path,
+    settings: MedallionSettings,
     catalog: Catalog,
     log: Callable[[str], None],
     instance: Any,
@@ -129,7 +134,7 @@ def _run(
     defs = definitions_for(catalog, translator)
     daily = [n for n, d in catalog.datasets.items() if d.settings.partitions is not None]
     plain = [n for n in catalog.datasets if n not in daily]
-    plane = ControlPlane.from_env(os.environ, project_root)
+    plane = ControlPlane.of(settings)
     plane.store()  # a store that cannot be used would fail every step alike: say so once, now
     days = raw_partitions(catalog, defs) if daily else []
     summary = RunSummary()
@@ -183,7 +188,7 @@ class RunInProgress(RuntimeError):
 
 @contextmanager
 def one_run_at_a_time(
-    project_root: Path, project: str, log: Callable[[str], None], wait_seconds: float
+    settings: MedallionSettings, project: str, log: Callable[[str], None], wait_seconds: float
 ) -> Iterator[None]:
     """Hold the project's run lock for a whole ``medallion run``.
 
@@ -194,9 +199,8 @@ def one_run_at_a_time(
     a time and a log that says plainly what it waits for. The table locks still keep runs
     from ``dagster dev``, schedules and backfills off a table this run is building.
     """
-    root = Path(project_root)
-    plane = ControlPlane.from_env(os.environ, root)
-    locks = build_locks(plane.url, lake_location(os.environ, root))
+    plane = ControlPlane.of(settings)
+    locks = build_locks(plane.url, settings.lake_root)
 
     def on_wait(other: Holder | None) -> None:
         who = f" ({other.describe()})" if other is not None else ""

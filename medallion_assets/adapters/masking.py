@@ -3,18 +3,18 @@
 Dagster serializes a failed step's exception (message and the chain it was raised from) into
 the event log and prints it on the console, which compute logs capture; ``context.log`` lines
 go the same ways. ``masked_step`` wraps an asset's body so both pass through
-``mask_credentials`` with the secrets of the settings in force, read when the step starts.
+``mask_credentials`` with the secrets of the settings in force: those the run's control
+resource read when the run set it up (the step requires it).
 """
 
 import functools
 import logging
-import os
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import dagster as dg
 
-from medallion_assets.io.credentials import known_secrets, mask_credentials, masked_exception
+from medallion_assets.io.credentials import mask_credentials, masked_exception
 
 
 class MaskingFilter(logging.Filter):
@@ -40,7 +40,7 @@ def masked_step(
 
     @functools.wraps(body)
     def step(context: dg.AssetExecutionContext, *args: Any, **kwargs: Any) -> Iterator[Any]:
-        secrets = known_secrets(os.environ)
+        secrets = context.resources.control.settings.secrets
         log = context.log
         if not any(isinstance(f, MaskingFilter) for f in log.filters):
             # The step's log manager also logs the step's failure event: it is masked too.

@@ -1,7 +1,7 @@
 """The run-failure sensor: heal and re-launch runs that failed outside their steps.
 
 A step's own failures are classified, healed and retried inside the step
-(``assets.heal_and_retry``). A run can also fail around its steps: the run process is killed
+(``adapters.retry.heal_and_retry``). A run can also fail around its steps: the run process is killed
 (the OOM killer, a lost node), the run worker disappears, or the run never initializes. Dagster
 then marks the run failed (the code server reports a run process that died; run monitoring does
 it for launchers that support health checks). This sensor sees that failure, classifies it by
@@ -19,13 +19,13 @@ from typing import Any
 
 import dagster as dg
 
-from medallion_assets.adapters.assets import policy_of
 from medallion_assets.adapters.kill_switch import run_tables
 from medallion_assets.adapters.resources import ControlResource, LakeResource
 from medallion_assets.adapters.translator import step_table, table_key
 from medallion_assets.catalog import Catalog
 from medallion_assets.planner.diagnosis import Diagnosis, Failure, diagnose
 from medallion_assets.planner.relaunch import failed_outside_steps, relaunch_plan
+from medallion_assets.planner.retry import max_retries, policy_of
 
 RELAUNCH_SENSOR = "relaunch_failed_runs"
 RELAUNCH_JOB = "medallion_relaunch"
@@ -138,8 +138,7 @@ def build_relaunch_sensor(catalog: Catalog, jobs: list[Any]) -> dg.SensorDefinit
 
 
 def _limit(catalog: Catalog, table: str, pipeline: str | None) -> int:
-    policy = policy_of(catalog, catalog.datasets[table], pipeline)
-    return policy.max_retries if policy is not None else 0
+    return max_retries(policy_of(catalog, catalog.datasets[table], pipeline))
 
 
 def _heal(
@@ -153,22 +152,21 @@ def _heal(
     attempt: int,
 ) -> None:
     from medallion_assets.control.healing_actions import HealingContext, run_actions
+    from medallion_assets.runtime.table_run import TableRun
 
     partition = run.tags.get("dagster/partition")
     for table in tables:
         dataset = catalog.datasets[table]
-        context = HealingContext(
-            catalog,
-            dataset,
-            partition,
-            lake.lake,
-            diagnosis,
-            failure,
-            attempt,
-            policy_of(catalog, dataset, run.tags.get("pipeline")),
+        table_run = TableRun(  # no Spark: the run's process is gone, nothing is built here
+            catalog=catalog,
+            dataset=dataset,
+            lake=lake.lake,
+            partition=partition,
             run_id=run.run_id,
             control=store,
         )
+        policy = policy_of(catalog, dataset, run.tags.get("pipeline"))
+        context = HealingContext(table_run, diagnosis, failure, attempt, policy)
         for action, did in run_actions(context):
             store.record(
                 "healing",

@@ -1,69 +1,78 @@
 """Dagster resources over the runtime: Spark, the lake, throttled S3, the warehouse.
 
-Each reads its environment when a run builds it (``setup_for_execution``), never at import:
-
-| variable | default | meaning |
-|---|---|---|
-| ``MEDALLION_HOME`` | ``<project>/.medallion`` | local state: lake, landing, local S3 |
-| ``MEDALLION_LAKE`` | ``$MEDALLION_HOME/lake`` | versioned tables |
-| ``MEDALLION_KEEP_VERSIONS`` | 3 | versions kept per table |
-| ``MEDALLION_S3_ENDPOINT`` | unset: a local folder stands in | S3 API endpoint (moto, AWS) |
-| ``MEDALLION_S3_LOCAL_ROOT`` | ``$MEDALLION_HOME/s3`` | the local folder standing in for S3 |
-| ``MEDALLION_SPARK_MASTER`` | ``local[*]`` | Spark master URL |
-| ``MEDALLION_SPARK_REMOTE`` | unset | Spark Connect URL, e.g. ``sc://host:15002`` |
-| ``MEDALLION_WAREHOUSE_URL`` | ``duckdb:///$MEDALLION_HOME/warehouse.duckdb`` | warehouse |
-| ``MEDALLION_CONTROL_URL`` | ``sqlite:///$MEDALLION_HOME/control.db`` | control store |
+Each reads the settings (``MedallionSettings``: every ``MEDALLION_*`` variable, see
+``medallion settings``) when a run sets it up (``setup_for_execution``), never at import, and
+every method uses what it read then: a variable changed while the run goes on does not reach
+it. A resource used outside a run (a tool calling it directly) reads them when called.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import dagster as dg
 from pydantic import PrivateAttr
 
-from medallion_assets.runtime.lake import Lake, lake_location, state_home
-from medallion_assets.runtime.spark_session import SparkSettings, spark_session
+from medallion_assets.runtime.lake import Lake
+from medallion_assets.settings import MedallionSettings
 
 if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
     from medallion_assets.catalog.models import Throttle
+    from medallion_assets.control.plane import ControlPlane
+    from medallion_assets.io.object_store import ObjectStore
+    from medallion_assets.io.throttle import SystemThrottle, ThrottledS3
+    from medallion_assets.io.warehouse import Warehouse
 
 
-def medallion_home(project_root: str) -> Path:
-    return state_home(os.environ, Path(project_root))
+class SettingsResource(dg.ConfigurableResource):  # type: ignore[type-arg]
+    """A resource that reads the project's settings once, when a run sets it up."""
+
+    project_root: str
+
+    _settings: MedallionSettings | None = PrivateAttr(default=None)
+
+    def setup_for_execution(self, context: dg.InitResourceContext) -> None:
+        self._settings = MedallionSettings.from_env(os.environ, Path(self.project_root))
+
+    @property
+    def settings(self) -> MedallionSettings:
+        """The settings read at set-up; read now when the resource was not set up by a run."""
+        if self._settings is not None:
+            return self._settings
+        return MedallionSettings.from_env(os.environ, Path(self.project_root))
 
 
-class ControlResource(dg.ConfigurableResource):  # type: ignore[type-arg]
+class ControlResource(SettingsResource):
     """The control plane: effective flags (read at each call) and the audit log."""
 
-    project_root: str
-
-    def plane(self) -> Any:
+    def plane(self) -> ControlPlane:
         from medallion_assets.control.plane import ControlPlane
 
-        return ControlPlane.from_env(os.environ, Path(self.project_root))
+        return ControlPlane.of(self.settings)
 
 
-class SparkResource(dg.ConfigurableResource):  # type: ignore[type-arg]
+class SparkResource(SettingsResource):
     """The Spark session of the run: local, a master URL, or Spark Connect."""
 
-    def session(self) -> Any:
-        return spark_session(SparkSettings.from_env(os.environ))
+    def session(self) -> SparkSession:
+        from medallion_assets.runtime.spark_session import spark_session
+
+        return spark_session(self.settings)
 
 
-class LakeResource(dg.ConfigurableResource):  # type: ignore[type-arg]
-    project_root: str
-
+class LakeResource(SettingsResource):
     _lake: Lake | None = PrivateAttr(default=None)
 
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
+        super().setup_for_execution(context)
         self._lake = self.build()
 
     def build(self) -> Lake:
-        keep = int(os.environ.get("MEDALLION_KEEP_VERSIONS", "3"))
-        return Lake(lake_location(os.environ, Path(self.project_root)), keep_versions=keep)
+        return Lake.of(self.settings)
 
     @property
     def lake(self) -> Lake:
@@ -73,60 +82,60 @@ class LakeResource(dg.ConfigurableResource):  # type: ignore[type-arg]
 
     @property
     def landing_root(self) -> Path:
-        return medallion_home(self.project_root) / "landing"
+        return self.settings.landing_root
 
 
-class S3Resource(dg.ConfigurableResource):  # type: ignore[type-arg]
+class S3Resource(SettingsResource):
     """Object storage for raw sources, throttled per system as ``systems.yaml`` says."""
 
-    project_root: str
     throttles: dict[str, dict[str, float | None]]  # system -> Throttle fields
 
-    def store(self, system: str) -> Any:
-        from medallion_assets.catalog.models import Throttle
-        from medallion_assets.io.object_store import object_store_from_env
+    def store(self, system: str) -> ThrottledS3:
+        from medallion_assets.io.object_store import object_store_of
         from medallion_assets.io.throttle import SystemThrottle, ThrottledS3
 
-        base = object_store_from_env(os.environ, medallion_home(self.project_root) / "s3")
-        limits = Throttle.model_validate(self.throttles.get(system, {}))
-        return ThrottledS3(base, SystemThrottle(system, _cut(self.project_root, system, limits)))
+        limits = _cut(self.settings, system, _limits(self.throttles, system))
+        return ThrottledS3(object_store_of(self.settings), SystemThrottle(system, limits))
 
-    def raw_store(self) -> Any:
+    def raw_store(self) -> ObjectStore:
         """Unthrottled store, for tools that write demo data."""
-        from medallion_assets.io.object_store import object_store_from_env
+        from medallion_assets.io.object_store import object_store_of
 
-        return object_store_from_env(os.environ, medallion_home(self.project_root) / "s3")
+        return object_store_of(self.settings)
 
 
-class WarehouseResource(dg.ConfigurableResource):  # type: ignore[type-arg]
+class WarehouseResource(SettingsResource):
     """The warehouse gold tables load into: DuckDB file, PostgreSQL or Redshift."""
 
-    project_root: str
     throttles: dict[str, dict[str, float | None]]
 
     def url(self) -> str:
-        default = f"duckdb:///{medallion_home(self.project_root) / 'warehouse.duckdb'}"
-        return os.environ.get("MEDALLION_WAREHOUSE_URL") or default
+        return self.settings.effective_warehouse_url
 
-    def connect(self) -> Any:
+    def connect(self) -> Warehouse:
         from medallion_assets.io.warehouse import warehouse_from_url
 
         return warehouse_from_url(self.url())
 
-    def throttle(self, system: str) -> Any:
-        from medallion_assets.catalog.models import Throttle
+    def throttle(self, system: str) -> SystemThrottle:
         from medallion_assets.io.throttle import SystemThrottle
 
-        limits = Throttle.model_validate(self.throttles.get(system, {}))
-        return SystemThrottle(system, _cut(self.project_root, system, limits))
+        limits = _cut(self.settings, system, _limits(self.throttles, system))
+        return SystemThrottle(system, limits)
 
 
-def _cut(project_root: str, system: str, limits: Throttle) -> Throttle:
+def _limits(throttles: dict[str, dict[str, float | None]], system: str) -> Throttle:
+    from medallion_assets.catalog.models import Throttle
+
+    return Throttle.model_validate(throttles.get(system, {}))
+
+
+def _cut(settings: MedallionSettings, system: str, limits: Throttle) -> Throttle:
     """The limits with any reduce_parallelism cut in force (read now, from the control store)."""
     import time
 
     from medallion_assets.control.plane import ControlPlane
     from medallion_assets.io.throttle import reduced_limits
 
-    plane = ControlPlane.from_env(os.environ, Path(project_root))
+    plane = ControlPlane.of(settings)
     return reduced_limits(limits, plane.state().throttle_factor(system, time.time()))

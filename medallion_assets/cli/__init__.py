@@ -15,6 +15,7 @@ from medallion_assets.cli.graph_cmds import impact, plan, split, trace_pii
 from medallion_assets.cli.lineage_cmd import lineage
 from medallion_assets.cli.run_cmd import run
 from medallion_assets.cli.schema_cmd import schema
+from medallion_assets.cli.settings_cmd import settings
 from medallion_assets.runtime.errors import ResourceError
 
 
@@ -34,17 +35,33 @@ class MedallionGroup(click.Group):
 
 
 @click.group(cls=MedallionGroup, context_settings={"help_option_names": ["-h", "--help"]})
-def cli() -> None:
+@click.pass_context
+def cli(context: click.Context) -> None:
     """medallion: a metadata-driven medallion ETL on Dagster and Spark."""
     import os
 
     from medallion_assets.cli.common import mask_output
-    from medallion_assets.io.credentials import known_secrets
+    from medallion_assets.settings import MedallionSettings
 
-    mask_output(known_secrets(os.environ))
+    # The environment is read once per command, here; commands take these settings
+    # (`cli.common.settings_for`), with their own --project for the derived defaults.
+    context.obj = MedallionSettings.from_env(os.environ)
+    mask_output(context.obj.secrets)
 
 
-for command in (lineage, impact, plan, split, trace_pii, catalog, demo_data, run, control, audit):
+for command in (
+    lineage,
+    impact,
+    plan,
+    split,
+    trace_pii,
+    catalog,
+    demo_data,
+    run,
+    control,
+    audit,
+    settings,
+):
     cli.add_command(command)
 control.add_command(schema)
 

@@ -9,7 +9,7 @@ import click
 import yaml
 
 from medallion_assets.catalog.describe import describe
-from medallion_assets.cli.common import load, project_option
+from medallion_assets.cli.common import load, project_option, settings_for
 
 
 @click.group()
@@ -48,13 +48,11 @@ def export(project: Path) -> None:
     """Write the derived catalog into the control store's relational tables (pipelines,
     stages, sources, targets, validation_rules, control_flags, retry_policies,
     healing_actions, dataset_lineage), replacing the previous export in one transaction."""
-    import os
-
     from medallion_assets.catalog.export import catalog_rows
     from medallion_assets.control.plane import ControlPlane
 
     loaded = load(project)
-    plane = ControlPlane.from_env(os.environ, project)
+    plane = ControlPlane.of(settings_for(project))
     # A store that cannot be used is one line and exit 2, from the `medallion` group.
     counts = plane.store().replace_catalog(catalog_rows(loaded, plane.flags().values()))
     click.echo(f"exported to {plane.store().masked(plane.url)}:")

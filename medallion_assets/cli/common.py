@@ -4,6 +4,7 @@ that never shows a password."""
 from __future__ import annotations
 
 import functools
+import os
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -13,6 +14,7 @@ import click
 
 from medallion_assets.catalog import Catalog, CatalogError, load_catalog
 from medallion_assets.io.credentials import mask_credentials
+from medallion_assets.settings import MedallionSettings
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -25,6 +27,15 @@ project_option = click.option(
     show_default="current folder",
     help="Project folder holding sql/ and metadata/.",
 )
+
+
+def settings_for(project: Path) -> MedallionSettings:
+    """The settings the ``medallion`` command read when it started, for ``project``."""
+    context = click.get_current_context(silent=True)
+    settings = context.find_object(MedallionSettings) if context is not None else None
+    if settings is None:  # a command invoked on its own, outside the `medallion` group
+        settings = MedallionSettings.from_env(os.environ)
+    return settings.for_project(project)
 
 
 def load(project: Path) -> Catalog:

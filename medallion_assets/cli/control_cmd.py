@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import getpass
 import json
-import os
 import re
 import socket
 import time
@@ -16,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from medallion_assets.cli.common import fail, load, project_option
+from medallion_assets.cli.common import fail, load, project_option, settings_for
 from medallion_assets.control.store import iso_utc
 from medallion_assets.planner.kill_switch import parse_entity, table_entities
 
@@ -33,7 +32,7 @@ def _plane(project: Path) -> ControlPlane:
     line and exit 2, from the ``medallion`` group)."""
     from medallion_assets.control.plane import ControlPlane
 
-    plane = ControlPlane.from_env(os.environ, project)
+    plane = ControlPlane.of(settings_for(project))
     plane.store()
     return plane
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -10,7 +9,7 @@ from typing import TYPE_CHECKING
 import click
 
 from medallion_assets.catalog import Catalog
-from medallion_assets.cli.common import fail, load, project_option
+from medallion_assets.cli.common import fail, load, project_option, settings_for
 from medallion_assets.demo import DemoSettings, GeneratedFile, generate, write_files
 
 if TYPE_CHECKING:
@@ -98,18 +97,17 @@ def object_store(target: str | None, project: Path) -> tuple[ObjectStore, str]:
     from medallion_assets.io.object_store import (
         Boto3ObjectStore,
         LocalFolderObjectStore,
-        object_store_from_env,
+        object_store_of,
     )
-    from medallion_assets.runtime.lake import state_home
 
+    settings = settings_for(project)
     store: Boto3ObjectStore | LocalFolderObjectStore
     if target is None:
-        store = object_store_from_env(os.environ, state_home(os.environ, project) / "s3")
+        store = object_store_of(settings)
     elif target.startswith("s3://"):
         if target.rstrip("/") != "s3:":
             fail("--target s3:// takes no bucket or path: every source's bucket is in sources.yaml")
-        endpoint = os.environ.get("MEDALLION_S3_ENDPOINT") or None
-        store = Boto3ObjectStore(endpoint, region=os.environ.get("AWS_DEFAULT_REGION", "us-east-1"))
+        store = Boto3ObjectStore(settings.s3_endpoint, region=settings.aws_region)
     else:
         store = LocalFolderObjectStore(Path(target))
     if isinstance(store, LocalFolderObjectStore):

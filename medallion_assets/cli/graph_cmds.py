@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -11,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from medallion_assets.cli.common import fail, known_table, load, project_option
+from medallion_assets.cli.common import fail, known_table, load, project_option, settings_for
 from medallion_assets.lineage.impact import ImpactReport
 from medallion_assets.lineage.impact import impact as impact_of
 
@@ -79,9 +78,9 @@ def _impact_text(report: ImpactReport) -> str:
 
 def _blocked_outputs(project: Path, table: str) -> list[BlockedOutput]:
     from medallion_assets.checks.validation import blocked_outputs
-    from medallion_assets.runtime.lake import Lake, lake_location
+    from medallion_assets.runtime.lake import Lake
 
-    return blocked_outputs(Lake(lake_location(os.environ, project)), table)
+    return blocked_outputs(Lake(settings_for(project).lake_root), table)
 
 
 def _blocked_text(output: BlockedOutput, report: ImpactReport) -> str:

@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from medallion_assets.catalog import CatalogError
-from medallion_assets.cli.common import does_not_load, project_option
+from medallion_assets.cli.common import does_not_load, project_option, settings_for
 
 
 @click.command("run")
@@ -37,15 +37,22 @@ def run(project: Path, fail_on_blocked: bool, wait_seconds: float) -> None:
     `dagster dev` with that DAGSTER_HOME shows them.
     """
     from medallion_assets.adapters.headless import RunInProgress, dagster_home, run_project
-    from medallion_assets.adapters.resources import medallion_home
 
-    # Spark's banners, warnings and Java traces go to a log file, not between the run's lines.
-    os.environ.setdefault(
-        "MEDALLION_SPARK_LOG", str(medallion_home(str(project)) / "logs/spark.log")
-    )
+    settings = settings_for(project)
+    if settings.spark_log is None:
+        # Spark's banners, warnings and Java traces go to a log file, not between the run's
+        # lines. Through the environment, because the run's resources read their settings
+        # from it when the run sets them up.
+        spark_log = settings.state_home / "logs/spark.log"
+        os.environ["MEDALLION_SPARK_LOG"] = str(spark_log)
+        settings = settings.model_copy(update={"spark_log": spark_log})
     try:
         summary = run_project(
-            project, log=lambda m: click.echo(m), progress=True, wait_seconds=wait_seconds
+            project,
+            log=lambda m: click.echo(m),
+            progress=True,
+            wait_seconds=wait_seconds,
+            settings=settings,
         )
     except CatalogError as error:
         does_not_load(project, error)

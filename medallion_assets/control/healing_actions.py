@@ -28,30 +28,65 @@ import importlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from medallion_assets.catalog import Catalog, Dataset
 from medallion_assets.catalog.operations import RetryPolicy
 from medallion_assets.planner.diagnosis import Diagnosis, Failure, causes
 from medallion_assets.planner.reroute import PRIMARY, next_route, routes
+from medallion_assets.runtime.lake import Lake
 from medallion_assets.runtime.schema_drift import SchemaDrift, evolve
+from medallion_assets.runtime.table_run import TableRun
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from medallion_assets.control.store import ControlStore
 
 
 @dataclass(frozen=True)
 class HealingContext:
-    catalog: Catalog
-    dataset: Dataset
-    partition: str | None
-    lake: Any  # runtime.lake.Lake
+    """What a healing action gets: the table's run that failed, how the failure was classified,
+    the attempt that failed (1 = the first) and the retry policy in force. The run's parts are
+    at hand as ``context.lake``, ``context.dataset`` and so on."""
+
+    run: TableRun
     diagnosis: Diagnosis
     failure: Failure
-    attempt: int  # 1 = the attempt that just failed was the first
+    attempt: int
     policy: RetryPolicy | None
-    spark: Any = None
-    sleep: Callable[[float], None] = time.sleep
     error: BaseException | None = None
-    run_id: str = ""
-    control: Any = None  # control.store.ControlStore, for reroute_source
+    sleep: Callable[[float], None] = time.sleep
+
+    @property
+    def catalog(self) -> Catalog:
+        return self.run.catalog
+
+    @property
+    def dataset(self) -> Dataset:
+        return self.run.dataset
+
+    @property
+    def partition(self) -> str | None:
+        return self.run.partition
+
+    @property
+    def lake(self) -> Lake:
+        return self.run.lake
+
+    @property
+    def spark(self) -> SparkSession | None:
+        return self.run.spark
+
+    @property
+    def run_id(self) -> str:
+        return self.run.run_id
+
+    @property
+    def control(self) -> ControlStore:
+        if self.run.control is None:
+            raise ValueError(f"{self.dataset.name}: healing needs the control store")
+        return self.run.control
 
 
 def clear_staging(context: HealingContext) -> str:

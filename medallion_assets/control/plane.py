@@ -17,8 +17,7 @@ from typing import TYPE_CHECKING
 from medallion_assets.catalog import Catalog, Dataset
 from medallion_assets.catalog.metadata_files import read_control_file
 from medallion_assets.control.legacy_state import import_legacy_state
-from medallion_assets.control.store import ControlStore, default_url
-from medallion_assets.io.credentials import known_secrets
+from medallion_assets.control.store import ControlStore
 from medallion_assets.planner.kill_switch import (
     DisabledTable,
     EffectiveFlag,
@@ -26,6 +25,7 @@ from medallion_assets.planner.kill_switch import (
     effective_flags,
 )
 from medallion_assets.planner.reroute import PRIMARY, Route, find_route, routes
+from medallion_assets.settings import MedallionSettings
 
 if TYPE_CHECKING:
     from medallion_assets.control.state import RuntimeState
@@ -41,11 +41,20 @@ class ControlPlane:
     lake_root: Path | None = None
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str], project_root: Path) -> ControlPlane:
-        from medallion_assets.runtime.lake import lake_location
+    def of(cls, settings: MedallionSettings) -> ControlPlane:
+        """The plane of the settings' project and control store."""
+        return cls(
+            settings.project_root,
+            settings.effective_control_url,
+            settings.secrets,
+            settings.lake_root,
+        )
 
-        root = Path(project_root)
-        return cls(root, default_url(env, root), known_secrets(env), lake_location(env, root))
+    @classmethod
+    def from_env(cls, env: Mapping[str, str], project_root: Path) -> ControlPlane:
+        """The plane ``env`` configures for ``project_root`` (for tests and notebooks; a run
+        and the CLI hold their settings already and use ``of``)."""
+        return cls.of(MedallionSettings.from_env(env, Path(project_root)))
 
     def store(self) -> ControlStore:
         """The store, opened (schema checked and migrated) once per plane: a plane serves one

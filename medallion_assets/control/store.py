@@ -118,12 +118,11 @@ def utc_now() -> str:
 
 
 def default_url(env: Mapping[str, str], project_root: Path) -> str:
-    """``$MEDALLION_CONTROL_URL``, else a SQLite file in the project's state folder."""
-    if env.get("MEDALLION_CONTROL_URL"):
-        return env["MEDALLION_CONTROL_URL"]
-    from medallion_assets.runtime.lake import state_home
+    """``$MEDALLION_CONTROL_URL``, else a SQLite file in the project's state folder (the
+    settings object computes it: ``MedallionSettings.effective_control_url``)."""
+    from medallion_assets.settings import MedallionSettings
 
-    return f"sqlite:///{(state_home(env, project_root) / 'control.db').resolve()}"
+    return MedallionSettings.from_env(env, project_root).effective_control_url
 
 
 class ControlStore(StoreConnection):

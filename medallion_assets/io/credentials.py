@@ -3,7 +3,7 @@
 ``mask_credentials`` is the one place text is cleaned before it is printed, logged, stored in
 the audit log or put in an exception. It works two ways, because neither is enough alone:
 
-- **Known secrets.** The secrets of the settings in force (``known_secrets(env)``: the
+- **Known secrets.** The secrets of the settings in force (``known_secrets(settings)``: the
   passwords of the warehouse and control store URLs, ``$PGPASSWORD``, a Spark Connect token)
   are replaced wherever they appear, in any form they may be printed in (as written, decoded,
   percent-encoded). This is the reliable way for free text: a driver's error may quote a
@@ -31,17 +31,17 @@ and exception) and ``cli.common.mask_output`` (the CLI's stdout and stderr).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, quote_plus, unquote, urlsplit
+
+if TYPE_CHECKING:
+    from medallion_assets.settings import MedallionSettings
 
 MASK = "***"
 # Known secrets shorter than this are masked only where structure shows them: replacing every
 # "ab" in every message would garble the output and hide nothing a guess would not find.
 MIN_KNOWN_SECRET = 4
-# Settings that hold a connection string; their passwords are the known secrets.
-SECRET_SETTINGS = ("MEDALLION_WAREHOUSE_URL", "MEDALLION_CONTROL_URL")
-PASSWORD_SETTINGS = ("PGPASSWORD",)
 # A Spark Connect URL carries its bearer token as a parameter: sc://host:15002/;token=SECRET
 _SPARK_CONNECT_TOKEN = re.compile(r";\s*token=([^;]+)", re.IGNORECASE)
 
@@ -170,14 +170,21 @@ def url_secrets(url: str) -> frozenset[str]:
     return secret_forms(password) | written
 
 
-def known_secrets(env: Mapping[str, str]) -> frozenset[str]:
-    """The secrets of the settings in force, in every form they may be printed in."""
+def known_secrets(settings: MedallionSettings) -> frozenset[str]:
+    """The secrets of the settings in force, in every form they may be printed in: the
+    passwords of the warehouse and control store URLs, ``$PGPASSWORD``, a Spark Connect token."""
     found: set[str] = set()
-    for name in SECRET_SETTINGS:
-        found |= url_secrets(env.get(name) or "")
-    for name in PASSWORD_SETTINGS:
-        found |= secret_forms(env.get(name) or "")
-    for token in _SPARK_CONNECT_TOKEN.findall(env.get("MEDALLION_SPARK_REMOTE") or ""):
+    for url in (settings.warehouse_url, settings.control_url):
+        found |= url_secrets(url or "")
+    found |= secret_forms(settings.pg_password or "")
+    found |= spark_connect_tokens(settings.spark_remote or "")
+    return frozenset(found)
+
+
+def spark_connect_tokens(url: str) -> frozenset[str]:
+    """Every form of the bearer token(s) a Spark Connect URL carries (``;token=SECRET``)."""
+    found: set[str] = set()
+    for token in _SPARK_CONNECT_TOKEN.findall(url):
         found |= secret_forms(token)
     return frozenset(found)
 

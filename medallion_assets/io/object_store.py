@@ -3,7 +3,7 @@
 All stores share one protocol (``ObjectStore``), so the bronze extract runs unchanged against
 AWS S3, moto's S3 server in tests, or a folder on disk (the embedded default)::
 
-    store = ThrottledS3(object_store_from_env(os.environ, Path("s3")), throttle)  # io.throttle
+    store = ThrottledS3(object_store_of(settings), throttle)  # io.throttle
     for obj in store.list("vendor-feeds", "orders/dt=2024-05-01/"):
         store.download(obj.bucket, obj.key, key_path(landing, obj.key))
 
@@ -19,7 +19,7 @@ import hashlib
 import os
 import tempfile
 import threading
-from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, cast
@@ -38,6 +38,8 @@ if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
     from mypy_boto3_s3.literals import BucketLocationConstraintType
     from mypy_boto3_s3.type_defs import CreateBucketRequestTypeDef, ListObjectsV2RequestTypeDef
+
+    from medallion_assets.settings import MedallionSettings
 
 CHUNK_SIZE = 1024 * 1024
 PAGE_SIZE = 1000  # the most keys S3 returns per ListObjectsV2 page
@@ -370,12 +372,9 @@ def _md5_file(path: Path, chunk_size: int) -> str:
     return digest.hexdigest()
 
 
-def object_store_from_env(
-    env: Mapping[str, str], default_root: Path
-) -> Boto3ObjectStore | LocalFolderObjectStore:
-    """S3 when ``MEDALLION_S3_ENDPOINT`` is set or ``MEDALLION_S3=aws``; else a local folder
-    (``MEDALLION_S3_LOCAL_ROOT`` or ``default_root``). Reads only ``env``, when called."""
-    endpoint = env.get("MEDALLION_S3_ENDPOINT") or None
-    if endpoint or env.get("MEDALLION_S3", "").strip().lower() == "aws":
-        return Boto3ObjectStore(endpoint, region=env.get("AWS_DEFAULT_REGION", "us-east-1"))
-    return LocalFolderObjectStore(Path(env.get("MEDALLION_S3_LOCAL_ROOT", default_root)))
+def object_store_of(settings: MedallionSettings) -> Boto3ObjectStore | LocalFolderObjectStore:
+    """S3 when ``MEDALLION_S3_ENDPOINT`` is set or ``MEDALLION_S3=aws``; else the local folder
+    standing in for it (``MEDALLION_S3_LOCAL_ROOT``, else ``$MEDALLION_HOME/s3``)."""
+    if settings.uses_s3_api:
+        return Boto3ObjectStore(settings.s3_endpoint, region=settings.aws_region)
+    return LocalFolderObjectStore(settings.s3_root)

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from medallion_assets.catalog import Catalog, Dataset
 from medallion_assets.catalog.models import Replica, Source
-from medallion_assets.checks.results import CheckContext
 from medallion_assets.runtime.faults import crash_point
 from medallion_assets.runtime.intake import (
     Batch,
@@ -27,14 +26,14 @@ from medallion_assets.runtime.intake import (
     readable_entries,
     require_readable,
 )
-from medallion_assets.runtime.lake import Lake
 from medallion_assets.runtime.raw_files import file_columns
 from medallion_assets.runtime.schema_drift import detect, evolved_columns, evolved_digest
 from medallion_assets.runtime.spark_sql import SparkScript, spark_script, view_name
-from medallion_assets.runtime.table_build import BuildOutcome, publish_checked, skipped
+from medallion_assets.runtime.table_build import BuildOutcome, Staged, publish_checked, skipped
+from medallion_assets.runtime.table_run import TableRun
 
 if TYPE_CHECKING:
-    from medallion_assets.control.state import RuntimeState
+    from pyspark.sql import DataFrame
 
 CORRUPT = "_corrupt_record"
 
@@ -92,29 +91,23 @@ def manifest_digest(manifest: Mapping[str, Any]) -> str:
     return hashlib.sha256(listing.encode()).hexdigest()[:16]
 
 
-def ingest(
-    spark: Any,
-    lake: Lake,
-    store: ObjectSource,
-    landing_root: Path,
-    catalog: Catalog,
-    dataset: Dataset,
-    partition: str | None = None,
-    *,
-    state: RuntimeState,
-    run_id: str = "",
-    checks: bool = True,
-    log: Callable[[str], None] = lambda _m: None,
-    replica: Replica | None = None,
-    warn: Callable[[str], None] | None = None,
-) -> IngestOutcome:
-    """Ingest ``dataset``'s source, from ``replica`` instead of the primary bucket when given
-    (a reroute). The manifest (in ``state``, the control store) is keyed by the primary's keys
-    either way, so an object already
-    ingested from one is not ingested again from the other (replication keeps the ETag).
-    Objects that cannot be read are set aside and copies of ingested ones skipped (``intake``);
-    ``warn`` (default ``log``) names each of them."""
-    warn = warn or log
+def ingest(run: TableRun, store: ObjectSource) -> IngestOutcome:
+    """Ingest ``run``'s source from ``store``, from the route's replica instead of the primary
+    bucket when the run is rerouted. The manifest is keyed by the primary's keys either way, so
+    an object already ingested from one is not ingested again from the other (replication keeps
+    the ETag). Objects that cannot be read are set aside and copies of ingested ones skipped
+    (``intake``); the run's log warns of each of them. The manifest is in the run's control
+    store."""
+    spark, lake, catalog, dataset, partition = (
+        run.session,
+        run.lake,
+        run.catalog,
+        run.dataset,
+        run.partition,
+    )
+    replica, log, warn, state = run.replica, run.log.info, run.log.warn, run.state
+    if run.landing_root is None:
+        raise ValueError(f"{dataset.name}: a bronze run needs a landing folder (landing_root)")
     name, source = source_of(catalog, dataset)
     bucket = replica.bucket if replica is not None else source.bucket
     prefix = source_prefix(source, partition, replica)
@@ -123,9 +116,11 @@ def ingest(
     keyed = {_primary_key(source, replica, o.key): o for o in listed}
     evolved = evolved_columns(state, name, warn)
     known = tuple(c.name for c in source.columns) + tuple(n for n, _ in evolved)
-    landing = landing_root / name / (partition or "_all")
+    landing = run.landing_root / name / (partition or "_all")
     intake = land_batch(
-        Batch(store, bucket, source, landing, run_id, known), new_objects(keyed, manifest), manifest
+        Batch(store, bucket, source, landing, run.run_id, known),
+        new_objects(keyed, manifest),
+        manifest,
     )
     intake.report(bucket, warn)
     if intake.landed:
@@ -137,13 +132,13 @@ def ingest(
     current = lake.reusable(dataset.name, partition, dataset.code_version, inputs)
     if current is not None:
         # objects set aside or skipped: remember them
-        state.save_manifest(name, partition, manifest, updated, run_id)
+        state.save_manifest(name, partition, manifest, updated, run.run_id)
         reason = (
             f"skipped {dataset.name}: no new objects to ingest under s3://{bucket}/{prefix} "
             f"and code unchanged since version {current.version_id}"
         )
         log(reason)
-        outcome = skipped(spark, lake, catalog, dataset, partition, current, reason, checks)
+        outcome = skipped(run, current, reason)
         return IngestOutcome(outcome, 0, 0, current.rows, intake.metadata())
     require_readable(dataset.name, updated, f"s3://{bucket}/", prefix)
     drift = detect(
@@ -162,10 +157,8 @@ def ingest(
     script = spark_script(
         dataset.sql, dataset.dialect, dataset.name, {f"raw.{name}": view_name(f"raw.{name}")}
     )
-    outcome, quarantined = _publish(
-        spark, lake, catalog, dataset, partition, script, quarantine, total, inputs, run_id, checks
-    )
-    state.save_manifest(name, partition, manifest, updated, run_id)  # only after a publish
+    outcome, quarantined = _publish(run, script, quarantine, total, inputs)
+    state.save_manifest(name, partition, manifest, updated, run.run_id)  # only after a publish
     new = len(intake.landed)
     log(
         f"ingested {new} new object(s) of {name}; {quarantined} malformed record(s) "
@@ -270,28 +263,21 @@ def _read_csv_by_header(
 
 
 def _publish(
-    spark: Any,
-    lake: Lake,
-    catalog: Catalog,
-    dataset: Dataset,
-    partition: str | None,
+    run: TableRun,
     script: SparkScript,
-    quarantine: Any,
+    quarantine: DataFrame,
     records_read: int,
     inputs: dict[str, str],
-    run_id: str,
-    checks: bool,
 ) -> tuple[BuildOutcome, int]:
     """Stage the quarantine and the table, check the table, then publish both (quarantine
     first); a rejected or failed ingest publishes neither."""
+    lake, dataset, partition = run.lake, run.dataset, run.partition
     quarantine_table = f"{dataset.name}__quarantine"
     q_staging, q_staged = lake.stage_frame(quarantine, quarantine_table, partition)
     try:
         quarantined = q_staged.count()
-        context = None
-        if checks:
-            context = CheckContext(spark, lake, catalog, dataset, partition, q_staged, records_read)
-        staging, staged = lake.stage_frame(script.run(spark), dataset.name, partition)
+        checks = run.check_context(q_staged, records_read)
+        staged = Staged(*lake.stage_frame(script.run(run.session), dataset.name, partition))
 
         def publish_quarantine() -> None:
             lake.publish(
@@ -301,20 +287,15 @@ def _publish(
                 dataset.code_version,
                 inputs,
                 quarantined,
-                run_id,
+                run.run_id,
             )
 
         version, validation = publish_checked(
-            lake,
-            staging,
+            run,
             staged,
-            context,
-            lake.current(dataset.name, partition),
-            dataset,
-            partition,
             inputs,
-            run_id,
-            {"quarantined_rows": quarantined},
+            checks=checks,
+            extra={"quarantined_rows": quarantined},
             before_publish=publish_quarantine,
         )
     except BaseException:

@@ -13,6 +13,13 @@ production path, between the steps whose half-done state a crash could leave beh
 | ``warehouse.loaded`` | the warehouse load has committed, the step not yet finished |
 
     MEDALLION_CRASH_AT=lake.published@gold.daily_user_events[2026-01-02] medallion run
+
+Unlike every other setting, this one is read here, at the point, rather than handed down from
+the run's settings: the points sit deep in the lake's publish and the bronze ingest, and
+threading a test-only value through their signatures would put a test hook into production
+interfaces. It is still the settings object that parses it (``MedallionSettings.crash_at``),
+and the CLI and every run's resources validate it when they start, so a misspelt point is an
+error there rather than a crash test that never crashes.
 """
 
 from __future__ import annotations
@@ -25,10 +32,12 @@ POINTS = ("ingest.downloaded", "lake.renamed", "lake.published", "warehouse.load
 
 def crash_point(point: str, table: str, partition: str | None = None) -> None:
     """Kill this process with SIGKILL when ``MEDALLION_CRASH_AT`` names this point."""
-    wanted = os.environ.get("MEDALLION_CRASH_AT")
-    if not wanted:
+    if not os.environ.get("MEDALLION_CRASH_AT"):  # the usual case: one dictionary lookup
         return
-    name, _, where = wanted.partition("@")
+    from medallion_assets.settings import MedallionSettings
+
+    wanted = MedallionSettings.from_env({"MEDALLION_CRASH_AT": os.environ["MEDALLION_CRASH_AT"]})
+    name, _, where = (wanted.crash_at or "").partition("@")
     here = table + (f"[{partition}]" if partition else "")
     if name == point and where in ("", table, here):
         os.kill(os.getpid(), signal.SIGKILL)

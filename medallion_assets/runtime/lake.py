@@ -33,6 +33,8 @@ from medallion_assets.runtime.faults import crash_point
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
+    from medallion_assets.settings import MedallionSettings
+
 VERSION_FILE = "_version.json"
 POINTER = "CURRENT"
 REJECTED = "_rejected.json"  # in a staging folder whose output failed a blocking check
@@ -68,6 +70,11 @@ class Lake:
         self.root = root
         self.keep_versions = keep_versions
         self._on_publish = on_publish or (lambda _step: None)
+
+    @classmethod
+    def of(cls, settings: MedallionSettings) -> Lake:
+        """The lake the settings name (``lake_root``), keeping ``keep_versions`` per table."""
+        return cls(settings.lake_root, keep_versions=settings.keep_versions)
 
     # --- locations ------------------------------------------------------------------------------
 
@@ -238,19 +245,6 @@ class Lake:
             shutil.rmtree(
                 self.table_dir(table, partition) / "versions" / version_id, ignore_errors=True
             )
-
-
-def state_home(env: Mapping[str, str], project_root: Path) -> Path:
-    """The project's local state folder: ``$MEDALLION_HOME``, else ``<project>/.medallion``.
-    The one place this default is computed (lake, control store, local S3, warehouse file)."""
-    return Path(env.get("MEDALLION_HOME") or Path(project_root) / ".medallion")
-
-
-def lake_location(env: Mapping[str, str], project_root: Path) -> Path:
-    """``$MEDALLION_LAKE``, else ``$MEDALLION_HOME/lake``, else ``<project>/.medallion/lake``."""
-    if env.get("MEDALLION_LAKE"):
-        return Path(env["MEDALLION_LAKE"])
-    return state_home(env, project_root) / "lake"
 
 
 def _atomic_write(path: Path, text: str) -> None:

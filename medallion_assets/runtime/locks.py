@@ -33,16 +33,13 @@ import os
 import re
 import socket
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Protocol
 
 POLL_SECONDS = 0.5
-# How long a step waits for another run building the same table before it skips it: a table
-# build takes seconds to minutes; past this the other builder is more likely stuck than busy.
-DEFAULT_WAIT_SECONDS = 900.0
 
 
 @dataclass(frozen=True)
@@ -79,17 +76,6 @@ def build_locks(control_url: str, lake_root: Path) -> BuildLocks:
     if control_url.startswith(("postgresql://", "postgres://")):
         return AdvisoryLocks(control_url)
     return FileLocks(Path(lake_root) / "_locks")
-
-
-def wait_seconds(env: Mapping[str, str]) -> float:
-    """``MEDALLION_LOCK_WAIT_SECONDS``: how long a step waits for another builder."""
-    raw = env.get("MEDALLION_LOCK_WAIT_SECONDS")
-    try:
-        return float(raw) if raw else DEFAULT_WAIT_SECONDS
-    except ValueError:
-        raise ValueError(
-            f"MEDALLION_LOCK_WAIT_SECONDS={raw!r} is not a number of seconds"
-        ) from None
 
 
 def table_lock_name(table: str, partition: str | None) -> str:

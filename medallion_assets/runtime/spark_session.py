@@ -1,67 +1,53 @@
 """Build the Spark session: local ``local[*]`` by default, a master URL or a Spark Connect URL.
 
-Settings come from the environment mapping given when the resource is built, never from
-import-time reads.
+Its settings come from the run's ``MedallionSettings`` (read when the resource is set up), never
+from import-time reads.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-
-@dataclass(frozen=True)
-class SparkSettings:
-    master: str = "local[*]"
-    remote: str | None = None  # Spark Connect, e.g. "sc://127.0.0.1:15002"
-    shuffle_partitions: int = 4  # a few partitions suit the demo's size on a small machine
-    driver_memory: str = "2g"
-    app_name: str = "medallion_assets"
-    # Where the driver JVM's console output (banners, log4j warnings, Java traces) goes instead
-    # of the terminal; `medallion run` points it at $MEDALLION_HOME/logs/spark.log.
-    console_log: str | None = None
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str]) -> SparkSettings:
-        return cls(
-            master=env.get("MEDALLION_SPARK_MASTER", "local[*]"),
-            remote=env.get("MEDALLION_SPARK_REMOTE") or None,
-            shuffle_partitions=int(env.get("MEDALLION_SPARK_SHUFFLE_PARTITIONS", "4")),
-            driver_memory=env.get("MEDALLION_SPARK_DRIVER_MEMORY", "2g"),
-            console_log=env.get("MEDALLION_SPARK_LOG") or None,
-        )
+    from medallion_assets.settings import MedallionSettings
 
 
-def spark_session(settings: SparkSettings) -> SparkSession:
-    """Get or create the process's Spark session for these settings."""
+APP_NAME = "medallion_assets"
+
+
+def spark_session(settings: MedallionSettings) -> SparkSession:
+    """Get or create the process's Spark session for these settings: ``spark_remote`` (Spark
+    Connect) when set, else ``spark_master``. The driver JVM's console output (banners, log4j
+    warnings, Java traces) goes to ``spark_log`` when set instead of the terminal."""
     # Workers must run the interpreter that has pyspark and the project installed.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark.sql import SparkSession
 
-    builder = SparkSession.builder.appName(settings.app_name)
-    if settings.remote:
-        builder = builder.remote(settings.remote)
+    builder = SparkSession.builder.appName(APP_NAME)
+    if settings.spark_remote:
+        builder = builder.remote(settings.spark_remote)
     else:
         builder = (
-            builder.master(settings.master)
-            .config("spark.driver.memory", settings.driver_memory)
+            builder.master(settings.spark_master)
+            .config("spark.driver.memory", settings.spark_driver_memory)
             .config("spark.ui.enabled", "false")
             # Stage progress bars would interleave with the run's own lines and logs.
             .config("spark.ui.showConsoleProgress", "false")
             .config("spark.sql.session.timeZone", "UTC")
         )
-    builder = builder.config("spark.sql.shuffle.partitions", str(settings.shuffle_partitions))
-    with _console_to(settings.console_log if not settings.remote else None):
+    partitions = str(settings.spark_shuffle_partitions)
+    builder = builder.config("spark.sql.shuffle.partitions", partitions)
+    log = settings.spark_log if not settings.spark_remote else None
+    with _console_to(None if log is None else str(log)):
         session = builder.getOrCreate()
     session.conf.set("spark.sql.session.timeZone", "UTC")
     return session

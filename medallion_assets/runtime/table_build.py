@@ -11,7 +11,7 @@ import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from medallion_assets.catalog import Catalog, Dataset
 from medallion_assets.checks.results import CheckContext, ChecksFailed, Validation
@@ -26,6 +26,10 @@ from medallion_assets.planner.diagnosis import headline
 from medallion_assets.runtime.lake import Lake, TableVersion
 from medallion_assets.runtime.merge import merge_errors, merge_frame
 from medallion_assets.runtime.spark_sql import spark_script, view_name
+from medallion_assets.runtime.table_run import TableRun
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
 
 
 class MissingInput(RuntimeError):
@@ -91,17 +95,16 @@ def _same_partitions(catalog: Catalog, dataset: Dataset, upstream: str) -> bool:
     return mine is not None and theirs is not None
 
 
-def build_table(
-    spark: Any,
-    lake: Lake,
-    catalog: Catalog,
-    dataset: Dataset,
-    partition: str | None = None,
-    *,
-    run_id: str = "",
-    checks: bool = True,
-    log: Callable[[str], None] = lambda _m: None,
-) -> BuildOutcome:
+def build_table(run: TableRun) -> BuildOutcome:
+    """Build ``run``'s table (its day, when partitioned) and publish it, or reuse the current
+    version when its code and inputs are unchanged."""
+    spark, lake, catalog, dataset, partition = (
+        run.session,
+        run.lake,
+        run.catalog,
+        run.dataset,
+        run.partition,
+    )
     sources = input_versions(lake, catalog, dataset, partition)
     current = lake.current(dataset.name, partition)
     # From the SQL itself, not the catalog's kind: an alternate producer may be a plain SELECT.
@@ -116,12 +119,12 @@ def build_table(
             f"skipped {dataset.name}{_label(partition)}: code and inputs unchanged since "
             f"version {reusable.version_id}"
         )
-        log(reason)
-        return skipped(spark, lake, catalog, dataset, partition, reusable, reason, checks)
-    if checks:
+        run.log.info(reason)
+        return skipped(run, reusable, reason)
+    if run.checks:
         blocked = still_rejected(lake, dataset.name, partition, dataset.code_version, inputs)
         if blocked is not None:
-            log(str(blocked).splitlines()[0])
+            run.log.info(str(blocked).splitlines()[0])
             raise blocked
 
     views = register_inputs(spark, lake, catalog, dataset, partition)
@@ -136,13 +139,10 @@ def build_table(
         if script.kind == "insert" and current is not None:
             # INSERT INTO appends: the new version is the current rows plus the query's rows.
             frame = spark.read.parquet(str(lake.version_path(current))).unionByName(frame)
-    context = CheckContext(spark, lake, catalog, dataset, partition) if checks else None
     with merge_errors(dataset):
-        staging, staged = lake.stage_frame(frame, dataset.name, partition)
-    version, validation = publish_checked(
-        lake, staging, staged, context, current, dataset, partition, inputs, run_id
-    )
-    log(
+        staged = Staged(*lake.stage_frame(frame, dataset.name, partition))
+    version, validation = publish_checked(run, staged, inputs, checks=run.check_context())
+    run.log.info(
         f"published {dataset.name}{_label(partition)} version {version.version_id}: "
         f"{version.rows} rows"
     )
@@ -151,46 +151,41 @@ def build_table(
     )
 
 
-def skipped(
-    spark: Any,
-    lake: Lake,
-    catalog: Catalog,
-    dataset: Dataset,
-    partition: str | None,
-    version: TableVersion,
-    reason: str,
-    checks: bool,
-) -> BuildOutcome:
+def skipped(run: TableRun, version: TableVersion, reason: str) -> BuildOutcome:
     """The outcome of a build that reuses ``version``, with its check results reported again."""
-    validation = Validation()
-    if checks:
-        context = CheckContext(spark, lake, catalog, dataset, partition)
-        validation = reused_validation(version, context)
+    context = run.check_context()
+    validation = reused_validation(version, context) if context is not None else Validation()
     return BuildOutcome(version, True, reason, validation=validation)
 
 
+@dataclass(frozen=True)
+class Staged:
+    """Output written to a staging folder, not yet published, and the frame reading it."""
+
+    staging: Path
+    frame: DataFrame
+
+
 def publish_checked(
-    lake: Lake,
-    staging: Path,
-    staged: Any,
-    context: CheckContext | None,
-    current: TableVersion | None,
-    dataset: Dataset,
-    partition: str | None,
+    run: TableRun,
+    staged: Staged,
     inputs: dict[str, str],
-    run_id: str,
+    *,
+    checks: CheckContext | None,
     extra: dict[str, Any] | None = None,
     before_publish: Callable[[], None] = lambda: None,
 ) -> tuple[TableVersion, Validation]:
     """Count and check the staged output, then publish it, or keep it in staging when a
     blocking check fails (``ChecksFailed``); any other failure discards it."""
+    lake, dataset, partition, staging = run.lake, run.dataset, run.partition, staged.staging
+    current = lake.current(dataset.name, partition)
     # The checks read the staged Parquet directly: each reads only the columns it needs, and
     # caching the frame first cost more than all the checks' reads together (bench F).
     validation = Validation()
     try:
-        rows = staged.count()
-        if context is not None:
-            validation = validate_frame(staged, context, total=rows)
+        rows = staged.frame.count()
+        if checks is not None:
+            validation = validate_frame(staged.frame, checks, total=rows)
             if validation.blocking_failures:
                 raise ChecksFailed(
                     dataset.name,
@@ -207,7 +202,7 @@ def publish_checked(
             dataset.code_version,
             inputs,
             rows,
-            run_id,
+            run.run_id,
             {**(extra or {}), "checks": validation.as_json()},
         )
     except ChecksFailed as failed:
@@ -221,7 +216,7 @@ def publish_checked(
 
 
 def register_inputs(
-    spark: Any, lake: Lake, catalog: Catalog, dataset: Dataset, partition: str | None
+    spark: SparkSession, lake: Lake, catalog: Catalog, dataset: Dataset, partition: str | None
 ) -> dict[str, str]:
     """Register each upstream table's published version as a temp view; returns table -> view."""
     views: dict[str, str] = {}

@@ -158,6 +158,9 @@ def test_a_sensor_watches_every_raw_source(defs, demo_catalog):
 
 
 def test_retry_policy_and_pool_come_from_metadata(defs, demo_catalog):
+    from medallion_assets.planner.diagnosis import Diagnosis
+    from medallion_assets.planner.retry import decide, policy_of
+
     assets = {a.key: a for a in defs.assets if isinstance(a, dg.AssetsDefinition)}
     dataset = demo_catalog.datasets["silver.orders_usd"]
     definition = assets[key("silver.orders_usd")]
@@ -165,7 +168,23 @@ def test_retry_policy_and_pool_come_from_metadata(defs, demo_catalog):
     policy = demo_catalog.retry_policies[
         dataset.settings.retry_policy or demo_catalog.default_retry_policy
     ]
-    assert definition.op.retry_policy.max_retries == policy.max_retries
+    # The step retries itself by the policy in force (adapters/retry.py): as many retries as
+    # the metadata says, then it fails.
+    assert policy_of(demo_catalog, dataset) == policy and policy.max_retries > 0
+    transient = Diagnosis("UNCLASSIFIED", None)
+    last = decide(transient, policy, attempt=policy.max_retries)
+    assert last.action == "retry" and last.max_retries == policy.max_retries
+    assert decide(transient, policy, attempt=policy.max_retries + 1).action == "exhausted"
+
+
+def test_no_step_carries_a_dagster_retry_policy(defs):
+    """One retry mechanism: the step's own RetryRequested with the planner's delays. A Dagster
+    RetryPolicy on an asset or a job would retry a second way, behind the healing's back."""
+    assets = [a for a in defs.assets if isinstance(a, dg.AssetsDefinition)]
+    assert assets and all(a.op.retry_policy is None for a in assets)
+    for job in defs.resolve_all_job_defs():
+        assert job.op_retry_policy is None, job.name
+        assert all(node.retry_policy is None for node in job.graph.node_dict.values()), job.name
 
 
 @pytest.mark.slow
@@ -197,9 +216,9 @@ def test_build_definitions_resolves_with_the_collector_paused_and_restores_it(de
     seen: list[bool] = []
     original = build.definitions_for
 
-    def spy(catalog, translator):
+    def spy(catalog, translator, **options):
         seen.append(gc.isenabled())
-        return original(catalog, translator)
+        return original(catalog, translator, **options)
 
     assert gc.isenabled()
     build.definitions_for = spy
@@ -220,7 +239,7 @@ def test_build_definitions_resolves_with_the_collector_paused_and_restores_it(de
 def test_the_retry_policy_in_force_is_the_datasets_then_the_pipelines_then_the_projects(
     demo_catalog,
 ):
-    from medallion_assets.adapters.assets import policy_of
+    from medallion_assets.planner.retry import policy_of
 
     policies = demo_catalog.retry_policies
     vendor = demo_catalog.datasets["bronze.address_validation_feed"]  # its own: none

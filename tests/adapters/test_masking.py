@@ -10,6 +10,7 @@ from urllib.parse import quote
 import dagster as dg
 
 from medallion_assets.adapters.masking import masked_step
+from medallion_assets.adapters.resources import ControlResource
 
 SECRET = "s3/cr#t? p@ss:wörd%"
 
@@ -29,7 +30,7 @@ def files_text(folder: Path) -> str:
     )
 
 
-@dg.asset
+@dg.asset(required_resource_keys={"control"})  # masked_step reads the run's settings there
 @masked_step
 def leaky(context: dg.AssetExecutionContext):
     context.log.info(f"connecting with the password {SECRET}")
@@ -48,7 +49,10 @@ def test_a_failing_step_leaks_no_password_to_the_event_log_console_or_compute_lo
     monkeypatch.setenv("MEDALLION_WAREHOUSE_URL", url)
     (tmp_path / "dagster").mkdir()
     with dg.DagsterInstance.local_temp(str(tmp_path / "dagster")) as instance:
-        result = dg.materialize([leaky], instance=instance, raise_on_error=False)
+        control = ControlResource(project_root=str(tmp_path))
+        result = dg.materialize(
+            [leaky], instance=instance, raise_on_error=False, resources={"control": control}
+        )
         records = instance.all_logs(result.run_id)
         serialized = "\n".join(dg.serialize_value(r) for r in records)
     console = capfd.readouterr()

@@ -17,6 +17,7 @@ from medallion_assets.demo import DemoSettings, generate, write_files
 from medallion_assets.io.object_store import LocalFolderObjectStore
 from medallion_assets.runtime.bronze_ingest import ingest
 from medallion_assets.runtime.lake import Lake
+from medallion_assets.runtime.table_run import TableRun
 from medallion_assets.testing import read_table
 from tests.conftest import copy_demo_project
 
@@ -106,12 +107,15 @@ def test_sensors_request_bronze_for_new_objects_only(project, spark, monkeypatch
     store = LocalFolderObjectStore(root / ".medallion" / "s3")
     lake = Lake(root / ".medallion" / "lake")
     ingest(
-        spark,
-        lake,
+        TableRun(
+            spark=spark,
+            lake=lake,
+            catalog=catalog,
+            dataset=catalog.datasets["bronze.orders"],
+            landing_root=root / ".medallion" / "landing",
+            control=ControlResource(project_root=str(root)).plane().store(),
+        ),
         store,
-        root / ".medallion" / "landing",
-        catalog,
-        catalog.datasets["bronze.orders"],
     )
     assert (
         sensors["new_objects__orders"](_sensor_context(root, root / ".medallion")).run_requests

@@ -24,6 +24,7 @@ from medallion_assets.io.credentials import (
     masked_exception,
     url_password,
 )
+from medallion_assets.settings import MedallionSettings
 
 # Any character a password may hold: '/', '#', '?', '@', ':', space, '%', quotes, unicode.
 passwords = st.text(min_size=1, max_size=40)
@@ -71,7 +72,7 @@ def test_a_url_in_an_error_message_is_masked(user, pw, host, port, db):
 @settings(max_examples=200)
 def test_the_settings_passwords_are_masked_anywhere_in_any_printed_form(user, pw, port, db):
     url = f"postgresql://{user}:{quote(pw, safe='')}@db.example.com:{port}/{db}"
-    secrets = known_secrets({"MEDALLION_WAREHOUSE_URL": url})
+    secrets = known_secrets(MedallionSettings.from_env({"MEDALLION_WAREHOUSE_URL": url}))
     # A driver's message quoting the password bare, percent-encoded, and in a URL.
     text = f"auth failed for {pw!r} ({quote(pw, safe='')}) at {url}"
     masked = mask_credentials(text, secrets)
@@ -179,10 +180,11 @@ def test_known_secrets_come_from_the_settings_in_force():
         "MEDALLION_SPARK_REMOTE": "sc://spark:15002/;user_id=etl;token=spark-token",
         "MEDALLION_HOME": "/not/a/secret",
     }
-    secrets = known_secrets(env)
+    secrets = MedallionSettings.from_env(env).secrets
     assert {"wh/pass word", "wh%2Fpass%20word", "ctl#pass", "ctl%23pass", "libpq-pass"} <= secrets
     assert "spark-token" in secrets and "etl" not in secrets
-    assert "/not/a/secret" not in secrets and known_secrets({}) == frozenset()
+    assert "/not/a/secret" not in secrets
+    assert MedallionSettings.from_env({}).secrets == frozenset()
 
 
 def test_short_known_secrets_are_masked_only_where_structure_shows_them():

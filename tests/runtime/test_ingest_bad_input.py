@@ -29,6 +29,7 @@ from medallion_assets.runtime.schema_drift import (
     read_evolved,
     revert,
 )
+from medallion_assets.runtime.table_run import RunLog, TableRun
 from medallion_assets.testing import read_table
 
 MINIMAL = Path(__file__).parents[1] / "catalog" / "minimal_project"
@@ -52,7 +53,8 @@ class Project:
         self.catalog = load_catalog(self.root, use_cache=False)
         self.store, self.bucket = store, bucket
         self.lake = Lake(tmp_path / "lake")
-        self.state = ControlStore.open(f"sqlite:///{tmp_path / 'control.db'}").state
+        self.control = ControlStore.open(f"sqlite:///{tmp_path / 'control.db'}")
+        self.state = self.control.state
         self.landing = tmp_path / "landing"
         self.logged: list[str] = []
         self.warned: list[str] = []
@@ -62,18 +64,17 @@ class Project:
         self.store.put(self.bucket, key, data)
 
     def run(self, spark, run_id: str):
-        return ingest(
-            spark,
-            self.lake,
-            self.store,
-            self.landing,
-            self.catalog,
-            self.catalog.datasets["bronze.orders"],
-            state=self.state,
+        run = TableRun(
+            spark=spark,
+            lake=self.lake,
+            catalog=self.catalog,
+            dataset=self.catalog.datasets["bronze.orders"],
             run_id=run_id,
-            log=self.logged.append,
-            warn=self.warned.append,
+            log=RunLog(self.logged.append, self.warned.append),
+            landing_root=self.landing,
+            control=self.control,
         )
+        return ingest(run, self.store)
 
     def rows(self, table: str = "bronze.orders") -> list[int]:
         return sorted(read_table(table, lake_root=self.lake.root)["order_id"].tolist())

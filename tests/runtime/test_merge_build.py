@@ -14,6 +14,7 @@ from medallion_assets.catalog import load_catalog
 from medallion_assets.runtime.lake import Lake
 from medallion_assets.runtime.merge import MergeConflict, MergeNotRunnable
 from medallion_assets.runtime.table_build import build_table
+from medallion_assets.runtime.table_run import TableRun
 from medallion_assets.testing import read_table
 
 MINIMAL = Path(__file__).parents[1] / "catalog" / "minimal_project"
@@ -140,7 +141,9 @@ def test_merge_tables_match_duckdb_over_several_source_versions(spark, merge_pro
         expected = reference(rows)
         for table in TABLES:
             dataset = catalog.datasets[f"silver.{table}"]
-            outcome = build_table(spark, lake, catalog, dataset, checks=False)
+            outcome = build_table(
+                TableRun(spark=spark, lake=lake, catalog=catalog, dataset=dataset, checks=False)
+            )
             assert not outcome.skipped
             assert spark_rows(lake, table) == expected[table], f"source version {number}"
             # Its own previous version is recorded as an input of the new one.
@@ -154,14 +157,20 @@ def test_a_merge_whose_code_and_source_are_unchanged_is_skipped(spark, merge_pro
     catalog, lake = merge_project
     dataset = catalog.datasets["silver.order_totals"]
     publish_bronze(spark, lake, SOURCE_VERSIONS[0])
-    first = build_table(spark, lake, catalog, dataset, checks=False)
-    again = build_table(spark, lake, catalog, dataset, checks=False)
+    first = build_table(
+        TableRun(spark=spark, lake=lake, catalog=catalog, dataset=dataset, checks=False)
+    )
+    again = build_table(
+        TableRun(spark=spark, lake=lake, catalog=catalog, dataset=dataset, checks=False)
+    )
     # Its own version changed since the last build (it is that build), but applying the same
     # source twice would count every order twice: unchanged sources mean nothing to do.
     assert again.skipped and again.version == first.version
     assert "unchanged" in again.reason
     publish_bronze(spark, lake, SOURCE_VERSIONS[0])
-    third = build_table(spark, lake, catalog, dataset, checks=False)
+    third = build_table(
+        TableRun(spark=spark, lake=lake, catalog=catalog, dataset=dataset, checks=False)
+    )
     assert not third.skipped
     seen = read_table("silver.order_totals", lake_root=lake.root)["times_seen"]
     assert seen.tolist() == [2] * len(SOURCE_VERSIONS[0])
@@ -171,11 +180,15 @@ def test_a_target_row_matched_by_two_source_rows_fails_and_publishes_nothing(spa
     catalog, lake = merge_project
     dataset = catalog.datasets["silver.orders_current"]
     publish_bronze(spark, lake, SOURCE_VERSIONS[0])
-    first = build_table(spark, lake, catalog, dataset, checks=False)
+    first = build_table(
+        TableRun(spark=spark, lake=lake, catalog=catalog, dataset=dataset, checks=False)
+    )
     duplicated = [(1, "11.00", "DE"), (1, "12.00", "DE")]
     publish_bronze(spark, lake, duplicated)
     with pytest.raises(MergeConflict, match=r"sql/silver/orders_current\.sql.*more than one"):
-        build_table(spark, lake, catalog, dataset, checks=False)
+        build_table(
+            TableRun(spark=spark, lake=lake, catalog=catalog, dataset=dataset, checks=False)
+        )
     assert lake.current("silver.orders_current") == first.version
     reference = duckdb_merges([STAR_MERGE])
     reference(SOURCE_VERSIONS[0])
@@ -194,5 +207,13 @@ def test_a_merge_naming_no_column_fails_its_first_build_naming_the_file(spark, t
     lake = Lake(tmp_path / "lake")
     publish_bronze(spark, lake, SOURCE_VERSIONS[0])
     with pytest.raises(MergeNotRunnable, match=r"sql/silver/positional\.sql: .*INSERT \(a, b\)"):
-        build_table(spark, lake, catalog, catalog.datasets["silver.positional"], checks=False)
+        build_table(
+            TableRun(
+                spark=spark,
+                lake=lake,
+                catalog=catalog,
+                dataset=catalog.datasets["silver.positional"],
+                checks=False,
+            )
+        )
     assert lake.current("silver.positional") is None

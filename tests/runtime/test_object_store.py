@@ -23,9 +23,10 @@ from medallion_assets.io.object_store import (
     LocalFolderObjectStore,
     ObjectStore,
     key_path,
-    object_store_from_env,
+    object_store_of,
 )
 from medallion_assets.io.throttle import SystemThrottle, ThrottledS3
+from medallion_assets.settings import MedallionSettings
 
 # Until tests/conftest.py registers the plugin (pytest_plugins = ["tests.s3_server"]).
 from tests.s3_server import S3Server
@@ -191,7 +192,7 @@ def test_key_path_refuses_a_symlink_that_leads_outside_the_root(tmp_path):
 
 
 def test_list_sees_objects_written_by_another_s3_client(s3_server: S3Server, s3_env):
-    store = object_store_from_env(s3_env, Path("unused"))
+    store = object_store_of(MedallionSettings.from_env(s3_env, Path("unused")))
     name = f"test-{uuid.uuid4().hex[:12]}"
     client = s3_server.client()
     client.create_bucket(Bucket=name)
@@ -205,7 +206,7 @@ def test_list_sees_objects_written_by_another_s3_client(s3_server: S3Server, s3_
 def test_errors_never_contain_credentials(s3_env, monkeypatch, tmp_path):
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "Secret-Value-4711")
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIA-KEY-4711")
-    store = object_store_from_env(s3_env, tmp_path)
+    store = object_store_of(MedallionSettings.from_env(s3_env, tmp_path))
     errors: list[BaseException] = []
     for call in (
         lambda: store.read("no-such-bucket-here", "a.json"),
@@ -316,16 +317,20 @@ def test_throttled_put_takes_byte_tokens_per_chunk(store, bucket):
     assert usage.waited_seconds == pytest.approx(2.0)  # 3 MiB at 1 MiB/s after a 1 MiB burst
 
 
-def test_object_store_from_env_chooses_the_store_from_the_mapping_only(tmp_path, monkeypatch):
+def test_object_store_of_chooses_the_store_from_the_settings_only(tmp_path, monkeypatch):
     monkeypatch.setenv("MEDALLION_S3_ENDPOINT", "http://127.0.0.1:1")  # must be ignored
-    default = object_store_from_env({}, tmp_path / "default")
-    assert isinstance(default, LocalFolderObjectStore) and default.root == tmp_path / "default"
-    local = object_store_from_env({"MEDALLION_S3_LOCAL_ROOT": str(tmp_path / "x")}, tmp_path)
+
+    def store_of(env: dict[str, str]) -> object:
+        return object_store_of(MedallionSettings.from_env(env, tmp_path))
+
+    default = store_of({"MEDALLION_HOME": str(tmp_path / "home")})
+    assert isinstance(default, LocalFolderObjectStore) and default.root == tmp_path / "home/s3"
+    local = store_of({"MEDALLION_S3_LOCAL_ROOT": str(tmp_path / "x")})
     assert isinstance(local, LocalFolderObjectStore) and local.root == tmp_path / "x"
     env = {"MEDALLION_S3_ENDPOINT": "http://127.0.0.1:9", "AWS_DEFAULT_REGION": "eu-west-1"}
-    remote = object_store_from_env(env, tmp_path)
+    remote = store_of(env)
     assert isinstance(remote, Boto3ObjectStore)
     assert (remote.endpoint_url, remote.region) == ("http://127.0.0.1:9", "eu-west-1")
-    aws = object_store_from_env({"MEDALLION_S3": "aws"}, tmp_path)
+    aws = store_of({"MEDALLION_S3": "aws"})
     assert isinstance(aws, Boto3ObjectStore) and aws.endpoint_url is None
     assert aws.region == "us-east-1"

@@ -11,10 +11,12 @@ import pytest
 
 from medallion_assets.catalog import load_catalog
 from medallion_assets.checks.results import ChecksFailed
+from medallion_assets.control.store import ControlStore
 from medallion_assets.io.object_store import LocalFolderObjectStore
 from medallion_assets.runtime.bronze_ingest import ingest
 from medallion_assets.runtime.lake import Lake
 from medallion_assets.runtime.table_build import MissingInput, build_table
+from medallion_assets.runtime.table_run import RunLog, TableRun
 from medallion_assets.testing import read_table
 
 MINIMAL = Path(__file__).parents[1] / "catalog" / "minimal_project"
@@ -40,9 +42,21 @@ def project(tmp_path: Path):
 
 def run_bronze(spark, project, run_id="r1"):
     catalog, store, lake, landing = project
-    return ingest(
-        spark, lake, store, landing, catalog, catalog.datasets["bronze.orders"], run_id=run_id
+    run = TableRun(
+        spark=spark,
+        lake=lake,
+        catalog=catalog,
+        dataset=catalog.datasets["bronze.orders"],
+        run_id=run_id,
+        landing_root=landing,
+        control=control_store(lake),
     )
+    return ingest(run, store)
+
+
+def control_store(lake: Lake) -> ControlStore:
+    """The control store beside the lake (ingest keeps its manifests there)."""
+    return ControlStore.open(f"sqlite:///{lake.root.parent / 'control.db'}")
 
 
 def test_bronze_quarantines_malformed_records_and_adds_ingestion_columns(spark, project):
@@ -114,13 +128,29 @@ def test_silver_and_gold_build_from_published_upstream_and_skip_when_unchanged(s
     run_bronze(spark, project)
     messages: list[str] = []
     silver = build_table(
-        spark, lake, catalog, catalog.datasets["silver.orders_clean"], log=messages.append
+        TableRun(
+            spark=spark,
+            lake=lake,
+            catalog=catalog,
+            dataset=catalog.datasets["silver.orders_clean"],
+            log=RunLog(messages.append),
+        )
     )
-    gold = build_table(spark, lake, catalog, catalog.datasets["gold.revenue"])
+    gold = build_table(
+        TableRun(spark=spark, lake=lake, catalog=catalog, dataset=catalog.datasets["gold.revenue"])
+    )
     assert (silver.version.rows, gold.version.rows) == (2, 1)
     revenue = read_table("gold.revenue", lake_root=lake.root)
     assert revenue.to_dict("records") == [{"country": "DE", "revenue": 15}]
-    again = build_table(spark, lake, catalog, catalog.datasets["gold.revenue"], log=messages.append)
+    again = build_table(
+        TableRun(
+            spark=spark,
+            lake=lake,
+            catalog=catalog,
+            dataset=catalog.datasets["gold.revenue"],
+            log=RunLog(messages.append),
+        )
+    )
     assert again.skipped and again.version == gold.version
     assert "code and inputs unchanged" in messages[-1]
 
@@ -128,7 +158,14 @@ def test_silver_and_gold_build_from_published_upstream_and_skip_when_unchanged(s
 def test_a_table_whose_upstream_was_never_published_fails_clearly(spark, project):
     catalog, _, lake, _ = project
     with pytest.raises(MissingInput, match=r"bronze\.orders has no published version"):
-        build_table(spark, lake, catalog, catalog.datasets["silver.orders_clean"])
+        build_table(
+            TableRun(
+                spark=spark,
+                lake=lake,
+                catalog=catalog,
+                dataset=catalog.datasets["silver.orders_clean"],
+            )
+        )
 
 
 def published_then_new_order(spark, project, country: str):
@@ -140,7 +177,7 @@ def published_then_new_order(spark, project, country: str):
     )
     run_bronze(spark, project)
     dataset = catalog.datasets["silver.orders_clean"]
-    first = build_table(spark, lake, catalog, dataset)
+    first = build_table(TableRun(spark=spark, lake=lake, catalog=catalog, dataset=dataset))
     store.put(
         "minimal-raw", "orders/b.jsonl", orders({"order_id": 2, "amount": 1, "country": country})
     )
@@ -154,7 +191,7 @@ def test_a_failed_blocking_check_keeps_the_previous_version_current(spark, proje
     assert first.validation.passed and len(first.validation.results) == 3
 
     with pytest.raises(ChecksFailed, match="accepted_values_country") as failed:
-        build_table(spark, lake, catalog, dataset)
+        build_table(TableRun(spark=spark, lake=lake, catalog=catalog, dataset=dataset))
     assert f"version {first.version.version_id} stays current" in str(failed.value)
     assert lake.current("silver.orders_clean") == first.version
     assert read_table("silver.orders_clean", lake_root=lake.root)["order_id"].tolist() == [1]
@@ -177,10 +214,13 @@ def test_a_crash_between_staging_and_publish_leaves_the_previous_version_readabl
 
     crashing = Lake(lake.root, on_publish=kill)
     with pytest.raises(ProcessKilled):
-        build_table(spark, crashing, catalog, dataset)
+        build_table(TableRun(spark=spark, lake=crashing, catalog=catalog, dataset=dataset))
     assert lake.current("silver.orders_clean") == first.version
     assert read_table("silver.orders_clean", lake_root=lake.root)["order_id"].tolist() == [1]
-    assert build_table(spark, lake, catalog, dataset).version.rows == 2  # the next run recovers
+    assert (
+        build_table(TableRun(spark=spark, lake=lake, catalog=catalog, dataset=dataset)).version.rows
+        == 2
+    )  # the next run recovers
 
 
 def test_sql_in_another_dialect_is_transpiled_to_spark(spark, project, tmp_path):
@@ -195,8 +235,24 @@ def test_sql_in_another_dialect_is_transpiled_to_spark(spark, project, tmp_path)
     store.put(
         "minimal-raw", "orders/a.jsonl", orders({"order_id": 1, "amount": 4, "country": "DE"})
     )
-    ingest(spark, lake, store, landing, catalog, catalog.datasets["bronze.orders"])
-    build_table(spark, lake, catalog, catalog.datasets["silver.orders_clean"])
-    build_table(spark, lake, catalog, catalog.datasets["gold.revenue"])
+    ingest(
+        TableRun(
+            spark=spark,
+            lake=lake,
+            catalog=catalog,
+            dataset=catalog.datasets["bronze.orders"],
+            landing_root=landing,
+            control=control_store(lake),
+        ),
+        store,
+    )
+    build_table(
+        TableRun(
+            spark=spark, lake=lake, catalog=catalog, dataset=catalog.datasets["silver.orders_clean"]
+        )
+    )
+    build_table(
+        TableRun(spark=spark, lake=lake, catalog=catalog, dataset=catalog.datasets["gold.revenue"])
+    )
     revenue = read_table("gold.revenue", lake_root=lake.root)
     assert revenue.to_dict("records") == [{"country": "DE", "revenue": 4, "code_length": 2}]

@@ -44,9 +44,10 @@ RESULT = "RESULT "
 
 
 def connect_session(remote: str) -> Any:
-    from medallion_assets.runtime.spark_session import SparkSettings, spark_session
+    from medallion_assets.runtime.spark_session import spark_session
+    from medallion_assets.settings import MedallionSettings
 
-    return spark_session(SparkSettings(remote=remote))
+    return spark_session(MedallionSettings.from_env({"MEDALLION_SPARK_REMOTE": remote}))
 
 
 def client_session_facts(remote: str) -> dict[str, Any]:
@@ -90,20 +91,33 @@ def client_parquet_round_trip(remote: str, folder: str) -> dict[str, Any]:
 
 def client_build_minimal_project(remote: str, root: str) -> dict[str, Any]:
     from medallion_assets.catalog import load_catalog
+    from medallion_assets.control.store import ControlStore
     from medallion_assets.runtime.bronze_ingest import ingest
     from medallion_assets.runtime.table_build import build_table
+    from medallion_assets.runtime.table_run import TableRun
 
     session = connect_session(remote)
     base = Path(root)
     catalog = load_catalog(base / "project", use_cache=False)
     store, lake = LocalFolderObjectStore(base / "s3"), Lake(base / "lake")
-    bronze = ingest(
-        session, lake, store, base / "landing", catalog, catalog.datasets["bronze.orders"],
-        run_id="connect-1",
-    )  # fmt: skip
-    silver = build_table(session, lake, catalog, catalog.datasets["silver.orders_clean"])
-    gold = build_table(session, lake, catalog, catalog.datasets["gold.revenue"])
-    again = build_table(session, lake, catalog, catalog.datasets["gold.revenue"])
+
+    control = ControlStore.open(f"sqlite:///{base / 'control.db'}")
+
+    def run(table: str) -> TableRun:
+        return TableRun(
+            spark=session,
+            lake=lake,
+            catalog=catalog,
+            dataset=catalog.datasets[table],
+            run_id="connect-1",
+            landing_root=base / "landing",
+            control=control,
+        )
+
+    bronze = ingest(run("bronze.orders"), store)
+    silver = build_table(run("silver.orders_clean"))
+    gold = build_table(run("gold.revenue"))
+    again = build_table(run("gold.revenue"))
     return {
         "bronze": [bronze.new_objects, bronze.quarantined, bronze.total_records],
         "rows": [bronze.build.version.rows, silver.version.rows, gold.version.rows],

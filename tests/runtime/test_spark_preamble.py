@@ -10,11 +10,13 @@ from pathlib import Path
 import pytest
 
 from medallion_assets.catalog import load_catalog
+from medallion_assets.control.store import ControlStore
 from medallion_assets.io.object_store import LocalFolderObjectStore
 from medallion_assets.planner.reroute import along, routes
 from medallion_assets.runtime.bronze_ingest import ingest
 from medallion_assets.runtime.lake import Lake
 from medallion_assets.runtime.table_build import build_table
+from medallion_assets.runtime.table_run import TableRun
 from medallion_assets.testing import read_table
 from tests.catalog.test_alternate_insert import project_with_insert_alternate
 
@@ -63,9 +65,21 @@ def test_a_silver_table_with_a_preamble_builds_and_publishes_the_right_rows(spar
     ]
     store.put("minimal-raw", "orders/a.jsonl", "\n".join(json.dumps(r) for r in rows).encode())
     lake = Lake(tmp_path / "lake")
-    ingest(spark, lake, store, tmp_path / "landing", catalog, catalog.datasets["bronze.orders"])
-    built = build_table(spark, lake, catalog, silver)
-    build_table(spark, lake, catalog, catalog.datasets["gold.revenue"])
+    ingest(
+        TableRun(
+            spark=spark,
+            lake=lake,
+            catalog=catalog,
+            dataset=catalog.datasets["bronze.orders"],
+            landing_root=tmp_path / "landing",
+            control=ControlStore.open(f"sqlite:///{tmp_path / 'control.db'}"),
+        ),
+        store,
+    )
+    built = build_table(TableRun(spark=spark, lake=lake, catalog=catalog, dataset=silver))
+    build_table(
+        TableRun(spark=spark, lake=lake, catalog=catalog, dataset=catalog.datasets["gold.revenue"])
+    )
 
     assert built.version.rows == 2
     published = read_table("silver.orders_clean", lake_root=lake.root)
@@ -84,9 +98,19 @@ def test_an_alternate_insert_writes_the_tables_columns_by_position(spark, tmp_pa
     store.ensure_bucket("minimal-raw")
     store.put("minimal-raw", "orders/a.jsonl", b'{"order_id": 4, "amount": 2, "country": "fr"}\n')
     lake = Lake(tmp_path / "lake")
-    ingest(spark, lake, store, tmp_path / "landing", catalog, catalog.datasets["bronze.orders"])
+    ingest(
+        TableRun(
+            spark=spark,
+            lake=lake,
+            catalog=catalog,
+            dataset=catalog.datasets["bronze.orders"],
+            landing_root=tmp_path / "landing",
+            control=ControlStore.open(f"sqlite:///{tmp_path / 'control.db'}"),
+        ),
+        store,
+    )
     primary = catalog.datasets["silver.orders_clean"]
     (route,) = [r for r in routes(catalog, primary) if r.alternate is not None]
-    build_table(spark, lake, catalog, along(primary, route))
+    build_table(TableRun(spark=spark, lake=lake, catalog=catalog, dataset=along(primary, route)))
     published = read_table("silver.orders_clean", lake_root=lake.root)
     assert published.to_dict("records") == [{"order_id": 4, "amount": 2, "country": "FR"}]

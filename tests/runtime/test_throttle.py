@@ -189,6 +189,7 @@ def test_reduce_parallelism_halves_the_system_limits_a_step_builds_until_it_expi
     from medallion_assets.control.plane import ControlPlane
     from medallion_assets.planner.diagnosis import Diagnosis, Failure
     from medallion_assets.runtime.lake import Lake
+    from medallion_assets.runtime.table_run import TableRun
 
     monkeypatch.setenv("MEDALLION_HOME", str(tmp_path))
     monkeypatch.delenv("MEDALLION_LAKE", raising=False)
@@ -197,17 +198,19 @@ def test_reduce_parallelism_halves_the_system_limits_a_step_builds_until_it_expi
     s3 = S3Resource(project_root=str(tmp_path), throttles=throttles)
     before = s3.store("s3_raw").throttle.limits
     store = ControlPlane.from_env({"MEDALLION_HOME": str(tmp_path)}, tmp_path).store()
+    run = TableRun(
+        catalog=demo_catalog,
+        dataset=demo_catalog.datasets["bronze.orders"],
+        lake=Lake(tmp_path / "lake"),
+        run_id="run-1",
+        control=store,
+    )
     context = HealingContext(
-        demo_catalog,
-        demo_catalog.datasets["bronze.orders"],
-        None,
-        Lake(tmp_path / "lake"),
+        run,
         Diagnosis("S3_THROTTLED", "s3_slow_down", ("reduce_parallelism",)),
         Failure(("OSError",), "SlowDown"),
         1,
         None,
-        run_id="run-1",
-        control=store,
     )
     assert reduce_parallelism(context) == "limits cut for an hour: s3_raw to 0.5x"
     after = s3.store("s3_raw").throttle.limits

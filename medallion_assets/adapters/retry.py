@@ -1,0 +1,126 @@
+"""What a Dagster step does when its table's run fails: audit, heal, then retry or fail.
+
+One retry mechanism: the step raises ``dg.RetryRequested`` with the delay the planner computed,
+or ``dg.Failure(allow_retries=False)``; the assets carry no Dagster ``RetryPolicy``. Why this
+one and not a ``RetryPolicy`` with healing before it: a reroute must retry at once and may go
+past the policy's limit (one attempt per route), a permanent error must not be retried at all,
+the healing rule decides per error what happens, and the policy's ``max_delay_seconds`` cap has
+no Dagster counterpart. A ``RetryPolicy`` could express none of these, so it would need
+``RetryRequested`` beside it, which is the two mechanisms issue 13 removed. Whether and when is
+decided in one place, ``planner.retry.decide``; this module only carries it out.
+
+A run that fails outside its steps (a killed run process) is not a step failure: the
+run-failure sensor heals and re-launches it (``adapters/relaunch.py``), with the same
+``policy_of``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, NoReturn
+
+import dagster as dg
+
+from medallion_assets.control.healing_actions import HealingContext, run_actions
+from medallion_assets.planner.diagnosis import Failure, causes, diagnose
+from medallion_assets.planner.reroute import PRIMARY
+from medallion_assets.planner.retry import decide, policy_of
+from medallion_assets.runtime.table_run import TableRun
+
+if TYPE_CHECKING:
+    from medallion_assets.control.store import ControlStore
+
+
+class Audit:
+    """Audit-log entries of one table's step: attempt, error, healing, outcome."""
+
+    def __init__(self, store: ControlStore, run: TableRun, attempt: int):
+        self.store = store
+        self.attempt = attempt
+        self.run_id = run.run_id
+        self.entity = f"dataset:{run.dataset.name}"
+        self.where = run.label
+
+    def record(self, kind: str, message: str, **details: Any) -> None:
+        self.store.record(
+            kind,
+            self.entity,
+            f"{self.where}: {message}",
+            run_id=self.run_id,
+            details={"attempt": self.attempt, **details},
+        )
+
+
+def heal_and_retry(
+    context: dg.AssetExecutionContext, run: TableRun, audit: Audit, error: Exception
+) -> NoReturn:
+    """Classify the error by the healing rules, run their actions, then retry with the
+    policy's backoff, or fail at once when the rule says the error is permanent. Raises."""
+    if interrupted(context, error):
+        audit.record("outcome", "interrupted: the run is being terminated; not retried")
+        raise error
+    name = run.dataset.name
+    failure = Failure.of(error)
+    diagnosis = diagnose(run.catalog.healing_rules, failure)
+    first_line = failure.summary  # a Java trace's root cause, not its 500 lines
+    audit.record(
+        "error",
+        f"{diagnosis.error_code} ({type(error).__name__}): {first_line}",
+        rule=diagnosis.rule,
+        sqlstate=failure.sqlstate,
+        then=diagnosis.then,
+    )
+    policy = policy_of(run.catalog, run.dataset, context.run.tags.get("pipeline"))
+    if diagnosis.permanent:
+        fix = f". Fix: {diagnosis.fix}" if diagnosis.fix else ""
+        message = (
+            f"{name}: {diagnosis.error_code} is permanent ({diagnosis.source()}); "
+            f"failing without retries: {first_line}{fix}"
+        )
+        audit.record("outcome", f"failed fast: {diagnosis.error_code}, not retried")
+        raise dg.Failure(description=message, allow_retries=False) from error
+    healing = HealingContext(
+        replace(run, control=audit.store), diagnosis, failure, audit.attempt, policy, error=error
+    )
+    routed_before = audit.store.routes().get(name)
+    for action, did in run_actions(healing):
+        audit.record("healing", f"{action}: {did}", action=action, error_code=diagnosis.error_code)
+    rerouted = audit.store.routes().get(name)
+    decision = decide(diagnosis, policy, audit.attempt, rerouted=rerouted != routed_before)
+    if decision.action == "no_route":
+        audit.record("outcome", f"failed: {diagnosis.error_code}, no route left to take")
+        raise dg.Failure(
+            description=f"{name}: {diagnosis.error_code} (healing rule "
+            f"{diagnosis.rule}) and no replica or alternate is left to reroute to: "
+            f"{first_line}",
+            allow_retries=False,
+        ) from error
+    if decision.action == "reroute":
+        route = rerouted.route if rerouted is not None else PRIMARY
+        audit.record("retry", f"retrying at once along route {route}")
+        raise dg.RetryRequested(max_retries=decision.max_retries) from error
+    if not decision.retried:
+        audit.record("outcome", f"failed after {audit.attempt} attempt(s): {diagnosis.error_code}")
+        raise dg.Failure(  # one line; the error and its trace stay in the event log as the cause
+            description=f"{name}: failed after {audit.attempt} attempt(s), "
+            f"{diagnosis.error_code}: {first_line}",
+            allow_retries=False,
+        ) from error
+    delay = decision.delay_seconds
+    audit.record(
+        "retry", f"retrying in {delay:.1f} s (retry {audit.attempt} of {decision.max_retries})"
+    )
+    raise dg.RetryRequested(max_retries=decision.max_retries, seconds_to_wait=delay) from error
+
+
+def interrupted(context: dg.AssetExecutionContext, error: BaseException) -> bool:
+    """The step failed because its run is being terminated (the kill switch sensor, the UI's
+    Terminate): the error is the interruption or what it broke (a Spark job cancelled), and a
+    retry would only defeat the termination."""
+    if any(isinstance(e, dg.DagsterExecutionInterruptedError) for e in causes(error)):
+        return True
+    run = context.instance.get_run_by_id(context.run.run_id)
+    return run is not None and run.status in (
+        dg.DagsterRunStatus.CANCELING,
+        dg.DagsterRunStatus.CANCELED,
+    )

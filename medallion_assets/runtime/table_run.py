@@ -1,0 +1,158 @@
+"""One table's run: everything the execution of one table (or one day of it) needs, in one
+frozen object, instead of ten arguments handed from function to function.
+
+The Dagster step builds a ``TableRun`` from its context and resources (``adapters/assets.py``)
+and hands it to ``TableRunner.run`` (``runtime/table_runner.py``); tests and notebooks build
+one directly:
+
+    run = TableRun(spark=spark, lake=lake, catalog=catalog, dataset=catalog.datasets["gold.x"])
+    build_table(run)
+
+``objects`` and ``warehouse`` are what the run reaches beyond Spark and the lake (the
+resources satisfy both protocols); ``control`` is the control store healing and audit write to.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from medallion_assets.catalog import Catalog, Dataset
+from medallion_assets.catalog.models import Replica
+from medallion_assets.checks.results import CheckContext
+from medallion_assets.planner.reroute import PRIMARY, Route, along
+from medallion_assets.runtime.lake import Lake
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from medallion_assets.control.state import RuntimeState
+    from medallion_assets.control.store import ControlStore
+    from medallion_assets.io.throttle import SystemThrottle, ThrottledS3
+    from medallion_assets.io.warehouse import Warehouse
+
+
+def _quiet(_message: str) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class RunLog:
+    """Where a run's progress lines go: ``info``, and ``warning`` (``info`` when not given)."""
+
+    info: Callable[[str], None] = _quiet
+    warning: Callable[[str], None] | None = None
+
+    def warn(self, message: str) -> None:
+        (self.warning or self.info)(message)
+
+
+class ObjectStores(Protocol):
+    """The throttled object store of a source system (``adapters.resources.S3Resource``)."""
+
+    def store(self, system: str) -> ThrottledS3: ...
+
+
+class WarehouseAccess(Protocol):
+    """Connections to the warehouse and its systems' throttles (``WarehouseResource``)."""
+
+    def connect(self) -> Warehouse: ...
+
+    def throttle(self, system: str) -> SystemThrottle: ...
+
+
+class NoSparkSession(RuntimeError):
+    """A run built without a Spark session (the relaunch sensor's healing) reached Spark."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class TableRun:
+    """One table's run: which table and day, on which Spark and lake, along which route."""
+
+    catalog: Catalog
+    dataset: Dataset
+    lake: Lake
+    spark: SparkSession | None = None
+    partition: str | None = None
+    run_id: str = ""
+    route: Route | None = None  # None or the primary: the table's own path
+    log: RunLog = field(default_factory=RunLog)
+    checks: bool = True  # run the dataset's checks on the staged output
+    landing_root: Path | None = None  # bronze: where raw objects are downloaded to
+    objects: ObjectStores | None = None  # bronze: the raw sources' object stores
+    warehouse: WarehouseAccess | None = None  # gold tables with a target
+    control: ControlStore | None = None  # healing (reroute) and audit
+
+    @property
+    def session(self) -> SparkSession:
+        if self.spark is None:
+            raise NoSparkSession(f"{self.dataset.name}: this run has no Spark session")
+        return self.spark
+
+    @property
+    def state(self) -> RuntimeState:
+        """The runtime state in the control store: manifests, evolved columns, loads."""
+        if self.control is None:
+            raise ValueError(f"{self.dataset.name}: this run has no control store (control=)")
+        return self.control.state
+
+    @property
+    def label(self) -> str:
+        """``table`` or ``table[day]``, as messages name the run."""
+        return f"{self.dataset.name}[{self.partition}]" if self.partition else self.dataset.name
+
+    @property
+    def rerouted(self) -> bool:
+        return self.route is not None and self.route.name != PRIMARY
+
+    @property
+    def replica(self) -> Replica | None:
+        return self.route.replica if self.route is not None else None
+
+    def along_route(self) -> TableRun:
+        """The run with the dataset as built along its route (an alternate producer's SQL)."""
+        if self.route is None or not self.rerouted:
+            return self
+        return replace(self, dataset=along(self.dataset, self.route))
+
+    def for_partition(self, partition: str | None) -> TableRun:
+        return replace(self, partition=partition)
+
+    def without_checks(self) -> TableRun:
+        return replace(self, checks=False)
+
+    def check_context(
+        self, quarantine: DataFrame | None = None, records_read: int | None = None
+    ) -> CheckContext | None:
+        """What the checks may read, or None when the run does not check."""
+        if not self.checks:
+            return None
+        return CheckContext(
+            self.session,
+            self.lake,
+            self.catalog,
+            self.dataset,
+            self.partition,
+            quarantine,
+            records_read,
+        )
+
+
+def step_partitions(
+    partition_key: str | None, partition_keys: Sequence[str] | None
+) -> list[str | None]:
+    """The partitions a step builds, in order: its one key, each key of its range (a backfill
+    run as one step), or None for an unpartitioned table.
+
+    >>> step_partitions(None, ["2026-01-01", "2026-01-02"])
+    ['2026-01-01', '2026-01-02']
+    >>> step_partitions(None, None)
+    [None]
+    """
+    if partition_key is not None:
+        return [partition_key]
+    if partition_keys:
+        return list(partition_keys)
+    return [None]

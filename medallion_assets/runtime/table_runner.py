@@ -1,0 +1,187 @@
+"""The one place a table is executed: ``TableRunner.run(table_run) -> TableOutcome``.
+
+``run`` ingests (bronze) or builds (silver, gold) the table for the run's day, publishes it,
+loads the published version into the warehouse when the table has a target, and reconciles the
+load; it returns a plain ``TableOutcome`` (the version in force, metadata, check results). The
+Dagster step is a thin call to it, the way dagster-sling's assets call
+``SlingResource.replicate``: subclass ``TableRunner``, override ``run`` (or one of ``ingest``,
+``build``, ``load_warehouse``), and pass an instance to ``build_definitions(..., runner=...)``.
+
+    class Timed(TableRunner):
+        def run(self, table_run: TableRun) -> TableOutcome:
+            started = time.monotonic()
+            outcome = super().run(table_run)
+            return outcome.with_metadata(seconds=time.monotonic() - started)
+
+No Dagster here: what the runner needs from the run's resources comes through ``TableRun``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from medallion_assets.catalog.rules import ReconciliationRule
+from medallion_assets.checks.results import CheckResult
+from medallion_assets.checks.table_rules import reconciliation_message, reconciliation_result
+from medallion_assets.control.state import LoadRecord
+from medallion_assets.io.warehouse import LoadUnit
+from medallion_assets.runtime.bronze_ingest import ingest
+from medallion_assets.runtime.faults import crash_point
+from medallion_assets.runtime.lake import TableVersion
+from medallion_assets.runtime.table_build import BuildOutcome, build_table
+from medallion_assets.runtime.table_run import TableRun
+
+
+@dataclass(frozen=True)
+class TableOutcome:
+    """What a table's run did: the version in force (new, or the current one kept when
+    ``skipped``), plain metadata for its materialization, and every check result."""
+
+    version: TableVersion
+    metadata: dict[str, Any] = field(default_factory=dict)
+    checks: tuple[CheckResult, ...] = ()
+    skipped: bool = False
+
+    def with_metadata(self, **more: Any) -> TableOutcome:
+        return replace(self, metadata={**self.metadata, **more})
+
+
+def combined_metadata(outcomes: Sequence[TableOutcome]) -> dict[str, Any]:
+    """The metadata of one step that built several days (a backfill run as one step)."""
+    return {
+        "partitions": len(outcomes),
+        "rows": sum(o.version.rows for o in outcomes),
+        "skipped": all(o.skipped for o in outcomes),
+        "lake_versions": {o.version.partition: o.version.version_id for o in outcomes},
+    }
+
+
+class TableRunner:
+    """Executes one table's run. Override ``run`` to wrap or replace the execution."""
+
+    def run(self, table_run: TableRun) -> TableOutcome:
+        """Ingest or build, publish, then load the warehouse and reconcile the load."""
+        metadata: dict[str, Any] = {}
+        route = table_run.route
+        if route is not None and table_run.rerouted:
+            metadata["route"] = route.describe()
+            table_run = table_run.along_route()
+            table_run.log.info(f"{table_run.dataset.name}: read along route {route.describe()}")
+        if table_run.dataset.layer == "bronze":
+            build = self.ingest(table_run, metadata)
+        else:
+            build = self.build(table_run)
+        version = build.version
+        metadata.update(
+            {
+                "rows": version.rows,
+                "dagster/row_count": version.rows,
+                "lake_version": version.version_id,
+                "skipped": build.skipped,
+                "inputs": version.inputs,
+            }
+        )
+        if build.skipped:
+            metadata["skip_reason"] = build.reason
+        checks = list(build.validation.results)
+        dataset = table_run.dataset
+        if dataset.target is not None:
+            if not build.skipped:
+                crash_point("lake.published", dataset.name, table_run.partition)
+            loaded = self.load_warehouse(table_run, version)
+            metadata.update(loaded)
+            checks += [
+                reconciliation_result(
+                    rule,
+                    loaded["warehouse_expected_rows"],
+                    loaded["warehouse_rows"],
+                    table_run.label,
+                    loaded["warehouse_duplicate_keys"],
+                )
+                for rule in dataset.rules
+                if isinstance(rule, ReconciliationRule)
+            ]
+        return TableOutcome(version, metadata, tuple(checks), build.skipped)
+
+    def ingest(self, table_run: TableRun, metadata: dict[str, Any]) -> BuildOutcome:
+        """Bronze: ingest the raw source through its system's throttled store, within the
+        system's concurrency; adds what was ingested and the S3 usage to ``metadata``."""
+        if table_run.objects is None:
+            raise ValueError(f"{table_run.dataset.name}: a bronze run needs object stores")
+        replica = table_run.replica
+        store = table_run.objects.store(
+            replica.system if replica is not None else table_run.dataset.system
+        )
+        with store.throttle.slot():  # max_concurrent_jobs within this process
+            outcome = ingest(table_run, store)
+        metadata.update(outcome.metadata)
+        usage = store.throttle.usage()
+        metadata.update(
+            {
+                "s3_requests": usage.requests,
+                "s3_bytes": usage.bytes,
+                "s3_requests_per_second": round(usage.requests_per_second, 2),
+                "s3_bytes_per_second": round(usage.bytes_per_second, 1),
+                "throttle_waited_seconds": round(usage.waited_seconds, 3),
+            }
+        )
+        return outcome.build
+
+    def build(self, table_run: TableRun) -> BuildOutcome:
+        """Silver and gold: run the SQL on Spark over the published inputs, check, publish."""
+        return build_table(table_run)
+
+    def load_warehouse(self, table_run: TableRun, version: TableVersion) -> dict[str, Any]:
+        """Load the published version (of the partition) into the warehouse, unless the
+        warehouse's load ledger says it already holds that version: a rerun, a backfill over
+        loaded days or a run after a crash loads nothing twice, and a new version replaces the
+        partition's rows."""
+        dataset, target = table_run.dataset, table_run.dataset.target
+        if target is None or table_run.warehouse is None:
+            raise ValueError(f"{dataset.name}: a warehouse load needs a target and a warehouse")
+        partitions = dataset.settings.partitions
+        unit = LoadUnit(
+            dataset.name,
+            version.version_id,
+            version.rows,
+            version.partition,
+            partitions.column if partitions is not None and version.partition else None,
+            table_run.run_id,
+        )
+        warehouse = table_run.warehouse.connect()
+        try:
+            report = warehouse.held(target, unit)
+            if report is not None:
+                table_run.log.info(f"warehouse already holds {unit.describe()}")
+            else:
+                path = table_run.lake.version_path(version)
+                data = table_run.session.read.parquet(str(path)).toArrow()
+                report = warehouse.load(
+                    target, data, unit, throttle=table_run.warehouse.throttle(target.system)
+                )
+        finally:
+            warehouse.close()
+        crash_point("warehouse.loaded", dataset.name, version.partition)
+        # After the warehouse's commit, for operators (its ledger stays the authority).
+        record = LoadRecord.committed(unit, report, target.warehouse_table)
+        table_run.state.record_load(record, held=report.unchanged)
+        reconciled_by_check = any(isinstance(r, ReconciliationRule) for r in dataset.rules)
+        if not report.reconciled and not reconciled_by_check:
+            raise RuntimeError(f"{target.warehouse_table}: {reconciliation_message(report)}")
+        if not report.unchanged:
+            table_run.log.info(
+                f"loaded {report.rows_staged} rows of {unit.describe()} into "
+                f"{target.warehouse_table} ({report.mode}); {report.rows_in_table} rows in "
+                f"{'the partition' if report.partition else 'the table'}"
+            )
+        return {
+            "warehouse_table": target.warehouse_table,
+            "warehouse_rows": report.rows_in_table,
+            "warehouse_expected_rows": report.expected_rows,
+            "warehouse_duplicate_keys": report.duplicate_keys,
+            "warehouse_rows_loaded": report.rows_staged,
+            "warehouse_loaded": "unchanged" if report.unchanged else "loaded",
+            "warehouse_reconciled": report.reconciled,
+        }

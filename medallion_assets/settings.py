@@ -1,0 +1,335 @@
+"""One settings object: every variable the runtime reads, with its type, default and meaning.
+
+``MedallionSettings.from_env(os.environ, project)`` reads the environment once — when a run's
+resources are set up, or when a ``medallion`` command starts — and everything downstream takes
+the object, never the environment. The derived defaults (the state folder and what lives under
+it) are computed here and nowhere else. A bad value is an error naming the variable and the fix:
+
+>>> settings = MedallionSettings.from_env({"MEDALLION_HOME": "/srv/state"}, Path("/p"))
+>>> settings.lake_root, settings.keep_versions
+(PosixPath('/srv/state/lake'), 3)
+>>> MedallionSettings.from_env({"MEDALLION_KEEP_VERSIONS": "two"})  # doctest: +ELLIPSIS
+Traceback (most recent call last):
+medallion_assets.settings.SettingsError: MEDALLION_KEEP_VERSIONS='two' is not valid: set it ...
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic.config import JsonDict
+
+from medallion_assets.runtime.errors import ResourceError
+from medallion_assets.runtime.faults import POINTS as CRASH_POINTS
+
+
+class SettingsError(ResourceError):
+    """An environment variable holds a value the runtime cannot use; names it and the fix."""
+
+
+def _setting(
+    default: Any, default_text: str, meaning: str, fix: str, secret: bool = False, **rules: Any
+) -> Any:
+    """A field documented for ``medallion settings`` and the README's table: the default as a
+    reader sees it (derived defaults are computed from other settings), its meaning, and what a
+    valid value looks like (said when the value given is not one)."""
+    extra: JsonDict = {"default_text": default_text, "fix": fix, "secret": "yes" if secret else ""}
+    return Field(default, description=meaning, json_schema_extra=extra, **rules)
+
+
+class MedallionSettings(BaseModel):
+    """Every setting in force for one project; build it with ``from_env``."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore", populate_by_name=True)
+
+    project_root: Path = Field(exclude=True)
+
+    home: Path | None = _setting(
+        None,
+        "`<project>/.medallion`",
+        "local state: lake, landing, local S3, warehouse file, control store",
+        "a folder path",
+        alias="MEDALLION_HOME",
+    )
+    lake: Path | None = _setting(
+        None,
+        "`$MEDALLION_HOME/lake`",
+        "versioned tables (Parquet), published atomically",
+        "a folder path",
+        alias="MEDALLION_LAKE",
+    )
+    keep_versions: int = _setting(
+        3,
+        "`3`",
+        "versions kept per table",
+        "a whole number of at least 1, e.g. 3",
+        alias="MEDALLION_KEEP_VERSIONS",
+        ge=1,
+    )
+    s3: Literal["aws"] | None = _setting(
+        None,
+        "unset",
+        "`aws`: read raw data from AWS S3 without setting an endpoint",
+        "aws",
+        alias="MEDALLION_S3",
+    )
+    s3_endpoint: str | None = _setting(
+        None,
+        "unset (local folder)",
+        "S3 API endpoint; credentials from the AWS chain",
+        "a URL with its scheme, e.g. http://127.0.0.1:9000",
+        alias="MEDALLION_S3_ENDPOINT",
+        pattern=r"^https?://\S+$",
+    )
+    s3_local_root: Path | None = _setting(
+        None,
+        "`$MEDALLION_HOME/s3`",
+        "the folder standing in for S3",
+        "a folder path",
+        alias="MEDALLION_S3_LOCAL_ROOT",
+    )
+    aws_region: str = _setting(
+        "us-east-1",
+        "`us-east-1`",
+        "region of the S3 client (AWS's own variable)",
+        "an AWS region name, e.g. eu-west-1",
+        alias="AWS_DEFAULT_REGION",
+    )
+    spark_master: str = _setting(
+        "local[*]",
+        "`local[*]`",
+        "Spark master URL",
+        "a Spark master URL, e.g. local[*] or spark://host:7077",
+        alias="MEDALLION_SPARK_MASTER",
+    )
+    spark_remote: str | None = _setting(
+        None,
+        "unset",
+        "Spark Connect URL (`sc://host:15002`); a `token=` in it is masked",
+        "a Spark Connect URL, e.g. sc://127.0.0.1:15002",
+        alias="MEDALLION_SPARK_REMOTE",
+        pattern=r"^sc://\S+$",
+    )
+    # A few shuffle partitions suit the demo's size on a small machine.
+    spark_shuffle_partitions: int = _setting(
+        4,
+        "`4`",
+        "`spark.sql.shuffle.partitions` of the run's session",
+        "a whole number of at least 1, e.g. 4",
+        alias="MEDALLION_SPARK_SHUFFLE_PARTITIONS",
+        ge=1,
+    )
+    spark_driver_memory: str = _setting(
+        "2g",
+        "`2g`",
+        "`spark.driver.memory` of a local session",
+        "a JVM memory size, e.g. 2g or 512m",
+        alias="MEDALLION_SPARK_DRIVER_MEMORY",
+        pattern=r"(?i)^[0-9]+([kmgtp]b?)?$",
+    )
+    spark_log: Path | None = _setting(
+        None,
+        "unset (`medallion run`: `$MEDALLION_HOME/logs/spark.log`)",
+        "file the Spark driver's console output goes to",
+        "a file path",
+        alias="MEDALLION_SPARK_LOG",
+    )
+    warehouse_url: str | None = _setting(
+        None,
+        "`duckdb:///$MEDALLION_HOME/warehouse.duckdb`",
+        "`postgresql://…` or `redshift://…`; its password is masked",
+        "a warehouse URL, e.g. duckdb:///PATH or postgresql://user@host:5432/db",
+        alias="MEDALLION_WAREHOUSE_URL",
+    )
+    control_url: str | None = _setting(
+        None,
+        "`sqlite:///$MEDALLION_HOME/control.db`",
+        "control store: `sqlite:///PATH` or `postgresql://…`; its password is masked",
+        "sqlite:///PATH or postgresql://user@host:5432/db",
+        alias="MEDALLION_CONTROL_URL",
+    )
+    pg_password: str | None = _setting(
+        None,
+        "unset",
+        "PostgreSQL's own password variable; masked wherever it appears",
+        "a password",
+        secret=True,
+        alias="PGPASSWORD",
+    )
+    project: Path | None = _setting(
+        None,
+        "the repo",
+        "project folder the code location loads",
+        "a folder holding sql/ and metadata/",
+        alias="MEDALLION_PROJECT",
+    )
+    # A table build takes seconds to minutes; past 15 minutes the other builder is more likely
+    # stuck than busy.
+    lock_wait_seconds: float = _setting(
+        900.0,
+        "`900`",
+        "how long a step waits for another run building its table, then skips it (status `busy`)",
+        "a number of seconds, e.g. 900",
+        alias="MEDALLION_LOCK_WAIT_SECONDS",
+        ge=0,
+    )
+    crash_at: str | None = _setting(
+        None,
+        "unset",
+        "crash tests only: `POINT[@TABLE[DAY]]` kills the run process with SIGKILL there "
+        "(`runtime/faults.py` lists the points)",
+        f"POINT[@TABLE[DAY]] with POINT one of {', '.join(CRASH_POINTS)}",
+        alias="MEDALLION_CRASH_AT",
+    )
+
+    @field_validator("s3", mode="before")
+    @classmethod
+    def _s3_mode(cls, value: object) -> object:
+        return value.strip().lower() if isinstance(value, str) else value
+
+    @field_validator("crash_at")
+    @classmethod
+    def _crash_point(cls, value: str | None) -> str | None:
+        if value is not None and value.partition("@")[0] not in CRASH_POINTS:
+            raise ValueError("unknown crash point")
+        return value
+
+    @classmethod
+    def from_env(
+        cls, env: Mapping[str, str], project_root: Path | None = None
+    ) -> MedallionSettings:
+        """The settings ``env`` gives for the project at ``project_root`` (else
+        ``$MEDALLION_PROJECT``, else the current folder). An empty variable counts as unset;
+        variables this object does not know are ignored."""
+        given = {name: env[name] for name in variables() if env.get(name)}
+        root = project_root or given.get("MEDALLION_PROJECT") or Path(".")
+        try:
+            return cls.model_validate({"project_root": Path(root), **given})
+        except ValidationError as error:
+            raise SettingsError(_explain(error, given)) from None
+
+    def for_project(self, project_root: Path) -> MedallionSettings:
+        """The same variables for another project (its derived defaults follow it)."""
+        return self.model_copy(update={"project_root": Path(project_root)})
+
+    @property
+    def state_home(self) -> Path:
+        """``$MEDALLION_HOME``, else ``<project>/.medallion``: the one place this default is."""
+        return self.home if self.home is not None else self.project_root / ".medallion"
+
+    @property
+    def lake_root(self) -> Path:
+        return self.lake if self.lake is not None else self.state_home / "lake"
+
+    @property
+    def landing_root(self) -> Path:
+        return self.state_home / "landing"
+
+    @property
+    def s3_root(self) -> Path:
+        """The local folder standing in for S3 (used when no S3 API is configured)."""
+        return self.s3_local_root if self.s3_local_root is not None else self.state_home / "s3"
+
+    @property
+    def uses_s3_api(self) -> bool:
+        return self.s3_endpoint is not None or self.s3 == "aws"
+
+    @property
+    def effective_warehouse_url(self) -> str:
+        """The warehouse URL in force."""
+        if self.warehouse_url:
+            return self.warehouse_url
+        return f"duckdb:///{self.state_home / 'warehouse.duckdb'}"
+
+    @property
+    def effective_control_url(self) -> str:
+        """The control store URL in force."""
+        if self.control_url:
+            return self.control_url
+        return f"sqlite:///{(self.state_home / 'control.db').resolve()}"
+
+    def in_force(self) -> dict[str, str | None]:
+        """Each variable's value in force (derived defaults computed, folders absolute), None
+        when unset."""
+        derived: dict[str, object] = {
+            "MEDALLION_HOME": self.state_home.resolve(),
+            "MEDALLION_LAKE": self.lake_root.resolve(),
+            "MEDALLION_S3_LOCAL_ROOT": self.s3_root.resolve(),
+            "MEDALLION_WAREHOUSE_URL": self.effective_warehouse_url,
+            "MEDALLION_CONTROL_URL": self.effective_control_url,
+            "MEDALLION_PROJECT": self.project_root.resolve(),
+        }
+        values = {}
+        for variable, name in variables().items():
+            value = derived.get(variable, getattr(self, name))
+            if isinstance(value, float):
+                value = f"{value:g}"  # 900, not 900.0
+            values[variable] = None if value is None else str(value)
+        return values
+
+    def is_set(self, variable: str) -> bool:
+        """Whether the environment gave ``variable`` a (non-empty) value."""
+        return variables()[variable] in self.model_fields_set
+
+    @property
+    def secrets(self) -> frozenset[str]:
+        """The passwords and tokens these settings hold, in every form they may be printed in."""
+        from medallion_assets.io.credentials import known_secrets
+
+        return known_secrets(self)
+
+
+def variables() -> dict[str, str]:
+    """Variable name -> field name, in the order of the documentation."""
+    fields = MedallionSettings.model_fields
+    return {f.alias: name for name, f in fields.items() if f.alias is not None}
+
+
+def documented() -> list[SettingDoc]:
+    """Each variable with its default and meaning, as ``medallion settings`` and the README
+    document them."""
+    docs = []
+    for variable, name in variables().items():
+        field = MedallionSettings.model_fields[name]
+        docs.append(SettingDoc(variable, _extra(name, "default_text"), field.description or ""))
+    return docs
+
+
+def is_secret(variable: str) -> bool:
+    """Whether ``variable`` holds a secret through and through (it is never shown)."""
+    return bool(_extra(variables()[variable], "secret"))
+
+
+@dataclass(frozen=True)
+class SettingDoc:
+    variable: str
+    default: str
+    meaning: str
+
+
+def _extra(name: str, key: str) -> str:
+    extra = MedallionSettings.model_fields[name].json_schema_extra
+    value = extra.get(key) if isinstance(extra, dict) else None
+    return str(value) if value is not None else ""
+
+
+def _explain(error: ValidationError, given: Mapping[str, str]) -> str:
+    """One line per bad variable: its value (masked when it may hold a password) and what a
+    valid one looks like."""
+    from medallion_assets.io.credentials import MASK, mask_credentials, spark_connect_tokens
+
+    lines = []
+    for problem in error.errors():
+        variable = str(problem["loc"][0]) if problem["loc"] else "settings"
+        name = variables().get(variable)
+        fix = _extra(name, "fix") if name else str(problem["msg"])
+        value = given.get(variable, "")
+        value = mask_credentials(value, spark_connect_tokens(value))
+        if name is not None and _extra(name, "secret"):
+            value = MASK
+        lines.append(f"{variable}={value!r} is not valid: set it to {fix}, or unset it")
+    return "\n".join(lines)
