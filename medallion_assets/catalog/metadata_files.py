@@ -229,7 +229,7 @@ def _reads_as(kind: str, text: str) -> bool:
 
 def _allowed_keys(model: type[BaseModel], loc: Loc) -> list[str]:
     """Field names of the model found at ``loc`` inside ``model``; [] when it can't be told."""
-    current: Any = model
+    current: object = model
     for part in loc:
         current = _unwrap(current)
         if isinstance(current, type) and issubclass(current, BaseModel):
@@ -252,7 +252,7 @@ def _allowed_keys(model: type[BaseModel], loc: Loc) -> list[str]:
     return []
 
 
-def _unwrap(annotation: Any) -> Any:
+def _unwrap(annotation: object) -> object:
     """Strip ``Annotated`` and ``X | None``; a union of several models yields no single model."""
     while True:
         if typing.get_origin(annotation) is typing.Annotated:
