@@ -104,7 +104,11 @@ def simulate(
 
 
 def home_country(customer: Record) -> str:
-    """The ISO country of a customer, whatever they typed ('uk' -> 'GB')."""
+    """The ISO country of a customer, whatever they typed.
+
+    >>> home_country({"country_code": "uk"}), home_country({"country_code": "de"})
+    ('GB', 'DE')
+    """
     return str(customer["country_code"]).upper().replace("UK", "GB")
 
 
