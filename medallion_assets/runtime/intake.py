@@ -41,6 +41,11 @@ if TYPE_CHECKING:
     from medallion_assets.io.object_store import S3Object
 
 
+# One object's manifest entry, as stored (JSON): etag, size, ingested_at, batch_id, uri, and
+# sha256/landing when landed, quarantined or duplicate_of when set aside.
+Entry = dict[str, Any]
+
+
 def readable(entry: Mapping[str, Any]) -> bool:
     """Whether a manifest entry's landed file is part of the table.
 
@@ -50,7 +55,7 @@ def readable(entry: Mapping[str, Any]) -> bool:
     return "quarantined" not in entry and "duplicate_of" not in entry
 
 
-def readable_entries(manifest: Mapping[str, Any]) -> dict[str, Any]:
+def readable_entries(manifest: Mapping[str, Entry]) -> dict[str, Entry]:
     return {k: e for k, e in manifest.items() if readable(e)}
 
 
@@ -58,7 +63,7 @@ def readable_entries(manifest: Mapping[str, Any]) -> dict[str, Any]:
 class Intake:
     """What landing a batch did: the updated manifest, and per key what was set aside."""
 
-    manifest: dict[str, Any]
+    manifest: dict[str, Entry]
     landed: dict[str, list[str] | None] = field(default_factory=dict)  # key -> its columns
     quarantined: dict[str, str] = field(default_factory=dict)  # key -> why
     duplicates: dict[str, str] = field(default_factory=dict)  # key -> what it copies
@@ -88,7 +93,9 @@ class Intake:
             warn(f"skipped {key}: same content as {other} ingested {at}")
 
 
-def require_readable(table: str, manifest: Mapping[str, Any], bucket_uri: str, prefix: str) -> None:
+def require_readable(
+    table: str, manifest: Mapping[str, Entry], bucket_uri: str, prefix: str
+) -> None:
     """Fail when no object of ``manifest`` can be read: CorruptObject naming the corrupt ones,
     or FileNotFoundError when there are none at all."""
     if readable_entries(manifest):
@@ -121,7 +128,9 @@ class Batch:
     known_columns: tuple[str, ...]  # declared + evolved
 
 
-def new_objects(listed: Mapping[str, S3Object], manifest: Mapping[str, Any]) -> dict[str, S3Object]:
+def new_objects(
+    listed: Mapping[str, S3Object], manifest: Mapping[str, Entry]
+) -> dict[str, S3Object]:
     """The listed objects whose key is new or whose content changed (ETag), plus the skipped
     copies of those: their original is being replaced, so they are looked at again.
 
@@ -138,7 +147,9 @@ def new_objects(listed: Mapping[str, S3Object], manifest: Mapping[str, Any]) -> 
     return {**fresh, **copies}
 
 
-def land_batch(batch: Batch, fresh: Mapping[str, S3Object], manifest: Mapping[str, Any]) -> Intake:
+def land_batch(
+    batch: Batch, fresh: Mapping[str, S3Object], manifest: Mapping[str, Entry]
+) -> Intake:
     """Download and check each object of ``fresh`` (sorted by key: the first of two equal new
     objects is the one ingested), returning the manifest with their entries."""
     updated = dict(manifest)
@@ -152,7 +163,7 @@ def land_batch(batch: Batch, fresh: Mapping[str, S3Object], manifest: Mapping[st
     now = time.time()
     for key in sorted(fresh):
         obj, columns = fresh[key], None
-        entry: dict[str, Any] = {  # the manifest's JSON entry
+        entry: Entry = {
             "etag": obj.etag,
             "size": obj.size,
             "ingested_at": now,
@@ -197,7 +208,7 @@ def _columns(path: Path, batch: Batch) -> tuple[str | None, list[str] | None]:
     return columns_problem(columns, batch.known_columns), columns
 
 
-def _content_index(manifest: dict[str, Any], exclude: Mapping[str, Any]) -> dict[str, str]:
+def _content_index(manifest: dict[str, Entry], exclude: Mapping[str, object]) -> dict[str, str]:
     """SHA-256 -> key of the readable entries; entries landed before hashes were kept get one
     from their landed file (written back into ``manifest``)."""
     index: dict[str, str] = {}
