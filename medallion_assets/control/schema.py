@@ -12,8 +12,6 @@ there.
 
 from __future__ import annotations
 
-from typing import Any
-
 from sqlalchemy import (
     BigInteger,
     Boolean,
@@ -68,7 +66,7 @@ audit_log = Table(
     sqlite_autoincrement=True,
 )
 
-_SQL_TYPES: dict[str, type[TypeEngine[Any]]] = {
+_SQL_TYPES: dict[str, type[TypeEngine[object]]] = {
     "TEXT": Text,
     "BOOLEAN": Boolean,
     "INTEGER": Integer,
