@@ -172,3 +172,19 @@ def test_only_the_settings_object_reads_medallion_variables_from_the_environment
     # faults.py reads MEDALLION_CRASH_AT at the crash point, parsed by the settings object
     # (see its docstring for why).
     assert readers <= {"settings.py", "runtime/faults.py"}
+
+
+def test_a_misspelt_crash_point_is_an_error_at_the_point_not_a_run_that_never_crashes(
+    monkeypatch,
+):
+    from medallion_assets.runtime.faults import crash_point
+
+    monkeypatch.setenv("MEDALLION_CRASH_AT", "lake.publish@gold.revenue")
+    with pytest.raises(
+        SettingsError, match=re.escape("MEDALLION_CRASH_AT='lake.publish@gold.revenue'")
+    ):
+        crash_point("lake.published", "gold.revenue")
+    # A valid point for another table (or another point) lets the process go on.
+    monkeypatch.setenv("MEDALLION_CRASH_AT", "lake.published@gold.other")
+    crash_point("lake.published", "gold.revenue")
+    crash_point("lake.renamed", "gold.other")
