@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import select
 
 from medallion_assets.control import schema
+from medallion_assets.control.state import manifest_row
 from medallion_assets.control.store import AuditEntry, iso_utc, utc_now
 
 if TYPE_CHECKING:
@@ -115,7 +116,7 @@ def _import_file(store: ControlStore, db: Connection, path: Path) -> bool:
     match = _MANIFEST.fullmatch(name)
     if match is not None:
         rows = [
-            _manifest_row(match["source"], match["day"] or "", key, entry)
+            manifest_row(match["source"], match["day"], key, entry)
             for key, entry in data.items()
             if isinstance(entry, Mapping)
         ]
@@ -124,21 +125,10 @@ def _import_file(store: ControlStore, db: Connection, path: Path) -> bool:
     return False
 
 
-def _manifest_row(source: str, day: str, key: str, entry: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        "source": source,
-        "partition": day,
-        "object_key": key,
-        "etag": str(entry.get("etag", "")),
-        "batch_id": str(entry.get("batch_id", "")),
-        "ingested_at": float(entry.get("ingested_at", 0.0)),
-        "entry": json.dumps(dict(entry), sort_keys=True, default=str),
-    }
-
-
 def _insert_new(
     store: ControlStore, db: Connection, table: Table, rows: list[dict[str, Any]]
 ) -> None:
-    """Insert the rows whose key the table does not hold yet; the others are left alone."""
-    for row in rows:
-        db.execute(store.insert_new(table, row))
+    """Insert the rows whose key the table does not hold yet (in one batch); the others are
+    left alone."""
+    if rows:
+        db.execute(store.insert_new(table), rows)

@@ -12,6 +12,9 @@ there.
 
 from __future__ import annotations
 
+from dataclasses import fields
+from typing import Any
+
 from sqlalchemy import (
     BigInteger,
     Boolean,
@@ -29,6 +32,13 @@ from sqlalchemy.types import TypeEngine
 from medallion_assets.catalog.export import CATALOG_TABLES, KEYS
 
 metadata = MetaData()
+
+
+def columns_for(table: Table, record: type[Any]) -> list[Column[Any]]:
+    """``table``'s columns named as the dataclass ``record``'s fields, in the fields' order:
+    ``record(*row)`` then builds one from a row."""
+    return [table.c[f.name] for f in fields(record)]
+
 
 # The one place the dialects differ: SQLite's rowid alias must be INTEGER; PostgreSQL's is an
 # identity column (what the hand-written schema before SQLAlchemy created, kept as it was).
@@ -66,11 +76,11 @@ audit_log = Table(
     sqlite_autoincrement=True,
 )
 
-_SQL_TYPES: dict[str, type[TypeEngine[object]]] = {
-    "TEXT": Text,
-    "BOOLEAN": Boolean,
-    "INTEGER": Integer,
-    "REAL": Float,
+_SQL_TYPES: dict[str, TypeEngine[Any]] = {
+    "TEXT": Text(),
+    "BOOLEAN": Boolean(),
+    "INTEGER": Integer(),
+    "REAL": Float(),
 }
 
 catalog_tables: dict[str, Table] = {
@@ -78,7 +88,7 @@ catalog_tables: dict[str, Table] = {
         name,
         metadata,
         *(
-            Column(column, _SQL_TYPES[kind](), primary_key=column in KEYS[name])
+            Column(column, _SQL_TYPES[kind], primary_key=column in KEYS[name])
             for column, kind in columns
         ),
     )

@@ -85,6 +85,21 @@ class LoadRecord:
         )
 
 
+def manifest_row(
+    source: str, partition: str | None, key: str, entry: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The ``ingest_manifest`` row of one object's entry."""
+    return {
+        "source": source,
+        "partition": partition or "",
+        "object_key": key,
+        "etag": str(entry.get("etag", "")),
+        "batch_id": str(entry.get("batch_id", "")),
+        "ingested_at": float(entry.get("ingested_at", 0.0)),
+        "entry": json.dumps(dict(entry), sort_keys=True, default=str),
+    }
+
+
 class RuntimeState:
     """The runtime state of one control store; see the module docstring."""
 
@@ -96,14 +111,7 @@ class RuntimeState:
     def throttle_cuts(self) -> list[ThrottleCut]:
         """Every cut recorded, expired ones included, by system."""
         table = schema.throttle_cuts
-        query = select(
-            table.c.system,
-            table.c.factor,
-            table.c.since,
-            table.c.until,
-            table.c.reason,
-            table.c.run_id,
-        ).order_by(table.c.system)
+        query = select(*schema.columns_for(table, ThrottleCut)).order_by(table.c.system)
         with self.store.transaction() as db:
             return [ThrottleCut(*row) for row in db.execute(query).all()]
 
@@ -253,17 +261,8 @@ class RuntimeState:
         with self.store.transaction() as db:
             if gone:
                 db.execute(delete(table).where(*where, table.c.object_key.in_(gone)))
-            for key, entry in changed.items():
-                values = {
-                    "source": source,
-                    "partition": partition or "",
-                    "object_key": key,
-                    "etag": str(entry.get("etag", "")),
-                    "batch_id": str(entry.get("batch_id", "")),
-                    "ingested_at": float(entry.get("ingested_at", 0.0)),
-                    "entry": json.dumps(entry, sort_keys=True, default=str),
-                }
-                db.execute(self.store.upsert(table, values))
+            rows = [manifest_row(source, partition, k, e) for k, e in changed.items()]
+            self.store.upsert_many(db, table, rows)
             where_text = f" ({partition})" if partition else ""
             batches = sorted({str(e.get("batch_id", "")) for e in changed.values()} - {""})
             message = f"manifest of source {source}{where_text}: {len(changed)} object(s) recorded"

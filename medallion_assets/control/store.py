@@ -165,32 +165,45 @@ class ControlStore(StoreConnection):
     def upsert(self, table: Table, values: Mapping[str, Any]) -> Insert:
         """``INSERT ... ON CONFLICT (key) DO UPDATE`` of ``values`` in this store's dialect:
         concurrent writers of one row each land, the last one wins."""
-        dialect = postgresql if self.dialect == "postgresql" else sqlite
-        statement = dialect.insert(table).values(dict(values))
-        keys = [c.name for c in table.primary_key.columns]
-        changed = {n: statement.excluded[n] for n in values if n not in keys}
-        return statement.on_conflict_do_update(index_elements=keys, set_=changed)
+        return self._on_conflict_update(table, list(values)).values(dict(values))
 
-    def insert_new(self, table: Table, values: Mapping[str, Any]) -> Insert:
-        """``INSERT ... ON CONFLICT (key) DO NOTHING``: a row the table already has stays."""
-        dialect = postgresql if self.dialect == "postgresql" else sqlite
-        return dialect.insert(table).values(dict(values)).on_conflict_do_nothing()
+    def upsert_many(self, db: Connection, table: Table, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Upsert ``rows`` (each with the same columns) in one batch of the driver's: thousands
+        of manifest entries cost one statement, not a round trip each."""
+        if rows:
+            db.execute(self._on_conflict_update(table, list(rows[0])), [dict(r) for r in rows])
+
+    def _on_conflict_update(self, table: Table, names: Sequence[str]) -> Insert:
+        keys = [c.name for c in table.primary_key.columns]
+        if self.dialect == "postgresql":
+            pg = postgresql.insert(table)
+            changed = {n: pg.excluded[n] for n in names if n not in keys}
+            return pg.on_conflict_do_update(index_elements=keys, set_=changed)
+        lite = sqlite.insert(table)
+        return lite.on_conflict_do_update(
+            index_elements=keys, set_={n: lite.excluded[n] for n in names if n not in keys}
+        )
+
+    def insert_new(self, table: Table, values: Mapping[str, Any] | None = None) -> Insert:
+        """``INSERT ... ON CONFLICT (key) DO NOTHING``: a row the table already has stays.
+        Without ``values``, the rows are the ones the statement is executed with."""
+        if self.dialect == "postgresql":
+            pg = postgresql.insert(table)
+            pg = pg.values(dict(values)) if values is not None else pg
+            return pg.on_conflict_do_nothing()
+        lite = sqlite.insert(table)
+        lite = lite.values(dict(values)) if values is not None else lite
+        return lite.on_conflict_do_nothing()
 
     # --- flags --------------------------------------------------------------------------------
 
     def flags(self) -> list[FlagOverride]:
         table = schema.flag_overrides
-        query = select(
-            table.c.scope,
-            table.c.name,
-            table.c.enabled,
-            table.c.reason,
-            table.c.changed_by,
-            table.c.changed_at,
-        ).order_by(table.c.scope, table.c.name)
+        query = select(*schema.columns_for(table, FlagOverride))
+        query = query.order_by(table.c.scope, table.c.name)
         with self.transaction() as db:
             rows = db.execute(query).all()
-        return [FlagOverride(r[0], r[1], bool(r[2]), r[3], r[4], r[5]) for r in rows]
+        return [FlagOverride(*row) for row in rows]
 
     def set_flag(
         self, scope: str, name: str, enabled: bool, reason: str, changed_by: str
@@ -227,14 +240,7 @@ class ControlStore(StoreConnection):
     def routes(self) -> dict[str, RouteOverride]:
         """The tables read along a route other than their primary, by table."""
         table = schema.route_overrides
-        query = select(
-            table.c.dataset,
-            table.c.route,
-            table.c.reason,
-            table.c.changed_by,
-            table.c.changed_at,
-            table.c.run_id,
-        ).order_by(table.c.dataset)
+        query = select(*schema.columns_for(table, RouteOverride)).order_by(table.c.dataset)
         with self.transaction() as db:
             rows = db.execute(query).all()
         return {r[0]: RouteOverride(*r) for r in rows}

@@ -193,3 +193,24 @@ def test_status_shows_the_runtime_state_in_force(project: Path):
         7,
         "abcdef1234",
     )
+
+
+def test_the_first_command_moves_an_earlier_versions_state_files_into_the_store(project: Path):
+    legacy = project / ".medallion" / "lake" / "_state"
+    legacy.mkdir(parents=True)
+    manifest = {
+        f"orders/{i}.jsonl": {"etag": f"e{i}", "ingested_at": 1767225600.0 + i} for i in range(3)
+    }
+    (legacy / "manifest__orders.json").write_text(json.dumps(manifest))
+    (legacy / "schema__orders.json").write_text(json.dumps({"columns": [{"name": "coupon"}]}))
+
+    status = medallion(project, "control", "status")
+    assert status.exit_code == 0, status.output
+    assert "INGESTED source orders: 3 object(s), last at 2026-01-01T00:00:02" in status.output
+    assert "EVOLVED  source orders: coupon" in status.output
+    assert not legacy.exists()
+    assert (project / ".medallion" / "lake" / "_state.imported" / "manifest__orders.json").is_file()
+    log = json.loads(medallion(project, "audit", "--format", "json").output)
+    assert [e["details"]["files"] for e in log if e["kind"] == "state"] == [
+        ["manifest__orders.json", "schema__orders.json"]
+    ]

@@ -5,7 +5,6 @@ opening the old store at once migrate it once."""
 
 from __future__ import annotations
 
-import multiprocessing
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,6 +16,7 @@ import pytest
 
 from medallion_assets.control.migrations import LATEST
 from medallion_assets.control.store import ControlStore
+from tests.runtime.conftest import in_processes
 
 # The schema as the code before SQLAlchemy created it: version i = the statements of 1..i.
 OLD_DDL: dict[int, tuple[str, ...]] = {
@@ -141,15 +141,10 @@ def _open(url: str) -> None:
     ControlStore.open(url).record("run", "run", "opened")
 
 
+@pytest.mark.slow  # spawns processes that import the package
 def test_processes_opening_an_old_store_at_once_migrate_it_once(url: str):
     make_old_store(url, 3)
-    context = multiprocessing.get_context("spawn")
-    processes = [context.Process(target=_open, args=(url,)) for _ in range(3)]
-    for p in processes:
-        p.start()
-    for p in processes:
-        p.join(timeout=120)
-        assert p.exitcode == 0
+    in_processes(_open, [(url,)] * 3)
     store = ControlStore(url)
     assert store.schema_version() == LATEST
     assert store.query("SELECT count(*) FROM medallion_schema") == [(1,)]

@@ -6,14 +6,16 @@ at once lose nothing; and the ``_state`` JSON files of an earlier version move i
 from __future__ import annotations
 
 import json
-import multiprocessing
 from pathlib import Path
+
+import pytest
 
 from medallion_assets.control.legacy_state import IMPORTED_FOLDER
 from medallion_assets.control.plane import ControlPlane
 from medallion_assets.control.state import LoadRecord
 from medallion_assets.control.store import ControlStore
 from medallion_assets.runtime.schema_drift import evolve, read_evolved, revert
+from tests.runtime.conftest import in_processes
 
 ODD = "50% done? yes: %s %(x)s ?? 100%"  # placeholders of both drivers, literally
 
@@ -163,16 +165,11 @@ def _write_state(url: str, worker: int, count: int) -> None:
         evolve(state, "orders", [f"c{worker}_{i}"], f"w{worker}")
 
 
+@pytest.mark.slow  # spawns processes that import the package
 def test_two_processes_writing_state_at_once_lose_nothing(url: str):
     ControlStore.open(url)
     count = 15
-    context = multiprocessing.get_context("spawn")
-    processes = [context.Process(target=_write_state, args=(url, w, count)) for w in range(2)]
-    for p in processes:
-        p.start()
-    for p in processes:
-        p.join(timeout=120)
-        assert p.exitcode == 0
+    in_processes(_write_state, [(url, w, count) for w in range(2)])
     state = ControlStore(url).state
     assert sorted(state.manifest("shared", None)) == sorted(
         f"w{w}/{i}" for w in range(2) for i in range(count)

@@ -4,7 +4,6 @@ filtered, and several processes writing at once without losing a row."""
 
 from __future__ import annotations
 
-import multiprocessing
 import sqlite3
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from medallion_assets.control.store import (
     ControlStoreError,
     default_url,
 )
+from tests.runtime.conftest import in_processes
 
 
 def test_the_schema_is_created_once_and_reports_its_version(url: str):
@@ -75,13 +75,7 @@ def _write_many(url: str, worker: int, count: int) -> None:
 
 def test_several_processes_migrate_and_write_at_once_without_losing_a_row(url: str):
     workers, count = 4, 40
-    context = multiprocessing.get_context("spawn")  # fresh processes, as run workers are
-    processes = [context.Process(target=_write_many, args=(url, w, count)) for w in range(workers)]
-    for p in processes:
-        p.start()
-    for p in processes:
-        p.join(timeout=120)
-        assert p.exitcode == 0
+    in_processes(_write_many, [(url, w, count) for w in range(workers)])
     store = ControlStore(url)
     entries = store.audit()
     attempts = [e for e in entries if e.kind == "attempt"]
