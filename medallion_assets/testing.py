@@ -8,7 +8,33 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, overload
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql import DataFrame, SparkSession
+
+
+@overload
+def read_table(
+    name: str,
+    as_: Literal["pandas"] = "pandas",
+    *,
+    project: Path | str | None = None,
+    lake_root: Path | str | None = None,
+    spark: SparkSession | None = None,
+) -> Any: ...  # a pandas DataFrame (pandas ships no type information)
+
+
+@overload
+def read_table(
+    name: str,
+    as_: Literal["spark"],
+    *,
+    project: Path | str | None = None,
+    lake_root: Path | str | None = None,
+    spark: SparkSession | None = None,
+) -> DataFrame: ...
 
 
 def read_table(
@@ -17,7 +43,7 @@ def read_table(
     *,
     project: Path | str | None = None,
     lake_root: Path | str | None = None,
-    spark: Any = None,
+    spark: SparkSession | None = None,
 ) -> Any:
     """The current version of ``name`` (all partitions) as a pandas or Spark DataFrame.
 
@@ -45,7 +71,7 @@ def read_table(
     raise ValueError(f"as_ must be 'pandas' or 'spark', not {as_!r}")
 
 
-def _valid_text(table: Any) -> Any:
+def _valid_text(table: pa.Table) -> pa.Table:
     """``table`` with bytes that are not UTF-8 in its text columns replaced by U+FFFD.
 
     Spark keeps a string's bytes as they came, so a quarantined record of a badly encoded

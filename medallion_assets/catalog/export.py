@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from medallion_assets.catalog.catalog import Catalog
+
+if TYPE_CHECKING:
+    from medallion_assets.planner.kill_switch import EffectiveFlag
 
 # table -> (column, SQL type) in order; the first column(s) named in _KEYS are the key.
 CATALOG_TABLES: dict[str, tuple[tuple[str, str], ...]] = {
@@ -73,8 +76,10 @@ def _json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
 
-def catalog_rows(catalog: Catalog, flags: Iterable[Any]) -> dict[str, list[dict[str, Any]]]:
-    """Every catalog table's rows; ``flags`` are the effective flags (``EffectiveFlag``)."""
+def catalog_rows(
+    catalog: Catalog, flags: Iterable[EffectiveFlag]
+) -> dict[str, list[dict[str, Any]]]:
+    """Every catalog table's rows; ``flags`` are the effective flags."""
     rows: dict[str, list[dict[str, Any]]] = {
         "pipelines": [
             {

@@ -16,11 +16,12 @@ from pathlib import Path
 from typing import Any, TypeVar, Union
 
 from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
 from medallion_assets.catalog import models, operations
 from medallion_assets.catalog.errors import CatalogError, CatalogIssue
 from medallion_assets.catalog.rules import RULE_KINDS
-from medallion_assets.catalog.yaml_source import YamlDocument, read_yaml
+from medallion_assets.catalog.yaml_source import Loc, YamlDocument, read_yaml
 
 # file stem -> (model, top-level key holding the content, empty value when the file is absent)
 METADATA_FILES: dict[str, type[BaseModel]] = {
@@ -149,9 +150,9 @@ def _issues_from(
     return issues
 
 
-def _strip_union_tags(loc: tuple[Any, ...]) -> tuple[Any, ...]:
+def _strip_union_tags(loc: Loc) -> Loc:
     """Drop the rule kind Pydantic adds to a location: the YAML has no such key."""
-    out: list[Any] = []
+    out: list[object] = []
     for part in loc:
         if isinstance(part, str) and (part in RULE_KINDS or part.startswith("function-")):
             continue
@@ -159,7 +160,7 @@ def _strip_union_tags(loc: tuple[Any, ...]) -> tuple[Any, ...]:
     return tuple(out)
 
 
-def _explain(item: Any, loc: tuple[Any, ...], model: type[BaseModel]) -> tuple[str, str]:
+def _explain(item: ErrorDetails, loc: Loc, model: type[BaseModel]) -> tuple[str, str]:
     kind = item["type"]
     if kind == "extra_forbidden":
         key = loc[-1] if loc else "?"
@@ -197,7 +198,7 @@ _STRICT_TYPES = {
 }
 
 
-def _strict_type(kind: str, value: object, loc: tuple[Any, ...]) -> tuple[str, str]:
+def _strict_type(kind: str, value: object, loc: Loc) -> tuple[str, str]:
     """A scalar of the wrong type: say what YAML read and how to write what the field wants."""
     key = loc[-1] if loc and isinstance(loc[-1], str) else "the value"
     wanted = _STRICT_TYPES[kind]
@@ -226,9 +227,9 @@ def _reads_as(kind: str, text: str) -> bool:
     return kind == "float_type" or (number.is_integer() and "." not in text)
 
 
-def _allowed_keys(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
+def _allowed_keys(model: type[BaseModel], loc: Loc) -> list[str]:
     """Field names of the model found at ``loc`` inside ``model``; [] when it can't be told."""
-    current: Any = model
+    current: object = model
     for part in loc:
         current = _unwrap(current)
         if isinstance(current, type) and issubclass(current, BaseModel):
@@ -251,7 +252,7 @@ def _allowed_keys(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
     return []
 
 
-def _unwrap(annotation: Any) -> Any:
+def _unwrap(annotation: object) -> object:
     """Strip ``Annotated`` and ``X | None``; a union of several models yields no single model."""
     while True:
         if typing.get_origin(annotation) is typing.Annotated:

@@ -11,7 +11,7 @@ Example (``validation.yaml``)::
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal, Union
+from typing import TYPE_CHECKING, Annotated, Literal, Union
 
 import sqlglot
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -33,6 +33,8 @@ class _Rule(BaseModel):
     name: str | None = None
     severity: Severity = "error"
     description: str = ""
+    if TYPE_CHECKING:  # each rule declares its own ``kind`` literal (the union's discriminator)
+        kind: str
 
     @field_validator("name")
     @classmethod
@@ -61,7 +63,7 @@ class _Rule(BaseModel):
         if self.name:
             return self.name
         cols = "_".join(self.referenced_columns())
-        return f"{self.kind}_{cols}" if cols else str(self.kind)  # type: ignore[attr-defined]
+        return f"{self.kind}_{cols}" if cols else self.kind
 
 
 class RowCountRule(_Rule):

@@ -11,11 +11,14 @@ import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from medallion_assets.catalog import Catalog, Dataset
 from medallion_assets.catalog.rules import Rule
 from medallion_assets.runtime.lake import Lake
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
 
 SAMPLE_ROWS = 5
 MASKED = "<masked pii>"
@@ -109,12 +112,12 @@ class ChecksFailed(RuntimeError):
 class CheckContext:
     """What checks may read besides the staged frame."""
 
-    spark: Any
+    spark: SparkSession
     lake: Lake
     catalog: Catalog
     dataset: Dataset
     partition: str | None = None
-    quarantine: Any = None  # bronze: the staged quarantine DataFrame
+    quarantine: DataFrame | None = None  # bronze: the staged quarantine records
     records_read: int | None = None  # bronze: records read from the raw objects
     now: float = field(default_factory=time.time)
 
@@ -127,7 +130,7 @@ class CheckContext:
 
 
 def sample_rows(
-    frame: Any, pii: frozenset[str], limit: int = SAMPLE_ROWS
+    frame: DataFrame, pii: frozenset[str], limit: int = SAMPLE_ROWS
 ) -> tuple[dict[str, Any], ...]:
     """Up to ``limit`` rows of ``frame`` as JSON-safe dicts, PII columns masked."""
     rows = frame.limit(limit).collect()
@@ -144,8 +147,16 @@ def _plain(value: Any) -> Any:
     return text if len(text) <= _MAX_TEXT else text[: _MAX_TEXT - 3] + "..."
 
 
+class ResultExtras(TypedDict, total=False):
+    """What a rule may add to its result besides the counts and message."""
+
+    samples: tuple[dict[str, Any], ...]
+    engine: str
+    details: dict[str, Any]
+
+
 def result_of(
-    rule: Rule, passed: bool, failing: int, total: int, message: str, **kw: Any
+    rule: Rule, passed: bool, failing: int, total: int, message: str, **kw: Unpack[ResultExtras]
 ) -> CheckResult:
     return CheckResult(
         name=rule.label(),

@@ -8,7 +8,8 @@ anchor the end with ``$`` for a full match.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, cast
 
 from medallion_assets.catalog.catalog import INGESTION_COLUMNS
 from medallion_assets.catalog.rules import (
@@ -22,10 +23,19 @@ from medallion_assets.catalog.rules import (
 )
 from medallion_assets.checks.results import CheckContext, CheckResult, result_of, sample_rows
 
+if TYPE_CHECKING:
+    from pandera.api.checks import Check
+    from pandera.api.pyspark.container import DataFrameSchema
+    from pyspark.sql import Column, DataFrame
+    from pyspark.sql.types import DataType
+
+# pandera's validation report: SCHEMA/DATA -> reason -> the errors ({column, check, error}).
+_PanderaErrors = dict[str, dict[str, list[dict[str, Any]]]]
+
 PANDERA_KINDS = {"not_null", "unique", "accepted_values", "range", "regex", "schema"}
 
 
-def evaluate(rule: Rule, frame: Any, total: int, context: CheckContext) -> CheckResult:
+def evaluate(rule: Rule, frame: DataFrame, total: int, context: CheckContext) -> CheckResult:
     if isinstance(rule, SchemaRule):
         return _schema(rule, frame, total, context)
     checked, problem = _prepare(rule, frame)
@@ -46,7 +56,7 @@ def evaluate(rule: Rule, frame: Any, total: int, context: CheckContext) -> Check
     )
 
 
-def _prepare(rule: Rule, frame: Any) -> tuple[Any, str]:
+def _prepare(rule: Rule, frame: DataFrame) -> tuple[DataFrame, str]:
     """The frame pandera checks (a regex casts a non-string column), or why it cannot run."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
@@ -66,11 +76,12 @@ def _prepare(rule: Rule, frame: Any) -> tuple[Any, str]:
     return frame, ""
 
 
-def _pandera_schema(rule: Rule, frame: Any) -> Any:
+def _pandera_schema(rule: Rule, frame: DataFrame) -> DataFrameSchema:
     import pandera.pyspark as pa
 
-    def column(name: str, **kw: Any) -> Any:
-        return pa.Column(frame.schema[name].dataType, **kw)
+    def column(name: str, **kw: Any) -> pa.Column:
+        # pandera takes any Spark type; its annotation lists only some of them.
+        return pa.Column(frame.schema[name].dataType, **kw)  # type: ignore[arg-type]
 
     if isinstance(rule, NotNullRule):
         if len(rule.columns) == 1:
@@ -90,7 +101,7 @@ def _pandera_schema(rule: Rule, frame: Any) -> Any:
     if isinstance(rule, AcceptedValuesRule):
         check = pa.Check.isin(list(rule.values))
     elif isinstance(rule, RangeRule):
-        check = _range_check(pa, rule)
+        check = _range_check(rule)
     elif isinstance(rule, RegexRule):
         check = pa.Check.str_matches(_anchored(rule.pattern))
     else:
@@ -99,7 +110,7 @@ def _pandera_schema(rule: Rule, frame: Any) -> Any:
     return pa.DataFrameSchema({name: column(name, nullable=True, checks=[check])})
 
 
-def _any_null(columns: tuple[str, ...]) -> Any:
+def _any_null(columns: tuple[str, ...]) -> Column:
     """The predicate "a null in any of ``columns``": the not_null rule's failing rows."""
     from pyspark.sql import functions as F
 
@@ -109,16 +120,18 @@ def _any_null(columns: tuple[str, ...]) -> Any:
     return condition
 
 
-def _no_nulls_in(columns: tuple[str, ...]) -> Any:
+def _no_nulls_in(columns: tuple[str, ...]) -> Callable[[DataFrame], bool]:
     """A pandera table-level check: no row has a null in any of ``columns``."""
 
-    def check(frame: Any) -> bool:
+    def check(frame: DataFrame) -> bool:
         return bool(frame.filter(_any_null(columns)).limit(1).count() == 0)
 
     return check
 
 
-def _range_check(pa: Any, rule: RangeRule) -> Any:
+def _range_check(rule: RangeRule) -> Check:
+    import pandera.pyspark as pa
+
     if rule.min is not None and rule.max is not None:
         return pa.Check.in_range(rule.min, rule.max, rule.min_inclusive, rule.max_inclusive)
     if rule.min is not None:
@@ -132,9 +145,10 @@ def _anchored(pattern: str) -> str:
     return f"^(?:{pattern})"
 
 
-def _pandera_errors(schema: Any, frame: Any) -> list[str]:
+def _pandera_errors(schema: DataFrameSchema, frame: DataFrame) -> list[str]:
     validated = schema.validate(frame)
-    errors = validated.pandera.errors or {}
+    # pandera annotates ``errors`` as its ErrorHandler; what it holds is this nested dict.
+    errors = cast("_PanderaErrors", validated.pandera.errors or {})
     return [
         f"{e.get('column') or 'table'}: {e.get('check')}: {e.get('error')}"
         for by_reason in errors.values()
@@ -143,7 +157,7 @@ def _pandera_errors(schema: Any, frame: Any) -> list[str]:
     ]
 
 
-def _failing(rule: Rule, frame: Any) -> tuple[Any, dict[str, Any]]:
+def _failing(rule: Rule, frame: DataFrame) -> tuple[DataFrame, dict[str, Any]]:
     """The failing rows with the same predicate pandera applied, and details for the result."""
     from pyspark.sql import functions as F
 
@@ -151,6 +165,7 @@ def _failing(rule: Rule, frame: Any) -> tuple[Any, dict[str, Any]]:
         nulls = frame.select(
             [F.sum(F.col(c).isNull().cast("long")).alias(c) for c in rule.columns]
         ).first()
+        assert nulls is not None  # an aggregate without grouping has one row
         by_column = {c: int(nulls[c] or 0) for c in rule.columns}
         return frame.where(_any_null(rule.columns)), {"nulls_by_column": by_column}
     if isinstance(rule, UniqueRule):
@@ -216,7 +231,7 @@ def expected_schema(context: CheckContext) -> dict[str, str | None]:
     return {c.column: c.type or declared.get(c.column) for c in dataset.columns if c.column != "*"}
 
 
-def _spark_type(kind: str | None) -> Any:
+def _spark_type(kind: str | None) -> DataType | None:
     """The Spark type of a declared type name; None (presence only) when not a Spark type,
     such as the lineage engine's "unknown"."""
     from pyspark.errors import PySparkException
@@ -230,13 +245,14 @@ def _spark_type(kind: str | None) -> Any:
         return None
 
 
-def _schema(rule: SchemaRule, frame: Any, total: int, context: CheckContext) -> CheckResult:
+def _schema(rule: SchemaRule, frame: DataFrame, total: int, context: CheckContext) -> CheckResult:
     import pandera.pyspark as pa
 
     expected = expected_schema(context)
     columns = {}
     for name, kind in expected.items():
-        columns[name] = pa.Column(_spark_type(kind), nullable=True, required=True)
+        spark_type = _spark_type(kind)  # pandera takes any Spark type (see ``column`` above)
+        columns[name] = pa.Column(spark_type, nullable=True, required=True)  # type: ignore[arg-type]
     schema = pa.DataFrameSchema(columns, strict=not rule.allow_new_nullable_columns)
     errors = _pandera_errors(schema, frame.limit(0))
     new = [c for c in frame.columns if c not in expected]

@@ -19,6 +19,8 @@ from medallion_assets.checks.results import CheckContext, CheckResult, result_of
 from medallion_assets.runtime.spark_sql import spark_query, view_name
 
 if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
     from medallion_assets.io.warehouse_load import LoadReport
 
 
@@ -35,13 +37,16 @@ def _bound(value: int | None) -> str:
     return "-" if value is None else f"{value:,}"
 
 
-def freshness(rule: FreshnessRule, frame: Any, total: int, context: CheckContext) -> CheckResult:
+def freshness(
+    rule: FreshnessRule, frame: DataFrame, total: int, context: CheckContext
+) -> CheckResult:
     from pyspark.sql import functions as F
 
     column = rule.timestamp_column
     if column not in frame.columns:
         return result_of(rule, False, total, total, f"column {column} missing from the table")
-    newest = frame.select(F.max(F.col(column).cast("timestamp")).cast("double")).first()[0]
+    row = frame.select(F.max(F.col(column).cast("timestamp")).cast("double")).first()
+    newest = row[0] if row is not None else None
     if newest is None:
         return result_of(rule, False, total, total, f"no {column} value: the table is empty")
     age = (context.now - newest) / 3600
@@ -55,7 +60,7 @@ def freshness(rule: FreshnessRule, frame: Any, total: int, context: CheckContext
 
 
 def referential_integrity(
-    rule: ReferentialIntegrityRule, frame: Any, total: int, context: CheckContext
+    rule: ReferentialIntegrityRule, frame: DataFrame, total: int, context: CheckContext
 ) -> CheckResult:
     from pyspark.sql import functions as F
 
@@ -86,7 +91,7 @@ def referential_integrity(
 
 
 def sql_assertion(
-    rule: SqlAssertionRule, frame: Any, total: int, context: CheckContext
+    rule: SqlAssertionRule, frame: DataFrame, total: int, context: CheckContext
 ) -> CheckResult:
     from medallion_assets.catalog.rules import SELF_PLACEHOLDER
 

@@ -15,7 +15,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from medallion_assets.catalog import Dataset
 from medallion_assets.catalog.rules import (
@@ -29,7 +29,10 @@ from medallion_assets.catalog.rules import (
 )
 from medallion_assets.checks import row_rules, table_rules
 from medallion_assets.checks.results import CheckContext, CheckResult, ChecksFailed, Validation
-from medallion_assets.runtime.lake import REJECTED, Lake
+from medallion_assets.runtime.lake import REJECTED, Lake, TableVersion
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
 
 def data_rules(dataset: Dataset) -> tuple[Rule, ...]:
@@ -38,7 +41,7 @@ def data_rules(dataset: Dataset) -> tuple[Rule, ...]:
 
 
 def validate_frame(
-    frame: Any,
+    frame: DataFrame,
     context: CheckContext,
     rules: Sequence[Rule] | None = None,
     total: int | None = None,
@@ -58,7 +61,7 @@ def validate_frame(
     return Validation(tuple(results))
 
 
-def evaluate(rule: Rule, frame: Any, total: int, context: CheckContext) -> CheckResult:
+def evaluate(rule: Rule, frame: DataFrame, total: int, context: CheckContext) -> CheckResult:
     if rule.kind in row_rules.PANDERA_KINDS:
         return row_rules.evaluate(rule, frame, total, context)
     if isinstance(rule, RowCountRule):
@@ -121,7 +124,7 @@ def still_rejected(
     )
 
 
-def reused_validation(version: Any, context: CheckContext) -> Validation:
+def reused_validation(version: TableVersion, context: CheckContext) -> Validation:
     """Check results for a build skipped because code and inputs are unchanged.
 
     Results stored with the reused version are reported again (marked ``reused_from``);
@@ -156,7 +159,7 @@ class BlockedOutput:
     rejected_at: float
     staging: str
     failures: tuple[CheckResult, ...]  # the blocking checks that failed
-    current: Any  # the TableVersion that stays current, or None when none was published
+    current: TableVersion | None  # the version that stays current (None: none published)
 
     def as_dict(self) -> dict[str, Any]:
         return {

@@ -8,13 +8,16 @@ import os
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, ParamSpec, TextIO, TypeVar
 
 import click
 
 from medallion_assets.catalog import Catalog, CatalogError, load_catalog
 from medallion_assets.io.credentials import mask_credentials
 from medallion_assets.settings import MedallionSettings
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 project_option = click.option(
     "--project",
@@ -56,11 +59,11 @@ def fail(message: str, code: int = 2) -> NoReturn:
     sys.exit(code)
 
 
-def known_table(func: Callable[..., Any]) -> Callable[..., Any]:
+def known_table(func: Callable[P, R]) -> Callable[P, R]:
     """Turn an unknown table or column (KeyError from the graph) into a one-line error."""
 
     @functools.wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return func(*args, **kwargs)
         except KeyError as error:
@@ -74,7 +77,7 @@ class MaskedStream:
     defence for output no message site masked (a library's traceback, a warning, a print).
     It has no ``buffer``, so nothing can write around it in bytes."""
 
-    def __init__(self, stream: Any, secrets: Iterable[str]):
+    def __init__(self, stream: TextIO, secrets: Iterable[str]):
         self._stream = stream
         self.secrets = frozenset(secrets)
 

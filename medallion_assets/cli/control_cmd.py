@@ -42,7 +42,7 @@ def control() -> None:
     """Switch pipelines, layers, datasets, sources or targets off and on, without a redeploy."""
 
 
-def _flip(enabled: bool):  # type: ignore[no-untyped-def]
+def _flip(enabled: bool) -> click.Command:
     verb = "enable" if enabled else "disable"
 
     @click.argument("entity")

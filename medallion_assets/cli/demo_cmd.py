@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
 from medallion_assets.catalog import Catalog
 from medallion_assets.cli.common import fail, load, project_option, settings_for
 from medallion_assets.demo import DemoSettings, GeneratedFile, generate, write_files
+
+if TYPE_CHECKING:
+    from medallion_assets.io.object_store import ObjectStore
 
 FALLBACK_START = date(2026, 1, 1)
 _DEFAULTS = DemoSettings()
@@ -89,7 +92,7 @@ def partitions_start(catalog: Catalog) -> date:
     return min(starts, default=FALLBACK_START)
 
 
-def object_store(target: str | None, project: Path) -> tuple[Any, str]:
+def object_store(target: str | None, project: Path) -> tuple[ObjectStore, str]:
     """(store, where it writes) for ``--target``."""
     from medallion_assets.io.object_store import (
         Boto3ObjectStore,
@@ -98,7 +101,7 @@ def object_store(target: str | None, project: Path) -> tuple[Any, str]:
     )
 
     settings = settings_for(project)
-    store: Any
+    store: Boto3ObjectStore | LocalFolderObjectStore
     if target is None:
         store = object_store_of(settings)
     elif target.startswith("s3://"):

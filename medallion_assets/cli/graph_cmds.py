@@ -6,13 +6,16 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
 from medallion_assets.cli.common import fail, known_table, load, project_option, settings_for
 from medallion_assets.lineage.impact import ImpactReport
 from medallion_assets.lineage.impact import impact as impact_of
+
+if TYPE_CHECKING:
+    from medallion_assets.checks.validation import BlockedOutput
 
 _fmt = click.option(
     "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
@@ -73,14 +76,14 @@ def _impact_text(report: ImpactReport) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _blocked_outputs(project: Path, table: str) -> list[Any]:
+def _blocked_outputs(project: Path, table: str) -> list[BlockedOutput]:
     from medallion_assets.checks.validation import blocked_outputs
     from medallion_assets.runtime.lake import Lake
 
     return blocked_outputs(Lake(settings_for(project).lake_root), table)
 
 
-def _blocked_text(output: Any, report: ImpactReport) -> str:
+def _blocked_text(output: BlockedOutput, report: ImpactReport) -> str:
     where = f"{output.table}[{output.partition}]" if output.partition else output.table
     when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(output.rejected_at))
     lines = [

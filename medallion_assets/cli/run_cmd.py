@@ -6,11 +6,15 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from medallion_assets.catalog import CatalogError
 from medallion_assets.cli.common import does_not_load, project_option, settings_for
+
+if TYPE_CHECKING:
+    from medallion_assets.adapters.run_summary import RunSummary
 
 
 @click.command("run")
@@ -82,7 +86,7 @@ def run(project: Path, fail_on_blocked: bool, wait_seconds: float) -> None:
     )
 
 
-def table(summary) -> str:  # type: ignore[no-untyped-def]
+def table(summary: RunSummary) -> str:
     """One row per table and partition, then the totals."""
     from medallion_assets.adapters.run_summary import counts
 
@@ -111,7 +115,7 @@ def table(summary) -> str:  # type: ignore[no-untyped-def]
     return "\n".join(lines)
 
 
-def blocked(project: Path, summary) -> str:  # type: ignore[no-untyped-def]
+def blocked(project: Path, summary: RunSummary) -> str:
     """Which tables checks held back, why, and what downstream kept its previous version."""
     held = summary.having("blocked")
     if not held:
@@ -134,7 +138,7 @@ def blocked(project: Path, summary) -> str:  # type: ignore[no-untyped-def]
     return "\n".join(lines)
 
 
-def warnings(summary) -> str:  # type: ignore[no-untyped-def]
+def warnings(summary: RunSummary) -> str:
     found = summary.warnings
     if not found:
         return ""
@@ -143,7 +147,7 @@ def warnings(summary) -> str:  # type: ignore[no-untyped-def]
     return "\n".join(lines)
 
 
-def failed(summary) -> str:  # type: ignore[no-untyped-def]
+def failed(summary: RunSummary) -> str:
     out = []
     if summary.having("failed"):
         out.append("FAILED: these tables did not publish (full detail: the run in dagster dev)")

@@ -20,11 +20,11 @@ import csv
 import io
 import json
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from medallion_assets.catalog import Catalog
 from medallion_assets.catalog.models import Column, Source
@@ -44,6 +44,8 @@ from medallion_assets.demo.world import (
     products,
     snapshots,
 )
+
+T = TypeVar("T")
 
 EXTENSIONS = {"jsonl": "jsonl", "csv": "csv", "parquet": "parquet"}
 MALFORMED_RATE = 0.0075
@@ -69,7 +71,7 @@ class ObjectWriter(Protocol):
     """What writing needs from an object store (``medallion_assets.io.object_store``)."""
 
     def ensure_bucket(self, bucket: str) -> None: ...
-    def put(self, bucket: str, key: str, data: bytes) -> Any: ...
+    def put(self, bucket: str, key: str, data: bytes) -> object: ...
 
 
 def simulate_shop(settings: DemoSettings) -> dict[str, Days]:
@@ -166,7 +168,11 @@ def fill_required(
 
 
 def split_top_level(text: str, separator: str = ",") -> list[str]:
-    """Split at separators outside <> and (): 'a:int,b:decimal(5,2)' -> ['a:int', 'b:...']."""
+    """Split at separators outside <> and ().
+
+    >>> split_top_level("a:int, b:decimal(5,2), c:map<string,int>")
+    ['a:int', 'b:decimal(5,2)', 'c:map<string,int>']
+    """
     parts, depth, current = [], 0, ""
     for char in text:
         if char in "<(":
@@ -250,7 +256,11 @@ def csv_field(value: Any) -> str:
 
 def malformed_count(rows: int, rate: float = MALFORMED_RATE) -> int:
     """How many broken copies a file of ``rows`` records gets: about ``rate``, at least one in
-    any file of ten or more records, so every bronze table has something to quarantine."""
+    any file of ten or more records, so every bronze table has something to quarantine.
+
+    >>> malformed_count(9), malformed_count(10), malformed_count(1_000)
+    (0, 1, 8)
+    """
     count = round(rows * rate)
     return 1 if count == 0 and rows >= 10 else count
 
@@ -271,19 +281,21 @@ def encode(
         return "".join(f"{line}\n" for line in broken).encode(), len(broken) - len(lines)
     if fmt == "csv":
         rows = [[csv_field(r.get(n)) for n in names] for r in records]
-        broken = _corrupt(rows, rng, lambda row, g: _break_csv_row(row, columns, g))
+        broken_rows = _corrupt(rows, rng, lambda row, g: _break_csv_row(row, columns, g))
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\n")
         writer.writerow(names)
-        writer.writerows(broken)
-        return out.getvalue().encode(), len(broken) - len(rows)
+        writer.writerows(broken_rows)
+        return out.getvalue().encode(), len(broken_rows) - len(rows)
     raise ValueError(f"unknown source format {fmt!r}: expected jsonl, csv or parquet")
 
 
-def _corrupt(items: list[Any], rng: random.Random, breaker: Any) -> list[Any]:
+def _corrupt(
+    items: list[T], rng: random.Random, breaker: Callable[[T, random.Random], T]
+) -> list[T]:
     """``items`` with broken copies of a few of them inserted right after their originals."""
     chosen = set(rng.sample(range(len(items)), malformed_count(len(items))))
-    out: list[Any] = []
+    out: list[T] = []
     for index, item in enumerate(items):
         out.append(item)
         if index in chosen:

@@ -14,7 +14,6 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
-from typing import Any
 
 from medallion_assets.demo.world import (
     CENT,
@@ -25,6 +24,9 @@ from medallion_assets.demo.world import (
     Record,
     at,
 )
+
+Line = tuple[Record, int]  # (product, quantity) of one order line
+Purchase = tuple[Record, Record, list[Line]]  # (order, customer, its lines)
 
 TAX = {"US": "0.07", "CA": "0.13", "JP": "0.10", "AU": "0.10", "CH": "0.081", "AE": "0.05"}
 EU_VAT = "0.20"  # the rest of Europe; elsewhere 10%
@@ -80,7 +82,8 @@ def simulate(
         for day, count in enumerate(per_day)
         for _ in range(count)
     )
-    orders, payments, shipments, purchases = [], [], [], []
+    orders, payments, shipments = [], [], []
+    purchases: list[Purchase] = []
     for number, placed in enumerate(stamps):
         customer = rng.choices(first, cum_weights=loyalty)[0]
         lines = _lines(rng, active, popularity)
@@ -101,11 +104,15 @@ def simulate(
 
 
 def home_country(customer: Record) -> str:
-    """The ISO country of a customer, whatever they typed ('uk' -> 'GB')."""
+    """The ISO country of a customer, whatever they typed.
+
+    >>> home_country({"country_code": "uk"}), home_country({"country_code": "de"})
+    ('GB', 'DE')
+    """
     return str(customer["country_code"]).upper().replace("UK", "GB")
 
 
-def _lines(rng: random.Random, active: list[Record], popularity: list[float]) -> list[Any]:
+def _lines(rng: random.Random, active: list[Record], popularity: list[float]) -> list[Line]:
     wanted = min(len(active), rng.choices((1, 2, 3, 4), (55, 25, 12, 8))[0])
     picked: dict[int, Record] = {}
     while len(picked) < wanted:
@@ -126,7 +133,7 @@ def _order(
     order_id: int,
     customer: Record,
     placed: datetime,
-    lines: list[Any],
+    lines: list[Line],
     rate: Decimal,
 ) -> Record:
     home = home_country(customer)
@@ -290,7 +297,7 @@ def _shipment(
 def _clickstream(
     s: DemoSettings,
     rng: random.Random,
-    purchases: list[Any],
+    purchases: list[Purchase],
     people: list[Record],
     active: list[Record],
 ) -> Days:
@@ -350,13 +357,13 @@ def _event(
 
 
 def _purchase_session(
-    rng: random.Random, order: Record, customer: Record, lines: list[Any], active: list[Record]
+    rng: random.Random, order: Record, customer: Record, lines: list[Line], active: list[Record]
 ) -> list[Record]:
     """The session that ended in ``order``, built backwards from the purchase."""
     context = _context(rng, customer, order["channel"])
     steps: list[tuple[str, Record | None]] = [("purchase", None), ("checkout_start", None)]
-    for product, _ in lines:
-        steps += [("add_to_cart", product), ("product_view", product)]
+    for bought, _ in lines:
+        steps += [("add_to_cart", bought), ("product_view", bought)]
     steps += [("product_view", rng.choice(active)) for _ in range(rng.randint(0, 3))]
     steps += [("search", None)] * rng.randint(0, 2)
     if rng.random() < 0.6:

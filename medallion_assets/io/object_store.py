@@ -372,7 +372,7 @@ def _md5_file(path: Path, chunk_size: int) -> str:
     return digest.hexdigest()
 
 
-def object_store_of(settings: MedallionSettings) -> ObjectStore:
+def object_store_of(settings: MedallionSettings) -> Boto3ObjectStore | LocalFolderObjectStore:
     """S3 when ``MEDALLION_S3_ENDPOINT`` is set or ``MEDALLION_S3=aws``; else the local folder
     standing in for it (``MEDALLION_S3_LOCAL_ROOT``, else ``$MEDALLION_HOME/s3``)."""
     if settings.uses_s3_api:

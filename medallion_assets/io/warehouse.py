@@ -35,7 +35,12 @@ from medallion_assets.io.warehouse_load import (
     held,
     run_load,
 )
-from medallion_assets.io.warehouse_sessions import DuckDBSession, PostgresSession, RedshiftSession
+from medallion_assets.io.warehouse_sessions import (
+    DbApiConnection,
+    DuckDBSession,
+    PostgresSession,
+    RedshiftSession,
+)
 
 if TYPE_CHECKING:
     from medallion_assets.catalog.models import Target
@@ -188,7 +193,7 @@ class RedshiftWarehouse(_SqlWarehouse):
         s3_staging_uri: str,
         iam_role: str,
         put: Put | None = None,
-        connection: Any = None,
+        connection: DbApiConnection | None = None,
         batch_rows: int = BATCH_ROWS,
     ):
         super().__init__(batch_rows)

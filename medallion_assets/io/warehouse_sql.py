@@ -29,7 +29,15 @@ _IAM_ROLE = re.compile(r"arn:aws[a-z-]*:iam::\d{12}:role/[A-Za-z0-9_+=,.@/-]{1,5
 
 
 def quote_identifier(name: str) -> str:
-    """``orders`` -> ``"orders"``; anything but a lower-case identifier is a ValueError."""
+    """Quote a lower-case identifier; anything else is a ValueError.
+
+    >>> quote_identifier("order_id")
+    '"order_id"'
+    >>> quote_identifier("Order Id")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: 'Order Id' is not a safe warehouse identifier: use lower-case letters, ...
+    """
     if not isinstance(name, str) or not _IDENT.fullmatch(name):
         raise ValueError(
             f"{name!r} is not a safe warehouse identifier: use lower-case letters, digits and _, "
@@ -41,7 +49,11 @@ def quote_identifier(name: str) -> str:
 
 
 def split_table(table: str) -> tuple[str | None, str]:
-    """``"gold.orders"`` -> ``("gold", "orders")``; a bare ``"orders"`` has no schema."""
+    """(schema, table) of a warehouse table name; a bare name has no schema.
+
+    >>> split_table("gold.orders"), split_table("orders")
+    (('gold', 'orders'), (None, 'orders'))
+    """
     parts = table.split(".") if isinstance(table, str) else []
     if not 1 <= len(parts) <= 2:
         raise ValueError(f"{table!r} is not a warehouse table: write 'schema.table' in lower case")
@@ -57,7 +69,11 @@ def split_table(table: str) -> tuple[str | None, str]:
 
 
 def quote_table(table: str) -> str:
-    """``gold.orders`` -> ``"gold"."orders"``."""
+    """The quoted name of a warehouse table.
+
+    >>> print(quote_table("gold.orders"))
+    "gold"."orders"
+    """
     schema, name = split_table(table)
     return quote_identifier(name) if schema is None else f'"{schema}"."{name}"'
 

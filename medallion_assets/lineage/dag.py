@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from typing import Generic, TypeVar
 
 T = TypeVar("T", bound=Hashable)
@@ -88,12 +88,12 @@ class DAG(Generic[T]):
         for root in self._down:
             if root in state:
                 continue
-            stack: list[tuple[T, Iterable[T]]] = [(root, iter(self._down[root]))]
+            stack: list[tuple[T, Iterator[T]]] = [(root, iter(self._down[root]))]
             path = [root]
             state[root] = 1
             while stack:
                 node, children = stack[-1]
-                child = next(children, None)  # type: ignore[call-overload]
+                child = next(children, None)
                 if child is None:
                     stack.pop()
                     path.pop()

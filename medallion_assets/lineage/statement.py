@@ -49,7 +49,11 @@ def known_dialects() -> list[str]:
 
 
 def sqlglot_dialect(name: str) -> str:
-    """The sqlglot name of an authoring dialect (``ansi`` -> sqlglot's generic dialect)."""
+    """The sqlglot name of an authoring dialect (``ansi``: sqlglot's generic dialect, "").
+
+    >>> sqlglot_dialect("Redshift"), sqlglot_dialect("ansi"), sqlglot_dialect("sparksql")
+    ('redshift', '', 'spark')
+    """
     return _DIALECT_ALIASES.get(name.lower(), name.lower())
 
 

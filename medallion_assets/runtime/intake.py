@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from medallion_assets.catalog.models import Source
 from medallion_assets.control.store import iso_utc
@@ -37,13 +37,25 @@ from medallion_assets.runtime.raw_files import (
     sha256_of,
 )
 
+if TYPE_CHECKING:
+    from medallion_assets.io.object_store import S3Object
+
+
+# One object's manifest entry, as stored (JSON): etag, size, ingested_at, batch_id, uri, and
+# sha256/landing when landed, quarantined or duplicate_of when set aside.
+Entry = dict[str, Any]
+
 
 def readable(entry: Mapping[str, Any]) -> bool:
-    """Whether a manifest entry's landed file is part of the table."""
+    """Whether a manifest entry's landed file is part of the table.
+
+    >>> readable({"etag": "e1"}), readable({"etag": "e2", "duplicate_of": "a.jsonl"})
+    (True, False)
+    """
     return "quarantined" not in entry and "duplicate_of" not in entry
 
 
-def readable_entries(manifest: Mapping[str, Any]) -> dict[str, Any]:
+def readable_entries(manifest: Mapping[str, Entry]) -> dict[str, Entry]:
     return {k: e for k, e in manifest.items() if readable(e)}
 
 
@@ -51,7 +63,7 @@ def readable_entries(manifest: Mapping[str, Any]) -> dict[str, Any]:
 class Intake:
     """What landing a batch did: the updated manifest, and per key what was set aside."""
 
-    manifest: dict[str, Any]
+    manifest: dict[str, Entry]
     landed: dict[str, list[str] | None] = field(default_factory=dict)  # key -> its columns
     quarantined: dict[str, str] = field(default_factory=dict)  # key -> why
     duplicates: dict[str, str] = field(default_factory=dict)  # key -> what it copies
@@ -81,7 +93,9 @@ class Intake:
             warn(f"skipped {key}: same content as {other} ingested {at}")
 
 
-def require_readable(table: str, manifest: Mapping[str, Any], bucket_uri: str, prefix: str) -> None:
+def require_readable(
+    table: str, manifest: Mapping[str, Entry], bucket_uri: str, prefix: str
+) -> None:
     """Fail when no object of ``manifest`` can be read: CorruptObject naming the corrupt ones,
     or FileNotFoundError when there are none at all."""
     if readable_entries(manifest):
@@ -96,11 +110,17 @@ def require_readable(table: str, manifest: Mapping[str, Any], bucket_uri: str, p
     )
 
 
+class Downloader(Protocol):
+    """What landing needs from the (throttled) S3 resource, e.g. ``ThrottledS3``."""
+
+    def download(self, bucket: str, key: str, destination: Path) -> object: ...
+
+
 @dataclass(frozen=True)
 class Batch:
     """One batch to land: the new objects (primary key -> listed object) of one manifest."""
 
-    store: Any  # ObjectStore
+    store: Downloader
     bucket: str
     source: Source
     landing: Path
@@ -108,15 +128,28 @@ class Batch:
     known_columns: tuple[str, ...]  # declared + evolved
 
 
-def new_objects(listed: Mapping[str, Any], manifest: Mapping[str, Any]) -> dict[str, Any]:
+def new_objects(
+    listed: Mapping[str, S3Object], manifest: Mapping[str, Entry]
+) -> dict[str, S3Object]:
     """The listed objects whose key is new or whose content changed (ETag), plus the skipped
-    copies of those: their original is being replaced, so they are looked at again."""
+    copies of those: their original is being replaced, so they are looked at again.
+
+    >>> from medallion_assets.io.object_store import S3Object
+    >>> listed = {k: S3Object("raw", k, etag, 10) for k, etag in
+    ...           [("a.jsonl", "new"), ("b.jsonl", "same"), ("c.jsonl", "copy")]}
+    >>> manifest = {"a.jsonl": {"etag": "old"}, "b.jsonl": {"etag": "same"},
+    ...             "c.jsonl": {"etag": "copy", "duplicate_of": "a.jsonl"}}
+    >>> sorted(new_objects(listed, manifest))
+    ['a.jsonl', 'c.jsonl']
+    """
     fresh = {k: o for k, o in listed.items() if manifest.get(k, {}).get("etag") != o.etag}
     copies = {k: o for k, o in listed.items() if manifest.get(k, {}).get("duplicate_of") in fresh}
     return {**fresh, **copies}
 
 
-def land_batch(batch: Batch, fresh: Mapping[str, Any], manifest: Mapping[str, Any]) -> Intake:
+def land_batch(
+    batch: Batch, fresh: Mapping[str, S3Object], manifest: Mapping[str, Entry]
+) -> Intake:
     """Download and check each object of ``fresh`` (sorted by key: the first of two equal new
     objects is the one ingested), returning the manifest with their entries."""
     updated = dict(manifest)
@@ -130,7 +163,7 @@ def land_batch(batch: Batch, fresh: Mapping[str, Any], manifest: Mapping[str, An
     now = time.time()
     for key in sorted(fresh):
         obj, columns = fresh[key], None
-        entry = {
+        entry: Entry = {
             "etag": obj.etag,
             "size": obj.size,
             "ingested_at": now,
@@ -175,7 +208,7 @@ def _columns(path: Path, batch: Batch) -> tuple[str | None, list[str] | None]:
     return columns_problem(columns, batch.known_columns), columns
 
 
-def _content_index(manifest: dict[str, Any], exclude: Mapping[str, Any]) -> dict[str, str]:
+def _content_index(manifest: dict[str, Entry], exclude: Mapping[str, object]) -> dict[str, str]:
     """SHA-256 -> key of the readable entries; entries landed before hashes were kept get one
     from their landed file (written back into ``manifest``)."""
     index: dict[str, str] = {}

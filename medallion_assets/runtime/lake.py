@@ -31,6 +31,8 @@ from typing import TYPE_CHECKING, Any
 from medallion_assets.runtime.faults import crash_point
 
 if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
     from medallion_assets.settings import MedallionSettings
 
 VERSION_FILE = "_version.json"
@@ -181,7 +183,9 @@ class Lake:
         self._prune(table, partition, keep=version_id)
         return version
 
-    def stage_frame(self, frame: Any, table: str, partition: str | None = None) -> tuple[Path, Any]:
+    def stage_frame(
+        self, frame: DataFrame, table: str, partition: str | None = None
+    ) -> tuple[Path, DataFrame]:
         """Write a Spark DataFrame to a fresh staging folder; (folder, the staged data read back).
 
         Checks and row counts then run on exactly what would be published.

@@ -34,10 +34,10 @@ import re
 import socket
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 POLL_SECONDS = 0.5
 
@@ -67,7 +67,7 @@ OnWait = Callable[[Holder | None], None]
 class BuildLocks(Protocol):
     def hold(
         self, name: str, holder: Holder, wait_seconds: float, on_wait: OnWait = ...
-    ) -> Any:  # a context manager yielding whether the lock is held
+    ) -> AbstractContextManager[bool]:  # yields whether the lock is held
         ...
 
 
@@ -79,6 +79,11 @@ def build_locks(control_url: str, lake_root: Path) -> BuildLocks:
 
 
 def table_lock_name(table: str, partition: str | None) -> str:
+    """The lock one build of a table, or of one of its partitions, holds.
+
+    >>> table_lock_name("silver.orders", None), table_lock_name("bronze.events", "2024-01-31")
+    ('table:silver.orders', 'table:bronze.events[2024-01-31]')
+    """
     return f"table:{table}" + (f"[{partition}]" if partition else "")
 
 

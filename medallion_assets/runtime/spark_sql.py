@@ -6,12 +6,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
 from medallion_assets.lineage.script import spark_preamble, spark_sql
 from medallion_assets.lineage.statement import parse_script, table_name
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
 
 
 class UnsupportedStatement(ValueError):
@@ -25,7 +28,7 @@ class SparkScript:
     query: str  # the rows of the table
     by_position: bool = False  # an INSERT without a column list: it writes the table's columns
 
-    def run(self, spark: Any) -> Any:
+    def run(self, spark: SparkSession) -> DataFrame:
         """Run the preamble in ``spark``, then return the query's DataFrame."""
         for statement in self.preamble:
             spark.sql(statement)
@@ -33,7 +36,11 @@ class SparkScript:
 
 
 def view_name(table: str) -> str:
-    """Spark temp views cannot be qualified: ``silver.orders_usd`` -> ``silver__orders_usd``."""
+    """Spark temp views cannot be qualified, so a table's view joins its parts with ``__``.
+
+    >>> view_name("silver.orders_usd")
+    'silver__orders_usd'
+    """
     return table.replace(".", "__")
 
 
