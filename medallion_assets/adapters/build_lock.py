@@ -45,7 +45,9 @@ def build_lock(
             name = table_lock_name(dataset.name, partition)
             waited: list[Holder | None] = []
 
-            def on_wait(other: Holder | None, name: str = name, waited: list = waited) -> None:
+            def on_wait(
+                other: Holder | None, name: str = name, waited: list[Holder | None] = waited
+            ) -> None:
                 waited.append(other)
                 who = other.describe() if other is not None else "another run"
                 message = (

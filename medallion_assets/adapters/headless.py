@@ -18,6 +18,7 @@ import dagster as dg
 from medallion_assets.adapters.code_location import definitions_for
 from medallion_assets.adapters.lost_runs import mark_lost_runs_failed, process_tags
 from medallion_assets.adapters.progress import ProgressHandler, reporting_progress, run_config
+from medallion_assets.adapters.resources import S3Resource
 from medallion_assets.adapters.run_summary import RunSummary, results_of_run
 from medallion_assets.adapters.translator import DatasetTranslator, table_key
 from medallion_assets.catalog import Catalog, load_catalog
@@ -35,7 +36,9 @@ RUN_WAIT_SECONDS = 3600.0
 
 def raw_partitions(catalog: Catalog, defs: dg.Definitions) -> list[str]:
     """Days present in the raw data of every daily-partitioned source."""
-    s3 = defs.resources["s3"]
+    s3 = (defs.resources or {}).get("s3")
+    if not isinstance(s3, S3Resource):
+        raise TypeError("the project's definitions have no s3 resource")
     days: set[str] = set()
     for dataset in catalog.datasets.values():
         if dataset.layer != "bronze" or dataset.settings.partitions is None:

@@ -19,7 +19,8 @@ DAILY_SUFFIX = "__daily"
 
 
 def _split(catalog: Catalog, tables: Iterable[str]) -> tuple[list[str], list[str]]:
-    plain, daily = [], []
+    plain: list[str] = []
+    daily: list[str] = []
     for table in tables:
         partitioned = catalog.datasets[table].settings.partitions is not None
         (daily if partitioned else plain).append(table)

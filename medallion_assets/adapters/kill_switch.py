@@ -184,6 +184,7 @@ def build_run_audit_sensors() -> list[Any]:
                     for e in context.instance.all_logs(
                         run.run_id, of_type=dg.DagsterEventType.STEP_FAILURE
                     )
+                    if e.step_key is not None
                 ]
                 details["failed_steps"] = failed
                 steps = ", ".join(s for s in failed if s) or "none (the run itself)"

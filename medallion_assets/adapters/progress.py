@@ -25,12 +25,17 @@ LOGGER_NAME = "medallion.progress"
 LOGGER_KEY = "medallion_progress"
 
 
-@dg.logger(description="Forwards a run's events to the Python logger medallion.progress.")
-def progress_logger(_context: dg.InitLoggerContext) -> logging.Logger:
+def _progress_logger(_context: dg.InitLoggerContext) -> logging.Logger:
     logger = logging.getLogger(LOGGER_NAME)
     logger.setLevel(logging.DEBUG)
     logger.propagate = False  # only the attached ProgressHandler prints
     return logger
+
+
+progress_logger = dg.LoggerDefinition(
+    _progress_logger,
+    description="Forwards a run's events to the Python logger medallion.progress.",
+)
 
 
 class ProgressHandler(logging.Handler):

@@ -38,7 +38,6 @@ import json
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import delete, false, insert, select, text
@@ -64,7 +63,6 @@ __all__ = [
     "ControlStoreError",
     "FlagOverride",
     "RouteOverride",
-    "default_url",
     "iso_utc",
     "utc_now",
 ]
@@ -115,14 +113,6 @@ def iso_utc(seconds: float) -> str:
 
 def utc_now() -> str:
     return iso_utc(time.time())
-
-
-def default_url(env: Mapping[str, str], project_root: Path) -> str:
-    """``$MEDALLION_CONTROL_URL``, else a SQLite file in the project's state folder (the
-    settings object computes it: ``MedallionSettings.effective_control_url``)."""
-    from medallion_assets.settings import MedallionSettings
-
-    return MedallionSettings.from_env(env, project_root).effective_control_url
 
 
 class ControlStore(StoreConnection):

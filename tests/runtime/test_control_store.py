@@ -13,8 +13,8 @@ from medallion_assets.control.store import (
     MIGRATIONS,
     ControlStore,
     ControlStoreError,
-    default_url,
 )
+from medallion_assets.settings import MedallionSettings
 from tests.runtime.conftest import in_processes
 
 
@@ -102,14 +102,12 @@ def test_a_newer_schema_or_a_bad_url_is_refused_with_the_fix(tmp_path: Path):
 
 
 def test_the_default_store_is_a_sqlite_file_in_the_state_folder(tmp_path: Path):
-    assert (
-        default_url({}, tmp_path)
-        == f"sqlite:///{(tmp_path / '.medallion' / 'control.db').resolve()}"
-    )
-    assert default_url({"MEDALLION_HOME": str(tmp_path / "h")}, tmp_path).endswith("/h/control.db")
-    assert (
-        default_url({"MEDALLION_CONTROL_URL": "postgresql://x/y"}, tmp_path) == "postgresql://x/y"
-    )
+    def control_url(env: dict[str, str]) -> str:
+        return MedallionSettings.from_env(env, tmp_path).effective_control_url
+
+    assert control_url({}) == f"sqlite:///{(tmp_path / '.medallion' / 'control.db').resolve()}"
+    assert control_url({"MEDALLION_HOME": str(tmp_path / "h")}).endswith("/h/control.db")
+    assert control_url({"MEDALLION_CONTROL_URL": "postgresql://x/y"}) == "postgresql://x/y"
 
 
 def test_a_route_override_is_upserted_audited_and_cleared_by_primary(url: str):
