@@ -13,11 +13,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Any
 
 import dagster as dg
 
 from medallion_assets.catalog import Dataset
+from medallion_assets.control.plane import ControlPlane
 from medallion_assets.runtime.locks import Holder, build_locks, table_lock_name
 from medallion_assets.runtime.table_run import step_partitions
 
@@ -30,7 +30,7 @@ def partitions_of(context: dg.AssetExecutionContext) -> list[str | None]:
 
 @contextmanager
 def build_lock(
-    context: dg.AssetExecutionContext, dataset: Dataset, lake_root: Path, plane: Any
+    context: dg.AssetExecutionContext, dataset: Dataset, lake_root: Path, plane: ControlPlane
 ) -> Iterator[bool]:
     """Hold the locks of every partition the step builds (in sorted order, so two steps of
     one table cannot deadlock); yields False when they could not all be taken in time."""

@@ -11,7 +11,6 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import dagster as dg
 
@@ -103,7 +102,7 @@ def project_instance(
 def run_project(
     project_root: Path,
     log: Callable[[str], None] = print,
-    instance: Any = None,
+    instance: dg.DagsterInstance | None = None,
     progress: bool = False,
     wait_seconds: float = RUN_WAIT_SECONDS,
     settings: MedallionSettings | None = None,
@@ -129,7 +128,7 @@ def _run(
     settings: MedallionSettings,
     catalog: Catalog,
     log: Callable[[str], None],
-    instance: Any,
+    instance: dg.DagsterInstance,
     progress: bool,
 ) -> RunSummary:
     mark_lost_runs_failed(instance, log)
@@ -158,10 +157,10 @@ def _run(
 
 
 def _execute(
-    job: Any,
+    job: dg.JobDefinition,
     tables: list[str],
     partition: str | None,
-    instance: Any,
+    instance: dg.DagsterInstance,
     summary: RunSummary,
     plane: ControlPlane,
     progress_lines: ProgressHandler,

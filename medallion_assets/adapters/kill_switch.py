@@ -9,25 +9,33 @@ partial is published either way: a terminated step leaves only its staging folde
 """
 
 import json  # no "from __future__ import annotations": Dagster reads the hints
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
 from medallion_assets.adapters.resources import ControlResource
 from medallion_assets.adapters.translator import step_table, table_key
 from medallion_assets.catalog import Catalog
+from medallion_assets.control.plane import ControlPlane
 from medallion_assets.planner.kill_switch import parse_entity
+
+if TYPE_CHECKING:
+    from dagster._core.definitions.unresolved_asset_job_definition import (
+        UnresolvedAssetJobDefinition,
+    )
 
 CONTROL_SENSOR = "kill_switch"
 CONTROL_JOB = "medallion_control"
 IN_FLIGHT = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED]
 
 
-def run_tables(run: Any, instance: Any) -> set[str]:
+def run_tables(run: dg.DagsterRun, instance: dg.DagsterInstance) -> set[str]:
     """The tables a run materializes: its asset selection, else (a job launched whole) the
     steps of its execution plan, one per table (``layer__table``)."""
     if run.asset_selection is not None:
         return {".".join(key.path) for key in run.asset_selection}
+    if run.execution_plan_snapshot_id is None:
+        return set()  # a run that never got a plan executes nothing
     snapshot = instance.get_execution_plan_snapshot(run.execution_plan_snapshot_id)
     return {step_table(step.key) for step in snapshot.steps}
 
@@ -71,7 +79,9 @@ def build_control_sensor(catalog: Catalog) -> dg.SensorDefinition:
     return _kill_switch
 
 
-def stop_run(instance: Any, run: Any, touched: list[str], plane: Any) -> None:
+def stop_run(
+    instance: dg.DagsterInstance, run: dg.DagsterRun, touched: list[str], plane: ControlPlane
+) -> None:
     message = f"kill switch: run touches disabled {', '.join(touched)}; terminating it"
     if run.status == dg.DagsterRunStatus.QUEUED:
         instance.run_coordinator.cancel_run(run.run_id)
@@ -125,11 +135,12 @@ def build_control_job(catalog: Catalog) -> dg.JobDefinition:
 def pipeline_schedule(
     catalog: Catalog,
     pipeline_id: str,
-    job: Any,
+    job: "UnresolvedAssetJobDefinition",
     cron: str,
     tables: list[str],
     status: dg.DefaultScheduleStatus,
-    partitions: Any = None,  # the job's partitions definition, for a daily job
+    partitions: dg.PartitionsDefinition[str]
+    | None = None,  # the job's partitions definition, for a daily job
 ) -> dg.ScheduleDefinition:
 
     @dg.schedule(

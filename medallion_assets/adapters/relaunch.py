@@ -23,6 +23,7 @@ from medallion_assets.adapters.kill_switch import run_tables
 from medallion_assets.adapters.resources import ControlResource, LakeResource
 from medallion_assets.adapters.translator import step_table, table_key
 from medallion_assets.catalog import Catalog
+from medallion_assets.control.store import ControlStore
 from medallion_assets.planner.diagnosis import Diagnosis, Failure, diagnose
 from medallion_assets.planner.relaunch import failed_outside_steps, relaunch_plan
 from medallion_assets.planner.retry import max_retries, policy_of
@@ -146,9 +147,9 @@ def _heal(
     diagnosis: Diagnosis,
     failure: Failure,
     tables: list[str],
-    run: Any,
+    run: dg.DagsterRun,
     lake: LakeResource,
-    store: Any,
+    store: ControlStore,
     attempt: int,
 ) -> None:
     from medallion_assets.control.healing_actions import HealingContext, run_actions
@@ -177,7 +178,7 @@ def _heal(
             )
 
 
-def _step_outcomes(instance: Any, run_id: str) -> dict[str, set[str]]:
+def _step_outcomes(instance: dg.DagsterInstance, run_id: str) -> dict[str, set[str]]:
     """Tables whose step finished (succeeded or skipped), failed inside the step, or failed
     because its process was interrupted."""
     done, failed, interrupted = set(), set(), set()
@@ -189,6 +190,8 @@ def _step_outcomes(instance: Any, run_id: str) -> dict[str, set[str]]:
     records = instance.get_records_for_run(run_id, of_type=kinds).records
     for record in records:
         event = record.event_log_entry.dagster_event
+        if event is None or event.step_key is None:
+            continue  # the records asked for are step events: each has both
         table = step_table(event.step_key)
         if event.event_type != dg.DagsterEventType.STEP_FAILURE:
             done.add(table)
@@ -216,7 +219,7 @@ def _failure_reason(event: Any) -> str | None:
     return reason.name if reason is not None else None
 
 
-def _failure_message(instance: Any, run_id: str, event: Any) -> str:
+def _failure_message(instance: dg.DagsterInstance, run_id: str, event: Any) -> str:
     """What Dagster recorded about the failure, the most specific first: the engine events that
     explain a process that died, then the run failure's message and error."""
     records = instance.get_records_for_run(run_id, of_type=dg.DagsterEventType.ENGINE_EVENT).records
