@@ -13,6 +13,7 @@ from medallion_assets.cli.control_cmd import audit, control
 from medallion_assets.cli.demo_cmd import demo_data
 from medallion_assets.cli.graph_cmds import impact, plan, split, trace_pii
 from medallion_assets.cli.lineage_cmd import lineage
+from medallion_assets.cli.profile_cmd import profile
 from medallion_assets.cli.run_cmd import run
 from medallion_assets.cli.schema_cmd import schema
 from medallion_assets.cli.settings_cmd import settings
@@ -64,6 +65,7 @@ for command in (
 ):
     cli.add_command(command)
 control.add_command(schema)
+control.add_command(profile)
 
 
 def main() -> None:

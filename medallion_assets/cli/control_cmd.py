@@ -22,12 +22,12 @@ from medallion_assets.planner.kill_switch import parse_entity, table_entities
 if TYPE_CHECKING:
     from medallion_assets.control.plane import ControlPlane
 
-_fmt = click.option(
+format_option = click.option(
     "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
 )
 
 
-def _plane(project: Path) -> ControlPlane:
+def open_plane(project: Path) -> ControlPlane:
     """The project's control plane with its store opened (a store that cannot be used is one
     line and exit 2, from the ``medallion`` group)."""
     from medallion_assets.control.plane import ControlPlane
@@ -56,7 +56,7 @@ def _flip(enabled: bool) -> click.Command:
         except ValueError as error:
             fail(str(error))
         who = changed_by or f"{getpass.getuser()}@{socket.gethostname()}"
-        plane = _plane(project)
+        plane = open_plane(project)
         flag = plane.store().set_flag(scope, name, enabled, reason, who)
         click.echo(f"{flag.entity} {verb}d by {who} at {flag.changed_at}: {reason}")
         off = plane.disabled(catalog)
@@ -87,14 +87,14 @@ enable = _flip(True)
 
 
 @control.command()
-@_fmt
+@format_option
 @project_option
 def status(fmt: str, project: Path) -> None:
     """What is disabled, by whom, since when and why, and the tables it switches off; the
-    routes, throttle cuts and evolved columns in force; the ingest manifests and the latest
-    warehouse load of each table."""
+    routes, profile overrides, throttle cuts and evolved columns in force; the ingest manifests
+    and the latest warehouse load of each table."""
     catalog = load(project)
-    plane = _plane(project)
+    plane = open_plane(project)
     flags = plane.flags()
     off = plane.disabled(catalog, flags=flags)
     disabled = [f for f in flags.values() if not f.enabled]
@@ -105,6 +105,7 @@ def status(fmt: str, project: Path) -> None:
             "flags": [vars(f) | {"entity": f.entity} for f in flags.values()],
             "disabled_tables": {t: d.flag.entity for t, d in off.items()},
             "routes": [vars(r) for r in plane.store().routes().values()],
+            "profile_overrides": [vars(o) for o in plane.store().profiles.all().values()],
             **state,
         }
         click.echo(json.dumps(data, indent=2))
@@ -127,6 +128,11 @@ def status(fmt: str, project: Path) -> None:
         click.echo(
             f"REROUTED {table} -> {route.route}  by {route.changed_by} since "
             f"{route.changed_at}: {route.reason}"
+        )
+    for pipeline, override in plane.store().profiles.all().items():
+        click.echo(
+            f"PROFILE  {pipeline} -> {override.profile}  by {override.changed_by} since "
+            f"{override.changed_at}: {override.reason}"
         )
     _print_runtime_state(state)
 
@@ -204,7 +210,7 @@ def route(
     if dataset not in catalog.datasets:
         fail(f"no dataset named {dataset!r} in this project")
     options = routes(catalog, catalog.datasets[dataset])
-    plane = _plane(project)
+    plane = open_plane(project)
     if route_name is not None:
         if route_name not in {r.name for r in options}:
             fail(
@@ -231,7 +237,7 @@ def route(
 @click.option("--since", default=None, help="ISO time (2026-11-21T09:00) or an age (30m, 6h, 2d).")
 @click.option("--run", "run_id", default=None, help="Only entries of this Dagster run.")
 @click.option("--limit", type=int, default=None, help="Only the newest N entries.")
-@_fmt
+@format_option
 @project_option
 def audit(
     dataset: str | None,
@@ -252,7 +258,7 @@ def audit(
         start = _since(since) if since else None
     except ValueError as error:
         fail(str(error))
-    entries = _plane(project).store().audit(entities, start, run_id, limit)
+    entries = open_plane(project).store().audit(entities, start, run_id, limit)
     if fmt == "json":
         click.echo(json.dumps([vars(e) for e in entries], indent=2, default=str))
         return

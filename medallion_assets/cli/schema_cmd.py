@@ -13,7 +13,7 @@ import click
 
 from medallion_assets.catalog import Catalog
 from medallion_assets.cli.common import fail, load, project_option
-from medallion_assets.cli.control_cmd import _fmt, _plane
+from medallion_assets.cli.control_cmd import format_option, open_plane
 from medallion_assets.control.store import iso_utc
 from medallion_assets.runtime.schema_drift import EvolvedColumn
 
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 @click.option("--revert", is_flag=True, help="Remove the named evolved columns (all if none).")
 @click.option("--reason", default=None, help="Why (kept in the audit log); needed to revert.")
 @click.option("--by", "changed_by", default=None, help="Who (default: user@host).")
-@_fmt
+@format_option
 @project_option
 def schema(
     source_name: str,
@@ -47,7 +47,7 @@ def schema(
     if source_name not in catalog.sources:
         known = ", ".join(sorted(catalog.sources)) or "none"
         fail(f"no source named {source_name!r} in this project (sources: {known})")
-    state = _plane(project).state()
+    state = open_plane(project).state()
     if revert:
         _revert(catalog, state, source_name, columns, reason, changed_by)
         return

@@ -4,7 +4,7 @@
 Versions 1 to 3 are the schema the store had before SQLAlchemy (its hand-written DDL created the
 same tables, so a control.db or PostgreSQL database made then migrates forward in place, keeping
 every flag, route and audit entry); version 4 adds the runtime state that used to be JSON files
-under ``<lake>/_state``.
+under ``<lake>/_state``; version 5 the operators' profile overrides.
 
 Every step runs in the transaction that read the version, under the store's migration lock
 (SQLite's write lock, a PostgreSQL advisory lock), so two processes starting at once do not
@@ -47,6 +47,8 @@ MIGRATIONS: tuple[Step, ...] = (
     _create(schema.route_overrides),
     # v4: the runtime state: throttle cuts, evolved columns, ingest manifests, warehouse loads
     _create(*schema.STATE_TABLES),
+    # v5: the profile an operator put a pipeline (or all of them) in, over profiles.yaml
+    _create(schema.profile_overrides),
 )
 LATEST = len(MIGRATIONS)
 

@@ -159,3 +159,15 @@ warehouse_loads = Table(
 )
 
 STATE_TABLES = (throttle_cuts, evolved_columns, ingest_manifest, warehouse_loads)
+
+# --- operators' profile overrides (version 5) -----------------------------------------------
+
+profile_overrides = Table(
+    "profile_overrides",
+    metadata,
+    Column("pipeline", Text, primary_key=True),  # a pipeline id, or "all"
+    Column("profile", Text, nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("changed_by", Text, nullable=False),
+    Column("changed_at", Text, nullable=False),
+)

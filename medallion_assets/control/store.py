@@ -51,6 +51,7 @@ from medallion_assets.control.migrations import migrate_to_latest as _migrate_to
 if TYPE_CHECKING:
     from sqlalchemy import Connection, Insert, Table
 
+    from medallion_assets.control.profile_overrides import ProfileOverrides
     from medallion_assets.control.state import RuntimeState
 
 SCOPES = ("pipeline", "layer", "dataset", "source", "target")
@@ -132,6 +133,13 @@ class ControlStore(StoreConnection):
         from medallion_assets.control.state import RuntimeState
 
         return RuntimeState(self)
+
+    @functools.cached_property
+    def profiles(self) -> ProfileOverrides:
+        """The profiles operators put pipelines in, over ``profiles.yaml``."""
+        from medallion_assets.control.profile_overrides import ProfileOverrides
+
+        return ProfileOverrides(self)
 
     # --- schema -------------------------------------------------------------------------------
 

@@ -214,3 +214,48 @@ def test_the_first_command_moves_an_earlier_versions_state_files_into_the_store(
     assert [e["details"]["files"] for e in log if e["kind"] == "state"] == [
         ["manifest__orders.json", "schema__orders.json"]
     ]
+
+
+def test_a_profile_override_is_audited_shown_and_cleared(project: Path):
+    before = medallion(project, "control", "profile")
+    assert before.exit_code == 0, before.output
+    assert "core_daily               focus (profiles.yaml: pipeline_profiles.core_daily)" in (
+        before.output
+    )
+    assert "fraud                    balanced (profiles.yaml: active)" in before.output
+
+    set_all = medallion(
+        project, "control", "profile", "all", "focus", "--reason", "month close", "--by", "lead"
+    )
+    assert set_all.exit_code == 0, set_all.output
+    assert "fraud                    focus (control store override for all pipelines)" in (
+        set_all.output
+    )
+    own = medallion(
+        project, "control", "profile", "fraud", "balanced", "--reason", "100% fine", "--by", "x"
+    )
+    assert "fraud                    balanced (control store override)" in own.output
+    status = medallion(project, "control", "status")
+    assert "PROFILE  all -> focus  by lead since 20" in status.output
+    as_json = json.loads(medallion(project, "control", "profile", "--format", "json").output)
+    assert as_json["overrides"] == {"all": "focus", "fraud": "balanced"}
+
+    for pipeline in ("all", "fraud"):
+        cleared = medallion(project, "control", "profile", pipeline, "default", "--reason", "ok?")
+        assert cleared.exit_code == 0, cleared.output
+    assert medallion(project, "control", "profile").output == before.output
+    log = medallion(project, "audit", "--since", "1h").output
+    assert "pipeline:all: every pipeline put in profile focus by lead: month close" in log
+    assert "pipeline fraud put in profile balanced by x: 100% fine" in log
+    assert "every pipeline back to its profiles.yaml profile" in log
+
+
+def test_a_profile_override_needs_a_known_pipeline_a_known_profile_and_a_reason(project: Path):
+    unknown = medallion(project, "control", "profile", "nope", "focus", "--reason", "x")
+    assert unknown.exit_code == 2 and "unknown pipeline 'nope'" in unknown.output
+    bad = medallion(project, "control", "profile", "fraud", "turbo", "--reason", "x")
+    assert bad.exit_code == 2 and "unknown profile 'turbo'" in bad.output
+    assert "balanced, focus" in bad.output
+    silent = medallion(project, "control", "profile", "fraud", "focus")
+    assert silent.exit_code == 2 and "--reason" in silent.output
+    assert "PROFILE" not in medallion(project, "control", "status").output
