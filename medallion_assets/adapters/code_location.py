@@ -16,6 +16,7 @@ from medallion_assets.adapters.kill_switch import (
     build_control_sensor,
     build_run_audit_sensors,
 )
+from medallion_assets.adapters.pools import build_pools_sensor
 from medallion_assets.adapters.progress import LOGGER_KEY, progress_logger
 from medallion_assets.adapters.relaunch import build_relaunch_sensor
 from medallion_assets.adapters.resources import (
@@ -87,6 +88,7 @@ def definitions_for(
             build_control_sensor(catalog),
             *build_run_audit_sensors(),
             build_relaunch_sensor(catalog, jobs),
+            build_pools_sensor(catalog),
         ],
         resources={
             "spark": SparkResource(project_root=root),

@@ -16,6 +16,7 @@ import dagster as dg
 
 from medallion_assets.adapters.code_location import definitions_for
 from medallion_assets.adapters.lost_runs import mark_lost_runs_failed, process_tags
+from medallion_assets.adapters.pools import apply_pool_limits, system_limits
 from medallion_assets.adapters.progress import ProgressHandler, reporting_progress, run_config
 from medallion_assets.adapters.resources import S3Resource
 from medallion_assets.adapters.run_summary import RunSummary, results_of_run
@@ -132,6 +133,7 @@ def _run(
     progress: bool,
 ) -> RunSummary:
     mark_lost_runs_failed(instance, log)
+    apply_pool_limits(instance, system_limits(catalog), log)
     translator = DatasetTranslator(catalog)
     defs = definitions_for(catalog, translator)
     daily = [n for n, d in catalog.datasets.items() if d.settings.partitions is not None]

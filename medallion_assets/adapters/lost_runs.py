@@ -80,6 +80,10 @@ def mark_lost_runs_failed(
         )
         instance.report_engine_event(message, run)
         instance.report_run_failed(run, message)
+        # Its steps' pool slots die with it: without the daemon (which frees the slots of
+        # ended runs under dagster dev) they would stay claimed and block every later run.
+        if instance.event_log_storage.supports_global_concurrency_limits:
+            instance.event_log_storage.free_concurrency_slots_for_run(run.run_id)
         partition = run.tags.get("dagster/partition")
         label = f"{run.job_name}" + (f" [{partition}]" if partition else "")
         log(f"run {run.run_id} of {label} was left {run.status.value}: {message}")

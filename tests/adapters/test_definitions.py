@@ -154,6 +154,7 @@ def test_a_sensor_watches_every_raw_source(defs, demo_catalog):
         "audit_run_failed",
         "audit_run_canceled",
         "relaunch_failed_runs",
+        "system_pools",
     }
 
 

@@ -46,6 +46,15 @@ def test_runs_of_medallion_run_are_the_runs_dagster_dev_shows(tmp_path: Path, mo
     assert result.exit_code == 0, result.output
     home = root / ".medallion" / "dagster"
     assert f"DAGSTER_HOME={home}" in result.output
+    # systems.yaml's max_concurrent_jobs became the instance's pool limits, with no hand-run
+    # `dagster instance concurrency set`, and the run's steps ran under them.
+    assert "pool limits from systems.yaml: s3_raw 2, warehouse 1" in result.output
+    with project_instance(root, {}) as instance:
+        limits = instance.event_log_storage.get_pool_limits()
+        assert {p.name: p.limit for p in limits if not p.from_default} == {
+            "s3_raw": 2,
+            "warehouse": 1,
+        }
 
     workspace = root / "workspace.yaml"
     workspace.write_text(
