@@ -104,3 +104,11 @@ def mask_output(secrets: Iterable[str]) -> None:
         stream = getattr(sys, name)
         if not isinstance(stream, MaskedStream):
             setattr(sys, name, MaskedStream(stream, secrets))
+
+
+def operator(changed_by: str | None) -> str:
+    """Who a change is recorded as: ``--by``, else ``user@host`` of the shell running it."""
+    import getpass
+    import socket
+
+    return changed_by or f"{getpass.getuser()}@{socket.gethostname()}"

@@ -3,10 +3,8 @@ reroutes and the log."""
 
 from __future__ import annotations
 
-import getpass
 import json
 import re
-import socket
 import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -15,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from medallion_assets.cli.common import fail, load, project_option, settings_for
+from medallion_assets.cli.common import fail, load, operator, project_option, settings_for
 from medallion_assets.control.store import iso_utc
 from medallion_assets.planner.kill_switch import parse_entity, table_entities
 
@@ -55,7 +53,7 @@ def _flip(enabled: bool) -> click.Command:
             scope, name = parse_entity(catalog, entity)
         except ValueError as error:
             fail(str(error))
-        who = changed_by or f"{getpass.getuser()}@{socket.gethostname()}"
+        who = operator(changed_by)
         plane = open_plane(project)
         flag = plane.store().set_flag(scope, name, enabled, reason, who)
         click.echo(f"{flag.entity} {verb}d by {who} at {flag.changed_at}: {reason}")
@@ -220,7 +218,7 @@ def route(
             )
         if not reason:
             fail("say why with --reason (it is kept in the audit log)")
-        who = changed_by or f"{getpass.getuser()}@{socket.gethostname()}"
+        who = operator(changed_by)
         override = plane.store().set_route(dataset, route_name, reason, who)
         click.echo(f"{dataset} rerouted to {route_name} by {who} at {override.changed_at}")
         return

@@ -4,14 +4,12 @@ profile back)."""
 
 from __future__ import annotations
 
-import getpass
 import json
-import socket
 from pathlib import Path
 
 import click
 
-from medallion_assets.cli.common import fail, load, project_option
+from medallion_assets.cli.common import fail, load, operator, project_option
 from medallion_assets.cli.control_cmd import format_option, open_plane
 from medallion_assets.planner.profiles import ALL, DEFAULT, check_override, effective_profile
 
@@ -43,7 +41,7 @@ def profile(
             fail(problem)
         if not reason:
             fail("say why with --reason (it is kept in the audit log)")
-        who = changed_by or f"{getpass.getuser()}@{socket.gethostname()}"
+        who = operator(changed_by)
         override = store.profiles.set(pipeline, profile_name, reason, who)
         whom = "every pipeline" if pipeline == ALL else pipeline
         what = (
@@ -55,10 +53,13 @@ def profile(
     if catalog.profiles is None:
         fail("the project has no metadata/profiles.yaml: every pipeline runs without a profile")
     overrides = store.profiles.names()
-    wanted = [pipeline] if pipeline not in (None, ALL) else sorted(catalog.pipelines)
-    if pipeline is not None and pipeline != ALL and pipeline not in catalog.pipelines:
+    if pipeline in (None, ALL):
+        wanted = sorted(catalog.pipelines)
+    elif pipeline in catalog.pipelines:
+        wanted = [pipeline]
+    else:
         fail(f"unknown pipeline {pipeline!r}: {', '.join(sorted(catalog.pipelines))}")
-    effective = [effective_profile(catalog.profiles, p, overrides) for p in wanted if p]
+    effective = [effective_profile(catalog.profiles, p, overrides) for p in wanted]
     if fmt == "json":
         rows = [{"pipeline": e.pipeline, "profile": e.name, "source": e.source} for e in effective]
         click.echo(json.dumps({"overrides": overrides, "pipelines": rows}, indent=2))

@@ -3,16 +3,14 @@ declared and evolved columns, and taking evolved ones back (audited)."""
 
 from __future__ import annotations
 
-import getpass
 import json
-import socket
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
 from medallion_assets.catalog import Catalog
-from medallion_assets.cli.common import fail, load, project_option
+from medallion_assets.cli.common import fail, load, operator, project_option
 from medallion_assets.cli.control_cmd import format_option, open_plane
 from medallion_assets.control.store import iso_utc
 from medallion_assets.runtime.schema_drift import EvolvedColumn
@@ -75,7 +73,7 @@ def _revert(
         fail("say why with --reason (it is kept in the audit log)")
     if not read_evolved(state, source_name):
         fail(f"source {source_name} has no evolved columns: nothing to revert")
-    who = changed_by or f"{getpass.getuser()}@{socket.gethostname()}"
+    who = operator(changed_by)
     try:
         removed = revert(state, source_name, columns or None, reason, who)
     except ValueError as error:
