@@ -68,6 +68,15 @@ def test_among_equally_urgent_tables_the_own_criticality_goes_first():
     sim = policy(tables, {}, spread_over_systems=False)
     assert sim.priority("t.feed")[0] == sim.priority("t.report")[0]
     assert sim.pick(["t.feed", "t.report"], {}) == "t.report"
+    # the profile's weights, not the criticality's rank, decide that second key
+    tables = {
+        "t.normal": ("normal", ("spark",), ()),
+        "t.high": ("high", ("spark",), ()),
+        "t.mart": ("critical", ("spark",), ("t.normal", "t.high")),
+    }
+    weights = {"critical": 9, "high": 0, "normal": 5, "low": 0}
+    sim = policy(tables, {}, spread_over_systems=False, criticality_priority=weights)
+    assert sim.pick(["t.high", "t.normal"], {}) == "t.normal"
 
 
 def test_no_criticality_set_keeps_the_catalog_order():
@@ -183,7 +192,7 @@ def test_include_upstream_of_critical_lets_their_upstream_take_reserved_slots():
 
 def test_unknown_tables_and_no_workers_are_errors():
     tables = {"t": ("normal", ("spark",), ())}
-    with pytest.raises(KeyError, match="unknown table 'gold.nope'"):
+    with pytest.raises(KeyError, match=r"unknown table 'gold\.nope'"):
         policy(tables, {}).simulate({"gold.nope"}, 1)
     with pytest.raises(ValueError, match="max_workers is 0: give at least 1 worker"):
         policy(tables, {}).simulate({"t"}, 0)
