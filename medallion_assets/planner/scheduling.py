@@ -9,7 +9,8 @@ The executor keeps, per system, how many of its steps are running, and calls:
 - ``systems(table)`` to count a started table against each of its systems (and release them
   when it ends).
 
-``priority`` and ``may_start`` are the two halves of ``pick``; ``simulate`` replays the whole
+``priority`` and ``may_start`` are the two halves of ``pick`` (``rank`` is ``priority`` as one
+number, for a numeric sort key); ``simulate`` replays the whole
 run with unit durations, which is what ``medallion plan`` shows.
 
 >>> from medallion_assets.catalog.operations import ProfileSettings
@@ -118,6 +119,12 @@ class SchedulingPolicy:
             self._order[table],
             table,
         )
+
+    def rank(self, table: str) -> int:
+        """``table``'s place in the priority order of all the policy's tables (0 starts
+        first): ``priority`` as one number, for an executor whose sort key is numeric."""
+        self._traits(table)
+        return self._ranks[table]
 
     def skipped(self, selected: Iterable[str]) -> dict[str, str]:
         """The selected tables this profile leaves out of the run, with why: those below
@@ -243,6 +250,10 @@ class SchedulingPolicy:
             below = [inherited[c] for c in self._dag.children(table)]
             inherited[table] = max([own, *below])
         return inherited
+
+    @cached_property
+    def _ranks(self) -> dict[str, int]:
+        return {t: i for i, t in enumerate(sorted(self.tables, key=self.priority))}
 
     @cached_property
     def _feeds_critical(self) -> frozenset[str]:
