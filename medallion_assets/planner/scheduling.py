@@ -92,13 +92,8 @@ class SchedulingPolicy:
         profile: str = "",
     ) -> SchedulingPolicy:
         """The policy for ``catalog``'s tables; ``limits`` default to ``systems.yaml``."""
-        if limits is None:
-            limits = {
-                name: system.throttle.max_concurrent_jobs
-                for name, system in catalog.systems.items()
-                if system.throttle.max_concurrent_jobs is not None
-            }
-        return cls(traits_of(catalog), settings, dict(limits), profile)
+        limits = system_limits(catalog) if limits is None else dict(limits)
+        return cls(traits_of(catalog), settings, limits, profile)
 
     # --- the executor's surface ------------------------------------------------------------
 
@@ -263,6 +258,15 @@ class SchedulingPolicy:
             if traits.criticality == "critical":
                 feeds.update(self._dag.upstream(table))
         return frozenset(feeds)
+
+
+def system_limits(catalog: Catalog) -> dict[str, int]:
+    """system -> its max_concurrent_jobs, for the systems that declare one."""
+    return {
+        name: system.throttle.max_concurrent_jobs
+        for name, system in catalog.systems.items()
+        if system.throttle.max_concurrent_jobs is not None
+    }
 
 
 def traits_of(catalog: Catalog) -> dict[str, TableTraits]:
