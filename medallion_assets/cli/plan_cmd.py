@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
 from pathlib import Path
 
 import click
@@ -158,14 +157,8 @@ def _systems_text(schedule: Schedule) -> str:
 
 
 def _waits_text(schedule: Schedule) -> list[str]:
-    """One line per table that waited: the ticks, and each reason with the ticks it held."""
-    by_table: dict[str, dict[str, list[int]]] = {}
+    """One line per table that waited: each reason with the ticks it held."""
+    by_table: dict[str, list[str]] = {}
     for wait in schedule.waits:
-        by_table.setdefault(wait.table, {}).setdefault(wait.reason, []).append(wait.at)
-    return [f"{table}: {_reasons(reasons)}" for table, reasons in by_table.items()]
-
-
-def _reasons(reasons: Mapping[str, list[int]]) -> str:
-    return "; ".join(
-        f"{reason} (tick {', '.join(str(t) for t in ticks)})" for reason, ticks in reasons.items()
-    )
+        by_table.setdefault(wait.table, []).append(f"{wait.reason} ({wait.when()})")
+    return [f"{table}: {'; '.join(reasons)}" for table, reasons in by_table.items()]

@@ -38,11 +38,21 @@ class Tick:
 
 @dataclass(frozen=True)
 class Wait:
-    """A table that was ready (its upstream done) at tick ``at`` but did not start, and why."""
+    """A table that was ready (its upstream done) but did not start, why, and when: spans of
+    ticks (first, last), both included."""
 
     table: str
-    at: int
     reason: str
+    spans: tuple[tuple[int, int], ...]
+
+    @property
+    def ticks(self) -> int:
+        return sum(last - first + 1 for first, last in self.spans)
+
+    def when(self) -> str:
+        """``tick 3``, ``ticks 0-5`` or ``ticks 0-2, 7``."""
+        parts = [f"{a}" if a == b else f"{a}-{b}" for a, b in self.spans]
+        return f"tick{'s' if self.ticks > 1 else ''} {', '.join(parts)}"
 
 
 @dataclass(frozen=True)
@@ -96,7 +106,10 @@ class Schedule:
                 }
                 for system in self.systems
             },
-            "waits": [{"table": w.table, "at": w.at, "reason": w.reason} for w in self.waits],
+            "waits": [
+                {"table": w.table, "reason": w.reason, "ticks": [list(span) for span in w.spans]}
+                for w in self.waits
+            ],
             "skipped": dict(self.skipped),
         }
 
@@ -110,16 +123,15 @@ def simulate(policy: SchedulingPolicy, selected: Collection[str], max_workers: i
     for table in sorted(set(selected) - set(policy.tables)):
         raise KeyError(f"unknown table {table!r}")
     skipped = policy.skipped(selected)
-    todo = [t for t in policy.tables if t in set(selected) and t not in skipped]
-    waits_for = {t: [u for u in policy.upstream(t) if u in todo] for t in todo}
-    done: set[str] = set()
+    wanted = set(selected)
+    todo = [t for t in policy.tables if t in wanted and t not in skipped]
+    waiting_on, children = _dependencies(policy, todo)
+    ready = [t for t in todo if not waiting_on[t]]
     starts: list[Start] = []
     ticks: list[Tick] = []
-    waits: list[Wait] = []
-    at = 0
-    while len(done) < len(todo):
-        started = {s.table for s in starts}
-        ready = [t for t in todo if t not in started and all(u in done for u in waits_for[t])]
+    waits = _Waits()
+    while ready:
+        at = len(ticks)
         load: dict[str, int] = {}
         running: list[str] = []
         while len(running) < max_workers:
@@ -134,19 +146,70 @@ def simulate(policy: SchedulingPolicy, selected: Collection[str], max_workers: i
             starts.append(Start(choice, at, traits.criticality, traits.systems))
         if not running:  # cannot happen: an idle system always has a slot for anyone
             raise RuntimeError(f"no step can start at tick {at}: {', '.join(ready)}")
-        for table in ready:
-            reason = policy.blocker(table, load) or f"all {max_workers} worker(s) busy"
-            waits.append(Wait(table, at, reason))
+        waits.note(policy, ready, load, at, f"all {max_workers} worker(s) busy")
         ticks.append(Tick(at, tuple(running), dict(load)))
-        done.update(running)
-        at += 1
+        for table in running:
+            for child in children[table]:
+                waiting_on[child] -= 1
+                if not waiting_on[child]:
+                    ready.append(child)
     reserved = {s: policy.reserved(s) for s in policy.limits}
     return Schedule(
         max_workers,
         tuple(starts),
         tuple(ticks),
-        tuple(waits),
+        waits.listed(),
         skipped,
         dict(policy.limits),
         {s: n for s, n in reserved.items() if n},
     )
+
+
+def _dependencies(
+    policy: SchedulingPolicy, todo: list[str]
+) -> tuple[dict[str, int], dict[str, list[str]]]:
+    """How many tables of the run each table waits for, and which wait for each. A skipped
+    or unselected table is not waited for: its published version is read."""
+    members = set(todo)
+    waiting_on = {t: 0 for t in todo}
+    children: dict[str, list[str]] = {t: [] for t in todo}
+    for table in todo:
+        for upstream in policy.upstream(table):
+            if upstream in members:
+                waiting_on[table] += 1
+                children[upstream].append(table)
+    return waiting_on, children
+
+
+class _Waits:
+    """The waits of a replay, each table's reason kept as spans of ticks (a long replay has
+    a table wait many ticks: its spans stay few)."""
+
+    def __init__(self) -> None:
+        self._spans: dict[tuple[str, str], list[tuple[int, int]]] = {}
+
+    def note(
+        self,
+        policy: SchedulingPolicy,
+        ready: list[str],
+        load: Mapping[str, int],
+        at: int,
+        busy: str,
+    ) -> None:
+        # Tables with the same caps wait for the same reason: ask the policy once per kind.
+        reasons: dict[tuple[tuple[str, int], ...], str] = {}
+        for table in ready:
+            kind = policy.caps(table)
+            if kind not in reasons:
+                reasons[kind] = policy.blocker(table, load) or busy
+            spans = self._spans.setdefault((table, reasons[kind]), [])
+            if spans and spans[-1][1] == at - 1:
+                spans[-1] = (spans[-1][0], at)
+            else:
+                spans.append((at, at))
+
+    def listed(self) -> tuple[Wait, ...]:
+        waits = [
+            Wait(table, reason, tuple(spans)) for (table, reason), spans in self._spans.items()
+        ]
+        return tuple(sorted(waits, key=lambda w: (w.spans[0][0], w.table)))

@@ -165,14 +165,27 @@ class SchedulingPolicy:
     def pick(self, ready: Iterable[str], running: Mapping[str, int]) -> str | None:
         """The ready table to start next, or None when none may start. Under
         ``spread_over_systems`` (balanced) the one whose systems are least loaded (see
-        ``load``), priority breaking ties; otherwise
-        (focus) strictly by priority."""
-        startable = [t for t in ready if self.may_start(t, running)]
+        ``load``), priority breaking ties; otherwise (focus) strictly by priority."""
+        # Tables with the same caps have the same room, and on the same systems the same
+        # load: each is worked out once per call (a wide run has hundreds of ready tables).
+        room: dict[tuple[tuple[str, int], ...], bool] = {}
+        startable = []
+        for table in ready:
+            caps = self.caps(table)
+            if caps not in room:
+                room[caps] = all(running.get(system, 0) < cap for system, cap in caps)
+            if room[caps]:
+                startable.append(table)
         if not startable:
             return None
-        if self.settings.spread_over_systems:
-            return min(startable, key=lambda t: (self.load(t, running), self.priority(t)))
-        return min(startable, key=self.priority)
+        if not self.settings.spread_over_systems:
+            return min(startable, key=self._ranks.__getitem__)
+        loads: dict[tuple[str, ...], tuple[float, ...]] = {}
+        for table in startable:
+            systems = self.tables[table].systems
+            if systems not in loads:
+                loads[systems] = self.load(table, running)
+        return min(startable, key=lambda t: (loads[self.tables[t].systems], self._ranks[t]))
 
     def simulate(self, selected: Collection[str], max_workers: int) -> Schedule:
         """The run of ``selected`` with ``max_workers`` workers, every step one tick long:
@@ -215,6 +228,11 @@ class SchedulingPolicy:
         """The tables ``table`` waits for (those of the policy's tables)."""
         return tuple(u for u in self._traits(table).upstream if u in self.tables)
 
+    def caps(self, table: str) -> tuple[tuple[str, int], ...]:
+        """Each limited system of ``table`` and the count of its running steps below which
+        ``table`` may start: ``blocker`` in short (tables with equal caps wait alike)."""
+        return self._caps[table]
+
     def _traits(self, table: str) -> TableTraits:
         try:
             return self.tables[table]
@@ -245,6 +263,17 @@ class SchedulingPolicy:
             below = [inherited[c] for c in self._dag.children(table)]
             inherited[table] = max([own, *below])
         return inherited
+
+    @cached_property
+    def _caps(self) -> dict[str, tuple[tuple[str, int], ...]]:
+        return {
+            table: tuple(
+                (system, limit if self.favoured(table) else limit - self.reserved(system))
+                for system in traits.systems
+                if (limit := self.limits.get(system)) is not None
+            )
+            for table, traits in self.tables.items()
+        }
 
     @cached_property
     def _ranks(self) -> dict[str, int]:

@@ -97,8 +97,8 @@ def test_waits_name_the_reserved_slots_under_focus(project):
     waits = dict(
         line.strip().split(": ", 1) for line in section(focus, "waits (ready, not started):")
     )
-    assert waits["bronze.products"].startswith(
-        "spark: 4 of its 6 slots reserved for critical (2 running) (tick 0, "
+    assert waits["bronze.products"] == (
+        "spark: 4 of its 6 slots reserved for critical (2 running) (ticks 0-6)"
     )
 
 
