@@ -141,25 +141,22 @@ class SchedulingPolicy:
 
     def may_start(self, table: str, running: Mapping[str, int]) -> bool:
         """Whether ``table`` may start while ``running`` (system -> steps running on it)."""
-        return self.blocker(table, running) is None
+        return _has_room(self.caps(table), running)
 
     def blocker(self, table: str, running: Mapping[str, int]) -> str | None:
         """Why ``table`` may not start now (None: it may): one of its systems is at its
         limit, or only slots reserved for critical work are left and it is not critical."""
-        favoured = self.favoured(table)
-        for system in self.systems(table):
-            limit = self.limits.get(system)
-            if limit is None:
-                continue
+        for system, cap in self.caps(table):
             busy = running.get(system, 0)
+            if busy < cap:
+                continue
+            limit = self.limits[system]
             if busy >= limit:
                 return f"{system} at its limit ({busy}/{limit} running)"
-            reserved = self.reserved(system)
-            if not favoured and busy >= limit - reserved:
-                return (
-                    f"{system}: {reserved} of its {limit} slots reserved for critical "
-                    f"({busy} running)"
-                )
+            return (
+                f"{system}: {self.reserved(system)} of its {limit} slots reserved for "
+                f"critical ({busy} running)"
+            )
         return None
 
     def pick(self, ready: Iterable[str], running: Mapping[str, int]) -> str | None:
@@ -173,7 +170,7 @@ class SchedulingPolicy:
         for table in ready:
             caps = self.caps(table)
             if caps not in room:
-                room[caps] = all(running.get(system, 0) < cap for system, cap in caps)
+                room[caps] = _has_room(caps, running)
             if room[caps]:
                 startable.append(table)
         if not startable:
@@ -287,6 +284,10 @@ class SchedulingPolicy:
             if traits.criticality == "critical":
                 feeds.update(self._dag.upstream(table))
         return frozenset(feeds)
+
+
+def _has_room(caps: tuple[tuple[str, int], ...], running: Mapping[str, int]) -> bool:
+    return all(running.get(system, 0) < cap for system, cap in caps)
 
 
 def system_limits(catalog: Catalog) -> dict[str, int]:
