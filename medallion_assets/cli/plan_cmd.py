@@ -124,6 +124,11 @@ def schedule_text(schedule: Schedule) -> str:
             f"  tick {start.at:<3} {start.table:<{width}}  {start.criticality:<8}  "
             f"{', '.join(start.systems)}"
         )
+    critical = schedule.done_after("critical")
+    lines.append(
+        f"done after {schedule.done_after()} tick(s)"
+        + (f"; the critical tables after {critical}" if critical else "")
+    )
     lines += ["concurrency per system (steps at each tick):", _systems_text(schedule)]
     lines.append("waits (ready, not started):" if schedule.waits else "waits: none")
     lines += [f"  {line}" for line in _waits_text(schedule)]

@@ -84,9 +84,16 @@ class Schedule:
                 return start.at
         raise KeyError(f"{table!r} does not start in this schedule")
 
+    def done_after(self, criticality: str | None = None) -> int:
+        """Ticks until every step (of ``criticality``, when given) has ended; 0 if none runs."""
+        ends = [s.at + 1 for s in self.starts if criticality in (None, s.criticality)]
+        return max(ends, default=0)
+
     def as_dict(self) -> dict[str, object]:
         return {
             "max_workers": self.max_workers,
+            "done_after": self.done_after(),
+            "critical_done_after": self.done_after("critical"),
             "unit_durations": True,
             "starts": [
                 {

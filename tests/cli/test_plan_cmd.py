@@ -72,6 +72,8 @@ def test_focus_skips_below_normal_and_balanced_skips_nothing(project):
         "  gold.daily_user_events: low is below the profile's skip_below (normal)"
     ]
     assert "skipped: none" in balanced.splitlines()
+    assert "done after 13 tick(s); the critical tables after 6" in focus.splitlines()
+    assert "done after 12 tick(s); the critical tables after 7" in balanced.splitlines()
     order = [line.split()[2] for line in section(focus, "start order:")]
     assert "gold.daily_user_events" not in order
     assert len(order) == 23

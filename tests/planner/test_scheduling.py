@@ -300,3 +300,14 @@ def test_demo_balanced_spreads_bronze_over_the_buckets(demo_catalog):
     focus = demo_policy(demo_catalog, "focus").simulate(tables, 2)
     assert balanced.peak("s3_raw") == 1
     assert focus.peak("s3_raw") == 2
+
+
+@pytest.mark.parametrize("workers", [2, 4])
+def test_demo_focus_finishes_the_critical_marts_sooner_and_balanced_the_whole_run(
+    demo_catalog, workers
+):
+    tables = set(demo_catalog.datasets)
+    focus = demo_policy(demo_catalog, "focus").simulate(tables, workers)
+    balanced = demo_policy(demo_catalog, "balanced").simulate(tables, workers)
+    assert focus.done_after("critical") < balanced.done_after("critical")
+    assert balanced.done_after() < focus.done_after()
