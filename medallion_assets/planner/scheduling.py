@@ -10,8 +10,8 @@ The executor keeps, per system, how many of its steps are running, and calls:
   when it ends).
 
 ``priority`` and ``may_start`` are the two halves of ``pick`` (``rank`` is ``priority`` as one
-number, for a numeric sort key); ``simulate`` replays the whole
-run with unit durations, which is what ``medallion plan`` shows.
+number, for a numeric sort key); ``simulate`` replays the whole run with unit durations, which
+is what ``medallion plan`` shows.
 
 >>> from medallion_assets.catalog.operations import ProfileSettings
 >>> policy = SchedulingPolicy(
@@ -102,9 +102,10 @@ class SchedulingPolicy:
         return self._traits(table).systems
 
     def priority(self, table: str) -> PriorityKey:
-        """Sort key, lower starts first: the most urgent table waiting on it (its own
-        criticality_priority, or that of a critical table downstream, which cannot start
-        before it), then its own priority and criticality, then the catalog's order."""
+        """Sort key, lower starts first: the criticality_priority of the most urgent table
+        that needs it (itself, or any table downstream, which cannot start before it: so a
+        critical table's upstream goes first), then its own priority and criticality, then
+        the catalog's order."""
         traits = self._traits(table)
         own = self._weights.get(traits.criticality, 0)
         return (
@@ -228,7 +229,10 @@ class SchedulingPolicy:
     def caps(self, table: str) -> tuple[tuple[str, int], ...]:
         """Each limited system of ``table`` and the count of its running steps below which
         ``table`` may start: ``blocker`` in short (tables with equal caps wait alike)."""
-        return self._caps[table]
+        try:
+            return self._caps[table]
+        except KeyError:
+            raise KeyError(f"unknown table {table!r}") from None
 
     def _traits(self, table: str) -> TableTraits:
         try:

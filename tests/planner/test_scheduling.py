@@ -195,6 +195,9 @@ def test_unknown_tables_and_no_workers_are_errors():
     tables = {"t": ("normal", ("spark",), ())}
     with pytest.raises(KeyError, match=r"unknown table 'gold\.nope'"):
         policy(tables, {}).simulate({"gold.nope"}, 1)
+    for ask in (lambda p: p.pick(["gold.nope"], {}), lambda p: p.rank("gold.nope")):
+        with pytest.raises(KeyError, match=r"unknown table 'gold\.nope'"):
+            ask(policy(tables, {}))
     with pytest.raises(ValueError, match="max_workers is 0: give at least 1 worker"):
         policy(tables, {}).simulate({"t"}, 0)
     with pytest.raises(ValueError, match="table t: criticality 'urgent' is not one of"):
