@@ -171,3 +171,30 @@ profile_overrides = Table(
     Column("changed_by", Text, nullable=False),
     Column("changed_at", Text, nullable=False),
 )
+
+# --- shared rate budgets and operators' throttles (version 6) ---------------------------------
+
+# One token bucket per system and dimension, shared by every step of every run on any host:
+# a step leases a slice of tokens with one atomic upsert (control/rate_budgets.py).
+rate_budgets = Table(
+    "rate_budgets",
+    metadata,
+    Column("system", Text, primary_key=True),
+    Column("dimension", Text, primary_key=True),  # rows, bytes or requests
+    Column("tokens", Float, nullable=False),  # below zero: reserved ahead by waiting steps
+    Column("updated", Float, nullable=False),  # epoch seconds (PostgreSQL: the server's clock)
+)
+
+# The rates an operator set on a system (`medallion control throttle`), over systems.yaml's;
+# a rate left NULL keeps systems.yaml's.
+throttle_overrides = Table(
+    "throttle_overrides",
+    metadata,
+    Column("system", Text, primary_key=True),
+    Column("rows_per_second", Float, nullable=True),
+    Column("bytes_per_second", Float, nullable=True),
+    Column("requests_per_second", Float, nullable=True),
+    Column("reason", Text, nullable=False),
+    Column("changed_by", Text, nullable=False),
+    Column("changed_at", Text, nullable=False),
+)
