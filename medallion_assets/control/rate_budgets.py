@@ -42,6 +42,12 @@ if TYPE_CHECKING:
 RATE_FIELDS = tuple(f"{d}_per_second" for d in DIMENSIONS)
 
 
+def rate_text(field: str, value: float | None) -> str:
+    """``rows/s 500``, ``bytes/s 52428800``; ``-`` for no limit."""
+    shown = "-" if value is None else f"{value:.0f}" if value == int(value) else f"{value:g}"
+    return f"{field.split('_')[0]}/s {shown}"
+
+
 @dataclass(frozen=True)
 class ThrottleOverride:
     """The rates an operator set on ``system`` (None: systems.yaml's rate stands)."""
@@ -61,7 +67,7 @@ class ThrottleOverride:
 
     def describe(self) -> str:
         """``rows/s 500, bytes/s 1048576``."""
-        return ", ".join(f"{f.split('_')[0]}/s {v:g}" for f, v in self.rates().items())
+        return ", ".join(rate_text(f, v) for f, v in self.rates().items())
 
     def applied_to(self, limits: Throttle) -> Throttle:
         """``limits`` with the rates set here in place of theirs."""
