@@ -87,19 +87,21 @@ class RateBudgets:
         since its last take; returns the tokens left (below zero: the taker's wait, in tokens).
         One statement: concurrent takers queue on the row."""
         table = schema.rate_budgets
-        now = self._now()
-        refilled = table.c.tokens + self._greatest(literal(0.0), now - table.c.updated) * rate
-        insert = self._insert().values(
-            system=system, dimension=dimension, tokens=burst - amount, updated=now
-        )
-        statement = insert.on_conflict_do_update(
-            index_elements=[table.c.system, table.c.dimension],
-            set_={
-                "tokens": self._least(literal(burst), refilled) - amount,
-                "updated": self._greatest(table.c.updated, now),
-            },
-        ).returning(table.c.tokens)
         with self.store.transaction() as db:
+            # Read the clock only now, under the write lock (SQLite's BEGIN IMMEDIATE): a
+            # time read before a wait for the lock would have the taker sleep that wait twice.
+            now = self._now()
+            refilled = table.c.tokens + self._greatest(literal(0.0), now - table.c.updated) * rate
+            insert = self._insert().values(
+                system=system, dimension=dimension, tokens=burst - amount, updated=now
+            )
+            statement = insert.on_conflict_do_update(
+                index_elements=[table.c.system, table.c.dimension],
+                set_={
+                    "tokens": self._least(literal(burst), refilled) - amount,
+                    "updated": self._greatest(table.c.updated, now),
+                },
+            ).returning(table.c.tokens)
             return float(db.execute(statement).scalar_one())
 
     def give_back(self, system: str, dimension: str, amount: float, burst: float) -> None:

@@ -31,7 +31,7 @@ Clock = Callable[[], float]
 Sleep = Callable[[float], None]
 
 DIMENSIONS = ("rows", "bytes", "requests")
-LEASE_SECONDS = 0.1  # a slice is this much of the rate: about ten statements a second per step
+LEASE_SECONDS = 0.05  # a slice: at most 20 statements/s per system and dimension, all takers
 BURST_SECONDS = 0.1  # an idle system lets this much of its rate through at once
 REFRESH_SECONDS = 1.0  # how stale a rate may be: an operator's change lands within this
 LOCAL_TTL_SECONDS = 1.0  # a slice unspent this long is dropped: no burst after an idle spell
