@@ -9,36 +9,12 @@ import json
 import os
 import threading
 import time
-import uuid
 from pathlib import Path
 
-import psycopg
-import pytest
-from click.testing import CliRunner, Result
-
 from medallion_assets.catalog import load_catalog
-from medallion_assets.cli import cli
 from medallion_assets.control.plane import ControlPlane
 from medallion_assets.control.rate_budgets import shared_throttle
-from tests.conftest import copy_demo_project
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.slow)])
-def project(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    root = copy_demo_project(tmp_path / "theworldshop")
-    monkeypatch.setenv("MEDALLION_HOME", str(root / ".medallion"))
-    monkeypatch.delenv("MEDALLION_CONTROL_URL", raising=False)
-    if request.param == "postgresql":
-        server = request.getfixturevalue("postgres_server")
-        database = f"throttle_{uuid.uuid4().hex[:8]}"
-        with psycopg.connect(server.dsn, autocommit=True) as admin:
-            admin.execute(f"CREATE DATABASE {database}")
-        monkeypatch.setenv("MEDALLION_CONTROL_URL", server.dsn.rsplit("/", 1)[0] + f"/{database}")
-    return root
-
-
-def medallion(project: Path, *args: str) -> Result:
-    return CliRunner().invoke(cli, [*args, "--project", str(project)])
+from tests.cli.conftest import medallion
 
 
 def test_a_throttle_reaches_a_running_step_is_audited_shown_and_reset(project: Path):
@@ -113,32 +89,32 @@ def test_a_throttle_reaches_a_running_step_is_audited_shown_and_reset(project: P
     assert "redshift back to its systems.yaml rates (was rows/s 10000, bytes/s 1000000)" in audit
 
 
-@pytest.mark.parametrize(
-    ("args", "message"),
-    [
-        (
-            ("warehouse", "--rows-per-s", "5", "--reason", "r"),
-            "no system named 'warehouse' in metadata/systems.yaml: its systems are redshift, "
-            "s3_raw, s3_raw_replica, s3_vendor, spark",
-        ),
-        (
-            ("redshift", "--rows-per-s", "0", "--reason", "r"),
-            "--rows-per-s must be a positive number (got 0): to give redshift its systems.yaml "
-            "rates back, use --reset --reason ...",
-        ),
-        (("s3_raw", "--bytes-per-s", "-5", "--reason", "r"), "--bytes-per-s must be a positive"),
-        (("s3_raw", "--requests-per-s", "inf", "--reason", "r"), "--requests-per-s must be"),
-        (("redshift", "--rows-per-s", "500"), "say why with --reason"),
-        (("redshift", "--reset"), "say why with --reason"),
-        (("redshift", "--reset", "--rows-per-s", "5", "--reason", "r"), "give it without"),
-        (("--rows-per-s", "5", "--reason", "r"), "name the SYSTEM to throttle"),
-    ],
-)
-def test_bad_throttles_are_refused_with_the_fix(project: Path, args: tuple[str, ...], message: str):
-    result = medallion(project, "control", "throttle", *args)
-    assert result.exit_code == 2
-    assert message in result.output
+BAD_THROTTLES = [
+    (
+        ("warehouse", "--rows-per-s", "5", "--reason", "r"),
+        "no system named 'warehouse' in metadata/systems.yaml: its systems are redshift, "
+        "s3_raw, s3_raw_replica, s3_vendor, spark",
+    ),
+    (
+        ("redshift", "--rows-per-s", "0", "--reason", "r"),
+        "--rows-per-s must be a positive number (got 0): to give redshift its systems.yaml "
+        "rates back, use --reset --reason ...",
+    ),
+    (("s3_raw", "--bytes-per-s", "-5", "--reason", "r"), "--bytes-per-s must be a positive"),
+    (("s3_raw", "--requests-per-s", "inf", "--reason", "r"), "--requests-per-s must be"),
+    (("redshift", "--rows-per-s", "500"), "say why with --reason"),
+    (("redshift", "--reset"), "say why with --reason"),
+    (("redshift", "--reset", "--rows-per-s", "5", "--reason", "r"), "give it without"),
+    (("--rows-per-s", "5", "--reason", "r"), "name the SYSTEM to throttle"),
+]
+
+
+def test_bad_throttles_are_refused_with_the_fix(project: Path):
+    for args, message in BAD_THROTTLES:
+        result = medallion(project, "control", "throttle", *args)
+        assert (result.exit_code, message in result.output) == (2, True), (args, result.output)
     assert "THROTTLE" not in medallion(project, "control", "status").output
+    assert "throttle" not in medallion(project, "audit").output
 
 
 def test_the_listing_shows_every_systems_rates_in_force(project: Path):
