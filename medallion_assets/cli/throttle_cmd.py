@@ -87,6 +87,11 @@ def throttle(
             f"no system named {system!r} in metadata/systems.yaml: its systems are "
             f"{', '.join(sorted(catalog.systems))}"
         )
+    if reason is not None and not (given or reset):
+        fail(
+            "--reason goes with a change: add --rows-per-s, --bytes-per-s, --requests-per-s "
+            "or --reset"
+        )
     store = open_plane(project).store()
     if given or reset:
         if system is None:

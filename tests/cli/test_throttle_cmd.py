@@ -106,6 +106,7 @@ BAD_THROTTLES = [
     (("redshift", "--reset"), "say why with --reason"),
     (("redshift", "--reset", "--rows-per-s", "5", "--reason", "r"), "give it without"),
     (("--rows-per-s", "5", "--reason", "r"), "name the SYSTEM to throttle"),
+    (("redshift", "--reason", "r"), "--reason goes with a change: add --rows-per-s"),
 ]
 
 
