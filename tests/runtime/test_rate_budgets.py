@@ -157,8 +157,9 @@ def test_a_consumer_blocked_on_the_budget_waits_instead_of_failing(url: str):
     started = time.monotonic()
     waited = sum(throttle.requests() for _ in range(30))
     elapsed = time.monotonic() - started
-    # 30 requests at 20/s, 2 passing at once (a tenth of a second's burst): 1.4 s of waiting.
-    assert elapsed == pytest.approx(1.4, abs=0.15)
+    # 30 requests at 20/s, 2 passing at once (a tenth of a second's burst): 1.4 s of waiting,
+    # never less; more on a busy machine (a lease a request at this rate, each a round trip).
+    assert 1.4 - 0.05 <= elapsed < 3.0
     assert waited == pytest.approx(elapsed, abs=0.1)
     assert throttle.usage().requests == 30
 
