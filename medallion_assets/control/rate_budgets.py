@@ -1,11 +1,14 @@
 """Rate budgets shared by every step and run using a system, and operators' throttles of them.
 
-``RateBudgets`` (``store.budgets``) keeps one token bucket per system and dimension (rows,
-bytes, requests) in the ``rate_budgets`` table. A lease refills the row for the time since its
-last update and takes the tokens in one atomic ``INSERT ... ON CONFLICT DO UPDATE ...
-RETURNING``: SQLite runs it under the write lock its ``BEGIN IMMEDIATE`` took, PostgreSQL under
-the row's lock, so concurrent takers on any host each see the other's take. On PostgreSQL the
-refill uses the server's clock: hosts whose clocks disagree still share one timeline.
+``RateBudgets`` (``store.budgets``) keeps one budget per system and dimension (rows, bytes,
+requests) in the ``rate_budgets`` table, as the time up to which the rate is reserved: a lease
+of N at R per second moves it N/R seconds on (from now, when the budget has been idle) and
+the taker waits until it has passed, less a tenth of a second of burst. A reservation is
+priced at the rate in force when it is made, so a rate changed later prices only later ones.
+One atomic ``INSERT ... ON CONFLICT DO UPDATE ... RETURNING`` per lease: SQLite runs it under
+the write lock its ``BEGIN IMMEDIATE`` took, PostgreSQL under the row's lock, so concurrent
+takers on any host each see the other's reservation. On PostgreSQL the time is the server's:
+hosts whose clocks disagree still share one timeline.
 
 The rate in force on a system is systems.yaml's, with any rate an operator set
 (``medallion control throttle SYSTEM --rows-per-s N --reason ...``, audited) in its place, cut by
@@ -82,35 +85,32 @@ class RateBudgets:
 
     # --- the shared buckets (io.shared_budget.RateLedger) -------------------------------------
 
-    def lease(self, system: str, dimension: str, amount: float, rate: float, burst: float) -> float:
-        """Take ``amount`` tokens from the system's bucket, refilled at ``rate`` up to ``burst``
-        since its last take; returns the tokens left (below zero: the taker's wait, in tokens).
-        One statement: concurrent takers queue on the row."""
+    def lease(self, system: str, dimension: str, amount: float, rate: float) -> float:
+        """Reserve ``amount`` at ``rate`` after everything reserved before (or from now, when
+        the budget is idle); returns the seconds from now until the reservation is paid. One
+        statement: concurrent takers queue on the row."""
         table = schema.rate_budgets
         with self.store.transaction() as db:
             # Read the clock only now, under the write lock (SQLite's BEGIN IMMEDIATE): a
             # time read before a wait for the lock would have the taker sleep that wait twice.
             now = self._now()
-            refilled = table.c.tokens + self._greatest(literal(0.0), now - table.c.updated) * rate
+            cost = literal(amount / rate, Float)
             insert = self._insert().values(
-                system=system, dimension=dimension, tokens=burst - amount, updated=now
+                system=system, dimension=dimension, reserved_until=now + cost
             )
             statement = insert.on_conflict_do_update(
                 index_elements=[table.c.system, table.c.dimension],
-                set_={
-                    "tokens": self._least(literal(burst), refilled) - amount,
-                    "updated": self._greatest(table.c.updated, now),
-                },
-            ).returning(table.c.tokens)
+                set_={"reserved_until": self._greatest(table.c.reserved_until, now) + cost},
+            ).returning(table.c.reserved_until - now)
             return float(db.execute(statement).scalar_one())
 
-    def give_back(self, system: str, dimension: str, amount: float, burst: float) -> None:
-        """Return ``amount`` unspent tokens to the bucket, never beyond ``burst``."""
+    def give_back(self, system: str, dimension: str, amount: float, rate: float) -> None:
+        """Return ``amount`` leased at ``rate`` and not spent: later reservations move up."""
         table = schema.rate_budgets
         statement = (
             update(table)
             .where(table.c.system == system, table.c.dimension == dimension)
-            .values(tokens=self._least(literal(burst), table.c.tokens + amount))
+            .values(reserved_until=table.c.reserved_until - literal(amount / rate, Float))
         )
         with self.store.transaction() as db:
             db.execute(statement)
@@ -125,10 +125,6 @@ class RateBudgets:
         return (
             postgresql.insert(table) if self.store.dialect == "postgresql" else sqlite.insert(table)
         )
-
-    def _least(self, a: ColumnElement[float], b: ColumnElement[float]) -> ColumnElement[float]:
-        # SQLite's two-argument min() is its LEAST
-        return func.least(a, b) if self.store.dialect == "postgresql" else func.min(a, b)
 
     def _greatest(self, a: ColumnElement[float], b: ColumnElement[float]) -> ColumnElement[float]:
         return func.greatest(a, b) if self.store.dialect == "postgresql" else func.max(a, b)

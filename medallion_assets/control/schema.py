@@ -174,15 +174,16 @@ profile_overrides = Table(
 
 # --- shared rate budgets and operators' throttles (version 6) ---------------------------------
 
-# One token bucket per system and dimension, shared by every step of every run on any host:
-# a step leases a slice of tokens with one atomic upsert (control/rate_budgets.py).
+# One budget per system and dimension, shared by every step of every run on any host, kept as
+# the time up to which its rate is reserved (a generic cell rate algorithm: a reservation costs
+# its amount over the rate in force when it is made); a step leases a slice with one atomic
+# upsert (control/rate_budgets.py).
 rate_budgets = Table(
     "rate_budgets",
     metadata,
     Column("system", Text, primary_key=True),
     Column("dimension", Text, primary_key=True),  # rows, bytes or requests
-    Column("tokens", Float, nullable=False),  # below zero: reserved ahead by waiting steps
-    Column("updated", Float, nullable=False),  # epoch seconds (PostgreSQL: the server's clock)
+    Column("reserved_until", Float, nullable=False),  # epoch s (PostgreSQL: the server's clock)
 )
 
 # The rates an operator set on a system (`medallion control throttle`), over systems.yaml's;

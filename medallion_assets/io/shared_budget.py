@@ -1,15 +1,16 @@
 """Rate budgets shared by every step, run and host using a system, leased in slices.
 
 A ``SharedBucket`` is one dimension (rows, bytes or requests) of one system's budget. The
-tokens live in a ledger every process sees (the control store: ``control/rate_budgets.py``);
-a step leases a slice of them, about ``lease_seconds`` of the rate, with one atomic statement,
-and hands them out locally until the slice is spent, so a loop moving batches of rows does not
-hit the database per batch. A lease may reserve ahead of the bucket (tokens below zero): the
-taker then sleeps until the bucket's refill has covered it, and later takers queue behind it.
+budget lives in a ledger every process sees (the control store: ``control/rate_budgets.py``)
+as the time up to which the rate is reserved. A step leases a slice, about ``lease_seconds``
+of the rate, with one atomic statement, sleeps until the slice's time has come (less
+``burst_seconds``: an idle system lets that much through at once) and hands the slice out
+locally, so a loop moving batches of rows does not hit the database per batch. Later takers
+queue behind it, in whatever process or host.
 
 The rate is re-read every ``refresh_seconds`` (``LiveLimits``): an operator's
-``medallion control throttle`` or a self-healing cut reaches a running step within about a
-second, even one asleep on a long reservation. One bucket object is safe to share between
+``medallion control throttle`` or a self-healing cut prices the next slice, so it reaches a
+running step within about a second and one slice. One bucket object is safe to share between
 threads; threads with their own objects share through the ledger like processes do::
 
     live = LiveLimits(lambda: Throttle(rows_per_second=50_000))
@@ -46,15 +47,15 @@ def rate_of(limits: Throttle, dimension: str) -> float | None:
 
 
 class RateLedger(Protocol):
-    """Where the shared tokens live (``control.rate_budgets.RateBudgets``)."""
+    """Where the shared budget lives (``control.rate_budgets.RateBudgets``)."""
 
-    def lease(self, system: str, dimension: str, amount: float, rate: float, burst: float) -> float:
-        """Take ``amount`` tokens, refilled at ``rate`` up to ``burst``; return the tokens left
-        (below zero: the taker waits until the refill covers them)."""
+    def lease(self, system: str, dimension: str, amount: float, rate: float) -> float:
+        """Reserve ``amount`` at ``rate`` behind every earlier reservation; return the seconds
+        from now until it is paid (below zero: the budget was idle that long)."""
         ...
 
-    def give_back(self, system: str, dimension: str, amount: float, burst: float) -> None:
-        """Return unspent tokens (never above ``burst``)."""
+    def give_back(self, system: str, dimension: str, amount: float, rate: float) -> None:
+        """Return ``amount`` reserved at ``rate`` and not spent."""
         ...
 
 
@@ -107,6 +108,7 @@ class SharedBucket:
         self._clock, self._sleep = clock, sleep
         self._lock = threading.Lock()  # one taker at a time: they queue in the lock's order
         self._local = 0.0  # leased, not yet handed out
+        self._local_rate: float | None = None  # the rate it was leased at
         self._leased_at = 0.0
 
     def rate(self) -> float | None:
@@ -114,7 +116,7 @@ class SharedBucket:
         return rate_of(self._limits.current(), self.dimension)
 
     def acquire(self, amount: float = 1.0) -> float:
-        """Block until ``amount`` tokens are ours; return the seconds waited."""
+        """Block until ``amount`` is ours; return the seconds waited."""
         if amount < 0:
             raise ValueError(f"amount must be >= 0, got {amount}")
         started = self._clock()
@@ -128,33 +130,28 @@ class SharedBucket:
                 self._local -= amount
                 return 0.0
             lease = max(amount - self._local, rate * self._lease_seconds)
-            left = self._ledger.lease(self.system, self.dimension, lease, rate, self._burst(rate))
+            ahead = self._ledger.lease(self.system, self.dimension, lease, rate)
             self._local += lease - amount
-            self._wait_for(-left)
+            self._local_rate = rate
+            self._wait(ahead - self._burst_seconds)
             self._leased_at = self._clock()  # the slice is ours once paid for
         return self._clock() - started
 
     def close(self) -> None:
         """Give the unspent part of the slice back, for the other steps to use."""
         with self._lock:
-            rate = self.rate()
-            if rate is not None and self._local > 0:
-                self._ledger.give_back(self.system, self.dimension, self._local, self._burst(rate))
+            if self._local > 0 and self._local_rate is not None:
+                self._ledger.give_back(self.system, self.dimension, self._local, self._local_rate)
             self._local = 0.0
 
-    def _burst(self, rate: float) -> float:
-        return max(1.0, rate * self._burst_seconds)
-
-    def _wait_for(self, owed: float) -> None:
-        """Sleep until the bucket's refill has paid ``owed`` tokens, at the rate in force:
-        a rate changed meanwhile changes the rest of the wait (unlimited ends it)."""
-        while owed > 1e-9:  # float dust left by the last step is not worth a sleep
-            rate = self.rate()
-            if rate is None:
+    def _wait(self, seconds: float) -> None:
+        """Sleep ``seconds``, in steps of at most ``refresh_seconds``: a rate lifted meanwhile
+        (``--reset`` of a system without a rate in systems.yaml) ends the wait."""
+        end = self._clock() + seconds
+        while (left := end - self._clock()) > 0:
+            if self.rate() is None:
                 return
-            step = min(owed / rate, self._limits.refresh_seconds)
-            self._sleep(step)
-            owed -= step * rate
+            self._sleep(min(left, self._limits.refresh_seconds))
 
     def __repr__(self) -> str:
         return f"SharedBucket({self.system!r}, {self.dimension!r})"

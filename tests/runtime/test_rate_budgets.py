@@ -151,6 +151,38 @@ def test_a_throttle_and_a_cut_reach_a_running_consumer_within_a_second(url: str)
         assert 0.6 * limit < rate <= 1.1 * limit
 
 
+@pytest.mark.slow  # watches the rate for four seconds
+def test_a_steep_throttle_does_not_make_a_step_wait_out_a_slice_leased_at_the_old_rate(url: str):
+    store = ControlStore.open(url)
+    throttle = shared_throttle(store, "redshift", Throttle(rows_per_second=50_000))
+    taken: list[float] = []
+    stop = threading.Event()
+
+    def consume() -> None:  # slices of 2,500 rows at 50,000 rows/s, taken 100 at a time
+        while not stop.is_set():
+            throttle.rows(100)
+            taken.append(time.monotonic())
+
+    consumer = threading.Thread(target=consume)
+    consumer.start()
+    try:
+        time.sleep(0.5)
+        store.budgets.set_override("redshift", {"rows_per_second": 500}, "WLM full", "oncall")
+        changed = time.monotonic()
+        time.sleep(3.5)
+    finally:
+        stop.set()
+        consumer.join()
+    # From a second and a half on: 500 rows/s, neither a stall on the 2,500-row slice
+    # (5 s at 500/s) nor that slice spent at once after it.
+    per_half_second = [
+        sum(100 for at in taken if start <= at < start + 0.5)
+        for start in (changed + 1.5, changed + 2.0, changed + 2.5, changed + 3.0)
+    ]
+    print(f"rows per half second after the throttle: {per_half_second}")
+    assert all(100 <= rows <= 400 for rows in per_half_second)
+
+
 def test_a_consumer_blocked_on_the_budget_waits_instead_of_failing(url: str):
     store = ControlStore.open(url)
     throttle = shared_throttle(store, "s3_vendor", Throttle(requests_per_second=20))
