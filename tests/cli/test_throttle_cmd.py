@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 import time
 from pathlib import Path
 
@@ -15,6 +14,7 @@ from medallion_assets.catalog import load_catalog
 from medallion_assets.control.plane import ControlPlane
 from medallion_assets.control.rate_budgets import shared_throttle
 from tests.cli.conftest import medallion
+from tests.runtime.row_consumer import RowConsumer
 
 
 def test_a_throttle_reaches_a_running_step_is_audited_shown_and_reset(project: Path):
@@ -22,17 +22,7 @@ def test_a_throttle_reaches_a_running_step_is_audited_shown_and_reset(project: P
     assert declared.rows_per_second == 50_000
     store = ControlPlane.from_env(os.environ, project).store()
     throttle = shared_throttle(store, "redshift", declared)
-    taken: list[float] = []
-    stop = threading.Event()
-
-    def load_rows() -> None:  # a step loading the warehouse in batches of 100 rows
-        while not stop.is_set():
-            throttle.rows(100)
-            taken.append(time.monotonic())
-
-    step = threading.Thread(target=load_rows)
-    step.start()
-    try:
+    with RowConsumer(throttle, batch=100) as step:  # a step loading the warehouse
         time.sleep(1.0)
         issued = time.monotonic()
         done = medallion(
@@ -42,14 +32,10 @@ def test_a_throttle_reaches_a_running_step_is_audited_shown_and_reset(project: P
         )
         changed = time.monotonic()
         time.sleep(2.5)
-    finally:
-        stop.set()
-        step.join()
     assert done.exit_code == 0, done.output
     assert "redshift throttled to rows/s 10000 by oncall" in done.output
     assert "redshift             rows/s 10000, bytes/s 52428800, requests/s -" in done.output
-    before = sum(1 for at in taken if issued - 0.8 <= at < issued) * 100 / 0.8
-    after = sum(1 for at in taken if changed + 1.4 <= at < changed + 2.4) * 100 / 1.0
+    before, after = step.rate(issued - 0.8, issued), step.rate(changed + 1.4, changed + 2.4)
     print(f"rows/s before the throttle {before:.0f}, a second after it {after:.0f}")
     # The budget is a ceiling: on a busy machine the step may fall short of it, never above.
     assert 25_000 < before <= 50_000 * 1.1

@@ -16,6 +16,7 @@ import pytest
 from medallion_assets.catalog.models import Throttle
 from medallion_assets.control.rate_budgets import shared_throttle
 from medallion_assets.control.store import ControlStore
+from tests.runtime.row_consumer import RowConsumer
 
 if TYPE_CHECKING:
     from multiprocessing.queues import Queue
@@ -110,20 +111,7 @@ def test_threads_of_one_process_share_the_budget(url: str):
 def test_a_throttle_and_a_cut_reach_a_running_consumer_within_a_second(url: str):
     store = ControlStore.open(url)
     throttle = shared_throttle(store, "redshift", Throttle(rows_per_second=RATE))
-    taken: list[tuple[float, int]] = []
-    stop = threading.Event()
-
-    def consume() -> None:
-        while not stop.is_set():
-            throttle.rows(50)  # small batches: a window of a second holds dozens
-            taken.append((time.monotonic(), 50))
-
-    def rate_between(start: float, end: float) -> float:
-        return sum(n for at, n in taken if start <= at < end) / (end - start)
-
-    consumer = threading.Thread(target=consume)
-    consumer.start()
-    try:
+    with RowConsumer(throttle, batch=50) as consumer:  # a window of a second holds dozens
         time.sleep(1.0)
         store.budgets.set_override("redshift", {"rows_per_second": RATE / 4}, "test", "oncall")
         throttled = time.monotonic()
@@ -134,15 +122,12 @@ def test_a_throttle_and_a_cut_reach_a_running_consumer_within_a_second(url: str)
         store.budgets.reset_override("redshift", "over", "oncall")
         reset = time.monotonic()
         time.sleep(2.2)
-    finally:
-        stop.set()
-        consumer.join()
     # Each change is in force from at most a second (the re-read) after it on.
     rates = [
-        rate_between(throttled - 0.7, throttled),  # past the first burst
-        rate_between(throttled + 1.3, cut),
-        rate_between(cut + 1.3, reset),
-        rate_between(reset + 1.3, reset + 2.2),
+        consumer.rate(throttled - 0.7, throttled),  # past the first burst
+        consumer.rate(throttled + 1.3, cut),
+        consumer.rate(cut + 1.3, reset),
+        consumer.rate(reset + 1.3, reset + 2.2),
     ]
     print(f"rows/s before, throttled, cut, reset: {[round(r) for r in rates]}")
     # The budget is a ceiling: on a busy machine the consumer may fall short, never above it.
@@ -155,28 +140,16 @@ def test_a_throttle_and_a_cut_reach_a_running_consumer_within_a_second(url: str)
 def test_a_steep_throttle_does_not_make_a_step_wait_out_a_slice_leased_at_the_old_rate(url: str):
     store = ControlStore.open(url)
     throttle = shared_throttle(store, "redshift", Throttle(rows_per_second=50_000))
-    taken: list[float] = []
-    stop = threading.Event()
-
-    def consume() -> None:  # slices of 2,500 rows at 50,000 rows/s, taken 100 at a time
-        while not stop.is_set():
-            throttle.rows(100)
-            taken.append(time.monotonic())
-
-    consumer = threading.Thread(target=consume)
-    consumer.start()
-    try:
+    # slices of 2,500 rows at 50,000 rows/s, taken 100 at a time
+    with RowConsumer(throttle, batch=100) as consumer:
         time.sleep(0.5)
         store.budgets.set_override("redshift", {"rows_per_second": 500}, "WLM full", "oncall")
         changed = time.monotonic()
         time.sleep(3.5)
-    finally:
-        stop.set()
-        consumer.join()
     # From a second and a half on: 500 rows/s, neither a stall on the 2,500-row slice
     # (5 s at 500/s) nor that slice spent at once after it.
     per_half_second = [
-        sum(100 for at in taken if start <= at < start + 0.5)
+        consumer.rows(start, start + 0.5)
         for start in (changed + 1.5, changed + 2.0, changed + 2.5, changed + 3.0)
     ]
     print(f"rows per half second after the throttle: {per_half_second}")
