@@ -103,7 +103,8 @@ def test_threads_of_one_process_share_the_budget(url: str):
         thread.join()
     rate = together(moved)
     print(f"3 threads at {RATE:.0f} rows/s: together {rate:.0f} rows/s")
-    assert rate == pytest.approx(RATE, rel=TOLERANCE)
+    # One budget, not three: never above it; a busy machine may keep the threads below it.
+    assert 0.85 * RATE < rate <= (1 + TOLERANCE) * RATE
     assert min(m.rows for m in moved) > 0.1 * sum(m.rows for m in moved)
 
 
