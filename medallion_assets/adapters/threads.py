@@ -223,7 +223,9 @@ class ThreadedExecutor(Executor):
                 for step in running.held:  # never started: they end as not run
                     active.mark_abandoned(step.key)
                 running.held.clear()
-            if not stopping:
+            if stopping:
+                _cancel_spark_jobs()  # again: a step may have started another job since
+            else:
                 yield from self._start_ready(job_context, active, running)
                 if not running.threads:
                     if not active.is_complete:

@@ -113,7 +113,10 @@ def step_session(base: SparkSession, settings: MedallionSettings, pool: str) -> 
         session = SparkSession.builder.remote(settings.spark_remote).create()
     else:
         session = base.newSession()
-        session.sparkContext.setLocalProperty("spark.scheduler.pool", pool)
+        context = session.sparkContext
+        context.setLocalProperty("spark.scheduler.pool", pool)
+        # A cancelled job (a terminated run) interrupts its running tasks, not only the rest.
+        context.setInterruptOnCancel(True)
     session.conf.set("spark.sql.session.timeZone", "UTC")
     session.conf.set("spark.sql.shuffle.partitions", str(settings.spark_shuffle_partitions))
     return session
