@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
+from medallion_assets.adapters.priority import priority_tags
 from medallion_assets.adapters.resources import ControlResource
 from medallion_assets.adapters.translator import step_table, table_key
 from medallion_assets.catalog import Catalog
@@ -151,7 +152,8 @@ def pipeline_schedule(
         execution_timezone="UTC",
     )
     def _tick(context: dg.ScheduleEvaluationContext, control: ControlResource) -> Any:
-        off = control.plane().disabled(catalog, tables, [pipeline_id])
+        plane = control.plane()
+        off = plane.disabled(catalog, tables, [pipeline_id])
         wanted = [t for t in tables if t not in off]
         if not wanted:
             reasons = "; ".join(d.describe() for d in off.values())
@@ -166,7 +168,8 @@ def pipeline_schedule(
         return dg.RunRequest(
             asset_selection=[table_key(t) for t in wanted],
             partition_key=partition,
-            tags={"pipeline": pipeline_id},
+            # read now: `medallion control profile` changes the next tick's priority
+            tags={"pipeline": pipeline_id, **priority_tags(catalog, plane, wanted, pipeline_id)},
         )
 
     return _tick

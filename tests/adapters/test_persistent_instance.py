@@ -37,6 +37,39 @@ def test_a_new_instance_folder_gets_the_projects_settings_and_keeps_an_operators
     assert (home / "dagster.yaml").read_text() == "telemetry:\n  enabled: true\n"
 
 
+def test_the_project_instance_queues_runs_by_priority_within_the_profiles_limits(
+    tmp_path: Path, demo_catalog
+):
+    from dagster._core.run_coordinator import QueuedRunCoordinator
+
+    profiles = demo_catalog.profiles  # balanced: 6 concurrent runs, focus: 10
+    with project_instance(tmp_path, {}, profiles) as instance:
+        coordinator = instance.run_coordinator
+        assert isinstance(coordinator, QueuedRunCoordinator)
+        assert coordinator.get_run_queue_config().max_concurrent_runs == 10
+        limits = coordinator.get_run_queue_config().tag_concurrency_limits
+        assert {(x["key"], x["value"], x["limit"]) for x in limits} == {
+            ("medallion/profile", "balanced", 6),
+            ("medallion/profile", "focus", 10),
+        }
+
+    # An edited profiles.yaml reaches the instance the project wrote, at the next run.
+    calmer = profiles.model_copy(
+        update={
+            "profiles": {
+                name: profile.model_copy(
+                    update={
+                        "settings": profile.settings.model_copy(update={"max_concurrent_runs": 2})
+                    }
+                )
+                for name, profile in profiles.profiles.items()
+            }
+        }
+    )
+    with project_instance(tmp_path, {}, calmer) as instance:
+        assert instance.run_coordinator.get_run_queue_config().max_concurrent_runs == 2
+
+
 @pytest.mark.slow
 def test_runs_of_medallion_run_are_the_runs_dagster_dev_shows(tmp_path: Path, monkeypatch):
     root, _ = minimal_project(tmp_path, monkeypatch, {"order_id": 1, "amount": 5.0})
