@@ -84,15 +84,22 @@ def stop_run(
     instance: dg.DagsterInstance, run: dg.DagsterRun, touched: list[str], plane: ControlPlane
 ) -> None:
     message = f"kill switch: run touches disabled {', '.join(touched)}; terminating it"
+    message = terminate_run(instance, run, message)
+    plane.store().record(
+        "terminate", "run", message, run_id=run.run_id, details={"touched": touched}
+    )
+
+
+def terminate_run(instance: dg.DagsterInstance, run: dg.DagsterRun, message: str) -> str:
+    """Cancel a queued run, or terminate a started one (its steps are interrupted, nothing
+    is published, the run ends canceled); returns ``message`` with what did not work."""
     if run.status == dg.DagsterRunStatus.QUEUED:
         instance.run_coordinator.cancel_run(run.run_id)
     else:
         instance.report_run_canceling(run, message=message)
         if not instance.run_launcher.terminate(run.run_id):
             message += " (the run launcher could not reach its run worker)"
-    plane.store().record(
-        "terminate", "run", message, run_id=run.run_id, details={"touched": touched}
-    )
+    return message
 
 
 class FlagChange(dg.Config):

@@ -35,9 +35,13 @@ RELAUNCH_SENSOR = "relaunch_failed_runs"
 RELAUNCH_JOB = "medallion_relaunch"
 ORIGIN_TAG = "medallion/relaunch_of"
 ATTEMPT_TAG = "medallion/relaunch"
+PREEMPTED_BY_TAG = (
+    "medallion/preempted_by"  # the runs that pre-empted the chain (adapters.preemption)
+)
 LOST = "RunProcessLost"
 _COPIED_TAGS = (
     "pipeline",
+    PREEMPTED_BY_TAG,
     "dagster/asset_partition_range_start",
     "dagster/asset_partition_range_end",
 )
