@@ -145,7 +145,7 @@ def _preempt(instance: dg.DagsterInstance, plane: ControlPlane, preemption: Pree
     if victim is None:
         return
     why = preemption.describe()
-    message = terminate_run(instance, victim, f"pre-empted (focus): {why}; terminating it")
+    message = terminate_run(instance, victim, f"pre-empted: {why}; terminating it")
     plane.store().record(
         "preempt",
         "run",
