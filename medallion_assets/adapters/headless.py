@@ -89,26 +89,31 @@ WRITTEN_BY = (
 )
 
 
-def instance_settings(profiles: ProfilesFile | None) -> str:
-    """The project instance's dagster.yaml: ``INSTANCE_SETTINGS`` and the queued run coordinator,
-    which starts queued runs highest ``dagster/priority`` first (the tag every request of the
-    project carries), at most the largest ``max_concurrent_runs`` of the profiles at once, and
-    at most each profile's own ``max_concurrent_runs`` of the runs tagged with it."""
+def instance_settings(profiles: ProfilesFile | None, project_root: Path | None = None) -> str:
+    """The project instance's dagster.yaml: ``INSTANCE_SETTINGS`` and Dagster's queued run
+    coordinator, which starts queued runs highest ``dagster/priority`` first (the tag every
+    request of the project carries), at most the largest ``max_concurrent_runs`` of the
+    profiles at once, and at most each profile's own ``max_concurrent_runs`` of the runs tagged
+    with it. With ``project_root``, the coordinator also tags the runs launched without a
+    priority (``adapters.run_queue``)."""
     config: dict[str, object] = {}
+    if project_root is not None:
+        config["project_root"] = str(Path(project_root).resolve())
     if profiles is not None:
         limits = {n: p.settings.max_concurrent_runs for n, p in sorted(profiles.profiles.items())}
-        config = {
-            "max_concurrent_runs": max(limits.values()),
-            "tag_concurrency_limits": [
-                {"key": PROFILE_TAG, "value": name, "limit": limit}
-                for name, limit in limits.items()
-            ],
+        config["max_concurrent_runs"] = max(limits.values())
+        config["tag_concurrency_limits"] = [
+            {"key": PROFILE_TAG, "value": name, "limit": limit} for name, limit in limits.items()
+        ]
+    if project_root is not None:
+        coordinator: dict[str, object] = {
+            "module": "medallion_assets.adapters.run_queue",
+            "class": "PriorityRunCoordinator",
         }
-    coordinator = {
-        "module": "dagster._core.run_coordinator",
-        "class": "QueuedRunCoordinator",
-        **({"config": config} if config else {}),
-    }
+    else:
+        coordinator = {"module": "dagster._core.run_coordinator", "class": "QueuedRunCoordinator"}
+    if config:
+        coordinator["config"] = config
     coordinated = yaml.safe_dump({"run_coordinator": coordinator}, sort_keys=False)
     return WRITTEN_BY + INSTANCE_SETTINGS + coordinated
 
@@ -127,12 +132,12 @@ def project_instance(
     profiles: ProfilesFile | None = None,
 ) -> dg.DagsterInstance:
     """The persistent instance ``medallion run`` records into (see ``dagster_home``), its
-    dagster.yaml written with ``instance_settings(profiles)`` when it does not exist yet, or
-    brought up to date when this project wrote it."""
+    dagster.yaml written with ``instance_settings(profiles, project_root)`` when it does not
+    exist yet, or brought up to date when this project wrote it."""
     home = dagster_home(project_root, env)
     home.mkdir(parents=True, exist_ok=True)
     config = home / "dagster.yaml"
-    wanted = instance_settings(profiles)
+    wanted = instance_settings(profiles, project_root)
     if not config.exists() or (
         config.read_text().startswith(WRITTEN_BY) and config.read_text() != wanted
     ):

@@ -88,6 +88,5 @@ def test_the_project_instance_enables_run_monitoring(tmp_path):
         assert instance.run_monitoring_enabled
         assert instance.run_monitoring_max_resume_run_attempts == 0
         assert instance.run_monitoring_start_timeout_seconds == 180
-    assert (tmp_path / ".medallion" / "dagster" / "dagster.yaml").read_text() == instance_settings(
-        None
-    )
+    written = (tmp_path / ".medallion" / "dagster" / "dagster.yaml").read_text()
+    assert written == instance_settings(None, tmp_path)

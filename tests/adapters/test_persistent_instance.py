@@ -11,8 +11,10 @@ import yaml
 from click.testing import CliRunner
 
 from medallion_assets.adapters.headless import dagster_home, project_instance
+from medallion_assets.catalog import load_catalog
 from medallion_assets.cli import cli
 from tests.adapters.minimal import minimal_project
+from tests.adapters.queue_project import PROFILES
 from tests.webserver import running_webserver, server_env
 
 RUNS = "{ runsOrError { ... on Runs { results { runId status tags { key value } } } } }"
@@ -73,6 +75,7 @@ def test_the_project_instance_queues_runs_by_priority_within_the_profiles_limits
 @pytest.mark.slow
 def test_runs_of_medallion_run_are_the_runs_dagster_dev_shows(tmp_path: Path, monkeypatch):
     root, _ = minimal_project(tmp_path, monkeypatch, {"order_id": 1, "amount": 5.0})
+    (root / "metadata" / "profiles.yaml").write_text(PROFILES)  # balanced: high -> 2
     monkeypatch.delenv("DAGSTER_HOME", raising=False)
 
     result = CliRunner().invoke(cli, ["run", "--project", str(root)])
@@ -82,7 +85,9 @@ def test_runs_of_medallion_run_are_the_runs_dagster_dev_shows(tmp_path: Path, mo
     # systems.yaml's max_concurrent_jobs became the instance's pool limits, with no hand-run
     # `dagster instance concurrency set`, and the run's steps ran under them.
     assert "pool limits from systems.yaml: s3_raw 2, warehouse 1" in result.output
-    with project_instance(root, {}) as instance:
+    with project_instance(root, {}, load_catalog(root).profiles) as instance:
+        # queued runs of dagster dev wait for the profiles' limits; this one ran in-process
+        assert instance.run_coordinator.get_run_queue_config().max_concurrent_runs == 2
         limits = instance.event_log_storage.get_pool_limits()
         assert {p.name: p.limit for p in limits if not p.from_default} == {
             "s3_raw": 2,
@@ -98,4 +103,8 @@ def test_runs_of_medallion_run_are_the_runs_dagster_dev_shows(tmp_path: Path, mo
         runs = server.graphql(RUNS)["runsOrError"]["results"]
 
     assert runs and all(run["status"] == "SUCCESS" for run in runs)
+    # the run's priority: balanced (active), its most critical table silver.orders_clean (high)
+    for run in runs:
+        tags = {t["key"]: t["value"] for t in run["tags"]}
+        assert (tags["dagster/priority"], tags["medallion/profile"]) == ("2", "balanced")
     assert os.listdir(home / "storage")  # the runs' event logs live in the project's instance

@@ -68,7 +68,7 @@ def test_a_source_sensors_request_carries_the_priority_of_its_table(project):
     assert request.tags[PRIORITY_TAG] == "1" and request.tags[PROFILE_TAG] == "focus"
 
 
-def run_of(defs, instance, job: str, status, tags=None) -> dg.DagsterRun:
+def run_of(defs, instance, job: str, status=None, tags=None) -> dg.DagsterRun:
     """A run of ``job`` in ``status``, put there by the events Dagster records (a queued run
     made directly would need a code location's origin)."""
     from dagster._core.remote_origin import (
@@ -87,6 +87,8 @@ def run_of(defs, instance, job: str, status, tags=None) -> dg.DagsterRun:
         tags={**definition.tags, **(tags or {})},
         remote_job_origin=RemoteJobOrigin(RemoteRepositoryOrigin(location, "__repository__"), job),
     )
+    if status is None:
+        return run
     kind = {
         dg.DagsterRunStatus.QUEUED: dg.DagsterEventType.RUN_ENQUEUED,
         dg.DagsterRunStatus.STARTED: dg.DagsterEventType.RUN_START,
@@ -161,3 +163,25 @@ def test_an_equal_priority_run_is_never_pre_empted(project, tmp_path):
         evaluate(defs, resources, instance)
         assert instance.get_run_by_id(running.run_id).status == dg.DagsterRunStatus.STARTED
         assert not [e for e in plane.store().audit() if e.kind == "preempt"]
+
+
+def test_the_project_instance_tags_a_run_launched_without_a_priority_as_it_queues_it(project):
+    from dagster._core.run_coordinator import SubmitRunContext
+
+    from medallion_assets.adapters.headless import project_instance
+
+    defs, plane, _resources = project
+    root = defs.resources["control"].project_root
+    ProfileOverrides(plane.store()).set("finance", "focus", "month-end close", "oncall")
+    profiles = load_catalog(root, use_cache=False).profiles
+    with project_instance(root, {}, profiles) as instance:
+        run = run_of(defs, instance, "finance")  # as the UI or a backfill creates it
+        instance.run_coordinator.submit_run(SubmitRunContext(run, workspace=None))
+        queued = instance.get_run_by_id(run.run_id)
+        assert queued.status == dg.DagsterRunStatus.QUEUED
+        assert (queued.tags[PRIORITY_TAG], queued.tags[PROFILE_TAG]) == ("10", "focus")
+
+        # a run that has its priority keeps it
+        tagged = run_of(defs, instance, "reports", tags={PRIORITY_TAG: "7", PROFILE_TAG: "x"})
+        instance.run_coordinator.submit_run(SubmitRunContext(tagged, workspace=None))
+        assert instance.get_run_by_id(tagged.run_id).tags[PRIORITY_TAG] == "7"

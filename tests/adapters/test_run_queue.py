@@ -3,6 +3,7 @@ coordinator, code server, run workers on Spark), on the project instance's own d
 
 - switching a pipeline's profile through the control store changes the priority tags of the
   next schedule evaluation, with the same code server (no restart, no reload);
+- a run launched without a priority (as from the UI) gets one from the instance as it queues;
 - under focus, a critical pipeline's run queued behind low-priority runs starts before them,
   and the low-priority run holding the system it needs is pre-empted (audited) and its
   unfinished table re-queued through the relaunch path, to run after it.
@@ -55,7 +56,7 @@ def queue(tmp_path_factory):
     (root / "sql" / "silver" / "orders_clean.sql").write_text(SLOW_SILVER)
     home = tmp / "dagster_home"
     home.mkdir()
-    (home / "dagster.yaml").write_text(instance_settings(load_catalog(root).profiles))
+    (home / "dagster.yaml").write_text(instance_settings(load_catalog(root).profiles, root))
     env = server_env(root / ".medallion") | {"MEDALLION_PROJECT": str(root)}
     with (
         running_webserver(REPO / "workspace.yaml", home, env, dev=True) as server,
@@ -129,7 +130,8 @@ def test_under_focus_a_critical_run_pre_empts_and_overtakes_low_priority_runs(qu
     low_tags = scheduled_tags(server, "reports_schedule")
     first = launch(server, "reports", low_tags)
     wait_until(lambda: step_started(instance, first, "silver__orders_clean"), "the low run")
-    second = launch(server, "reports", low_tags)
+    second = launch(server, "reports", {})  # as from the UI: the instance tags it as it queues
+    assert priority(dict(instance.get_run_by_id(second).tags)) == ("0", "focus")
     critical = launch(server, "finance", scheduled_tags(server, "finance_schedule"))
 
     # The critical run needs spark, which the first low run holds: it is pre-empted.
