@@ -60,7 +60,8 @@ def build_priority_sensor(catalog: Catalog, jobs: list[Any]) -> dg.SensorDefinit
         pending: dict[str, str] = json.loads(context.cursor) if context.cursor else {}
         queued = _stamped(catalog, plane, instance)
         done = []
-        for preemption in preemptions(queued, _running(catalog, plane, instance)):
+        running = _running(catalog, plane, instance) if queued else []  # nothing waits: no reads
+        for preemption in preemptions(queued, running):
             _preempt(instance, plane, preemption)
             pending[preemption.victim.run_id] = preemption.by.run_id
             done.append(preemption.describe())
