@@ -171,9 +171,17 @@ def _requeue(
     job_names: set[str],
 ) -> dg.RunRequest | None:
     before = run.tags.get(PREEMPTED_BY_TAG, "")
+    # The termination cut every unfinished step short, retries included (a step waiting to
+    # retry fails as it is interrupted): all of them go again, not only the interrupted ones.
+    steps = step_outcomes(instance, run.run_id)
+    cut = {
+        "done": steps["done"],
+        "failed": set(),
+        "interrupted": steps["failed"] | steps["interrupted"],
+    }
     relaunch = Relaunch(
         run,
-        step_outcomes(instance, run.run_id),
+        cut,
         int(run.tags.get(ATTEMPT_TAG, "0")),  # pre-emption is not a failure: no retry used
         run.tags.get(ORIGIN_TAG, run.run_id),
         why=f", re-queued after pre-emption by run {by}",

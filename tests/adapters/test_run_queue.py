@@ -24,18 +24,23 @@ from medallion_assets.catalog import load_catalog
 from medallion_assets.cli import cli
 from medallion_assets.control.plane import ControlPlane
 from medallion_assets.planner.run_priority import PRIORITY_TAG, PROFILE_TAG
+from medallion_assets.runtime.lake import Lake
 from tests.adapters.queue_project import queue_project
-from tests.adapters.test_run_recovery import (
-    LOCATION,
-    SLOW_SILVER,
-    finished,
-    step_started,
-    wait_until,
-)
+from tests.adapters.test_run_recovery import LOCATION, finished, step_started, wait_until
 from tests.conftest import REPO
 from tests.webserver import LAUNCH, DagsterWebserver, running_webserver, server_env
 
 pytestmark = pytest.mark.slow
+
+# About 15 s of Spark tasks (30 one-second tasks on 2 cores) before silver's rows come out:
+# many short tasks, so a run's termination (which cancels its Spark jobs; a task already
+# sleeping finishes its second) stops the step within a second or two.
+SLOW_SILVER = (
+    "SELECT order_id, amount, upper(country) AS country FROM bronze.orders WHERE amount >= 0 "
+    "AND (SELECT count(*) FROM (SELECT /*+ REPARTITION(30) */ n FROM "
+    "(SELECT explode(sequence(1, 30)) AS n) AS ns) AS parts WHERE "
+    "coalesce(reflect('java.lang.Thread', 'sleep', CAST(1000 AS BIGINT)), '') <> 'never') > 0\n"
+)
 
 DRY_RUN = """
 mutation Dry($selector: ScheduleSelector!, $at: Float) {
@@ -127,6 +132,11 @@ def started_at(instance: dg.DagsterInstance, run_id: str) -> float | None:
 def test_under_focus_a_critical_run_pre_empts_and_overtakes_low_priority_runs(queue):
     root, server, instance = queue
     switch(root, "all", "focus")  # one run at a time; low-priority runs may be pre-empted
+    # silver's input first, so the low runs' silver steps build (and sleep) rather than wait
+    lake = Lake(root / ".medallion" / "lake")
+    if lake.current("bronze.orders") is None:
+        launch(server, "layer_bronze", {})
+        wait_until(lambda: lake.current("bronze.orders"), "bronze.orders published")
     low_tags = scheduled_tags(server, "reports_schedule")
     first = launch(server, "reports", low_tags)
     wait_until(lambda: step_started(instance, first, "silver__orders_clean"), "the low run")
