@@ -78,7 +78,10 @@ def run(project: Path, fail_on_blocked: bool, wait_seconds: float, max_workers: 
         if section:
             click.echo("\n" + section)
     if summary.disabled:
-        click.echo("\nDISABLED: the kill switch skipped these tables (`medallion control status`)")
+        click.echo(
+            "\nDISABLED: the kill switch or the profile's skip_below skipped these tables "
+            "(`medallion control status`)"
+        )
         for name, message in sorted(summary.disabled.items()):
             click.echo(f"  {name}: {message.removeprefix('skipped: ')}")
     waited = [*summary.waited, *(f"{r.label}: {r.message}" for r in summary.having("busy"))]
