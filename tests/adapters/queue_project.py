@@ -1,7 +1,8 @@
 """The minimal project with two pipelines of different weight and balanced/focus profiles:
-``reports`` runs ``silver.orders_clean`` (criticality low), ``finance`` runs everything up to
-``gold.revenue`` (critical), so both need the ``spark`` pool. Under focus only one run at a
-time runs (``max_concurrent_runs: 1``) and low-priority runs are pre-empted."""
+``reports`` runs ``silver.orders_clean`` and ``gold.order_count`` (criticality low),
+``finance`` runs everything up to ``gold.revenue`` (critical), so both need the ``spark``
+pool. Under focus one run at a time runs (``max_concurrent_runs: 1``) and low-priority runs
+are pre-empted."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ PIPELINES = """
 pipelines:
   - id: reports
     schedule: "0 4 * * *"
-    select: {layers: [silver]}
+    select: {tags: [reports]}
   - id: finance
     schedule: "0 3 * * *"
     select: {sinks: [gold.revenue]}
@@ -35,7 +36,11 @@ DATASETS = """
 datasets:
   silver.orders_clean:
     criticality: low
+    tags: [reports]
     checks: [keys]
+  gold.order_count:
+    criticality: low
+    tags: [reports]
   gold.revenue:
     criticality: critical
 """
@@ -49,4 +54,7 @@ def queue_project(tmp_path: Path, monkeypatch) -> Path:  # type: ignore[no-untyp
     (metadata / "profiles.yaml").write_text(PROFILES)
     (metadata / "pipelines.yaml").write_text(PIPELINES)
     (metadata / "datasets.yaml").write_text(DATASETS)
+    (root / "sql" / "gold" / "order_count.sql").write_text(
+        "SELECT count(*) AS orders FROM silver.orders_clean\n"
+    )
     return root

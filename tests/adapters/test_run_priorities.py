@@ -135,7 +135,10 @@ def test_the_sensor_tags_pre_empts_and_re_queues(project, tmp_path):
         requeued = evaluate(defs, resources, instance, waiting.cursor)
         (request,) = requeued.run_requests
         assert request.job_name == "reports"
-        assert set(request.asset_selection) == {table_key("silver.orders_clean")}
+        assert set(request.asset_selection) == {
+            table_key("silver.orders_clean"),
+            table_key("gold.order_count"),
+        }
         assert request.tags[PREEMPTED_BY_TAG] == critical.run_id
         assert request.tags[ORIGIN_TAG] == low.run_id
         assert request.tags[PRIORITY_TAG] == "0"
