@@ -32,13 +32,14 @@ from tests.webserver import LAUNCH, DagsterWebserver, running_webserver, server_
 
 pytestmark = pytest.mark.slow
 
-# About 30 s of Spark tasks (60 one-second tasks on 2 cores) before silver's rows come out:
-# many short tasks, so a run's termination (which cancels its running Spark jobs; a task
-# already sleeping finishes its second) stops the step within a second or two.
+# About 15 s of Spark tasks (30 one-second tasks on 2 cores) before silver's rows come out, so
+# the low run is still in silver when it is pre-empted: many short tasks, so a termination that
+# cancels the running Spark job stops the step within a second or two; else the run stops at
+# the boundary before its gold table.
 SLOW_SILVER = (
     "SELECT order_id, amount, upper(country) AS country FROM bronze.orders WHERE amount >= 0 "
-    "AND (SELECT count(*) FROM (SELECT /*+ REPARTITION(60) */ n FROM "
-    "(SELECT explode(sequence(1, 60)) AS n) AS ns) AS parts WHERE "
+    "AND (SELECT count(*) FROM (SELECT /*+ REPARTITION(30) */ n FROM "
+    "(SELECT explode(sequence(1, 30)) AS n) AS ns) AS parts WHERE "
     "coalesce(reflect('java.lang.Thread', 'sleep', CAST(1000 AS BIGINT)), '') <> 'never') > 0\n"
 )
 
@@ -140,9 +141,6 @@ def test_under_focus_a_critical_run_pre_empts_and_overtakes_low_priority_runs(qu
     low_tags = scheduled_tags(server, "reports_schedule")
     first = launch(server, "reports", low_tags)
     wait_until(lambda: step_started(instance, first, "silver__orders_clean"), "the low run")
-    # The executor's termination cancels the Spark jobs running then: give the step time to
-    # start its Spark session and job (~10 s here) so the pre-emption finds it running.
-    time.sleep(12)
     second = launch(server, "reports", {})  # as from the UI: the instance tags it as it queues
     assert priority(dict(instance.get_run_by_id(second).tags)) == ("0", "focus")
     critical = launch(server, "finance", scheduled_tags(server, "finance_schedule"))
