@@ -17,6 +17,7 @@ from medallion_assets.adapters.kill_switch import (
     build_run_audit_sensors,
 )
 from medallion_assets.adapters.pools import build_pools_sensor
+from medallion_assets.adapters.preemption import build_priority_sensor
 from medallion_assets.adapters.progress import LOGGER_KEY, progress_logger
 from medallion_assets.adapters.relaunch import build_relaunch_sensor
 from medallion_assets.adapters.resources import (
@@ -90,6 +91,7 @@ def definitions_for(
             *build_run_audit_sensors(),
             build_relaunch_sensor(catalog, jobs),
             build_pools_sensor(catalog),
+            build_priority_sensor(catalog, jobs),
         ],
         resources={
             "spark": SparkResource(project_root=root),

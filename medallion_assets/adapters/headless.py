@@ -14,10 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import dagster as dg
+import yaml
 
 from medallion_assets.adapters.code_location import definitions_for
 from medallion_assets.adapters.lost_runs import mark_lost_runs_failed, process_tags
 from medallion_assets.adapters.pools import apply_pool_limits, system_limits
+from medallion_assets.adapters.priority import priority_tags
 from medallion_assets.adapters.progress import ProgressHandler, reporting_progress, run_config
 from medallion_assets.adapters.resources import S3Resource
 from medallion_assets.adapters.run_summary import RunSummary, results_of_run
@@ -25,7 +27,9 @@ from medallion_assets.adapters.step_order import StepOrder
 from medallion_assets.adapters.threads import ThreadedExecutor, execute_on_threads
 from medallion_assets.adapters.translator import DatasetTranslator, table_key
 from medallion_assets.catalog import Catalog, load_catalog
+from medallion_assets.catalog.operations import ProfilesFile
 from medallion_assets.control.plane import ControlPlane
+from medallion_assets.planner.run_priority import PROFILE_TAG
 from medallion_assets.runtime.bronze_ingest import partition_of, source_of
 from medallion_assets.runtime.errors import ResourceError
 from medallion_assets.runtime.locks import Holder, build_locks
@@ -80,6 +84,41 @@ run_monitoring:
   max_resume_run_attempts: 0
   poll_interval_seconds: 30
 """
+# The first line of a dagster.yaml this project wrote: such a file follows profiles.yaml (it is
+# rewritten when the profiles' limits change); any other is the operator's.
+WRITTEN_BY = (
+    "# written by medallion from metadata/profiles.yaml (rewritten when its limits change); "
+    "delete this line to keep your edits\n"
+)
+
+
+def instance_settings(profiles: ProfilesFile | None, project_root: Path | None = None) -> str:
+    """The project instance's dagster.yaml: ``INSTANCE_SETTINGS`` and Dagster's queued run
+    coordinator, which starts queued runs highest ``dagster/priority`` first (the tag every
+    request of the project carries), at most the largest ``max_concurrent_runs`` of the
+    profiles at once, and at most each profile's own ``max_concurrent_runs`` of the runs tagged
+    with it. With ``project_root``, the coordinator also tags the runs launched without a
+    priority (``adapters.run_queue``)."""
+    config: dict[str, object] = {}
+    if project_root is not None:
+        config["project_root"] = str(Path(project_root).resolve())
+    if profiles is not None:
+        limits = {n: p.settings.max_concurrent_runs for n, p in sorted(profiles.profiles.items())}
+        config["max_concurrent_runs"] = max(limits.values())
+        config["tag_concurrency_limits"] = [
+            {"key": PROFILE_TAG, "value": name, "limit": limit} for name, limit in limits.items()
+        ]
+    if project_root is not None:
+        coordinator: dict[str, object] = {
+            "module": "medallion_assets.adapters.run_queue",
+            "class": "PriorityRunCoordinator",
+        }
+    else:
+        coordinator = {"module": "dagster._core.run_coordinator", "class": "QueuedRunCoordinator"}
+    if config:
+        coordinator["config"] = config
+    coordinated = yaml.safe_dump({"run_coordinator": coordinator}, sort_keys=False)
+    return WRITTEN_BY + INSTANCE_SETTINGS + coordinated
 
 
 def dagster_home(project_root: Path, env: Mapping[str, str] | None = None) -> Path:
@@ -91,15 +130,21 @@ def dagster_home(project_root: Path, env: Mapping[str, str] | None = None) -> Pa
 
 
 def project_instance(
-    project_root: Path, env: Mapping[str, str] | None = None
+    project_root: Path,
+    env: Mapping[str, str] | None = None,
+    profiles: ProfilesFile | None = None,
 ) -> dg.DagsterInstance:
-    """The persistent instance ``medallion run`` records into (see ``dagster_home``), created with
-    ``INSTANCE_SETTINGS`` when its folder or its dagster.yaml does not exist yet."""
+    """The persistent instance ``medallion run`` records into (see ``dagster_home``), its
+    dagster.yaml written with ``instance_settings(profiles, project_root)`` when it does not
+    exist yet, or brought up to date when this project wrote it."""
     home = dagster_home(project_root, env)
     home.mkdir(parents=True, exist_ok=True)
     config = home / "dagster.yaml"
-    if not config.exists():
-        config.write_text(INSTANCE_SETTINGS)
+    wanted = instance_settings(profiles, project_root)
+    if not config.exists() or (
+        config.read_text().startswith(WRITTEN_BY) and config.read_text() != wanted
+    ):
+        config.write_text(wanted)
     return dg.DagsterInstance.from_config(str(home))
 
 
@@ -123,7 +168,7 @@ def run_project(
     # its SQLite schema, and a run that waited must plan from what the other one left.
     with one_run_at_a_time(settings, catalog.project.name, log, wait_seconds):
         if instance is None:
-            with project_instance(project_root) as owned:
+            with project_instance(project_root, profiles=catalog.profiles) as owned:
                 return _run(settings, catalog, log, owned, progress)
         return _run(settings, catalog, log, instance, progress)
 
@@ -156,6 +201,7 @@ def _run(
             plane,
             ThreadedExecutor(settings.workers, order),
             handler,
+            catalog,
         )
         for day in days:
             log(f"materializing {len(daily)} daily table(s) for {day} ...")
@@ -179,6 +225,7 @@ class _Steps:
     plane: ControlPlane
     executor: ThreadedExecutor
     progress_lines: ProgressHandler
+    catalog: Catalog  # for each run's dagster/priority and medallion/profile
     summary: RunSummary = field(default_factory=RunSummary)
 
     def execute(self, tables: list[str], partition: str | None) -> None:
@@ -188,7 +235,8 @@ class _Steps:
             partition,
             self.instance,
             self.executor,
-            tags=process_tags(),  # so the next medallion run can tell if this process was killed
+            # process tags: so the next medallion run can tell if this process was killed
+            tags={**priority_tags(self.catalog, self.plane, tables, None), **process_tags()},
             run_config=run_config(self.progress_lines.enabled),
         )
         summary = self.summary

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
+from medallion_assets.adapters.priority import priority_tags
 from medallion_assets.adapters.resources import ControlResource
 from medallion_assets.adapters.translator import step_table, table_key
 from medallion_assets.catalog import Catalog
@@ -83,15 +84,22 @@ def stop_run(
     instance: dg.DagsterInstance, run: dg.DagsterRun, touched: list[str], plane: ControlPlane
 ) -> None:
     message = f"kill switch: run touches disabled {', '.join(touched)}; terminating it"
+    message = terminate_run(instance, run, message)
+    plane.store().record(
+        "terminate", "run", message, run_id=run.run_id, details={"touched": touched}
+    )
+
+
+def terminate_run(instance: dg.DagsterInstance, run: dg.DagsterRun, message: str) -> str:
+    """Cancel a queued run, or terminate a started one (its steps are interrupted, nothing
+    is published, the run ends canceled); returns ``message`` with what did not work."""
     if run.status == dg.DagsterRunStatus.QUEUED:
         instance.run_coordinator.cancel_run(run.run_id)
     else:
         instance.report_run_canceling(run, message=message)
         if not instance.run_launcher.terminate(run.run_id):
             message += " (the run launcher could not reach its run worker)"
-    plane.store().record(
-        "terminate", "run", message, run_id=run.run_id, details={"touched": touched}
-    )
+    return message
 
 
 class FlagChange(dg.Config):
@@ -151,7 +159,8 @@ def pipeline_schedule(
         execution_timezone="UTC",
     )
     def _tick(context: dg.ScheduleEvaluationContext, control: ControlResource) -> Any:
-        off = control.plane().disabled(catalog, tables, [pipeline_id])
+        plane = control.plane()
+        off = plane.disabled(catalog, tables, [pipeline_id])
         wanted = [t for t in tables if t not in off]
         if not wanted:
             reasons = "; ".join(d.describe() for d in off.values())
@@ -166,7 +175,8 @@ def pipeline_schedule(
         return dg.RunRequest(
             asset_selection=[table_key(t) for t in wanted],
             partition_key=partition,
-            tags={"pipeline": pipeline_id},
+            # read now: `medallion control profile` changes the next tick's priority
+            tags={"pipeline": pipeline_id, **priority_tags(catalog, plane, wanted, pipeline_id)},
         )
 
     return _tick

@@ -14,15 +14,18 @@ A relaunch carries ``medallion/relaunch_of`` (the first run of the chain) and
 ``medallion/relaunch`` (its number), so the limit holds across a chain of relaunches.
 """
 
-from collections.abc import Iterator  # no "from __future__ import annotations": Dagster reads hints
+from collections.abc import Iterator, Mapping  # no "from __future__": Dagster reads hints
+from dataclasses import dataclass, field
 from typing import Any
 
 import dagster as dg
 
 from medallion_assets.adapters.kill_switch import run_tables
+from medallion_assets.adapters.priority import priority_tags
 from medallion_assets.adapters.resources import ControlResource, LakeResource
 from medallion_assets.adapters.translator import step_table, table_key
 from medallion_assets.catalog import Catalog
+from medallion_assets.control.plane import ControlPlane
 from medallion_assets.control.store import ControlStore
 from medallion_assets.planner.diagnosis import Diagnosis, Failure, diagnose
 from medallion_assets.planner.relaunch import failed_outside_steps, relaunch_plan
@@ -32,9 +35,13 @@ RELAUNCH_SENSOR = "relaunch_failed_runs"
 RELAUNCH_JOB = "medallion_relaunch"
 ORIGIN_TAG = "medallion/relaunch_of"
 ATTEMPT_TAG = "medallion/relaunch"
+PREEMPTED_BY_TAG = (
+    "medallion/preempted_by"  # the runs that pre-empted the chain (adapters.preemption)
+)
 LOST = "RunProcessLost"
 _COPIED_TAGS = (
     "pipeline",
+    PREEMPTED_BY_TAG,
     "dagster/asset_partition_range_start",
     "dagster/asset_partition_range_end",
 )
@@ -57,7 +64,7 @@ def build_relaunch_sensor(catalog: Catalog, jobs: list[Any]) -> dg.SensorDefinit
     ) -> Iterator[Any]:
         run = context.dagster_run
         instance = context.instance
-        steps = _step_outcomes(instance, run.run_id)
+        steps = step_outcomes(instance, run.run_id)
         reason = _failure_reason(context.dagster_event)
         if not failed_outside_steps(reason, steps["interrupted"]):
             yield dg.SkipReason(f"run {run.run_id} failed in a step: its step retries decided")
@@ -67,9 +74,7 @@ def build_relaunch_sensor(catalog: Catalog, jobs: list[Any]) -> dg.SensorDefinit
         message = _failure_message(instance, run.run_id, context.dagster_event)
         failure = Failure((LOST, f"RunFailureReason.{reason}"), message)
         diagnosis = diagnose(catalog.healing_rules, failure)
-        # Only tables: a run of another job (the control job) has nothing to re-launch.
-        planned = sorted(t for t in run_tables(run, instance) if t in catalog.datasets)
-        unfinished = [t for t in planned if t not in steps["done"] | steps["failed"]]
+        _planned, unfinished = _unfinished(catalog, run, instance, steps)
         attempt = int(run.tags.get(ATTEMPT_TAG, "0")) + 1
         origin = run.tags.get(ORIGIN_TAG, run.run_id)
         store.record(
@@ -90,52 +95,98 @@ def build_relaunch_sensor(catalog: Catalog, jobs: list[Any]) -> dg.SensorDefinit
             yield dg.SkipReason(f"{diagnosis.error_code} is permanent (rule {diagnosis.rule})")
             return
         _heal(catalog, diagnosis, failure, unfinished, run, lake, store, attempt)
-        pipeline = run.tags.get("pipeline")
-        off = plane.disabled(catalog, unfinished, [pipeline] if pipeline else [])
-        plan = relaunch_plan(
-            catalog,
-            planned,
-            done=steps["done"],
-            failed_in_step=steps["failed"],
-            disabled={t: d.describe() for t, d in off.items()},
-            attempt=attempt,
-            limits={t: _limit(catalog, t, pipeline) for t in unfinished},
-        )
-        for table, why in plan.left_out.items():
-            store.record(
-                "outcome", f"dataset:{table}", f"{table}: not relaunched: {why}", run_id=run.run_id
-            )
-        if not plan.tables:
-            store.record("outcome", "run", "nothing to relaunch", run_id=run.run_id)
-            yield dg.SkipReason(
-                f"run {run.run_id}: nothing to relaunch ({len(plan.left_out)} left out)"
-            )
+        relaunch = Relaunch(run, steps, attempt, origin)
+        request = relaunch_request(catalog, instance, plane, relaunch, job_names)
+        if request is None:
+            yield dg.SkipReason(f"run {run.run_id}: nothing to relaunch")
             return
-        partitioned = any(catalog.datasets[t].settings.partitions for t in plan.tables)
-        job_name = (
-            run.job_name
-            if run.job_name in job_names
-            else RELAUNCH_JOB + ("__daily" if partitioned else "")
-        )
-        tags = {k: v for k, v in run.tags.items() if k in _COPIED_TAGS}
-        tags.update({ORIGIN_TAG: origin, ATTEMPT_TAG: str(attempt)})
-        store.record(
-            "relaunch",
-            "run",
-            f"relaunching {', '.join(plan.tables)} of run {run.run_id} as {job_name} "
-            f"(relaunch {attempt} of the chain from {origin})",
-            run_id=run.run_id,
-            details={"tables": list(plan.tables), "attempt": attempt, "origin": origin},
-        )
-        yield dg.RunRequest(
-            run_key=f"relaunch:{run.run_id}",  # one relaunch per failed run, whatever the ticks
-            job_name=job_name,
-            asset_selection=[table_key(t) for t in plan.tables],
-            partition_key=run.tags.get("dagster/partition"),
-            tags=tags,
-        )
+        yield request
 
     return _relaunch
+
+
+@dataclass(frozen=True)
+class Relaunch:
+    """One run to re-launch the unfinished tables of: what its steps did, the relaunch number
+    it would be (``attempt``, checked against each table's retry limit), the first run of its
+    chain, and why (for the audit: empty for a failed run)."""
+
+    run: dg.DagsterRun
+    steps: dict[str, set[str]]  # step_outcomes
+    attempt: int
+    origin: str
+    why: str = ""
+    tags: Mapping[str, str] = field(default_factory=dict)  # added to the request's
+
+
+def relaunch_request(
+    catalog: Catalog,
+    instance: dg.DagsterInstance,
+    plane: ControlPlane,
+    relaunch: Relaunch,
+    job_names: set[str],
+) -> dg.RunRequest | None:
+    """The request re-launching what ``relaunch.run`` left unfinished (None: nothing to), its
+    plan audited: what goes again, what is left out and why. Shared by the run-failure sensor
+    and the pre-emption sensor's re-queue."""
+    run, steps, store = relaunch.run, relaunch.steps, plane.store()
+    planned, unfinished = _unfinished(catalog, run, instance, steps)
+    pipeline = run.tags.get("pipeline")
+    off = plane.disabled(catalog, unfinished, [pipeline] if pipeline else [])
+    plan = relaunch_plan(
+        catalog,
+        planned,
+        done=steps["done"],
+        failed_in_step=steps["failed"],
+        disabled={t: d.describe() for t, d in off.items()},
+        attempt=relaunch.attempt,
+        limits={t: _limit(catalog, t, pipeline) for t in unfinished},
+    )
+    for table, why in plan.left_out.items():
+        store.record(
+            "outcome", f"dataset:{table}", f"{table}: not relaunched: {why}", run_id=run.run_id
+        )
+    if not plan.tables:
+        store.record("outcome", "run", "nothing to relaunch", run_id=run.run_id)
+        return None
+    partitioned = any(catalog.datasets[t].settings.partitions for t in plan.tables)
+    job_name = (
+        run.job_name
+        if run.job_name in job_names
+        else RELAUNCH_JOB + ("__daily" if partitioned else "")
+    )
+    tags = {k: v for k, v in run.tags.items() if k in _COPIED_TAGS}
+    tags.update({ORIGIN_TAG: relaunch.origin, ATTEMPT_TAG: str(relaunch.attempt)})
+    tags.update(priority_tags(catalog, plane, plan.tables, pipeline))
+    tags.update(relaunch.tags)
+    store.record(
+        "relaunch",
+        "run",
+        f"relaunching {', '.join(plan.tables)} of run {run.run_id} as {job_name} "
+        f"(relaunch {relaunch.attempt} of the chain from {relaunch.origin}){relaunch.why}",
+        run_id=run.run_id,
+        details={
+            "tables": list(plan.tables),
+            "attempt": relaunch.attempt,
+            "origin": relaunch.origin,
+        },
+    )
+    return dg.RunRequest(
+        run_key=f"relaunch:{run.run_id}",  # one relaunch per run, whatever the ticks
+        job_name=job_name,
+        asset_selection=[table_key(t) for t in plan.tables],
+        partition_key=run.tags.get("dagster/partition"),
+        tags=tags,
+    )
+
+
+def _unfinished(
+    catalog: Catalog, run: dg.DagsterRun, instance: dg.DagsterInstance, steps: dict[str, set[str]]
+) -> tuple[list[str], list[str]]:
+    """(the run's tables, those its steps did not finish). Only tables: a run of another job
+    (the control job) has nothing to re-launch."""
+    planned = sorted(t for t in run_tables(run, instance) if t in catalog.datasets)
+    return planned, [t for t in planned if t not in steps["done"] | steps["failed"]]
 
 
 def _limit(catalog: Catalog, table: str, pipeline: str | None) -> int:
@@ -178,7 +229,7 @@ def _heal(
             )
 
 
-def _step_outcomes(instance: dg.DagsterInstance, run_id: str) -> dict[str, set[str]]:
+def step_outcomes(instance: dg.DagsterInstance, run_id: str) -> dict[str, set[str]]:
     """Tables whose step finished (succeeded or skipped), failed inside the step, or failed
     because its process was interrupted."""
     done, failed, interrupted = set(), set(), set()

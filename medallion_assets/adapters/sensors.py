@@ -11,6 +11,7 @@ from typing import Any
 
 import dagster as dg
 
+from medallion_assets.adapters.priority import priority_tags
 from medallion_assets.adapters.resources import ControlResource, S3Resource
 from medallion_assets.adapters.translator import table_key
 from medallion_assets.catalog import Catalog, Dataset
@@ -61,12 +62,13 @@ def _source_sensor(catalog: Catalog, dataset: Dataset) -> dg.SensorDefinition:
                 manifests[partition] = plane.state().manifest(name, partition)
             if manifests[partition].get(obj.key, {}).get("etag") != obj.etag:
                 fresh.setdefault(partition, []).append(f"{obj.key}@{obj.etag}")
+        priority = priority_tags(catalog, plane, [dataset.name], None)
         requests = [
             dg.RunRequest(
                 run_key=hashlib.sha256("\n".join(sorted(keys)).encode()).hexdigest()[:24],
                 partition_key=partition,
                 asset_selection=[table_key(dataset.name)],
-                tags={"trigger": f"new_objects__{name}"},
+                tags={"trigger": f"new_objects__{name}", **priority},
             )
             for partition, keys in sorted(fresh.items(), key=lambda kv: kv[0] or "")
         ]

@@ -155,6 +155,7 @@ def test_a_sensor_watches_every_raw_source(defs, demo_catalog):
         "audit_run_canceled",
         "relaunch_failed_runs",
         "system_pools",
+        "run_priorities",
     }
 
 

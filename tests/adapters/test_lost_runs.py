@@ -11,7 +11,7 @@ import sys
 import dagster as dg
 import pytest
 
-from medallion_assets.adapters.headless import INSTANCE_SETTINGS, project_instance
+from medallion_assets.adapters.headless import instance_settings, project_instance
 from medallion_assets.adapters.lost_runs import (
     HOST_TAG,
     PID_TAG,
@@ -88,4 +88,5 @@ def test_the_project_instance_enables_run_monitoring(tmp_path):
         assert instance.run_monitoring_enabled
         assert instance.run_monitoring_max_resume_run_attempts == 0
         assert instance.run_monitoring_start_timeout_seconds == 180
-    assert (tmp_path / ".medallion" / "dagster" / "dagster.yaml").read_text() == INSTANCE_SETTINGS
+    written = (tmp_path / ".medallion" / "dagster" / "dagster.yaml").read_text()
+    assert written == instance_settings(None, tmp_path)

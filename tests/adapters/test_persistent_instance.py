@@ -11,8 +11,10 @@ import yaml
 from click.testing import CliRunner
 
 from medallion_assets.adapters.headless import dagster_home, project_instance
+from medallion_assets.catalog import load_catalog
 from medallion_assets.cli import cli
 from tests.adapters.minimal import minimal_project
+from tests.adapters.queue_project import PROFILES
 from tests.webserver import running_webserver, server_env
 
 RUNS = "{ runsOrError { ... on Runs { results { runId status tags { key value } } } } }"
@@ -37,9 +39,43 @@ def test_a_new_instance_folder_gets_the_projects_settings_and_keeps_an_operators
     assert (home / "dagster.yaml").read_text() == "telemetry:\n  enabled: true\n"
 
 
+def test_the_project_instance_queues_runs_by_priority_within_the_profiles_limits(
+    tmp_path: Path, demo_catalog
+):
+    from dagster._core.run_coordinator import QueuedRunCoordinator
+
+    profiles = demo_catalog.profiles  # balanced: 6 concurrent runs, focus: 10
+    with project_instance(tmp_path, {}, profiles) as instance:
+        coordinator = instance.run_coordinator
+        assert isinstance(coordinator, QueuedRunCoordinator)
+        assert coordinator.get_run_queue_config().max_concurrent_runs == 10
+        limits = coordinator.get_run_queue_config().tag_concurrency_limits
+        assert {(x["key"], x["value"], x["limit"]) for x in limits} == {
+            ("medallion/profile", "balanced", 6),
+            ("medallion/profile", "focus", 10),
+        }
+
+    # An edited profiles.yaml reaches the instance the project wrote, at the next run.
+    calmer = profiles.model_copy(
+        update={
+            "profiles": {
+                name: profile.model_copy(
+                    update={
+                        "settings": profile.settings.model_copy(update={"max_concurrent_runs": 2})
+                    }
+                )
+                for name, profile in profiles.profiles.items()
+            }
+        }
+    )
+    with project_instance(tmp_path, {}, calmer) as instance:
+        assert instance.run_coordinator.get_run_queue_config().max_concurrent_runs == 2
+
+
 @pytest.mark.slow
 def test_runs_of_medallion_run_are_the_runs_dagster_dev_shows(tmp_path: Path, monkeypatch):
     root, _ = minimal_project(tmp_path, monkeypatch, {"order_id": 1, "amount": 5.0})
+    (root / "metadata" / "profiles.yaml").write_text(PROFILES)  # balanced: high -> 2
     monkeypatch.delenv("DAGSTER_HOME", raising=False)
 
     result = CliRunner().invoke(cli, ["run", "--project", str(root)])
@@ -50,7 +86,9 @@ def test_runs_of_medallion_run_are_the_runs_dagster_dev_shows(tmp_path: Path, mo
     # systems.yaml's max_concurrent_jobs became the instance's pool limits, with no hand-run
     # `dagster instance concurrency set`, and the run's steps ran under them.
     assert "pool limits from systems.yaml: s3_raw 2, warehouse 1" in result.output
-    with project_instance(root, {}) as instance:
+    with project_instance(root, {}, load_catalog(root).profiles) as instance:
+        # queued runs of dagster dev wait for the profiles' limits; this one ran in-process
+        assert instance.run_coordinator.get_run_queue_config().max_concurrent_runs == 2
         limits = instance.event_log_storage.get_pool_limits()
         assert {p.name: p.limit for p in limits if not p.from_default} == {
             "s3_raw": 2,
@@ -66,4 +104,8 @@ def test_runs_of_medallion_run_are_the_runs_dagster_dev_shows(tmp_path: Path, mo
         runs = server.graphql(RUNS)["runsOrError"]["results"]
 
     assert runs and all(run["status"] == "SUCCESS" for run in runs)
+    # the run's priority: balanced (active), its most critical table silver.orders_clean (high)
+    for run in runs:
+        tags = {t["key"]: t["value"] for t in run["tags"]}
+        assert (tags["dagster/priority"], tags["medallion/profile"]) == ("2", "balanced")
     assert os.listdir(home / "storage")  # the runs' event logs live in the project's instance

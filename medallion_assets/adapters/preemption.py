@@ -1,0 +1,190 @@
+"""The ``run_priorities`` sensor: priorities for queued runs that came without one, and focus
+pre-emption.
+
+Each tick (every few seconds, in the daemon):
+
+1. A queued run of the project's tables without ``medallion/profile`` (launched from the UI, an
+   asset backfill's run) gets ``dagster/priority`` and ``medallion/profile`` as a request of
+   the project would have (``adapters.priority``), so the queue orders it too.
+2. A queued run whose profile has ``preempt_low_priority`` terminates each running run of lower
+   priority holding a system (pool) it needs (``planner.preemption``), audited as ``preempt``:
+   who pre-empted whom and why.
+3. A pre-empted run, once canceled and once the run that pre-empted it has left the queue, is
+   re-queued through the relaunch path (``adapters.relaunch.relaunch_request``): only its
+   unfinished tables, with its own priority, tagged with the runs that pre-empted its chain so
+   none of them pre-empts it again.
+"""
+
+import json  # no "from __future__ import annotations": Dagster reads the hints
+from typing import Any
+
+import dagster as dg
+
+from medallion_assets.adapters.kill_switch import run_tables, terminate_run
+from medallion_assets.adapters.priority import priority_tags
+from medallion_assets.adapters.relaunch import (
+    ATTEMPT_TAG,
+    ORIGIN_TAG,
+    PREEMPTED_BY_TAG,
+    Relaunch,
+    relaunch_request,
+    step_outcomes,
+)
+from medallion_assets.adapters.resources import ControlResource
+from medallion_assets.catalog import Catalog
+from medallion_assets.control.plane import ControlPlane
+from medallion_assets.planner.preemption import Preemption, QueuedRun, RunningRun, preemptions
+from medallion_assets.planner.run_priority import PRIORITY_TAG, PROFILE_TAG
+
+PRIORITY_SENSOR = "run_priorities"
+_RUNNING = [dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED]
+
+
+def build_priority_sensor(catalog: Catalog, jobs: list[Any]) -> dg.SensorDefinition:
+    job_names = {job.name for job in jobs}
+
+    @dg.sensor(
+        name=PRIORITY_SENSOR,
+        minimum_interval_seconds=5,  # a critical run should not wait long for its slot
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        jobs=jobs,
+        description="Gives queued runs launched without one their dagster/priority; under a "
+        "profile with preempt_low_priority, terminates lower-priority runs holding a system a "
+        "queued run needs and re-queues their unfinished tables later.",
+    )
+    def _priorities(
+        context: dg.SensorEvaluationContext, control: ControlResource
+    ) -> dg.SensorResult:
+        plane = control.plane()
+        instance = context.instance
+        pending: dict[str, str] = json.loads(context.cursor) if context.cursor else {}
+        queued = _stamped(catalog, plane, instance)
+        done = []
+        running = _running(catalog, plane, instance) if queued else []  # nothing waits: no reads
+        for preemption in preemptions(queued, running):
+            _preempt(instance, plane, preemption)
+            pending[preemption.victim.run_id] = preemption.by.run_id
+            done.append(preemption.describe())
+        requests = []
+        for victim, by in sorted(pending.items()):
+            run = instance.get_run_by_id(victim)
+            if run is not None and not run.is_finished:
+                continue
+            by_run = instance.get_run_by_id(by)
+            if by_run is not None and by_run.status == dg.DagsterRunStatus.QUEUED:
+                continue  # re-queued only once the run it made room for has its slot
+            del pending[victim]
+            if run is not None and run.status == dg.DagsterRunStatus.CANCELED:
+                request = _requeue(catalog, instance, plane, run, by, job_names)
+                requests += [request] if request is not None else []
+        said = "; ".join(done) or f"nothing to pre-empt ({len(queued)} queued)"
+        return dg.SensorResult(
+            run_requests=requests,
+            cursor=json.dumps(pending, sort_keys=True),
+            skip_reason=None if requests else said,
+        )
+
+    return _priorities
+
+
+def _stamped(
+    catalog: Catalog, plane: ControlPlane, instance: dg.DagsterInstance
+) -> list[QueuedRun]:
+    """The queued runs of the project's tables, each given its priority tags if it has none."""
+    profiles = catalog.profiles
+    queued = []
+    for run in instance.get_runs(filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.QUEUED])):
+        tables = sorted(t for t in run_tables(run, instance) if t in catalog.datasets)
+        if not tables:
+            continue
+        tags = dict(run.tags)
+        if PROFILE_TAG not in tags:
+            added = priority_tags(catalog, plane, tables, run.tags.get("pipeline"))
+            instance.add_run_tags(run.run_id, added)
+            tags.update(added)
+        profile = tags[PROFILE_TAG]
+        preempts = (
+            profiles is not None
+            and profile in profiles.profiles
+            and profiles.profiles[profile].settings.preempt_low_priority
+        )
+        pools = frozenset(catalog.datasets[t].system for t in tables)
+        queued.append(QueuedRun(run.run_id, _priority(tags), profile, pools, preempts))
+    return queued
+
+
+def _running(
+    catalog: Catalog, plane: ControlPlane, instance: dg.DagsterInstance
+) -> list[RunningRun]:
+    """The started runs of the project's tables, with the pools of the tables each has not
+    finished yet; one started without priority tags has the priority its request would have."""
+    running = []
+    for run in instance.get_runs(filters=dg.RunsFilter(statuses=_RUNNING)):
+        planned = [t for t in run_tables(run, instance) if t in catalog.datasets]
+        finished = step_outcomes(instance, run.run_id)["done"]
+        tables = [t for t in planned if t not in finished]
+        if not tables:
+            continue
+        tags = dict(run.tags)
+        if PROFILE_TAG not in tags:
+            tags.update(priority_tags(catalog, plane, planned, run.tags.get("pipeline")))
+        pools = frozenset(catalog.datasets[t].system for t in tables)
+        by = frozenset(filter(None, run.tags.get(PREEMPTED_BY_TAG, "").split(",")))
+        running.append(RunningRun(run.run_id, _priority(tags), pools, by))
+    return running
+
+
+def _priority(tags: Any) -> int:
+    try:
+        return int(tags.get(PRIORITY_TAG, "0"))
+    except ValueError:  # Dagster's own queue reads an unreadable priority as 0 too
+        return 0
+
+
+def _preempt(instance: dg.DagsterInstance, plane: ControlPlane, preemption: Preemption) -> None:
+    victim = instance.get_run_by_id(preemption.victim.run_id)
+    if victim is None:
+        return
+    why = preemption.describe()
+    message = terminate_run(instance, victim, f"pre-empted: {why}; terminating it")
+    plane.store().record(
+        "preempt",
+        "run",
+        message,
+        run_id=victim.run_id,
+        details={
+            "by": preemption.by.run_id,
+            "by_priority": preemption.by.priority,
+            "profile": preemption.by.profile,
+            "priority": preemption.victim.priority,
+            "pools": list(preemption.pools),
+        },
+    )
+
+
+def _requeue(
+    catalog: Catalog,
+    instance: dg.DagsterInstance,
+    plane: ControlPlane,
+    run: dg.DagsterRun,
+    by: str,
+    job_names: set[str],
+) -> dg.RunRequest | None:
+    before = run.tags.get(PREEMPTED_BY_TAG, "")
+    # The termination cut every unfinished step short, retries included (a step waiting to
+    # retry fails as it is interrupted): all of them go again, not only the interrupted ones.
+    steps = step_outcomes(instance, run.run_id)
+    cut = {
+        "done": steps["done"],
+        "failed": set(),
+        "interrupted": steps["failed"] | steps["interrupted"],
+    }
+    relaunch = Relaunch(
+        run,
+        cut,
+        int(run.tags.get(ATTEMPT_TAG, "0")),  # pre-emption is not a failure: no retry used
+        run.tags.get(ORIGIN_TAG, run.run_id),
+        why=f", re-queued after pre-emption by run {by}",
+        tags={PREEMPTED_BY_TAG: ",".join(filter(None, [*before.split(","), by]))},
+    )
+    return relaunch_request(catalog, instance, plane, relaunch, job_names)

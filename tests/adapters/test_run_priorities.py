@@ -1,0 +1,190 @@
+"""Run priorities on the project's own requests and the ``run_priorities`` sensor, evaluated on
+a real (temporary, SQLite) Dagster instance and the project's SQLite control store, without a
+daemon: schedules and source sensors tag each request with the profile in force at the tick;
+the sensor tags queued runs that came without one, pre-empts a low-priority run holding a
+system a queued focus run needs (audited), waits until that run has its slot, then re-queues
+the unfinished tables of the pre-empted one, which the same run never pre-empts again."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import dagster as dg
+import pytest
+
+from medallion_assets.adapters.code_location import definitions_for
+from medallion_assets.adapters.preemption import PRIORITY_SENSOR
+from medallion_assets.adapters.relaunch import ORIGIN_TAG, PREEMPTED_BY_TAG
+from medallion_assets.adapters.resources import ControlResource, LakeResource, S3Resource
+from medallion_assets.adapters.translator import DatasetTranslator, table_key
+from medallion_assets.catalog import load_catalog
+from medallion_assets.control.plane import ControlPlane
+from medallion_assets.control.profile_overrides import ProfileOverrides
+from medallion_assets.planner.run_priority import PRIORITY_TAG, PROFILE_TAG
+from tests.adapters.queue_project import queue_project
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    root = queue_project(tmp_path, monkeypatch)
+    catalog = load_catalog(root, use_cache=False)
+    defs = definitions_for(catalog, DatasetTranslator(catalog))
+    plane = ControlPlane.from_env({"MEDALLION_HOME": str(root / ".medallion")}, root)
+    resources = {
+        "control": ControlResource(project_root=str(root)),
+        "lake": LakeResource(project_root=str(root)),
+        "s3": S3Resource(project_root=str(root), throttles={}),
+    }
+    return defs, plane, resources
+
+
+def tick(defs, resources, schedule: str) -> dict[str, str]:
+    definition = next(s for s in defs.schedules if s.name == schedule)
+    context = dg.build_schedule_context(
+        scheduled_execution_time=datetime(2026, 11, 21, 3, tzinfo=UTC), resources=resources
+    )
+    (request,) = definition.evaluate_tick(context).run_requests or []
+    return {k: v for k, v in request.tags.items() if k in (PRIORITY_TAG, PROFILE_TAG)}
+
+
+def test_each_tick_tags_its_request_with_the_profile_in_force_then(project):
+    defs, plane, resources = project
+    assert tick(defs, resources, "finance_schedule") == {PRIORITY_TAG: "3", PROFILE_TAG: "balanced"}
+    assert tick(defs, resources, "reports_schedule") == {PRIORITY_TAG: "0", PROFILE_TAG: "balanced"}
+
+    # The same definitions (no reload): the override reaches the next tick.
+    ProfileOverrides(plane.store()).set("finance", "focus", "month-end close", "oncall")
+    assert tick(defs, resources, "finance_schedule") == {PRIORITY_TAG: "10", PROFILE_TAG: "focus"}
+    ProfileOverrides(plane.store()).set("finance", "default", "close done", "oncall")
+    assert tick(defs, resources, "finance_schedule") == {PRIORITY_TAG: "3", PROFILE_TAG: "balanced"}
+
+
+def test_a_source_sensors_request_carries_the_priority_of_its_table(project):
+    defs, plane, resources = project
+    sensor = next(s for s in defs.sensors if s.name == "new_objects__orders")
+    ProfileOverrides(plane.store()).set("all", "focus", "incident", "oncall")
+    context = dg.build_sensor_context(resources=resources, definitions=defs)
+    (request,) = sensor.evaluate_tick(context).run_requests or []
+    assert request.tags[PRIORITY_TAG] == "1" and request.tags[PROFILE_TAG] == "focus"
+
+
+def run_of(defs, instance, job: str, status=None, tags=None) -> dg.DagsterRun:
+    """A run of ``job`` in ``status``, put there by the events Dagster records (a queued run
+    made directly would need a code location's origin)."""
+    from dagster._core.remote_origin import (
+        InProcessCodeLocationOrigin,
+        RemoteJobOrigin,
+        RemoteRepositoryOrigin,
+    )
+    from dagster._core.types.loadable_target_origin import LoadableTargetOrigin
+
+    location = InProcessCodeLocationOrigin(
+        LoadableTargetOrigin(module_name="medallion_assets.definitions")
+    )
+    definition = defs.resolve_job_def(job)
+    run = instance.create_run_for_job(
+        job_def=definition,
+        tags={**definition.tags, **(tags or {})},
+        remote_job_origin=RemoteJobOrigin(RemoteRepositoryOrigin(location, "__repository__"), job),
+    )
+    if status is None:
+        return run
+    kind = {
+        dg.DagsterRunStatus.QUEUED: dg.DagsterEventType.RUN_ENQUEUED,
+        dg.DagsterRunStatus.STARTED: dg.DagsterEventType.RUN_START,
+    }[status]
+    instance.report_dagster_event(dg.DagsterEvent(kind.value, job_name=job), run.run_id)
+    return instance.get_run_by_id(run.run_id)
+
+
+def evaluate(defs, resources, instance, cursor=None):
+    sensor = next(s for s in defs.sensors if s.name == PRIORITY_SENSOR)
+    context = dg.build_sensor_context(
+        instance=instance, resources=resources, definitions=defs, cursor=cursor
+    )
+    return sensor.evaluate_tick(context)
+
+
+def start(instance, run: dg.DagsterRun) -> None:
+    event = dg.DagsterEvent(dg.DagsterEventType.RUN_START.value, job_name=run.job_name)
+    instance.report_dagster_event(event, run.run_id)
+
+
+def test_the_sensor_tags_pre_empts_and_re_queues(project, tmp_path):
+    defs, plane, resources = project
+    ProfileOverrides(plane.store()).set("finance", "focus", "month-end close", "oncall")
+    with dg.instance_for_test() as instance:
+        low = run_of(defs, instance, "reports", dg.DagsterRunStatus.STARTED)
+        # launched from the UI: no priority tags; the sensor gives them as a request would get
+        critical = run_of(defs, instance, "finance", dg.DagsterRunStatus.QUEUED)
+        result = evaluate(defs, resources, instance)
+        assert not result.run_requests
+        tagged = instance.get_run_by_id(critical.run_id).tags
+        assert (tagged[PRIORITY_TAG], tagged[PROFILE_TAG]) == ("10", "focus")
+
+        # the low run (priority 0) holds spark, which the queued focus run needs
+        assert instance.get_run_by_id(low.run_id).status == dg.DagsterRunStatus.CANCELING
+        (entry,) = [e for e in plane.store().audit(run_id=low.run_id) if e.kind == "preempt"]
+        assert f"run {critical.run_id} (priority 10, profile focus) needs spark" in entry.message
+        assert entry.details["by"] == critical.run_id and entry.details["priority"] == 0
+
+        instance.report_run_canceled(instance.get_run_by_id(low.run_id))
+        waiting = evaluate(defs, resources, instance, result.cursor)
+        assert not waiting.run_requests  # the focus run has not got its slot yet
+        start(instance, critical)
+        requeued = evaluate(defs, resources, instance, waiting.cursor)
+        (request,) = requeued.run_requests
+        assert request.job_name == "reports"
+        assert set(request.asset_selection) == {
+            table_key("silver.orders_clean"),
+            table_key("gold.order_count"),
+        }
+        assert request.tags[PREEMPTED_BY_TAG] == critical.run_id
+        assert request.tags[ORIGIN_TAG] == low.run_id
+        assert request.tags[PRIORITY_TAG] == "0"
+        relaunched = [e for e in plane.store().audit(run_id=low.run_id) if e.kind == "relaunch"]
+        assert f"re-queued after pre-emption by run {critical.run_id}" in relaunched[0].message
+
+        # the re-queued run, running again, is not pre-empted by the same run a second time
+        again = run_of(defs, instance, "reports", dg.DagsterRunStatus.STARTED, request.tags)
+        still_queued = run_of(
+            defs, instance, "finance", dg.DagsterRunStatus.QUEUED, {PRIORITY_TAG: "10"}
+        )
+        instance.delete_run(critical.run_id)
+        instance.add_run_tags(still_queued.run_id, {PROFILE_TAG: "focus"})
+        # a different focus run still may: the rule is per pre-empting run, not forever
+        evaluate(defs, resources, instance, requeued.cursor)
+        assert instance.get_run_by_id(again.run_id).status == dg.DagsterRunStatus.CANCELING
+
+
+def test_an_equal_priority_run_is_never_pre_empted(project, tmp_path):
+    defs, plane, resources = project
+    ProfileOverrides(plane.store()).set("all", "focus", "incident", "oncall")
+    with dg.instance_for_test() as instance:
+        running = run_of(defs, instance, "finance", dg.DagsterRunStatus.STARTED)
+        run_of(defs, instance, "finance", dg.DagsterRunStatus.QUEUED)
+        evaluate(defs, resources, instance)
+        assert instance.get_run_by_id(running.run_id).status == dg.DagsterRunStatus.STARTED
+        assert not [e for e in plane.store().audit() if e.kind == "preempt"]
+
+
+def test_the_project_instance_tags_a_run_launched_without_a_priority_as_it_queues_it(project):
+    from dagster._core.run_coordinator import SubmitRunContext
+
+    from medallion_assets.adapters.headless import project_instance
+
+    defs, plane, _resources = project
+    root = defs.resources["control"].project_root
+    ProfileOverrides(plane.store()).set("finance", "focus", "month-end close", "oncall")
+    profiles = load_catalog(root, use_cache=False).profiles
+    with project_instance(root, {}, profiles) as instance:
+        run = run_of(defs, instance, "finance")  # as the UI or a backfill creates it
+        instance.run_coordinator.submit_run(SubmitRunContext(run, workspace=None))
+        queued = instance.get_run_by_id(run.run_id)
+        assert queued.status == dg.DagsterRunStatus.QUEUED
+        assert (queued.tags[PRIORITY_TAG], queued.tags[PROFILE_TAG]) == ("10", "focus")
+
+        # a run that has its priority keeps it
+        tagged = run_of(defs, instance, "reports", tags={PRIORITY_TAG: "7", PROFILE_TAG: "x"})
+        instance.run_coordinator.submit_run(SubmitRunContext(tagged, workspace=None))
+        assert instance.get_run_by_id(tagged.run_id).tags[PRIORITY_TAG] == "7"

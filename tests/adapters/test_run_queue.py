@@ -1,0 +1,177 @@
+"""Profiles at run time under a real ``dagster dev`` (webserver, daemon with the queued run
+coordinator, code server, run workers on Spark), on the project instance's own dagster.yaml:
+
+- switching a pipeline's profile through the control store changes the priority tags of the
+  next schedule evaluation, with the same code server (no restart, no reload);
+- a run launched without a priority (as from the UI) gets one from the instance as it queues;
+- under focus, a critical pipeline's run queued behind low-priority runs starts before them,
+  and the low-priority run holding the system it needs is pre-empted (audited) and its
+  unfinished table re-queued through the relaunch path, to run after it.
+"""
+
+from __future__ import annotations
+
+import time
+
+import dagster as dg
+import pytest
+from click.testing import CliRunner
+
+from medallion_assets.adapters.headless import instance_settings
+from medallion_assets.adapters.relaunch import ORIGIN_TAG, PREEMPTED_BY_TAG
+from medallion_assets.adapters.translator import table_key
+from medallion_assets.catalog import load_catalog
+from medallion_assets.cli import cli
+from medallion_assets.control.plane import ControlPlane
+from medallion_assets.planner.run_priority import PRIORITY_TAG, PROFILE_TAG
+from medallion_assets.runtime.lake import Lake
+from tests.adapters.queue_project import queue_project
+from tests.adapters.test_run_recovery import LOCATION, finished, step_started, wait_until
+from tests.conftest import REPO
+from tests.webserver import LAUNCH, DagsterWebserver, running_webserver, server_env
+
+pytestmark = pytest.mark.slow
+
+# About 15 s of Spark tasks (30 one-second tasks on 2 cores) before silver's rows come out, so
+# the low run is still in silver when it is pre-empted: many short tasks, so a termination that
+# cancels the running Spark job stops the step within a second or two; else the run stops at
+# the boundary before its gold table.
+SLOW_SILVER = (
+    "SELECT order_id, amount, upper(country) AS country FROM bronze.orders WHERE amount >= 0 "
+    "AND (SELECT count(*) FROM (SELECT /*+ REPARTITION(30) */ n FROM "
+    "(SELECT explode(sequence(1, 30)) AS n) AS ns) AS parts WHERE "
+    "coalesce(reflect('java.lang.Thread', 'sleep', CAST(1000 AS BIGINT)), '') <> 'never') > 0\n"
+)
+
+DRY_RUN = """
+mutation Dry($selector: ScheduleSelector!, $at: Float) {
+  scheduleDryRun(selectorData: $selector, timestamp: $at) { __typename
+    ... on DryRunInstigationTick { evaluationResult {
+        runRequests { tags { key value } } skipReason error { message } } }
+    ... on PythonError { message } } }
+"""
+
+
+@pytest.fixture(scope="module")
+def queue(tmp_path_factory):
+    """The queue project served by ``dagster dev`` on an instance with the project's
+    dagster.yaml (queued run coordinator, the profiles' limits)."""
+    tmp = tmp_path_factory.mktemp("queue")
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        root = queue_project(tmp, monkeypatch)
+    (root / "sql" / "silver" / "orders_clean.sql").write_text(SLOW_SILVER)
+    home = tmp / "dagster_home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text(instance_settings(load_catalog(root).profiles, root))
+    env = server_env(root / ".medallion") | {"MEDALLION_PROJECT": str(root)}
+    with (
+        running_webserver(REPO / "workspace.yaml", home, env, dev=True) as server,
+        dg.DagsterInstance.from_config(str(home)) as instance,
+    ):
+        yield root, server, instance
+
+
+def repository(server: DagsterWebserver) -> str:
+    (found,) = server.graphql(
+        "{ repositoriesOrError { ... on RepositoryConnection { nodes { name } } } }"
+    )["repositoriesOrError"]["nodes"]
+    return str(found["name"])
+
+
+def scheduled_tags(server: DagsterWebserver, schedule: str) -> dict[str, str]:
+    """The tags of the request the schedule makes when evaluated now, by the code server."""
+    selector = {
+        "repositoryLocationName": LOCATION,
+        "repositoryName": repository(server),
+        "scheduleName": schedule,
+    }
+    answer = server.graphql(DRY_RUN, {"selector": selector, "at": time.time()})["scheduleDryRun"]
+    assert answer["__typename"] == "DryRunInstigationTick", answer
+    (request,) = answer["evaluationResult"]["runRequests"]
+    return {t["key"]: t["value"] for t in request["tags"]}
+
+
+def launch(server: DagsterWebserver, job: str, tags: dict[str, str]) -> str:
+    params = {
+        "selector": {
+            "repositoryLocationName": LOCATION,
+            "repositoryName": repository(server),
+            "jobName": job,
+        },
+        "runConfigData": {},
+        "executionMetadata": {"tags": [{"key": k, "value": v} for k, v in tags.items()]},
+    }
+    launched = server.graphql(LAUNCH, {"params": params})["launchRun"]
+    assert launched["__typename"] == "LaunchRunSuccess", launched
+    return str(launched["run"]["runId"])
+
+
+def priority(tags: dict[str, str]) -> tuple[str, str]:
+    return tags[PRIORITY_TAG], tags[PROFILE_TAG]
+
+
+def switch(root, pipeline: str, profile: str) -> None:
+    env = {"MEDALLION_HOME": str(root / ".medallion")}
+    args = ["control", "profile", pipeline, profile, "--reason", "test", "--project", str(root)]
+    result = CliRunner().invoke(cli, args, env=env)
+    assert result.exit_code == 0, result.output
+
+
+def test_a_profile_switched_in_the_control_store_changes_the_next_requests(queue):
+    root, server, _instance = queue
+    assert priority(scheduled_tags(server, "finance_schedule")) == ("3", "balanced")
+    switch(root, "all", "focus")
+    assert priority(scheduled_tags(server, "finance_schedule")) == ("10", "focus")
+    assert priority(scheduled_tags(server, "reports_schedule")) == ("0", "focus")
+
+
+def started_at(instance: dg.DagsterInstance, run_id: str) -> float | None:
+    record = instance.get_run_record_by_id(run_id)
+    return record.start_time if record is not None else None
+
+
+def test_under_focus_a_critical_run_pre_empts_and_overtakes_low_priority_runs(queue):
+    root, server, instance = queue
+    switch(root, "all", "focus")  # one run at a time; low-priority runs may be pre-empted
+    # silver's input first, so the low runs' silver steps build (and sleep) rather than wait
+    lake = Lake(root / ".medallion" / "lake")
+    if lake.current("bronze.orders") is None:
+        launch(server, "layer_bronze", {})
+        wait_until(lambda: lake.current("bronze.orders"), "bronze.orders published")
+    low_tags = scheduled_tags(server, "reports_schedule")
+    first = launch(server, "reports", low_tags)
+    wait_until(lambda: step_started(instance, first, "silver__orders_clean"), "the low run")
+    second = launch(server, "reports", {})  # as from the UI: the instance tags it as it queues
+    assert priority(dict(instance.get_run_by_id(second).tags)) == ("0", "focus")
+    critical = launch(server, "finance", scheduled_tags(server, "finance_schedule"))
+
+    # The critical run needs spark, which the first low run holds: it is pre-empted.
+    stopped = wait_until(lambda: finished(instance, first), "the pre-empted run", timeout=90)
+    assert stopped.status == dg.DagsterRunStatus.CANCELED
+    store = ControlPlane.from_env({"MEDALLION_HOME": str(root / ".medallion")}, root).store()
+    (entry,) = [e for e in store.audit(run_id=first) if e.kind == "preempt"]
+    assert f"run {critical} (priority 10, profile focus) needs spark" in entry.message
+
+    # The critical run starts first, though the second low run was queued before it.
+    wait_until(lambda: started_at(instance, critical), "the critical run's start")
+    done = wait_until(lambda: finished(instance, critical), "the critical run", timeout=240)
+    assert done.status == dg.DagsterRunStatus.SUCCESS
+    requeued = wait_until(
+        lambda: instance.get_runs(dg.RunsFilter(tags={ORIGIN_TAG: first})), "the re-queued run"
+    )[0]
+    assert requeued.tags[PREEMPTED_BY_TAG] == critical
+    assert priority(dict(requeued.tags)) == ("0", "focus")
+    # what the pre-empted run had not finished: its gold table at least (silver too when the
+    # termination stopped silver's Spark job rather than waiting for it)
+    assert table_key("gold.order_count") in requeued.asset_selection
+    assert requeued.asset_selection <= {
+        table_key("silver.orders_clean"),
+        table_key("gold.order_count"),
+    }
+    # Both low runs wait for it (the re-queued one is not waited for to the end: its path is
+    # test_run_recovery's; the queue's order is what this test is about).
+    for later in (second, requeued.run_id):
+        start = started_at(instance, later)
+        assert start is None or start > started_at(instance, critical)
+    relaunched = [e.message for e in store.audit(run_id=first) if e.kind == "relaunch"]
+    assert f"re-queued after pre-emption by run {critical}" in relaunched[0]
