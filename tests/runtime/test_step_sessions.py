@@ -51,5 +51,4 @@ def test_steps_on_threads_keep_their_views_settings_and_pools_apart(spark, tmp_p
         thread.join()
     assert seen == {"a": ([1], "critical", "true"), "b": ([2], "low", "false")}
     assert "input_rows" not in [t.name for t in spark.catalog.listTables()]
-    assert spark.sparkContext.getLocalProperty("spark.scheduler.pool") is None  # main thread
     assert step_session(spark, settings, "x").conf.get("spark.sql.shuffle.partitions") == "3"
