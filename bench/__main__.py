@@ -1,4 +1,4 @@
-"""``python -m bench [A] [B] [C] [D] [E] [F]``: run the chosen benchmarks (all by default).
+"""``python -m bench [A] [B] [C] [D] [E] [F] [G]``: run the chosen benchmarks (all by default).
 
 Always exits 0: the benchmarks are informational, a missed bar prints FAIL but fails nothing.
 A benchmark that crashes (e.g. our API changed under it) is reported and the others still run.
@@ -16,6 +16,7 @@ from bench import (
     definitions_bench,
     lineage_bench,
     orchestration_bench,
+    sdp_bench,
     validation_bench,
 )
 
@@ -26,6 +27,7 @@ BENCHMARKS = {
     "D": orchestration_bench.main,
     "E": definitions_bench.main,
     "F": validation_bench.main,
+    "G": sdp_bench.main,
 }
 
 
