@@ -15,6 +15,7 @@ medallion_assets.settings.SettingsError: MEDALLION_KEEP_VERSIONS='two' is not va
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -113,6 +114,14 @@ class MedallionSettings(BaseModel):
         "a Spark Connect URL, e.g. sc://127.0.0.1:15002",
         alias="MEDALLION_SPARK_REMOTE",
         pattern=r"^sc://\S+$",
+    )
+    max_workers: int | None = _setting(
+        None,
+        "the machine's cores",
+        "steps of a run at a time, on threads over one Spark (`medallion run --max-workers`)",
+        "a whole number of at least 1, e.g. 2",
+        alias="MEDALLION_MAX_WORKERS",
+        ge=1,
     )
     # A few shuffle partitions suit the demo's size on a small machine.
     spark_shuffle_partitions: int = _setting(
@@ -220,6 +229,11 @@ class MedallionSettings(BaseModel):
     def state_home(self) -> Path:
         """``$MEDALLION_HOME``, else ``<project>/.medallion``: the one place this default is."""
         return self.home if self.home is not None else self.project_root / ".medallion"
+
+    @property
+    def workers(self) -> int:
+        """Steps of a run at a time: ``max_workers``, else the machine's cores."""
+        return self.max_workers if self.max_workers is not None else os.cpu_count() or 1
 
     @property
     def lake_root(self) -> Path:

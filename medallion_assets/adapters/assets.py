@@ -24,6 +24,7 @@ from medallion_assets.adapters.checks import (
 )
 from medallion_assets.adapters.masking import masked_step
 from medallion_assets.adapters.retry import Audit, heal_and_retry
+from medallion_assets.adapters.threads import step_interrupted
 from medallion_assets.adapters.translator import DatasetTranslator, step_name, table_key
 from medallion_assets.catalog import Catalog, Dataset
 from medallion_assets.checks.results import ChecksFailed
@@ -78,19 +79,26 @@ def _asset(
         except dg.DagsterExecutionInterruptedError as interruption:
             # The run is being terminated (kill switch sensor, Terminate in the UI): the
             # step must not come back.
-            audit.record("outcome", "interrupted: the run is being terminated; not retried")
-            raise dg.Failure(
-                description=f"{dataset.name}: interrupted, the run is being terminated; "
-                "nothing was published",
-                allow_retries=False,
-            ) from interruption
+            raise interrupted(dataset, audit) from interruption
         except dg.Failure as failure:  # blocking checks, or a failure already classified
             audit.record("outcome", f"failed: {(failure.description or '')[:500]}")
             raise
         except Exception as error:
+            if step_interrupted(context.run.run_id):  # a worker thread's step: its Spark job
+                raise interrupted(dataset, audit) from error  # was cancelled by the executor
             heal_and_retry(context, run, audit, error)
 
     return _materialize
+
+
+def interrupted(dataset: Dataset, audit: Audit) -> dg.Failure:
+    """The failure of a step whose run is being terminated; never retried."""
+    audit.record("outcome", "interrupted: the run is being terminated; not retried")
+    return dg.Failure(
+        description=f"{dataset.name}: interrupted, the run is being terminated; "
+        "nothing was published",
+        allow_retries=False,
+    )
 
 
 def _build_step(
@@ -140,8 +148,9 @@ def table_run(
 
 
 def with_spark(context: dg.AssetExecutionContext, run: TableRun) -> TableRun:
-    # Asked for at each use: refresh_connection drops a Spark Connect session.
-    return replace(run, spark=context.resources.spark.session())
+    """The run with a Spark session of the step's own, its jobs in the table's criticality's
+    FAIR pool. Asked for at each use: refresh_connection drops a Spark Connect session."""
+    return replace(run, spark=context.resources.spark.step_session(run.dataset.criticality))
 
 
 def switched_off(

@@ -10,6 +10,7 @@ import os
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import dagster as dg
@@ -20,6 +21,7 @@ from medallion_assets.adapters.pools import apply_pool_limits, system_limits
 from medallion_assets.adapters.progress import ProgressHandler, reporting_progress, run_config
 from medallion_assets.adapters.resources import S3Resource
 from medallion_assets.adapters.run_summary import RunSummary, results_of_run
+from medallion_assets.adapters.threads import ThreadedExecutor, execute_on_threads
 from medallion_assets.adapters.translator import DatasetTranslator, table_key
 from medallion_assets.catalog import Catalog, load_catalog
 from medallion_assets.control.plane import ControlPlane
@@ -141,49 +143,61 @@ def _run(
     plane = ControlPlane.of(settings)
     plane.store()  # a store that cannot be used would fail every step alike: say so once, now
     days = raw_partitions(catalog, defs) if daily else []
-    summary = RunSummary()
     started = time.perf_counter()
-    job = defs.resolve_implicit_global_asset_job_def()
     total = len(daily) * len(days) + len(plain)
+    log(f"steps run {settings.workers} at a time (MEDALLION_MAX_WORKERS, --max-workers)")
     with reporting_progress(total, log if progress else None) as handler:
+        steps = _Steps(
+            defs.resolve_implicit_global_asset_job_def(),
+            instance,
+            plane,
+            ThreadedExecutor(settings.workers),
+            handler,
+        )
         for day in days:
             log(f"materializing {len(daily)} daily table(s) for {day} ...")
             handler.partition = day
-            _execute(job, daily, day, instance, summary, plane, handler)
-        if plain and not summary.having("failed"):
+            steps.execute(daily, day)
+        if plain and not steps.summary.having("failed"):
             log(f"materializing {len(plain)} table(s) ...")
             handler.partition = None
-            _execute(job, plain, None, instance, summary, plane, handler)
-    summary.seconds = time.perf_counter() - started
-    return summary
+            steps.execute(plain, None)
+    steps.summary.seconds = time.perf_counter() - started
+    return steps.summary
 
 
-def _execute(
-    job: dg.JobDefinition,
-    tables: list[str],
-    partition: str | None,
-    instance: dg.DagsterInstance,
-    summary: RunSummary,
-    plane: ControlPlane,
-    progress_lines: ProgressHandler,
-) -> None:
-    result = job.execute_in_process(
-        asset_selection=[table_key(t) for t in tables],
-        partition_key=partition,
-        instance=instance,
-        raise_on_error=False,
-        tags=process_tags(),  # so the next medallion run can tell if this process was killed
-        run_config=run_config(progress_lines.enabled),
-    )
-    summary.run_ids.append(result.run_id)
-    audit = plane.store().audit(run_id=result.run_id)
-    skips = {e.entity.removeprefix("dataset:"): e.message for e in audit if e.kind == "skip"}
-    busy = {e.entity.removeprefix("dataset:"): e.message for e in audit if e.kind == "busy"}
-    for entry in audit:
-        if entry.kind == "wait":  # a build lock: another run was building the table
-            summary.waited.append(entry.message)
-    summary.results += results_of_run(result, tables, partition, skips, busy)
-    progress_lines.finish(tables)
+@dataclass
+class _Steps:
+    """The runs of one ``medallion run``: each executes a set of tables (of one day) on the
+    threaded executor, and adds what became of them to ``summary``."""
+
+    job: dg.JobDefinition
+    instance: dg.DagsterInstance
+    plane: ControlPlane
+    executor: ThreadedExecutor
+    progress_lines: ProgressHandler
+    summary: RunSummary = field(default_factory=RunSummary)
+
+    def execute(self, tables: list[str], partition: str | None) -> None:
+        result = execute_on_threads(
+            self.job,
+            [table_key(t) for t in tables],
+            partition,
+            self.instance,
+            self.executor,
+            tags=process_tags(),  # so the next medallion run can tell if this process was killed
+            run_config=run_config(self.progress_lines.enabled),
+        )
+        summary = self.summary
+        summary.run_ids.append(result.run_id)
+        audit = self.plane.store().audit(run_id=result.run_id)
+        skips = {e.entity.removeprefix("dataset:"): e.message for e in audit if e.kind == "skip"}
+        busy = {e.entity.removeprefix("dataset:"): e.message for e in audit if e.kind == "busy"}
+        for entry in audit:
+            if entry.kind == "wait":  # a build lock: another run was building the table
+                summary.waited.append(entry.message)
+        summary.results += results_of_run(result, tables, partition, skips, busy)
+        self.progress_lines.finish(tables)
 
 
 class RunInProgress(RuntimeError):

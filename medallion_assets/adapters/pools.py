@@ -14,17 +14,9 @@ from collections.abc import Callable, Mapping  # no "from __future__ import anno
 import dagster as dg
 
 from medallion_assets.catalog import Catalog
+from medallion_assets.planner.scheduling import system_limits as system_limits  # re-exported
 
 POOLS_SENSOR = "system_pools"
-
-
-def system_limits(catalog: Catalog) -> dict[str, int]:
-    """system -> its max_concurrent_jobs, for the systems that declare one."""
-    return {
-        name: system.throttle.max_concurrent_jobs
-        for name, system in catalog.systems.items()
-        if system.throttle.max_concurrent_jobs is not None
-    }
 
 
 def apply_pool_limits(

@@ -59,9 +59,29 @@ class SparkResource(SettingsResource):
     """The Spark session of the run: local, a master URL, or Spark Connect."""
 
     def session(self) -> SparkSession:
+        from pyspark import SparkContext
+
         from medallion_assets.runtime.spark_session import spark_session
 
-        return spark_session(self.settings)
+        starting = SparkContext._active_spark_context is None  # the pools are set at start
+        return spark_session(self.settings, self.pool_weights() if starting else None)
+
+    def pool_weights(self) -> dict[str, int]:
+        """The steps' FAIR pools weighted as the active profile ranks criticality."""
+        from medallion_assets.catalog import load_catalog
+
+        profiles = load_catalog(Path(self.project_root)).profiles
+        if profiles is None:
+            return {}
+        ranks = profiles.profiles[profiles.active].settings.criticality_priority
+        return {str(criticality): rank for criticality, rank in ranks.items()}
+
+    def step_session(self, pool: str) -> SparkSession:
+        """A session of its own for one step (temp views and SQL settings apart from the other
+        steps running beside it), its Spark jobs in the FAIR scheduler pool ``pool``."""
+        from medallion_assets.runtime.spark_session import step_session
+
+        return step_session(self.session(), self.settings, pool)
 
 
 class LakeResource(SettingsResource):

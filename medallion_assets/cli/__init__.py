@@ -11,8 +11,9 @@ from medallion_assets.cli.catalog_cmd import catalog
 from medallion_assets.cli.common import does_not_load
 from medallion_assets.cli.control_cmd import audit, control
 from medallion_assets.cli.demo_cmd import demo_data
-from medallion_assets.cli.graph_cmds import impact, plan, split, trace_pii
+from medallion_assets.cli.graph_cmds import impact, split, trace_pii
 from medallion_assets.cli.lineage_cmd import lineage
+from medallion_assets.cli.plan_cmd import plan
 from medallion_assets.cli.profile_cmd import profile
 from medallion_assets.cli.run_cmd import run
 from medallion_assets.cli.schema_cmd import schema

@@ -1,4 +1,4 @@
-"""``medallion impact``, ``plan``, ``split`` and ``trace-pii``: questions answered by the graph."""
+"""``medallion impact``, ``split`` and ``trace-pii``: questions answered by the graph."""
 
 from __future__ import annotations
 
@@ -106,19 +106,6 @@ def _blocked_text(output: BlockedOutput, report: ImpactReport) -> str:
             f"read the rejected output: {names}"
         )
     return "\n".join(lines) + "\n"
-
-
-@click.command()
-@_fmt
-@project_option
-def plan(fmt: str, project: Path) -> None:
-    """Execution levels: the tables of each level can run in parallel."""
-    levels = load(project).lineage.levels()
-    if fmt == "json":
-        click.echo(json.dumps({"levels": levels}, indent=2))
-        return
-    for i, level in enumerate(levels, 1):
-        click.echo(f"level {i}: {', '.join(level)}")
 
 
 @click.command()

@@ -33,7 +33,14 @@ if TYPE_CHECKING:
     show_default=True,
     help="Seconds to wait for another `medallion run` on this project before giving up.",
 )
-def run(project: Path, fail_on_blocked: bool, wait_seconds: float) -> None:
+@click.option(
+    "--max-workers",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Steps at a time, on threads over one Spark (default: MEDALLION_MAX_WORKERS, else "
+    "the machine's cores); 1 runs one table after another.",
+)
+def run(project: Path, fail_on_blocked: bool, wait_seconds: float, max_workers: int | None) -> None:
     """Materialize every asset of the project on the configured components, headless.
 
     Daily-partitioned tables run for each day found in their raw data, then the rest. Runs
@@ -43,6 +50,9 @@ def run(project: Path, fail_on_blocked: bool, wait_seconds: float) -> None:
     from medallion_assets.adapters.headless import RunInProgress, dagster_home, run_project
 
     settings = settings_for(project)
+    if max_workers is not None:  # through the environment too, like the Spark log below
+        os.environ["MEDALLION_MAX_WORKERS"] = str(max_workers)
+        settings = settings.model_copy(update={"max_workers": max_workers})
     if settings.spark_log is None:
         # Spark's banners, warnings and Java traces go to a log file, not between the run's
         # lines. Through the environment, because the run's resources read their settings

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Protocol
 
 POLL_SECONDS = 0.5
+HOLDER_WAIT_SECONDS = 2.0
 
 
 @dataclass(frozen=True)
@@ -113,6 +114,7 @@ class FileLocks:
                 os.pwrite(fd, json.dumps(asdict(holder)).encode(), 0)
                 yield True
             finally:
+                os.ftruncate(fd, 0)  # an unheld lock names no holder
                 fcntl.flock(fd, fcntl.LOCK_UN)
         finally:
             os.close(fd)  # the kernel does the same when the process dies
@@ -127,10 +129,23 @@ def _try_flock(fd: int) -> bool:
 
 
 def _read_holder(fd: int) -> Holder | None:
+    """Who holds the lock, or None while its new holder has yet to write itself in (the file
+    is emptied on release, and a killed holder's leftover names a process that is gone)."""
     try:
-        return Holder(**json.loads(os.pread(fd, 4096, 0)))
+        holder = Holder(**json.loads(os.pread(fd, 4096, 0)))
     except (OSError, ValueError, TypeError):
-        return None  # being rewritten by a new holder this instant
+        return None
+    return holder if holder.host != socket.gethostname() or _alive(holder.pid) else None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # alive, another user's
+    return True
 
 
 class AdvisoryLocks:
@@ -207,8 +222,15 @@ def _poll(
     """Take the lock, waiting up to ``wait_seconds``; ``on_wait`` hears once who holds it."""
     if take():
         return True
-    on_wait(holder())
     deadline = time.monotonic() + wait_seconds
+    # A holder takes the lock an instant before it writes who it is: ask again, briefly.
+    who, asked = holder(), time.monotonic() + HOLDER_WAIT_SECONDS
+    while who is None and time.monotonic() < asked:
+        time.sleep(0.05)
+        if take():
+            return True
+        who = holder()
+    on_wait(who)
     while time.monotonic() < deadline:
         time.sleep(min(POLL_SECONDS, max(0.0, deadline - time.monotonic())))
         if take():

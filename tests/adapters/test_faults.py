@@ -65,11 +65,19 @@ def clean(tmp_path_factory, spark):
     """What one clean run of the faults project leaves."""
     root = faults_project(tmp_path_factory.mktemp("clean"))
     with pytest.MonkeyPatch.context() as monkeypatch:
-        summary, _ = in_process(root, monkeypatch)
+        summary, _ = in_process(root, monkeypatch, MEDALLION_MAX_WORKERS="2")
     assert summary.success, summary.failed_steps
     found = snapshot(root)
     assert all(rows for where, rows in found.items() if "__quarantine" not in where), found
     return found
+
+
+def test_one_step_at_a_time_builds_what_two_at_a_time_build(clean, tmp_path, monkeypatch):
+    root = faults_project(tmp_path)
+    summary, said = in_process(root, monkeypatch, MEDALLION_MAX_WORKERS="1")
+    assert summary.success, summary.failed_steps
+    assert "steps run 1 at a time" in "\n".join(said)
+    assert snapshot(root) == clean
 
 
 def test_a_run_killed_at_any_point_is_finished_by_the_next_as_a_clean_run(clean, tmp_path):

@@ -39,6 +39,7 @@ def pipeline(tmp_path_factory, s3_server, postgres_server, spark):
         "AWS_SECRET_ACCESS_KEY": "testing",
         "AWS_DEFAULT_REGION": "us-east-1",
         "MEDALLION_WAREHOUSE_URL": postgres_server.dsn,
+        "MEDALLION_MAX_WORKERS": "2",  # steps two at a time, whatever the machine's cores
     }
     patch = pytest.MonkeyPatch()
     for name, value in env.items():
@@ -85,6 +86,36 @@ def test_the_first_run_materializes_every_table(pipeline):
     days = [r for r in first.results if r.table == "bronze.user_events"]
     assert len(days) == 2 and all(len(r.checks) == len(days[0].checks) > 0 for r in days)
     assert first.rows_written == sum(r.current_rows for r in first.results)
+
+
+def step_spans(instance: dg.DagsterInstance, run_id: str) -> dict[str, tuple[float, float]]:
+    """Each step's start and end (its first STEP_START to its last success or failure)."""
+    starts: dict[str, float] = {}
+    ends: dict[str, float] = {}
+    for entry in instance.all_logs(run_id):
+        event = entry.dagster_event
+        if event is None or event.step_key is None:
+            continue
+        if event.event_type == dg.DagsterEventType.STEP_START:
+            starts.setdefault(event.step_key, entry.timestamp)
+        elif event.event_type in (
+            dg.DagsterEventType.STEP_SUCCESS,
+            dg.DagsterEventType.STEP_FAILURE,
+        ):
+            ends[event.step_key] = entry.timestamp
+    return {key: (starts[key], ends[key]) for key in starts if key in ends}
+
+
+def test_the_run_executes_independent_steps_at_the_same_time(pipeline):
+    # MEDALLION_MAX_WORKERS=2: the steps of a run (e.g. the day's bronze tables, silver tables
+    # of different sources) overlap, at most two at a time; the gold tables built this way
+    # equal the independent computation (test_gold_table_equals_the_independent_computation).
+    most = 0
+    for run_id in pipeline["first"].run_ids:
+        spans = list(step_spans(pipeline["instance"], run_id).values())
+        for start, _end in spans:  # how many steps were running as each one started
+            most = max(most, sum(1 for s, e in spans if s <= start < e))
+    assert most == 2
 
 
 # Every gold table has an independent computation in tests/e2e/reference.py.

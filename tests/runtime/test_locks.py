@@ -3,9 +3,16 @@ SIGKILL leaves no stale lock (flock files, and PostgreSQL advisory locks on a re
 
 from __future__ import annotations
 
+import fcntl
+import json
 import os
 import signal
+import socket
+import subprocess
+import sys
+import threading
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -54,6 +61,32 @@ def test_a_released_lock_is_taken_by_the_waiter(tmp_path: Path):
     first.__exit__(None, None, None)
     assert second.__enter__() and heard == []  # free again: taken at once, nobody heard of
     second.__exit__(None, None, None)
+
+
+def test_a_waiter_names_the_new_holder_not_a_killed_ones_leftover(tmp_path: Path):
+    # A holder takes the flock an instant before it writes who it is; the file may still hold
+    # a SIGKILLed holder's identity then. The waiter asks again until the live holder shows.
+    locks = FileLocks(tmp_path / "_locks")
+    path = locks.path("run:minimal")
+    path.parent.mkdir(parents=True)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    path.write_text(
+        json.dumps(asdict(Holder(run_id="", pid=dead.pid, host=socket.gethostname(), since=0.0)))
+    )
+    fd = os.open(path, os.O_RDWR)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    alive = Holder.now("the-new-one")
+    writer = threading.Timer(0.3, lambda: os.pwrite(fd, json.dumps(asdict(alive)).encode(), 0))
+    writer.start()
+    heard: list[Holder | None] = []
+    try:
+        with locks.hold("run:minimal", Holder.now("me"), 0.5, heard.append) as held:
+            assert not held
+    finally:
+        writer.join()
+        os.close(fd)
+    assert heard == [alive]
 
 
 @pytest.mark.slow
