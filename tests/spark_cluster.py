@@ -22,7 +22,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -31,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.spark_connect_server import _free_port, find_java, spark_home
+from tests.spark_connect_server import _free_port, find_java, spark_daemon_env, spark_home
 
 START_TIMEOUT = 120.0  # seconds; master and worker are usually up in 5-15 s
 WORKER_CORES = 1
@@ -59,18 +58,8 @@ class SparkCluster:
 
 
 def _env(base: Path) -> dict[str, str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ("SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED", "SPARK_LOCAL_REMOTE")
-    }
-    env.update(
-        SPARK_HOME=str(spark_home()),
-        SPARK_LOG_DIR=str(base / "logs"),
-        SPARK_LOCAL_DIRS=str(base / "scratch"),
-        SPARK_LOCAL_IP="127.0.0.1",
-        PYSPARK_PYTHON=sys.executable,
-    )
+    env = spark_daemon_env(base)
+    env["SPARK_LOCAL_DIRS"] = str(base / "scratch")
     return env
 
 
