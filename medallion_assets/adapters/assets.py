@@ -24,6 +24,7 @@ from medallion_assets.adapters.checks import (
 )
 from medallion_assets.adapters.masking import masked_step
 from medallion_assets.adapters.retry import Audit, heal_and_retry
+from medallion_assets.adapters.step_order import below_profile
 from medallion_assets.adapters.threads import step_interrupted
 from medallion_assets.adapters.translator import DatasetTranslator, step_name, table_key
 from medallion_assets.catalog import Catalog, Dataset
@@ -157,21 +158,33 @@ def switched_off(
     context: dg.AssetExecutionContext, catalog: Catalog, dataset: Dataset, plane: ControlPlane
 ) -> bool:
     """The kill switch at the table boundary: flags are read now, so a flag flipped while the
-    run is executing stops this table (and, through Dagster, what depends on it in the run)."""
-    pipelines = [context.run.tags["pipeline"]] if "pipeline" in context.run.tags else []
-    off = plane.disabled(catalog, [dataset.name], pipelines)
-    if dataset.name not in off:
-        return False
-    message = f"skipped: {off[dataset.name].describe()}; the current version stays published"
+    run is executing stops this table (and, through Dagster, what depends on it in the run).
+    Then the profile in force: a table below its ``skip_below`` is left out the same way."""
+    pipeline = context.run.tags.get("pipeline")
+    off = plane.disabled(catalog, [dataset.name], [pipeline] if pipeline else [])
+    if dataset.name in off:
+        flag = {"flag": off[dataset.name].flag.entity}
+        skip(context, dataset, plane, off[dataset.name].describe(), flag)
+        return True
+    below = below_profile(catalog, dataset.name, pipeline, plane.store())
+    if below is not None:
+        skip(context, dataset, plane, below, {"profile": below})
+        return True
+    return False
+
+
+def skip(
+    context: dg.AssetExecutionContext,
+    dataset: Dataset,
+    plane: ControlPlane,
+    why: str,
+    details: dict[str, str],
+) -> None:
+    message = f"skipped: {why}; the current version stays published"
     context.log.warning(message)
     plane.store().record(
-        "skip",
-        f"dataset:{dataset.name}",
-        message,
-        run_id=context.run.run_id,
-        details={"flag": off[dataset.name].flag.entity},
+        "skip", f"dataset:{dataset.name}", message, run_id=context.run.run_id, details=details
     )
-    return True
 
 
 def materialize_dataset(

@@ -27,7 +27,7 @@ from medallion_assets.adapters.resources import (
     WarehouseResource,
 )
 from medallion_assets.adapters.sensors import build_sensors
-from medallion_assets.adapters.threads import threads_executor
+from medallion_assets.adapters.step_order import executor_for
 from medallion_assets.adapters.translator import DatasetTranslator
 from medallion_assets.catalog import Catalog, load_catalog
 from medallion_assets.runtime.table_runner import TableRunner
@@ -99,8 +99,8 @@ def definitions_for(
             "warehouse": WarehouseResource(project_root=root, throttles=throttles),
         },
         # Steps on threads over the run's one Spark (adapters/threads.py), up to
-        # MEDALLION_MAX_WORKERS (default: the cores) at a time.
-        executor=threads_executor,
+        # MEDALLION_MAX_WORKERS (default: the cores) at a time, in the profile's order.
+        executor=executor_for(catalog),
         # The console logger stays the default; `medallion run` also names the progress one.
         loggers={"console": dg.colored_console_logger, LOGGER_KEY: progress_logger},
     )

@@ -21,6 +21,7 @@ from medallion_assets.adapters.pools import apply_pool_limits, system_limits
 from medallion_assets.adapters.progress import ProgressHandler, reporting_progress, run_config
 from medallion_assets.adapters.resources import S3Resource
 from medallion_assets.adapters.run_summary import RunSummary, results_of_run
+from medallion_assets.adapters.step_order import StepOrder
 from medallion_assets.adapters.threads import ThreadedExecutor, execute_on_threads
 from medallion_assets.adapters.translator import DatasetTranslator, table_key
 from medallion_assets.catalog import Catalog, load_catalog
@@ -145,13 +146,15 @@ def _run(
     days = raw_partitions(catalog, defs) if daily else []
     started = time.perf_counter()
     total = len(daily) * len(days) + len(plain)
-    log(f"steps run {settings.workers} at a time (MEDALLION_MAX_WORKERS, --max-workers)")
+    order = StepOrder.of(catalog, plane.store(), None)
+    profile = f"profile {order.profile.describe()}; " if order and order.profile else ""
+    log(f"{profile}steps run {settings.workers} at a time (--max-workers)")
     with reporting_progress(total, log if progress else None) as handler:
         steps = _Steps(
             defs.resolve_implicit_global_asset_job_def(),
             instance,
             plane,
-            ThreadedExecutor(settings.workers),
+            ThreadedExecutor(settings.workers, order),
             handler,
         )
         for day in days:

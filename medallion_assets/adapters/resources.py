@@ -106,16 +106,17 @@ class LakeResource(SettingsResource):
 
 
 class S3Resource(SettingsResource):
-    """Object storage for raw sources, throttled per system as ``systems.yaml`` says."""
+    """Object storage for raw sources, throttled per system as ``systems.yaml`` says, out of
+    the budgets every step and run share (``control.rate_budgets``)."""
 
     throttles: dict[str, dict[str, float | None]]  # system -> Throttle fields
 
     def store(self, system: str) -> ThrottledS3:
         from medallion_assets.io.object_store import object_store_of
-        from medallion_assets.io.throttle import SystemThrottle, ThrottledS3
+        from medallion_assets.io.throttle import ThrottledS3
 
-        limits = _cut(self.settings, system, _limits(self.throttles, system))
-        return ThrottledS3(object_store_of(self.settings), SystemThrottle(system, limits))
+        throttle = _shared_throttle(self.settings, system, _limits(self.throttles, system))
+        return ThrottledS3(object_store_of(self.settings), throttle)
 
     def raw_store(self) -> ObjectStore:
         """Unthrottled store, for tools that write demo data."""
@@ -138,10 +139,7 @@ class WarehouseResource(SettingsResource):
         return warehouse_from_url(self.url())
 
     def throttle(self, system: str) -> SystemThrottle:
-        from medallion_assets.io.throttle import SystemThrottle
-
-        limits = _cut(self.settings, system, _limits(self.throttles, system))
-        return SystemThrottle(system, limits)
+        return _shared_throttle(self.settings, system, _limits(self.throttles, system))
 
 
 def _limits(throttles: dict[str, dict[str, float | None]], system: str) -> Throttle:
@@ -150,12 +148,13 @@ def _limits(throttles: dict[str, dict[str, float | None]], system: str) -> Throt
     return Throttle.model_validate(throttles.get(system, {}))
 
 
-def _cut(settings: MedallionSettings, system: str, limits: Throttle) -> Throttle:
-    """The limits with any reduce_parallelism cut in force (read now, from the control store)."""
-    import time
-
+def _shared_throttle(
+    settings: MedallionSettings, system: str, declared: Throttle
+) -> SystemThrottle:
+    """The system's throttle over the budgets every step and run share in the control store,
+    at the rates in force: an operator's throttle and a reduce_parallelism cut, re-read every
+    second."""
     from medallion_assets.control.plane import ControlPlane
-    from medallion_assets.io.throttle import reduced_limits
+    from medallion_assets.control.rate_budgets import shared_throttle
 
-    plane = ControlPlane.of(settings)
-    return reduced_limits(limits, plane.state().throttle_factor(system, time.time()))
+    return shared_throttle(ControlPlane.of(settings).store(), system, declared)

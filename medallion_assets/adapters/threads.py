@@ -27,9 +27,10 @@ import os
 import queue
 import sys
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import dagster as dg
 from dagster._core.events import DagsterEvent, EngineEventData
@@ -44,10 +45,17 @@ from dagster._core.execution.plan.plan import ExecutionPlan
 from dagster._core.execution.plan.step import ExecutionStep
 from dagster._core.execution.retries import RetryMode
 from dagster._core.executor.base import Executor
-from dagster._core.executor.init import InitExecutorContext
 from dagster._utils.error import serializable_error_info_from_exc_info
 
-SortKey = Callable[[str], float]  # a step key -> lower starts first
+
+class Ordering(Protocol):
+    """Which ready step starts next (``step_order.StepOrder``), from the running step keys."""
+
+    def key(self, step_key: str, running: Collection[str]) -> float: ...  # lower first
+
+    def may_start(self, step_key: str, running: Collection[str]) -> bool: ...
+
+
 _POLL_SECONDS = 0.2
 
 _interrupted_runs: set[str] = set()
@@ -82,6 +90,7 @@ class _Running:
     events: queue.Queue[tuple[str, DagsterEvent | _Done]] = field(default_factory=queue.Queue)
     threads: dict[str, threading.Thread] = field(default_factory=dict)
     heard: dict[str, list[DagsterEvent]] = field(default_factory=dict)
+    held: list[ExecutionStep] = field(default_factory=list)  # vended, waiting for room
 
     def start(self, step_key: str, sequence: Iterator[DagsterEvent]) -> None:
         def work() -> None:
@@ -102,11 +111,11 @@ class _Running:
 class ThreadedExecutor(Executor):
     """Dagster's in-process execution, with up to ``max_workers`` steps at a time on threads."""
 
-    def __init__(self, max_workers: int, sort_key: SortKey | None = None):
+    def __init__(self, max_workers: int, order: Ordering | None = None):
         if max_workers < 1:
             raise ValueError(f"max_workers must be at least 1, got {max_workers}")
         self.max_workers = max_workers
-        self.sort_key = sort_key
+        self.order = order
 
     @property
     def retries(self) -> RetryMode:
@@ -141,12 +150,11 @@ class ThreadedExecutor(Executor):
     def _steps(
         self, job_context: PlanExecutionContext, execution_plan: ExecutionPlan
     ) -> Iterator[DagsterEvent]:
-        run_id = job_context.run_id
-        sort_key = self.sort_key
+        order, running = self.order, _Running()
 
-        def by_priority(step: ExecutionStep) -> float:
-            if sort_key is not None:
-                return sort_key(step.key)
+        def by_priority(step: ExecutionStep) -> float:  # asked afresh at every pick
+            if order is not None:
+                return order.key(step.key, tuple(running.threads))
             return -float(step.tags.get("dagster/priority", 0))  # Dagster's own order
 
         with ExitStack() as stack:
@@ -164,15 +172,43 @@ class ThreadedExecutor(Executor):
                 )
             )
             yield from _capture_logs(job_context, execution_plan, stack)
-            stack.callback(_mark_interrupted, run_id, False)
-            yield from self._loop(job_context, active)
+            stack.callback(_mark_interrupted, job_context.run_id, False)
+            yield from self._loop(job_context, active, running)
+
+    def _start_ready(
+        self, job_context: PlanExecutionContext, active: ActiveExecution, running: _Running
+    ) -> Iterator[DagsterEvent]:
+        """Start ready steps while workers are free, best first. A step the ordering says may
+        not start yet (a system at its limit) is held, not started, until one that runs ends;
+        only the best step is ever held, and only when no ready step may start."""
+        while len(running.threads) + len(running.held) < self.max_workers or running.held:
+            if running.held:
+                if self._must_wait(running.held[0], running):
+                    return
+                step = running.held.pop(0)
+            else:
+                steps = active.get_steps_to_execute(limit=1)
+                yield from active.concurrency_event_iterator(job_context)
+                if not steps:
+                    return
+                (step,) = steps
+                if self._must_wait(step, running):
+                    running.held.append(step)
+                    return
+            context = job_context.for_step(step, active.get_known_state())
+            running.start(step.key, dagster_event_sequence_for_step(context))
+
+    def _must_wait(self, step: ExecutionStep, running: _Running) -> bool:
+        """Whether ``step`` must wait for a running step to end (never when none runs)."""
+        if self.order is None or not running.threads:
+            return False
+        return not self.order.may_start(step.key, tuple(running.threads))
 
     def _loop(
-        self, job_context: PlanExecutionContext, active: ActiveExecution
+        self, job_context: PlanExecutionContext, active: ActiveExecution, running: _Running
     ) -> Iterator[DagsterEvent]:
-        running = _Running()
         stopping = False
-        while running.threads or (not stopping and not active.is_complete):
+        while running.threads or running.held or (not stopping and not active.is_complete):
             if not stopping and active.check_for_interrupts():
                 stopping = True
                 active.mark_interrupted()
@@ -184,13 +220,11 @@ class ThreadedExecutor(Executor):
                     f"({', '.join(sorted(running.threads)) or 'none'}) are cancelled",
                     EngineEventData.interrupted(list(running.threads)),
                 )
+                for step in running.held:  # never started: they end as not run
+                    active.mark_abandoned(step.key)
+                running.held.clear()
             if not stopping:
-                free = self.max_workers - len(running.threads)
-                steps = active.get_steps_to_execute(limit=free) if free > 0 else []
-                yield from active.concurrency_event_iterator(job_context)
-                for step in steps:
-                    context = job_context.for_step(step, active.get_known_state())
-                    running.start(step.key, dagster_event_sequence_for_step(context))
+                yield from self._start_ready(job_context, active, running)
                 if not running.threads:
                     if not active.is_complete:
                         active.sleep_til_ready()
@@ -241,29 +275,6 @@ def _cancel_spark_jobs() -> None:
     context = SparkContext._active_spark_context
     if context is not None:
         context.cancelAllJobs()
-
-
-@dg.executor(
-    name="medallion_threads",
-    config_schema={
-        "max_workers": dg.Field(
-            int,
-            is_required=False,
-            description="steps at a time (default: MEDALLION_MAX_WORKERS, else the cores)",
-        )
-    },
-)
-def threads_executor(context: InitExecutorContext) -> ThreadedExecutor:
-    """The project's executor: steps on up to ``max_workers`` threads over one Spark."""
-    configured = context.executor_config.get("max_workers")
-    return ThreadedExecutor(configured if isinstance(configured, int) else default_workers())
-
-
-def default_workers() -> int:
-    """MEDALLION_MAX_WORKERS, else the machine's cores."""
-    from medallion_assets.settings import MedallionSettings
-
-    return MedallionSettings.from_env(os.environ).workers
 
 
 def execute_on_threads(

@@ -18,6 +18,7 @@ from medallion_assets.cli.profile_cmd import profile
 from medallion_assets.cli.run_cmd import run
 from medallion_assets.cli.schema_cmd import schema
 from medallion_assets.cli.settings_cmd import settings
+from medallion_assets.cli.throttle_cmd import throttle
 from medallion_assets.runtime.errors import ResourceError
 
 
@@ -67,6 +68,7 @@ for command in (
     cli.add_command(command)
 control.add_command(schema)
 control.add_command(profile)
+control.add_command(throttle)
 
 
 def main() -> None:

@@ -89,7 +89,8 @@ enable = _flip(True)
 @project_option
 def status(fmt: str, project: Path) -> None:
     """What is disabled, by whom, since when and why, and the tables it switches off; the
-    routes, profile overrides, throttle cuts and evolved columns in force; the ingest manifests
+    routes, profile overrides, operators' throttles, self-healing throttle cuts and evolved
+    columns in force; the ingest manifests
     and the latest warehouse load of each table."""
     catalog = load(project)
     plane = open_plane(project)
@@ -104,6 +105,7 @@ def status(fmt: str, project: Path) -> None:
             "disabled_tables": {t: d.flag.entity for t, d in off.items()},
             "routes": [vars(r) for r in plane.store().routes().values()],
             "profile_overrides": [vars(o) for o in plane.store().profiles.all().values()],
+            "throttle_overrides": [vars(o) for o in plane.store().budgets.overrides().values()],
             **state,
         }
         click.echo(json.dumps(data, indent=2))
@@ -131,6 +133,11 @@ def status(fmt: str, project: Path) -> None:
         click.echo(
             f"PROFILE  {pipeline} -> {override.profile}  by {override.changed_by} since "
             f"{override.changed_at}: {override.reason}"
+        )
+    for system, throttled in plane.store().budgets.overrides().items():
+        click.echo(
+            f"THROTTLE {system} -> {throttled.describe()}  by {throttled.changed_by} since "
+            f"{throttled.changed_at}: {throttled.reason}"
         )
     _print_runtime_state(state)
 

@@ -4,13 +4,12 @@ steps start in, each system's concurrency, what would wait and what would be ski
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import click
 
 from medallion_assets.catalog import Catalog
-from medallion_assets.cli.common import fail, load, project_option
+from medallion_assets.cli.common import fail, load, project_option, settings_for
 from medallion_assets.planner.profiles import ALL, EffectiveProfile, effective_profile
 from medallion_assets.planner.schedule import Schedule
 from medallion_assets.planner.scheduling import SchedulingPolicy
@@ -34,7 +33,7 @@ OPTION = "option"  # the source of a profile named by --profile
     "--max-workers",
     type=click.IntRange(min=1),
     default=None,
-    help="Steps at a time (default: the machine's cores, as medallion run).",
+    help="Steps at a time (default: MEDALLION_MAX_WORKERS, else the cores, as medallion run).",
 )
 @click.option(
     "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
@@ -53,7 +52,7 @@ def plan(
     levels = catalog.lineage.levels()
     selected = _selected(catalog, pipeline)
     chosen = _profile(catalog, project, pipeline, profile_name)
-    workers = max_workers or os.cpu_count() or 1
+    workers = max_workers or settings_for(project).workers
     schedule = None
     if chosen is not None and catalog.profiles is not None:
         settings = chosen.settings(catalog.profiles)

@@ -78,7 +78,10 @@ def run(project: Path, fail_on_blocked: bool, wait_seconds: float, max_workers: 
         if section:
             click.echo("\n" + section)
     if summary.disabled:
-        click.echo("\nDISABLED: the kill switch skipped these tables (`medallion control status`)")
+        click.echo(
+            "\nDISABLED: the kill switch or the profile's skip_below skipped these tables "
+            "(`medallion control status`)"
+        )
         for name, message in sorted(summary.disabled.items()):
             click.echo(f"  {name}: {message.removeprefix('skipped: ')}")
     waited = [*summary.waited, *(f"{r.label}: {r.message}" for r in summary.having("busy"))]
@@ -88,9 +91,15 @@ def run(project: Path, fail_on_blocked: bool, wait_seconds: float, max_workers: 
     if summary.having("failed") or (fail_on_blocked and summary.having("blocked")):
         click.echo("error: the run failed; see the messages above", err=True)
         sys.exit(1)
+    from medallion_assets.definitions import PACKAGE_PROJECT
+
+    root = Path(project).resolve()
+    # workspace.yaml loads the package's own project unless MEDALLION_PROJECT names another.
+    elsewhere = "" if root == PACKAGE_PROJECT else f"MEDALLION_PROJECT={root} "
     click.echo(
         "\nOpen the asset graph, runs and checks in the Dagster UI:\n"
-        f"  DAGSTER_HOME={dagster_home(project)} {Path(sys.executable).parent / 'dagster'} dev "
+        f"  {elsewhere}DAGSTER_HOME={dagster_home(project)} "
+        f"{Path(sys.executable).parent / 'dagster'} dev "
         f"-w {Path(project).resolve() / 'workspace.yaml'}\n"
         "  then browse http://127.0.0.1:3000"
     )

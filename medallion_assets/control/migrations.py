@@ -4,7 +4,8 @@
 Versions 1 to 3 are the schema the store had before SQLAlchemy (its hand-written DDL created the
 same tables, so a control.db or PostgreSQL database made then migrates forward in place, keeping
 every flag, route and audit entry); version 4 adds the runtime state that used to be JSON files
-under ``<lake>/_state``; version 5 the operators' profile overrides.
+under ``<lake>/_state``; version 5 the operators' profile overrides; version 6 the rate budgets
+shared by every step and the operators' throttles.
 
 Every step runs in the transaction that read the version, under the store's migration lock
 (SQLite's write lock, a PostgreSQL advisory lock), so two processes starting at once do not
@@ -49,6 +50,8 @@ MIGRATIONS: tuple[Step, ...] = (
     _create(*schema.STATE_TABLES),
     # v5: the profile an operator put a pipeline (or all of them) in, over profiles.yaml
     _create(schema.profile_overrides),
+    # v6: rate budgets shared by every step and run of a system, and operators' throttles
+    _create(schema.rate_budgets, schema.throttle_overrides),
 )
 LATEST = len(MIGRATIONS)
 

@@ -171,3 +171,31 @@ profile_overrides = Table(
     Column("changed_by", Text, nullable=False),
     Column("changed_at", Text, nullable=False),
 )
+
+# --- shared rate budgets and operators' throttles (version 6) ---------------------------------
+
+# One budget per system and dimension, shared by every step of every run on any host, kept as
+# the time up to which its rate is reserved (a generic cell rate algorithm: a reservation costs
+# its amount over the rate in force when it is made); a step leases a slice with one atomic
+# upsert (control/rate_budgets.py).
+rate_budgets = Table(
+    "rate_budgets",
+    metadata,
+    Column("system", Text, primary_key=True),
+    Column("dimension", Text, primary_key=True),  # rows, bytes or requests
+    Column("reserved_until", Float, nullable=False),  # epoch s (PostgreSQL: the server's clock)
+)
+
+# The rates an operator set on a system (`medallion control throttle`), over systems.yaml's;
+# a rate left NULL keeps systems.yaml's.
+throttle_overrides = Table(
+    "throttle_overrides",
+    metadata,
+    Column("system", Text, primary_key=True),
+    Column("rows_per_second", Float, nullable=True),
+    Column("bytes_per_second", Float, nullable=True),
+    Column("requests_per_second", Float, nullable=True),
+    Column("reason", Text, nullable=False),
+    Column("changed_by", Text, nullable=False),
+    Column("changed_at", Text, nullable=False),
+)

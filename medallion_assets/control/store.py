@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from sqlalchemy import Connection, Insert, Table
 
     from medallion_assets.control.profile_overrides import ProfileOverrides
+    from medallion_assets.control.rate_budgets import RateBudgets
     from medallion_assets.control.state import RuntimeState
 
 SCOPES = ("pipeline", "layer", "dataset", "source", "target")
@@ -140,6 +141,13 @@ class ControlStore(StoreConnection):
         from medallion_assets.control.profile_overrides import ProfileOverrides
 
         return ProfileOverrides(self)
+
+    @functools.cached_property
+    def budgets(self) -> RateBudgets:
+        """The rate budgets every step shares, and the rates operators set on systems."""
+        from medallion_assets.control.rate_budgets import RateBudgets
+
+        return RateBudgets(self)
 
     # --- schema -------------------------------------------------------------------------------
 

@@ -8,8 +8,9 @@ requests, bytes and rows, and counts what passed so a run can report the rate it
         throttle.requests()          # blocks until a request token is available
     throttle.usage().requests_per_second
 
-These limits hold within one process. Limits across processes (max concurrent runs touching a
-system) are Dagster pools, not this module.
+The buckets here hold within one process; ``io/shared_budget.py``'s ``SharedBucket`` holds a
+rate across every step, run and host (``control.rate_budgets.shared_throttle`` builds a
+``SystemThrottle`` over those). Limits on concurrent steps across processes are Dagster pools.
 """
 
 from __future__ import annotations
@@ -17,9 +18,10 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from medallion_assets.catalog.models import Throttle
 from medallion_assets.io.object_store import (
@@ -33,6 +35,13 @@ from medallion_assets.io.object_store import (
 
 Clock = Callable[[], float]
 Sleep = Callable[[float], None]
+
+
+class Bucket(Protocol):
+    """Rate-limited tokens: ``TokenBucket`` in one process, ``SharedBucket`` across all."""
+
+    def acquire(self, amount: float = 1.0) -> float: ...
+    def close(self) -> None: ...
 
 
 class TokenBucket:
@@ -86,6 +95,9 @@ class TokenBucket:
             self._sleep(wait)
         return wait
 
+    def close(self) -> None:
+        """Nothing to give back: the tokens live in this object."""
+
 
 @dataclass(frozen=True)
 class ThrottleUsage:
@@ -117,7 +129,8 @@ class ThrottleUsage:
 class SystemThrottle:
     """The limits of one system: requests/s, bytes/s, rows/s and max concurrent jobs.
 
-    ``burst_seconds`` sizes each bucket's burst as that many seconds of its rate.
+    ``burst_seconds`` sizes each bucket's burst as that many seconds of its rate. ``buckets``
+    (by dimension: rows, bytes, requests) replaces the in-process buckets, e.g. with shared ones.
     """
 
     def __init__(
@@ -128,6 +141,7 @@ class SystemThrottle:
         burst_seconds: float = 1.0,
         clock: Clock = time.monotonic,
         sleep: Sleep = time.sleep,
+        buckets: Mapping[str, Bucket] | None = None,
     ):
         if burst_seconds <= 0:
             raise ValueError(f"burst_seconds must be > 0, got {burst_seconds}")
@@ -135,13 +149,15 @@ class SystemThrottle:
         self.limits = limits
         self._clock = clock
 
-        def bucket(rate: float | None) -> TokenBucket:
+        def bucket(dimension: str, rate: float | None) -> Bucket:
+            if buckets is not None:
+                return buckets[dimension]
             burst = rate * burst_seconds if rate is not None else None
             return TokenBucket(rate, burst, clock=clock, sleep=sleep)
 
-        self._requests = bucket(limits.requests_per_second)
-        self._bytes = bucket(limits.bytes_per_second)
-        self._rows = bucket(limits.rows_per_second)
+        self._requests = bucket("requests", limits.requests_per_second)
+        self._bytes = bucket("bytes", limits.bytes_per_second)
+        self._rows = bucket("rows", limits.rows_per_second)
         self._slots = (
             threading.BoundedSemaphore(limits.max_concurrent_jobs)
             if limits.max_concurrent_jobs is not None
@@ -197,7 +213,12 @@ class SystemThrottle:
                 elapsed_seconds=elapsed,
             )
 
-    def _take(self, kind: str, bucket: TokenBucket, n: int) -> float:
+    def close(self) -> None:
+        """Give back what the buckets hold unspent (shared buckets return it to the budget)."""
+        for bucket in (self._requests, self._bytes, self._rows):
+            bucket.close()
+
+    def _take(self, kind: str, bucket: Bucket, n: int) -> float:
         if n < 0:
             raise ValueError(f"{self.system}: cannot take a negative number of {kind} ({n})")
         self._mark_start()

@@ -114,8 +114,11 @@ class TableRunner:
         store = table_run.objects.store(
             replica.system if replica is not None else table_run.dataset.system
         )
-        with store.throttle.slot():  # max_concurrent_jobs within this process
-            outcome = ingest(table_run, store)
+        try:
+            with store.throttle.slot():  # max_concurrent_jobs within this process
+                outcome = ingest(table_run, store)
+        finally:
+            store.throttle.close()  # the unspent slice of the shared budget goes back
         metadata.update(outcome.metadata)
         usage = store.throttle.usage()
         metadata.update(
@@ -158,9 +161,11 @@ class TableRunner:
             else:
                 path = table_run.lake.version_path(version)
                 data = table_run.session.read.parquet(str(path)).toArrow()
-                report = warehouse.load(
-                    target, data, unit, throttle=table_run.warehouse.throttle(target.system)
-                )
+                throttle = table_run.warehouse.throttle(target.system)
+                try:
+                    report = warehouse.load(target, data, unit, throttle=throttle)
+                finally:
+                    throttle.close()  # the unspent slice of the shared budget goes back
         finally:
             warehouse.close()
         crash_point("warehouse.loaded", dataset.name, version.partition)

@@ -80,6 +80,38 @@ def test_one_step_at_a_time_builds_what_two_at_a_time_build(clean, tmp_path, mon
     assert snapshot(root) == clean
 
 
+FOCUS = """\
+active: focus
+profiles:
+  focus:
+    settings:
+      max_concurrent_runs: 2
+      criticality_priority: {critical: 10, high: 5, normal: 1, low: 0}
+      skip_below: normal
+      include_upstream_of_critical: true
+      spread_over_systems: false
+"""
+
+
+def test_a_profile_leaves_tables_below_its_skip_below_out_of_the_run(tmp_path, monkeypatch):
+    root = faults_project(tmp_path)
+    meta = root / "metadata"
+    (meta / "profiles.yaml").write_text(FOCUS)
+    datasets = (meta / "datasets.yaml").read_text()
+    low = "  gold.daily_events:\n    criticality: low\n"
+    (meta / "datasets.yaml").write_text(datasets.replace("  gold.daily_events:\n", low))
+    summary, said = in_process(root, monkeypatch, MEDALLION_MAX_WORKERS="2")
+    assert "profile focus (profiles.yaml: active); steps run 2 at a time" in "\n".join(said)
+    assert summary.success, summary.failed_steps
+    (left_out,) = {r.table for r in summary.having("disabled")}
+    assert left_out == "gold.daily_events"
+    assert all(
+        "low is below the profile's skip_below (normal)" in m for m in summary.disabled.values()
+    )
+    assert summary.having("built")  # the rest was built
+    assert Lake(root / ".medallion" / "lake").partitions("gold.daily_events") == []
+
+
 def test_a_run_killed_at_any_point_is_finished_by_the_next_as_a_clean_run(clean, tmp_path):
     root = faults_project(tmp_path)
     home = instance_home(tmp_path)

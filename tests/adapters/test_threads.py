@@ -73,12 +73,33 @@ def test_an_instance_pool_limit_caps_its_steps_across_workers():
     assert not overlapping(spans, "left", "right")
 
 
-def test_the_sort_key_decides_which_ready_step_starts_first():
+class Ranked:
+    """An ordering by a fixed rank per step, and a cap of one running step of ``solo``."""
+
+    def __init__(self, ranks: dict[str, float], solo: frozenset[str] = frozenset()):
+        self.ranks, self.solo = ranks, solo
+
+    def key(self, step_key: str, running) -> float:
+        return self.ranks.get(step_key, 1.0)
+
+    def may_start(self, step_key: str, running) -> bool:
+        return step_key not in self.solo or not self.solo & set(running)
+
+
+def test_the_ordering_decides_which_ready_step_starts_first():
     spans: Spans = {}
     assets = [sleeper(n, spans) for n in ("a_low", "b_low", "z_critical")]
-    first = {"z_critical": 0.0}
-    assert run(assets, ThreadedExecutor(1, sort_key=lambda key: first.get(key, 1.0))).success
+    assert run(assets, ThreadedExecutor(1, Ranked({"z_critical": 0.0}))).success
     assert min(spans, key=lambda n: spans[n][0]) == "z_critical"
+
+
+def test_a_step_the_ordering_holds_waits_for_room_then_runs():
+    # Two workers, but "left" and "right" share a system with room for one: never together.
+    spans: Spans = {}
+    order = Ranked({}, solo=frozenset({"left", "right"}))
+    assert run(diamond(spans), ThreadedExecutor(2, order)).success
+    assert not overlapping(spans, "left", "right")
+    assert set(spans) == {"root", "left", "right", "tip"}
 
 
 def test_a_failed_step_skips_its_downstream_and_the_rest_still_runs():

@@ -6,34 +6,9 @@ from __future__ import annotations
 
 import json
 import os
-import uuid
 from pathlib import Path
 
-import psycopg
-import pytest
-from click.testing import CliRunner
-
-from medallion_assets.cli import cli
-from tests.conftest import copy_demo_project
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def project(request, tmp_path: Path, monkeypatch) -> Path:
-    root = copy_demo_project(tmp_path / "theworldshop")
-    monkeypatch.setenv("MEDALLION_HOME", str(root / ".medallion"))
-    monkeypatch.delenv("MEDALLION_CONTROL_URL", raising=False)
-    if request.param == "postgresql":
-        server = request.getfixturevalue("postgres_server")
-        database = f"cli_{uuid.uuid4().hex[:8]}"
-        with psycopg.connect(server.dsn, autocommit=True) as admin:
-            admin.execute(f"CREATE DATABASE {database}")
-        monkeypatch.setenv("MEDALLION_CONTROL_URL", server.dsn.rsplit("/", 1)[0] + f"/{database}")
-    return root
-
-
-def medallion(project: Path, *args: str):
-    result = CliRunner().invoke(cli, [*args, "--project", str(project)])
-    return result
+from tests.cli.conftest import medallion
 
 
 def test_disable_status_enable_and_audit(project: Path):

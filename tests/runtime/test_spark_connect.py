@@ -75,6 +75,33 @@ def client_sql(remote: str) -> list[dict[str, Any]]:
     return [row.asDict() for row in frame.collect()]
 
 
+def client_step_sessions(remote: str) -> dict[str, Any]:
+    """Two steps on threads, each on a step session of the remote one: same view name, own rows."""
+    import threading
+
+    from medallion_assets.runtime.spark_session import step_session
+    from medallion_assets.settings import MedallionSettings
+
+    settings = MedallionSettings.from_env({"MEDALLION_SPARK_REMOTE": remote})
+    base = connect_session(remote)
+    barrier = threading.Barrier(2)
+    seen: dict[str, Any] = {}
+
+    def step(name: str, value: int) -> None:
+        session = step_session(base, settings, name)
+        session.sql(f"SELECT {value} AS v").createOrReplaceTempView("input_rows")
+        barrier.wait()
+        seen[name] = [r.v for r in session.sql("SELECT v FROM input_rows").collect()]
+
+    threads = [threading.Thread(target=step, args=(n, v)) for n, v in (("a", 1), ("b", 2))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    seen["base_sees"] = [t.name for t in base.catalog.listTables()]
+    return seen
+
+
 def client_parquet_round_trip(remote: str, folder: str) -> dict[str, Any]:
     session = connect_session(remote)
     rows = [(1, "DE", 10.5), (2, "FR", 7.0), (3, "DE", 1.25)]
@@ -189,6 +216,11 @@ def test_spark_sql_runs_on_the_server(connect_server):
         {"country": "DE", "revenue": 15, "orders": 2},
         {"country": "FR", "revenue": 7, "orders": 1},
     ]
+
+
+def test_steps_on_threads_get_sessions_of_their_own_on_the_server(connect_server):
+    seen = on_connect(connect_server, "client_step_sessions")
+    assert seen == {"a": [1], "b": [2], "base_sees": []}
 
 
 def test_parquet_written_through_connect_reads_back_there_and_here(connect_server, tmp_path):

@@ -3,6 +3,7 @@ in one place, and a bad value that names the variable and the fix."""
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -55,6 +56,7 @@ def test_each_variable_overrides_its_default():
         "MEDALLION_SPARK_MASTER": "spark://m:7077",
         "MEDALLION_SPARK_REMOTE": "sc://spark:15002/;token=spark-token",
         "MEDALLION_SPARK_SHUFFLE_PARTITIONS": "16",
+        "MEDALLION_MAX_WORKERS": "3",
         "MEDALLION_SPARK_DRIVER_MEMORY": "512m",
         "MEDALLION_SPARK_LOG": "/logs/spark.log",
         "MEDALLION_WAREHOUSE_URL": "postgresql://loader:wh-pass@db/analytics",
@@ -77,6 +79,7 @@ def test_each_variable_overrides_its_default():
     assert settings.effective_control_url == env["MEDALLION_CONTROL_URL"]
     assert settings.project == Path("/elsewhere") and settings.project_root == PROJECT
     assert settings.lock_wait_seconds == 2.5
+    assert settings.max_workers == settings.workers == 3
     assert settings.crash_at == "lake.published@gold.revenue[2026-01-02]"
     assert all(settings.is_set(name) for name in variables())
     assert {"wh-pass", "ctl-pass", "libpq-pass", "spark-token"} <= settings.secrets
@@ -94,6 +97,10 @@ def test_an_empty_variable_counts_as_unset_and_unknown_ones_are_ignored():
     assert settings.lake_root == PROJECT / ".medallion/lake" and settings.keep_versions == 3
 
 
+def test_steps_run_as_many_at_a_time_as_the_machine_has_cores_unless_told():
+    assert read({}).workers == (os.cpu_count() or 1)
+
+
 def test_the_settings_are_frozen():
     with pytest.raises(ValueError, match="frozen"):
         read({}).keep_versions = 9  # type: ignore[misc]
@@ -107,6 +114,7 @@ def test_the_settings_are_frozen():
         ("MEDALLION_KEEP_VERSIONS", "0", "set it to a whole number of at least 1, e.g. 3"),
         ("MEDALLION_KEEP_VERSIONS", "2.5", "set it to a whole number of at least 1, e.g. 3"),
         ("MEDALLION_SPARK_SHUFFLE_PARTITIONS", "many", "set it to a whole number of at least 1"),
+        ("MEDALLION_MAX_WORKERS", "0", "set it to a whole number of at least 1"),
         ("MEDALLION_SPARK_DRIVER_MEMORY", "2 GB", "set it to a JVM memory size, e.g. 2g"),
         ("MEDALLION_S3", "minio", "set it to aws"),
         ("MEDALLION_S3_ENDPOINT", "127.0.0.1:9000", "set it to a URL with its scheme"),

@@ -1,0 +1,147 @@
+"""Which ready step of a run starts next, under the profile in force when the run starts.
+
+The threaded executor (``threads.py``) asks ``StepOrder`` two things, from the steps running
+at that moment: the sort key of each ready step (``key``: under focus strictly the planner's
+priority — critical tables and their upstream first; under balanced the step whose systems
+are least loaded first, priority breaking ties) and whether the best one may start now
+(``may_start``: no system above its ``max_concurrent_jobs``, slots reserved for critical work
+left to it). The rules are ``planner.scheduling.SchedulingPolicy``'s, the same ``medallion
+plan`` replays; this module maps Dagster step keys to tables and counts systems.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+
+import dagster as dg
+from dagster._core.executor.init import InitExecutorContext
+
+from medallion_assets.adapters.threads import ThreadedExecutor
+from medallion_assets.adapters.translator import step_name
+from medallion_assets.catalog import Catalog
+from medallion_assets.control.plane import ControlPlane
+from medallion_assets.control.store import ControlStore
+from medallion_assets.planner.profiles import ALL, EffectiveProfile, effective_profile
+from medallion_assets.planner.scheduling import SchedulingPolicy
+from medallion_assets.settings import MedallionSettings
+
+_BLOCKED = 1e15  # a step that may not start sorts after every one that may
+_LOAD = 1e9  # then the load of its systems (per mille of the limit), then its rank
+
+
+@dataclass(frozen=True)
+class StepOrder:
+    """The start order of a run's steps under ``profile``."""
+
+    policy: SchedulingPolicy
+    tables: Mapping[str, str]  # step key -> table
+    profile: EffectiveProfile | None = None
+
+    @classmethod
+    def of(cls, catalog: Catalog, store: ControlStore, pipeline: str | None) -> StepOrder | None:
+        """The order for a run of ``pipeline`` (None: the whole project) under its effective
+        profile, read now (so an operator's ``control profile`` reaches the next run); None
+        when the project defines no profiles (Dagster's own order then)."""
+        profiles = catalog.profiles
+        if profiles is None:
+            return None
+        effective = effective_profile(profiles, pipeline or ALL, store.profiles.names())
+        policy = _policy(catalog, effective.name)
+        tables = {step_name(name): name for name in catalog.datasets}
+        return cls(policy, tables, effective)
+
+    def skipped(self, tables: Collection[str]) -> dict[str, str]:
+        """The tables the profile leaves out of a run (``skip_below``), with why."""
+        return self.policy.skipped(tables)
+
+    def key(self, step_key: str, running: Collection[str]) -> float:
+        """Lower starts first; ``running`` are the step keys running now."""
+        table = self.tables.get(step_key)
+        if table is None:
+            return 0.0
+        systems = self._systems(running)
+        key = float(self.policy.rank(table))
+        if not self.policy.may_start(table, systems):
+            key += _BLOCKED
+        if self.policy.settings.spread_over_systems:
+            busiest = max(self.policy.load(table, systems), default=0.0)
+            key += round(busiest * 1000) * _LOAD
+        return key
+
+    def may_start(self, step_key: str, running: Collection[str]) -> bool:
+        table = self.tables.get(step_key)
+        return table is None or self.policy.may_start(table, self._systems(running))
+
+    def _systems(self, running: Collection[str]) -> Counter[str]:
+        return Counter(
+            system
+            for key in running
+            if key in self.tables
+            for system in self.policy.systems(self.tables[key])
+        )
+
+
+def executor_for(catalog: Catalog) -> dg.ExecutorDefinition:
+    """The project's executor: a run's steps on up to ``max_workers`` threads over one Spark
+    (default ``MEDALLION_MAX_WORKERS``, else the cores), started in the order of the profile
+    in force for the run's pipeline when the run starts."""
+
+    @dg.executor(
+        name="medallion_threads",
+        config_schema={
+            "max_workers": dg.Field(
+                int,
+                is_required=False,
+                description="steps at a time (default: MEDALLION_MAX_WORKERS, else the cores)",
+            )
+        },
+    )
+    def _threads(context: InitExecutorContext) -> ThreadedExecutor:
+        settings = MedallionSettings.from_env(os.environ, catalog.root)
+        configured = context.executor_config.get("max_workers")
+        workers = configured if isinstance(configured, int) else settings.workers
+        job = context.job.get_definition()
+        pipeline = job.run_tags.get("pipeline") or job.tags.get("pipeline")
+        store = ControlPlane.of(settings).store()
+        return ThreadedExecutor(workers, StepOrder.of(catalog, store, pipeline))
+
+    return _threads
+
+
+_policies: dict[tuple[int, str], tuple[Catalog, SchedulingPolicy]] = {}
+
+
+def _policy(catalog: Catalog, profile: str) -> SchedulingPolicy:
+    """The policy of ``profile`` over ``catalog``, built once per catalog object (a step asks
+    for it on every table; building it walks the whole graph)."""
+    cached = _policies.get((id(catalog), profile))
+    if cached is not None and cached[0] is catalog:
+        return cached[1]
+    profiles = catalog.profiles
+    if profiles is None:
+        raise ValueError(f"{catalog.root}: no metadata/profiles.yaml, no profile {profile!r}")
+    policy = SchedulingPolicy.from_catalog(
+        catalog, profiles.profiles[profile].settings, profile=profile
+    )
+    if len(_policies) > 64:
+        _policies.clear()
+    _policies[(id(catalog), profile)] = (catalog, policy)
+    return policy
+
+
+def below_profile(
+    catalog: Catalog, table: str, pipeline: str | None, store: ControlStore
+) -> str | None:
+    """Why the profile in force for ``pipeline`` leaves ``table`` out (``skip_below``), read
+    now; None when it builds it."""
+    profiles = catalog.profiles
+    if profiles is None:
+        return None
+    effective = effective_profile(profiles, pipeline or ALL, store.profiles.names())
+    if effective.settings(profiles).skip_below is None:
+        return None
+    reason = _policy(catalog, effective.name).skipped([table]).get(table)
+    return None if reason is None else f"profile {effective.describe()}: {reason}"
