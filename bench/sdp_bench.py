@@ -22,7 +22,8 @@ warehouse are then removed; every repetition of every side starts from that bron
 Clock: the whole process, launch to exit (Spark start-up included), on every side. Repetitions
 are interleaved (the order of the sides rotates every repetition). Off the clock, one checker
 process compares every output of every repetition (``count(*)``, ``sum(xxhash64(*))``) with the
-script's first run. Prints min/median per side and the ratios of the issue's bars.
+script's first run. Prints min/median per side and the ratios of the issue's bars (judged on
+the fastest repetition of each side, as in D; the ratio of medians beside it).
 """
 
 from __future__ import annotations
@@ -211,20 +212,25 @@ def _summary(times: dict[str, list[float]], sums: dict[str, dict[str, list[Any]]
         if not theirs:
             print(report.verdict(f"medallion / {other} <= {bar:g}", None, "not measured"))
             continue
+        # Other work on the machine only ever adds time, and its load drifts over a run: the
+        # fastest repetition of each side is the best estimate of its cost (as in D).
         by_min = min(ours) / min(theirs)
         by_median = median(ours) / median(theirs)
         print(
             report.verdict(
-                f"medallion / {other} <= {bar:g} (median of each)",
-                by_median <= bar,
-                f"{by_median:.3f} ({median(ours):.1f} s / {median(theirs):.1f} s); "
-                f"by fastest rep {by_min:.3f}",
+                f"medallion / {other} <= {bar:g} (fastest rep of each)",
+                by_min <= bar,
+                f"{by_min:.3f} ({min(ours):.1f} s / {min(theirs):.1f} s); "
+                f"ratio of medians {by_median:.3f}",
             )
         )
     for other in ("sdp", "script", "medallion-1"):
         theirs = times.get(other) or []
-        if theirs and other != "medallion":
-            print(f"  {other} / medallion (median): {median(theirs) / median(ours):.3f}")
+        if theirs:
+            print(
+                f"  {other} / medallion: fastest {min(theirs) / min(ours):.3f}, "
+                f"median {median(theirs) / median(ours):.3f}"
+            )
 
 
 if __name__ == "__main__":
