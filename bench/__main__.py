@@ -1,4 +1,4 @@
-"""``python -m bench [A] [B] [C] [D] [E] [F]``: run the chosen benchmarks (all by default).
+"""``python -m bench [A] [B] [C] [D] [E] [F] [G] [H]``: run the chosen benchmarks (all by default).
 
 Always exits 0: the benchmarks are informational, a missed bar prints FAIL but fails nothing.
 A benchmark that crashes (e.g. our API changed under it) is reported and the others still run.
@@ -12,10 +12,12 @@ import traceback
 
 from bench import (
     catalog_bench,
+    contention_bench,
     dag_bench,
     definitions_bench,
     lineage_bench,
     orchestration_bench,
+    sdp_bench,
     validation_bench,
 )
 
@@ -26,6 +28,8 @@ BENCHMARKS = {
     "D": orchestration_bench.main,
     "E": definitions_bench.main,
     "F": validation_bench.main,
+    "G": sdp_bench.main,
+    "H": contention_bench.main,
 }
 
 

@@ -65,7 +65,10 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _server_env(base: Path) -> dict[str, str]:
+def spark_daemon_env(base: Path) -> dict[str, str]:
+    """The environment of a Spark daemon started from the pyspark package: this process's,
+    without Spark Connect client variables, logs under ``base``, loopback only, and this
+    interpreter (which has pyspark and the project) for Python workers."""
     env = {
         k: v
         for k, v in os.environ.items()
@@ -74,11 +77,15 @@ def _server_env(base: Path) -> dict[str, str]:
     env.update(
         SPARK_HOME=str(spark_home()),
         SPARK_LOG_DIR=str(base / "logs"),
-        SPARK_PID_DIR=str(base / "pid"),
-        SPARK_IDENT_STRING="medallion-test",
         SPARK_LOCAL_IP="127.0.0.1",
         PYSPARK_PYTHON=sys.executable,
     )
+    return env
+
+
+def _server_env(base: Path) -> dict[str, str]:
+    env = spark_daemon_env(base)
+    env.update(SPARK_PID_DIR=str(base / "pid"), SPARK_IDENT_STRING="medallion-test")
     return env
 
 
