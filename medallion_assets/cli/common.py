@@ -28,6 +28,15 @@ project_option = click.option(
     help="Project folder holding sql/ and metadata/.",
 )
 
+# `medallion run` and `medallion plan`: how many steps of a run execute at a time.
+max_workers_option = click.option(
+    "--max-workers",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Steps at a time, on threads over one Spark (default: MEDALLION_MAX_WORKERS, else "
+    "the machine's cores); 1 runs one table after another.",
+)
+
 
 def settings_for(project: Path) -> MedallionSettings:
     """The settings the ``medallion`` command read when it started, for ``project``."""

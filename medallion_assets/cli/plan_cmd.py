@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from medallion_assets.catalog import Catalog
-from medallion_assets.cli.common import fail, load, project_option, settings_for
+from medallion_assets.cli.common import fail, load, max_workers_option, project_option, settings_for
 from medallion_assets.planner.profiles import ALL, EffectiveProfile, effective_profile
 from medallion_assets.planner.schedule import Schedule
 from medallion_assets.planner.scheduling import SchedulingPolicy
@@ -29,12 +29,7 @@ OPTION = "option"  # the source of a profile named by --profile
     default=None,
     help="Plan this pipeline's tables under its profile (default: every table).",
 )
-@click.option(
-    "--max-workers",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Steps at a time (default: MEDALLION_MAX_WORKERS, else the cores, as medallion run).",
-)
+@max_workers_option
 @click.option(
     "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
 )

@@ -11,7 +11,12 @@ from typing import TYPE_CHECKING
 import click
 
 from medallion_assets.catalog import CatalogError
-from medallion_assets.cli.common import does_not_load, project_option, settings_for
+from medallion_assets.cli.common import (
+    does_not_load,
+    max_workers_option,
+    project_option,
+    settings_for,
+)
 
 if TYPE_CHECKING:
     from medallion_assets.adapters.run_summary import RunSummary
@@ -33,13 +38,7 @@ if TYPE_CHECKING:
     show_default=True,
     help="Seconds to wait for another `medallion run` on this project before giving up.",
 )
-@click.option(
-    "--max-workers",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Steps at a time, on threads over one Spark (default: MEDALLION_MAX_WORKERS, else "
-    "the machine's cores); 1 runs one table after another.",
-)
+@max_workers_option
 def run(project: Path, fail_on_blocked: bool, wait_seconds: float, max_workers: int | None) -> None:
     """Materialize every asset of the project on the configured components, headless.
 
