@@ -45,10 +45,9 @@ class StepOrder:
         """The order for a run of ``pipeline`` (None: the whole project) under its effective
         profile, read now (so an operator's ``control profile`` reaches the next run); None
         when the project defines no profiles (Dagster's own order then)."""
-        profiles = catalog.profiles
-        if profiles is None:
+        effective = in_force(catalog, store, pipeline)
+        if effective is None:
             return None
-        effective = effective_profile(profiles, pipeline or ALL, store.profiles.names())
         policy = _policy(catalog, effective.name)
         tables = {step_name(name): name for name in catalog.datasets}
         return cls(policy, tables, effective)
@@ -132,16 +131,24 @@ def _policy(catalog: Catalog, profile: str) -> SchedulingPolicy:
     return policy
 
 
+def in_force(
+    catalog: Catalog, store: ControlStore, pipeline: str | None
+) -> EffectiveProfile | None:
+    """The profile in force now for a run of ``pipeline`` (None: the whole project, i.e. the
+    override for ``all``, else ``active``); None when the project defines no profiles."""
+    if catalog.profiles is None:
+        return None
+    return effective_profile(catalog.profiles, pipeline or ALL, store.profiles.names())
+
+
 def below_profile(
     catalog: Catalog, table: str, pipeline: str | None, store: ControlStore
 ) -> str | None:
     """Why the profile in force for ``pipeline`` leaves ``table`` out (``skip_below``), read
     now; None when it builds it."""
+    effective = in_force(catalog, store, pipeline)
     profiles = catalog.profiles
-    if profiles is None:
-        return None
-    effective = effective_profile(profiles, pipeline or ALL, store.profiles.names())
-    if effective.settings(profiles).skip_below is None:
+    if effective is None or profiles is None or effective.settings(profiles).skip_below is None:
         return None
     reason = _policy(catalog, effective.name).skipped([table]).get(table)
     return None if reason is None else f"profile {effective.describe()}: {reason}"
