@@ -159,14 +159,15 @@ def switched_off(
 ) -> bool:
     """The kill switch at the table boundary: flags are read now, so a flag flipped while the
     run is executing stops this table (and, through Dagster, what depends on it in the run).
-    Then the profile in force: a table below its ``skip_below`` is left out the same way."""
+    Then the profile the run executes under: a table below its ``skip_below`` is left out the
+    same way."""
     pipeline = context.run.tags.get("pipeline")
     off = plane.disabled(catalog, [dataset.name], [pipeline] if pipeline else [])
     if dataset.name in off:
         flag = {"flag": off[dataset.name].flag.entity}
         skip(context, dataset, plane, off[dataset.name].describe(), flag)
         return True
-    below = below_profile(catalog, dataset.name, pipeline, plane.store())
+    below = below_profile(catalog, dataset.name, pipeline, plane.store(), context.run.tags)
     if below is not None:
         skip(context, dataset, plane, below, {"profile": below})
         return True

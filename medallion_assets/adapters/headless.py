@@ -19,7 +19,7 @@ import yaml
 from medallion_assets.adapters.code_location import definitions_for
 from medallion_assets.adapters.lost_runs import mark_lost_runs_failed, process_tags
 from medallion_assets.adapters.pools import apply_pool_limits, system_limits
-from medallion_assets.adapters.priority import priority_tags
+from medallion_assets.adapters.priority import priority_of
 from medallion_assets.adapters.progress import ProgressHandler, reporting_progress, run_config
 from medallion_assets.adapters.resources import S3Resource
 from medallion_assets.adapters.run_summary import RunSummary, results_of_run
@@ -29,6 +29,7 @@ from medallion_assets.adapters.translator import DatasetTranslator, table_key
 from medallion_assets.catalog import Catalog, load_catalog
 from medallion_assets.catalog.operations import ProfilesFile
 from medallion_assets.control.plane import ControlPlane
+from medallion_assets.planner.profiles import ALL
 from medallion_assets.planner.run_priority import PROFILE_TAG
 from medallion_assets.runtime.bronze_ingest import partition_of, source_of
 from medallion_assets.runtime.errors import ResourceError
@@ -191,8 +192,11 @@ def _run(
     days = raw_partitions(catalog, defs) if daily else []
     started = time.perf_counter()
     total = len(daily) * len(days) + len(plain)
-    order = StepOrder.of(catalog, plane.store(), None)
-    profile = f"profile {order.profile.describe()}; " if order and order.profile else ""
+    # One decision for the whole medallion run: the profile in force for the project (the
+    # override for all, else active) gives every run its tags, its step order and skip_below.
+    priority = priority_of(catalog, plane, list(catalog.datasets), ALL)
+    order = StepOrder.of(catalog, plane.store(), None, priority.tags())
+    profile = f"profile {priority.source}; " if order else ""
     log(f"{profile}steps run {settings.workers} at a time (--max-workers)")
     with reporting_progress(total, log if progress else None) as handler:
         steps = _Steps(
@@ -201,7 +205,7 @@ def _run(
             plane,
             ThreadedExecutor(settings.workers, order),
             handler,
-            catalog,
+            priority.tags(),
         )
         for day in days:
             log(f"materializing {len(daily)} daily table(s) for {day} ...")
@@ -225,7 +229,7 @@ class _Steps:
     plane: ControlPlane
     executor: ThreadedExecutor
     progress_lines: ProgressHandler
-    catalog: Catalog  # for each run's dagster/priority and medallion/profile
+    tags: Mapping[str, str]  # every run's dagster/priority and medallion/profile
     summary: RunSummary = field(default_factory=RunSummary)
 
     def execute(self, tables: list[str], partition: str | None) -> None:
@@ -236,7 +240,7 @@ class _Steps:
             self.instance,
             self.executor,
             # process tags: so the next medallion run can tell if this process was killed
-            tags={**priority_tags(self.catalog, self.plane, tables, None), **process_tags()},
+            tags={**self.tags, **process_tags()},
             run_config=run_config(self.progress_lines.enabled),
         )
         summary = self.summary

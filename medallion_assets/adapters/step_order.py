@@ -1,4 +1,4 @@
-"""Which ready step of a run starts next, under the profile in force when the run starts.
+"""Which ready step of a run starts next, under the profile the run was requested under.
 
 The threaded executor (``threads.py``) asks ``StepOrder`` two things, from the steps running
 at that moment: the sort key of each ready step (``key``: under focus strictly the planner's
@@ -7,6 +7,12 @@ are least loaded first, priority breaking ties) and whether the best one may sta
 (``may_start``: no system above its ``max_concurrent_jobs``, slots reserved for critical work
 left to it). The rules are ``planner.scheduling.SchedulingPolicy``'s, the same ``medallion
 plan`` replays; this module maps Dagster step keys to tables and counts systems.
+
+Which profile: the one the run's request named in its ``medallion/profile`` tag (every request
+the project makes carries one, decided when it is made: ``planner.run_priority``), so a run's
+priority in the queue, its step order and its ``skip_below`` all come from one decision. A run
+without the tag (launched by hand on an instance without the project's run coordinator) runs
+under the profile in force for its pipeline when it starts.
 """
 
 from __future__ import annotations
@@ -24,7 +30,13 @@ from medallion_assets.adapters.translator import step_name
 from medallion_assets.catalog import Catalog
 from medallion_assets.control.plane import ControlPlane
 from medallion_assets.control.store import ControlStore
-from medallion_assets.planner.profiles import ALL, EffectiveProfile, effective_profile
+from medallion_assets.planner.profiles import (
+    ALL,
+    RUN_TAG_SOURCE,
+    EffectiveProfile,
+    effective_profile,
+)
+from medallion_assets.planner.run_priority import PROFILE_TAG
 from medallion_assets.planner.scheduling import SchedulingPolicy
 from medallion_assets.settings import MedallionSettings
 
@@ -41,11 +53,16 @@ class StepOrder:
     profile: EffectiveProfile | None = None
 
     @classmethod
-    def of(cls, catalog: Catalog, store: ControlStore, pipeline: str | None) -> StepOrder | None:
-        """The order for a run of ``pipeline`` (None: the whole project) under its effective
-        profile, read now (so an operator's ``control profile`` reaches the next run); None
-        when the project defines no profiles (Dagster's own order then)."""
-        effective = in_force(catalog, store, pipeline)
+    def of(
+        cls,
+        catalog: Catalog,
+        store: ControlStore,
+        pipeline: str | None,
+        tags: Mapping[str, str] | None = None,
+    ) -> StepOrder | None:
+        """The order for a run of ``pipeline`` (None: the whole project) with ``tags`` under
+        ``run_profile``; None when the project defines no profiles (Dagster's own order)."""
+        effective = run_profile(catalog, store, pipeline, tags or {})
         if effective is None:
             return None
         policy = _policy(catalog, effective.name)
@@ -105,7 +122,11 @@ def executor_for(catalog: Catalog) -> dg.ExecutorDefinition:
         job = context.job.get_definition()
         pipeline = job.run_tags.get("pipeline") or job.tags.get("pipeline")
         store = ControlPlane.of(settings).store()
-        return ThreadedExecutor(workers, StepOrder.of(catalog, store, pipeline))
+
+        def order_for(tags: Mapping[str, str]) -> StepOrder | None:  # when the run starts
+            return StepOrder.of(catalog, store, tags.get("pipeline") or pipeline, tags)
+
+        return ThreadedExecutor(workers, order_for=order_for)
 
     return _threads
 
@@ -141,12 +162,30 @@ def in_force(
     return effective_profile(catalog.profiles, pipeline or ALL, store.profiles.names())
 
 
+def run_profile(
+    catalog: Catalog, store: ControlStore, pipeline: str | None, tags: Mapping[str, str]
+) -> EffectiveProfile | None:
+    """The profile a run with ``tags`` executes under: the one its ``medallion/profile`` tag
+    names, else (no tag, or a profile the file no longer defines) ``in_force`` now."""
+    profiles = catalog.profiles
+    if profiles is None:
+        return None
+    named = tags.get(PROFILE_TAG)
+    if named is not None and named in profiles.profiles:
+        return EffectiveProfile(pipeline or ALL, named, RUN_TAG_SOURCE)
+    return in_force(catalog, store, pipeline)
+
+
 def below_profile(
-    catalog: Catalog, table: str, pipeline: str | None, store: ControlStore
+    catalog: Catalog,
+    table: str,
+    pipeline: str | None,
+    store: ControlStore,
+    tags: Mapping[str, str],
 ) -> str | None:
-    """Why the profile in force for ``pipeline`` leaves ``table`` out (``skip_below``), read
-    now; None when it builds it."""
-    effective = in_force(catalog, store, pipeline)
+    """Why the profile the run executes under (``run_profile``) leaves ``table`` out
+    (``skip_below``); None when it builds it."""
+    effective = run_profile(catalog, store, pipeline, tags)
     profiles = catalog.profiles
     if effective is None or profiles is None or effective.settings(profiles).skip_below is None:
         return None

@@ -27,7 +27,7 @@ import os
 import queue
 import sys
 import threading
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -111,11 +111,18 @@ class _Running:
 class ThreadedExecutor(Executor):
     """Dagster's in-process execution, with up to ``max_workers`` steps at a time on threads."""
 
-    def __init__(self, max_workers: int, order: Ordering | None = None):
+    def __init__(
+        self,
+        max_workers: int,
+        order: Ordering | None = None,
+        order_for: Callable[[Mapping[str, str]], Ordering | None] | None = None,
+    ):
+        """``order``, or ``order_for`` the run's tags when it starts (None: Dagster's order)."""
         if max_workers < 1:
             raise ValueError(f"max_workers must be at least 1, got {max_workers}")
         self.max_workers = max_workers
         self.order = order
+        self.order_for = order_for
 
     @property
     def retries(self) -> RetryMode:
@@ -151,6 +158,8 @@ class ThreadedExecutor(Executor):
         self, job_context: PlanExecutionContext, execution_plan: ExecutionPlan
     ) -> Iterator[DagsterEvent]:
         order, running = self.order, _Running()
+        if self.order_for is not None:
+            order = self.order_for(job_context.dagster_run.tags)
 
         def by_priority(step: ExecutionStep) -> float:  # asked afresh at every pick
             if order is not None:

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from medallion_assets.catalog.operations import ProfileSettings, ProfilesFile
 
 ALL = "all"  # an override for every pipeline
+RUN_TAG_SOURCE = "run tag"  # the profile a run's request named (its medallion/profile tag)
 DEFAULT = "default"  # the override's profile name that clears it
 
 
@@ -37,13 +38,15 @@ class EffectiveProfile:
 
     pipeline: str
     name: str
-    source: str  # "override:<pipeline>", "override:all", "pipeline_profiles", "active"
+    source: str  # "override:<pipeline>", "override:all", "pipeline_profiles", "active", "run tag"
 
     def describe(self) -> str:
         if self.source == f"override:{ALL}":
             origin = "control store override for all pipelines"
         elif self.source.startswith("override:"):
             origin = "control store override"
+        elif self.source == RUN_TAG_SOURCE:
+            origin = "the run's medallion/profile tag"
         elif self.source == "pipeline_profiles":
             origin = f"profiles.yaml: pipeline_profiles.{self.pipeline}"
         else:

@@ -8,9 +8,11 @@ the project makes (schedules, sensors, relaunches, backfills, ``medallion run``)
 computed when the request is made: an operator's ``medallion control profile`` changes the next
 one.
 
-A request without a pipeline (a source sensor's bronze table, a whole-project ``medallion run``)
-runs under the profile of the pipelines holding its tables that gives it the highest priority;
-a table no pipeline holds runs under the override for ``all``, else ``active``.
+A request without a pipeline (a source sensor's bronze table) runs under the profile of the
+pipelines holding its tables that gives it the highest priority; a table no pipeline holds, and
+a request for the whole project (``pipeline`` is ``all``: ``medallion run``), runs under the
+override for ``all``, else ``active``. The profile a request names in ``medallion/profile`` is
+the one its run executes under: the step order and ``skip_below`` read it from the run's tags.
 
 >>> from medallion_assets.catalog.operations import Profile, ProfileSettings, ProfilesFile
 >>> focus = ProfileSettings(max_concurrent_runs=2, criticality_priority={"critical": 10})
@@ -84,12 +86,15 @@ def request_priority(
     overrides: Mapping[str, str],
 ) -> RunPriority:
     """The priority of a request for ``tables`` of ``pipeline`` (None: the pipelines holding
-    them), with ``overrides`` (pipeline or ``all`` -> profile) from the control store."""
+    them; ``all``: the whole project), with ``overrides`` (pipeline or ``all`` -> profile) from
+    the control store."""
     profiles = catalog.profiles
     levels = [catalog.datasets[t].criticality for t in tables if t in catalog.datasets]
     if profiles is None:
         return run_priority(None, levels, {})
-    if pipeline is not None and pipeline in catalog.pipelines:
+    if pipeline == ALL:
+        owners = []
+    elif pipeline is not None and pipeline in catalog.pipelines:
         owners = [pipeline]
     else:
         owners = [p for p in catalog.pipelines if set(catalog.pipeline_datasets(p)) & set(tables)]

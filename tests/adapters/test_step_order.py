@@ -1,5 +1,6 @@
-"""The order a run's steps start in and what it leaves out, under the profile in force when
-the run starts: profiles.yaml, then an operator's override in the control store."""
+"""The order a run's steps start in and what it leaves out, under the profile its request named
+(its medallion/profile tag), else the one in force when it starts: profiles.yaml, then an
+operator's override in the control store."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 from medallion_assets.adapters.step_order import StepOrder, below_profile
 from medallion_assets.adapters.translator import step_name
 from medallion_assets.control.plane import ControlPlane
+from medallion_assets.planner.run_priority import PROFILE_TAG, request_priority
 
 LOW = "gold.daily_user_events"  # criticality low in the demo
 CRITICAL = "gold.revenue_by_region"
@@ -45,12 +47,12 @@ def test_focus_leaves_low_tables_out_and_an_override_changes_it_at_the_next_run(
     demo_catalog, tmp_path
 ):
     store = store_for(tmp_path)
-    why = below_profile(demo_catalog, LOW, "core_daily", store)
+    why = below_profile(demo_catalog, LOW, "core_daily", store, {})
     assert why is not None and "skip_below" in why and "focus" in why
-    assert below_profile(demo_catalog, CRITICAL, "core_daily", store) is None
-    assert below_profile(demo_catalog, LOW, None, store) is None  # the project: balanced
+    assert below_profile(demo_catalog, CRITICAL, "core_daily", store, {}) is None
+    assert below_profile(demo_catalog, LOW, None, store, {}) is None  # the project: balanced
     store.profiles.set("core_daily", "balanced", reason="incident over", changed_by="test")
-    assert below_profile(demo_catalog, LOW, "core_daily", store) is None
+    assert below_profile(demo_catalog, LOW, "core_daily", store, {}) is None
     order = StepOrder.of(demo_catalog, store, "core_daily")
     assert order is not None and order.profile is not None and order.profile.name == "balanced"
     assert StepOrder.of(demo_catalog, store, None).skipped(demo_catalog.datasets) == {}
@@ -70,3 +72,26 @@ def test_a_system_at_its_limit_holds_its_next_step(demo_catalog, tmp_path):
     assert not order.may_start(step_name(vendor[0]), running[:1])
     blocked = order.key(step_name(vendor[0]), running)
     assert blocked > order.key(step_name("bronze.orders"), running)  # startable ones first
+
+
+def test_the_profile_a_request_named_decides_the_order_and_the_skips(demo_catalog, tmp_path):
+    """One decision per request: a run tagged focus runs as focus whatever is in force when it
+    starts, and a whole-project request takes the profile for all, not core_daily's."""
+    store = store_for(tmp_path)
+    whole = request_priority(demo_catalog, list(demo_catalog.datasets), "all", {})
+    assert (whole.profile, whole.source) == ("balanced", "balanced (profiles.yaml: active)")
+    assert whole.priority == 3  # balanced's priority for the project's most critical table
+    order = StepOrder.of(demo_catalog, store, None, whole.tags())
+    assert order is not None and order.profile is not None and order.profile.name == "balanced"
+    assert below_profile(demo_catalog, LOW, None, store, whole.tags()) is None
+
+    focus = {PROFILE_TAG: "focus"}
+    store.profiles.set("all", "balanced", reason="changed after the request", changed_by="t")
+    order = StepOrder.of(demo_catalog, store, None, focus)
+    assert order is not None and order.profile is not None
+    assert order.profile.describe() == "focus (the run's medallion/profile tag)"
+    why = below_profile(demo_catalog, LOW, None, store, focus)
+    assert why is not None and "skip_below" in why
+    # a tag naming a profile the file no longer defines: the profile in force now
+    order = StepOrder.of(demo_catalog, store, None, {PROFILE_TAG: "gone"})
+    assert order is not None and order.profile is not None and order.profile.name == "balanced"
