@@ -151,7 +151,8 @@ def table_run(
 def with_spark(context: dg.AssetExecutionContext, run: TableRun) -> TableRun:
     """The run with a Spark session of the step's own, its jobs in the table's criticality's
     FAIR pool. Asked for at each use: refresh_connection drops a Spark Connect session."""
-    return replace(run, spark=context.resources.spark.step_session(run.dataset.criticality))
+    spark = context.resources.spark.step_session(run.dataset.criticality, context.run.run_id)
+    return replace(run, spark=spark)
 
 
 def switched_off(

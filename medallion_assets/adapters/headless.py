@@ -7,14 +7,16 @@ every unpartitioned table runs in one run. Runs are recorded in the Dagster inst
 """
 
 import os
+import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Collection, Iterator, Mapping
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import dagster as dg
 import yaml
+from dagster._core.storage.tags import PARTITION_NAME_TAG
 
 from medallion_assets.adapters.code_location import definitions_for
 from medallion_assets.adapters.lost_runs import mark_lost_runs_failed, process_tags
@@ -22,7 +24,7 @@ from medallion_assets.adapters.pools import apply_pool_limits, system_limits
 from medallion_assets.adapters.priority import priority_of
 from medallion_assets.adapters.progress import ProgressHandler, reporting_progress, run_config
 from medallion_assets.adapters.resources import S3Resource
-from medallion_assets.adapters.run_summary import RunSummary, results_of_run
+from medallion_assets.adapters.run_summary import RunSummary, TableResult, results_of_run
 from medallion_assets.adapters.step_order import StepOrder
 from medallion_assets.adapters.threads import ThreadedExecutor, execute_on_threads
 from medallion_assets.adapters.translator import DatasetTranslator, table_key
@@ -33,7 +35,8 @@ from medallion_assets.planner.profiles import ALL
 from medallion_assets.planner.run_priority import PROFILE_TAG
 from medallion_assets.runtime.bronze_ingest import partition_of, source_of
 from medallion_assets.runtime.errors import ResourceError
-from medallion_assets.runtime.locks import Holder, build_locks
+from medallion_assets.runtime.run_lock import one_run_at_a_time
+from medallion_assets.runtime.spark_session import SparkWarmUp
 from medallion_assets.settings import MedallionSettings
 
 # How long `medallion run` waits for another one on the same project: a whole-project run may
@@ -156,22 +159,31 @@ def run_project(
     progress: bool = False,
     wait_seconds: float = RUN_WAIT_SECONDS,
     settings: MedallionSettings | None = None,
+    *,
+    warm_up: SparkWarmUp | None = None,
 ) -> RunSummary:
     """Materialize every table: each day of the daily tables, then the rest. With ``progress``,
     ``log`` also gets one line as each table's step ends. Another ``medallion run`` on the
     project is waited for, up to ``wait_seconds`` (then ``RunInProgress``). ``settings`` are
     the caller's (else read from the environment now); each run's steps use the settings its
-    resources read when the run sets them up."""
+    resources read when the run sets them up. ``warm_up``: the caller holds the project's run
+    lock (``one_run_at_a_time``) and has started the Spark driver behind it."""
     if settings is None:
         settings = MedallionSettings.from_env(os.environ, project_root)
     catalog = load_catalog(project_root)
-    # The run lock comes first: two runs creating the project's new instance at once race on
-    # its SQLite schema, and a run that waited must plan from what the other one left.
-    with one_run_at_a_time(settings, catalog.project.name, log, wait_seconds):
+    with ExitStack() as stack:
+        # The run lock comes first: two runs creating the project's new instance at once race
+        # on its SQLite schema, and a run that waited must plan from what the other one left.
+        if warm_up is None:
+            stack.enter_context(
+                one_run_at_a_time(settings, catalog.project.name, log, wait_seconds)
+            )
         if instance is None:
-            with project_instance(project_root, profiles=catalog.profiles) as owned:
-                return _run(settings, catalog, log, owned, progress)
-        return _run(settings, catalog, log, instance, progress)
+            instance = stack.enter_context(
+                project_instance(project_root, profiles=catalog.profiles)
+            )
+        summary = _run(settings, catalog, log, instance, progress, warm_up)
+    return summary
 
 
 def _run(
@@ -180,6 +192,7 @@ def _run(
     log: Callable[[str], None],
     instance: dg.DagsterInstance,
     progress: bool,
+    warm_up: SparkWarmUp | None,
 ) -> RunSummary:
     mark_lost_runs_failed(instance, log)
     apply_pool_limits(instance, system_limits(catalog), log)
@@ -198,96 +211,128 @@ def _run(
     order = StepOrder.of(catalog, plane.store(), None, priority.tags())
     profile = f"profile {priority.source}; " if order else ""
     log(f"{profile}steps run {settings.workers} at a time (--max-workers)")
+    if warm_up is not None:
+        warm_up.wait()  # its JVM launch may hold the process's stderr; the runs capture it
+    job = defs.resolve_implicit_global_asset_job_def()
     with reporting_progress(total, log if progress else None) as handler:
-        steps = _Steps(
-            defs.resolve_implicit_global_asset_job_def(),
-            instance,
-            plane,
-            ThreadedExecutor(settings.workers, order),
-            handler,
-            priority.tags(),
-        )
-        for day in days:
-            log(f"materializing {len(daily)} daily table(s) for {day} ...")
-            handler.partition = day
-            steps.execute(daily, day)
-        if plain and not steps.summary.having("failed"):
-            log(f"materializing {len(plain)} table(s) ...")
-            handler.partition = None
-            steps.execute(plain, None)
+        handler.partition_of = _partition_of(instance)
+        slots = threading.BoundedSemaphore(settings.workers)  # shared by runs side by side
+        steps = _Steps(job, instance, plane, handler, priority.tags())
+        by_day = ThreadedExecutor(settings.workers, order, slots=slots, capture_logs=False)
+        rest = ThreadedExecutor(settings.workers, order, slots=slots)
+        # Each day of the daily tables in turn, on a thread, beside one run of the tables that
+        # read no daily table; then those that do, once every day is done.
+        after_days = [t for t in plain if t in _downstream(catalog, daily)]
+        beside = [t for t in plain if t not in after_days]
+
+        def each_day() -> None:
+            for day in days:
+                log(f"materializing {len(daily)} daily table(s) for {day} ...")
+                steps.execute(daily, day, by_day)
+
+        with _beside(each_day if days else None):
+            if beside:
+                log(f"materializing {len(beside)} table(s) ...")
+                steps.execute(beside, None, rest)
+        if after_days:
+            failed = [r.label for r in steps.summary.having("failed") if r.partition]
+            if failed:
+                steps.not_run(after_days, f"not run: daily table(s) failed: {', '.join(failed)}")
+            else:
+                log(f"materializing {len(after_days)} table(s) that read daily tables ...")
+                steps.execute(after_days, None, rest)
     steps.summary.seconds = time.perf_counter() - started
     return steps.summary
 
 
+def _downstream(catalog: Catalog, tables: Collection[str]) -> set[str]:
+    """Every table that reads one of ``tables``, directly or through others."""
+    found: set[str] = set()
+    grew = True
+    while grew:
+        grew = False
+        for name, dataset in catalog.datasets.items():
+            if name not in found and any(u in found or u in tables for u in dataset.upstream):
+                found.add(name)
+                grew = True
+    return found - set(tables)
+
+
+@contextmanager
+def _beside(work: Callable[[], None] | None) -> Iterator[None]:
+    """Run ``work`` on a thread while the block runs; its error is raised after both end."""
+    if work is None:
+        yield
+        return
+    errors: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            work()
+        except BaseException as error:  # raised on the calling thread below
+            errors.append(error)
+
+    thread = threading.Thread(target=target, name="medallion-days", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        thread.join()
+    if errors:
+        raise errors[0]
+
+
+def _partition_of(instance: dg.DagsterInstance) -> Callable[[str], str | None]:
+    """The partition a run of this process executes, by run id (for its progress lines)."""
+    known: dict[str, str | None] = {}
+
+    def partition_of(run_id: str) -> str | None:
+        if run_id not in known:
+            run = instance.get_run_by_id(run_id)
+            known[run_id] = run.tags.get(PARTITION_NAME_TAG) if run is not None else None
+        return known[run_id]
+
+    return partition_of
+
+
 @dataclass
 class _Steps:
-    """The runs of one ``medallion run``: each executes a set of tables (of one day) on the
-    threaded executor, and adds what became of them to ``summary``."""
+    """The runs of one ``medallion run``: each executes a set of tables (of one day) on a
+    threaded executor, and adds what became of them to ``summary``. Two runs may execute at
+    once (the days beside the rest): ``summary`` is changed under ``lock``."""
 
     job: dg.JobDefinition
     instance: dg.DagsterInstance
     plane: ControlPlane
-    executor: ThreadedExecutor
     progress_lines: ProgressHandler
     tags: Mapping[str, str]  # every run's dagster/priority and medallion/profile
     summary: RunSummary = field(default_factory=RunSummary)
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def execute(self, tables: list[str], partition: str | None) -> None:
+    def execute(self, tables: list[str], partition: str | None, executor: ThreadedExecutor) -> None:
         result = execute_on_threads(
             self.job,
             [table_key(t) for t in tables],
             partition,
             self.instance,
-            self.executor,
+            executor,
             # process tags: so the next medallion run can tell if this process was killed
             tags={**self.tags, **process_tags()},
             run_config=run_config(self.progress_lines.enabled),
         )
-        summary = self.summary
-        summary.run_ids.append(result.run_id)
         audit = self.plane.store().audit(run_id=result.run_id)
         skips = {e.entity.removeprefix("dataset:"): e.message for e in audit if e.kind == "skip"}
         busy = {e.entity.removeprefix("dataset:"): e.message for e in audit if e.kind == "busy"}
-        for entry in audit:
-            if entry.kind == "wait":  # a build lock: another run was building the table
-                summary.waited.append(entry.message)
-        summary.results += results_of_run(result, tables, partition, skips, busy)
-        self.progress_lines.finish(tables)
+        results = results_of_run(result, tables, partition, skips, busy)
+        with self.lock:
+            self.summary.run_ids.append(result.run_id)
+            # a build lock: another run was building the table
+            self.summary.waited += [e.message for e in audit if e.kind == "wait"]
+            self.summary.results += results
+        self.progress_lines.finish(result.run_id, tables)
 
-
-class RunInProgress(RuntimeError):
-    """Another ``medallion run`` kept this project busy for longer than this one would wait."""
-
-
-@contextmanager
-def one_run_at_a_time(
-    settings: MedallionSettings, project: str, log: Callable[[str], None], wait_seconds: float
-) -> Iterator[None]:
-    """Hold the project's run lock for a whole ``medallion run``.
-
-    Why a project-level lock on top of the per-table build locks: two whole-project runs at
-    once would contend table by table (each waiting for the other's build, then skipping it)
-    while each holds a Spark JVM; queueing the second behind the first ends the same way (it
-    finds everything built and skips it, or builds what arrived meanwhile), with one Spark at
-    a time and a log that says plainly what it waits for. The table locks still keep runs
-    from ``dagster dev``, schedules and backfills off a table this run is building.
-    """
-    plane = ControlPlane.of(settings)
-    locks = build_locks(plane.url, settings.lake_root)
-
-    def on_wait(other: Holder | None) -> None:
-        who = f" ({other.describe()})" if other is not None else ""
-        message = (
-            f"another medallion run{who} is running on this project; waiting up to "
-            f"{wait_seconds:.0f} s for it to finish..."
-        )
-        log(message)
-        plane.store().record("wait", "run", message, run_id="")
-
-    with locks.hold(f"run:{project}", Holder.now(""), wait_seconds, on_wait) as held:
-        if not held:
-            raise RunInProgress(
-                f"another medallion run is still running on this project after "
-                f"{wait_seconds:.0f} s; try again later (or raise --wait)"
-            )
-        yield
+    def not_run(self, tables: list[str], why: str) -> None:
+        """``tables`` left out of this medallion run, and why."""
+        with self.lock:
+            self.summary.results += [TableResult(t, None, "not run", message=why) for t in tables]
+        self.progress_lines.finish("", tables)

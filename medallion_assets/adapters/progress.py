@@ -12,6 +12,7 @@ Runs launched from the UI do not name the logger, so nothing changes for them.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -44,49 +45,60 @@ class ProgressHandler(logging.Handler):
     def __init__(self, total: int, emit_line: Callable[[str], None] | None):
         super().__init__(logging.DEBUG)
         self.total, self.done = total, 0
-        self.partition: str | None = None  # of the run in progress
+        # The partition a run executes, by run id (runs of one process may overlap).
+        self.partition_of: Callable[[str], str | None] = lambda _run_id: None
         self.emit_line = emit_line or (lambda _line: None)
         self.enabled = emit_line is not None
-        self._outcome: dict[str, tuple[str, int | None]] = {}
-        self._seen: set[str] = set()
+        self._outcome: dict[tuple[str, str], tuple[str, int | None]] = {}  # (run, table)
+        self._seen: dict[str, set[str]] = {}  # run id -> tables with a line
+        self._lines = threading.Lock()  # two runs' lines, and finish, from their threads
 
-    def finish(self, tables: Iterable[str]) -> None:
+    def finish(self, run_id: str, tables: Iterable[str]) -> None:
         """A line for each table of the run that never ran: Dagster does not start a step whose
         upstream step failed, and says so in no event."""
-        for table in tables:
-            if table not in self._seen:
-                self._line(table, "not run", None, None)
-        self._seen.clear()
+        with self._lines:
+            seen = self._seen.pop(run_id, set())
+            for table in tables:
+                if table not in seen:
+                    self._line(run_id, table, "not run", None, None)
+            self._seen.pop(run_id, None)
 
     def emit(self, record: logging.LogRecord) -> None:
         meta = getattr(record, "dagster_meta", None) or {}
         event = meta.get("dagster_event")
         if event is None or not event.step_key:
             return
+        with self._lines:
+            self._event(str(meta.get("run_id") or ""), event)
+
+    def _event(self, run: str, event: Any) -> None:
         kind, table = event.event_type_value, step_table(event.step_key)
         if kind == "ASSET_MATERIALIZATION":
             metadata = event.step_materialization_data.materialization.metadata
             status = "unchanged" if _value(metadata.get("skipped")) else "built"
-            self._outcome[table] = (status, _value(metadata.get("rows")))
+            self._outcome[run, table] = (status, _value(metadata.get("rows")))
         elif kind == "STEP_SUCCESS":
-            status, rows = self._outcome.pop(table, ("disabled", None))
-            self._line(table, status, rows, event.event_specific_data.duration_ms / 1000)
+            status, rows = self._outcome.pop((run, table), ("disabled", None))
+            self._line(run, table, status, rows, event.event_specific_data.duration_ms / 1000)
         elif kind == "STEP_FAILURE":
             status, text = failure_outcome(event.step_failure_data)
-            self._line(table, status, None, None)
+            self._line(run, table, status, None, None)
             self.emit_line(f"        {first_line(text, 160)}")
         elif kind == "STEP_SKIPPED":
-            self._line(table, "not run", None, None)
+            self._line(run, table, "not run", None, None)
         elif kind == "STEP_UP_FOR_RETRY":
             error = event.event_specific_data.error
             reason = first_line(error.message if error is not None else "")
             self.emit_line(f"        {table}: retrying ({reason})")
 
-    def _line(self, table: str, status: str, rows: int | None, seconds: float | None) -> None:
-        self._seen.add(table)
+    def _line(
+        self, run: str, table: str, status: str, rows: int | None, seconds: float | None
+    ) -> None:
+        self._seen.setdefault(run, set()).add(table)
         self.done += 1
         width = len(str(self.total))
-        label = f"{table}[{self.partition}]" if self.partition else table
+        partition = self.partition_of(run) if run else None
+        label = f"{table}[{partition}]" if partition else table
         rows_text = "" if rows is None else f"{rows:,} rows"
         time_text = "" if seconds is None else f"{seconds:.1f} s"
         self.emit_line(

@@ -69,19 +69,17 @@ class SparkResource(SettingsResource):
     def pool_weights(self) -> dict[str, int]:
         """The steps' FAIR pools weighted as the active profile ranks criticality."""
         from medallion_assets.catalog import load_catalog
+        from medallion_assets.runtime.spark_session import pool_weights
 
-        profiles = load_catalog(Path(self.project_root)).profiles
-        if profiles is None:
-            return {}
-        ranks = profiles.profiles[profiles.active].settings.criticality_priority
-        return {str(criticality): rank for criticality, rank in ranks.items()}
+        return pool_weights(load_catalog(Path(self.project_root)).profiles)
 
-    def step_session(self, pool: str) -> SparkSession:
+    def step_session(self, pool: str, run_id: str) -> SparkSession:
         """A session of its own for one step (temp views and SQL settings apart from the other
-        steps running beside it), its Spark jobs in the FAIR scheduler pool ``pool``."""
-        from medallion_assets.runtime.spark_session import step_session
+        steps running beside it), its Spark jobs in the FAIR scheduler pool ``pool``, tagged
+        with ``run_id`` (terminating the run cancels them)."""
+        from medallion_assets.runtime.spark_session import run_job_tag, step_session
 
-        return step_session(self.session(), self.settings, pool)
+        return step_session(self.session(), self.settings, pool, run_job_tag(run_id))
 
 
 class LakeResource(SettingsResource):

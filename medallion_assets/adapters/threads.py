@@ -92,7 +92,11 @@ class _Running:
     heard: dict[str, list[DagsterEvent]] = field(default_factory=dict)
     held: list[ExecutionStep] = field(default_factory=list)  # vended, waiting for room
 
-    def start(self, step_key: str, sequence: Iterator[DagsterEvent]) -> None:
+    def start(
+        self, step_key: str, sequence: Iterator[DagsterEvent], slot: threading.Semaphore | None
+    ) -> None:
+        """Run ``sequence`` on a thread; ``slot`` (taken for it) is given back when it ends."""
+
         def work() -> None:
             try:
                 for event in sequence:
@@ -101,6 +105,9 @@ class _Running:
                 self.events.put((step_key, _Done(error)))
             else:
                 self.events.put((step_key, _Done()))
+            finally:
+                if slot is not None:
+                    slot.release()
 
         thread = threading.Thread(target=work, name=f"medallion-step-{step_key}", daemon=True)
         self.threads[step_key] = thread
@@ -116,13 +123,23 @@ class ThreadedExecutor(Executor):
         max_workers: int,
         order: Ordering | None = None,
         order_for: Callable[[Mapping[str, str]], Ordering | None] | None = None,
+        slots: threading.Semaphore | None = None,
+        capture_logs: bool = True,
     ):
-        """``order``, or ``order_for`` the run's tags when it starts (None: Dagster's order)."""
+        """``order``, or ``order_for`` the run's tags when it starts (None: Dagster's order).
+        ``slots``: shared by runs executing at the same time in this process (``medallion run``
+        runs its days beside the rest), so together they run at most its count of steps.
+        ``capture_logs`` off: the process's stdout/stderr are not redirected to the run's compute
+        log (a run beside another one in the process, which captures them: Dagster's capture
+        swaps the process's file descriptors, and two runs swapping them at once would leave
+        them pointing at a finished run's file)."""
         if max_workers < 1:
             raise ValueError(f"max_workers must be at least 1, got {max_workers}")
         self.max_workers = max_workers
         self.order = order
         self.order_for = order_for
+        self.slots = slots
+        self.capture_logs = capture_logs
 
     @property
     def retries(self) -> RetryMode:
@@ -180,7 +197,15 @@ class ThreadedExecutor(Executor):
                     step_dependency_config=job_context.step_dependency_config,
                 )
             )
-            yield from _capture_logs(job_context, execution_plan, stack)
+            if self.capture_logs:
+                yield from _capture_logs(job_context, execution_plan, stack)
+            else:
+                yield DagsterEvent.engine_event(
+                    job_context,
+                    "stdout/stderr are not captured for this run: it runs beside another run "
+                    "of the same process, whose compute log holds the process's output",
+                    EngineEventData(),
+                )
             stack.callback(_mark_interrupted, job_context.run_id, False)
             yield from self._loop(job_context, active, running)
 
@@ -204,8 +229,20 @@ class ThreadedExecutor(Executor):
                 if self._must_wait(step, running):
                     running.held.append(step)
                     return
+            if not self._take_slot(running):
+                running.held.insert(0, step)  # every shared slot is taken by another run
+                return
             context = job_context.for_step(step, active.get_known_state())
-            running.start(step.key, dagster_event_sequence_for_step(context))
+            running.start(step.key, dagster_event_sequence_for_step(context), self.slots)
+
+    def _take_slot(self, running: _Running) -> bool:
+        """A shared slot for one more step; with none of its own running, the run waits a
+        moment for one (its loop would otherwise spin), else it goes back to its events."""
+        if self.slots is None:
+            return True
+        if running.threads:
+            return self.slots.acquire(blocking=False)
+        return self.slots.acquire(timeout=_POLL_SECONDS)
 
     def _must_wait(self, step: ExecutionStep, running: _Running) -> bool:
         """Whether ``step`` must wait for a running step to end (never when none runs)."""
@@ -222,7 +259,7 @@ class ThreadedExecutor(Executor):
                 stopping = True
                 active.mark_interrupted()
                 _mark_interrupted(job_context.run_id, True)
-                _cancel_spark_jobs()
+                _cancel_spark_jobs(job_context.run_id)
                 yield DagsterEvent.engine_event(
                     job_context,
                     "the run is being terminated: no new step starts; the running ones "
@@ -233,7 +270,9 @@ class ThreadedExecutor(Executor):
                     active.mark_abandoned(step.key)
                 running.held.clear()
             if stopping:
-                _cancel_spark_jobs()  # again: a step may have started another job since
+                _cancel_spark_jobs(
+                    job_context.run_id
+                )  # again: a step may have started another job since
             else:
                 yield from self._start_ready(job_context, active, running)
                 if not running.threads:
@@ -278,14 +317,17 @@ def _capture_logs(
     yield DagsterEvent.capture_logs(job_context, keys, log_key, captured)
 
 
-def _cancel_spark_jobs() -> None:
-    """Cancel the process's running Spark jobs (a classic session; a Spark Connect client's
-    steps end at their next call instead)."""
+def _cancel_spark_jobs(run_id: str) -> None:
+    """Cancel the run's running Spark jobs (those its steps tagged, ``run_job_tag``: a run
+    beside it in the process goes on; a classic session; a Spark Connect client's steps end at
+    their next call instead)."""
     from pyspark import SparkContext
+
+    from medallion_assets.runtime.spark_session import run_job_tag
 
     context = SparkContext._active_spark_context
     if context is not None:
-        context.cancelAllJobs()
+        context.cancelJobsWithTag(run_job_tag(run_id))
 
 
 def execute_on_threads(

@@ -46,7 +46,9 @@ def run(project: Path, fail_on_blocked: bool, wait_seconds: float, max_workers: 
     go to the Dagster instance of $DAGSTER_HOME, else to <project>/.medallion/dagster, so
     `dagster dev` with that DAGSTER_HOME shows them.
     """
-    from medallion_assets.adapters.headless import RunInProgress, dagster_home, run_project
+    from medallion_assets.catalog import load_catalog
+    from medallion_assets.runtime.run_lock import RunInProgress, one_run_at_a_time
+    from medallion_assets.runtime.spark_session import SparkWarmUp, pool_weights
 
     settings = settings_for(project)
     if max_workers is not None:  # through the environment too, like the Spark log below
@@ -60,13 +62,20 @@ def run(project: Path, fail_on_blocked: bool, wait_seconds: float, max_workers: 
         os.environ["MEDALLION_SPARK_LOG"] = str(spark_log)
         settings = settings.model_copy(update={"spark_log": spark_log})
     try:
-        summary = run_project(
-            project,
-            log=lambda m: click.echo(m),
-            progress=True,
-            wait_seconds=wait_seconds,
-            settings=settings,
-        )
+        catalog = load_catalog(project)
+        with one_run_at_a_time(settings, catalog.project.name, click.echo, wait_seconds):
+            # The Spark driver starts behind the run lock, while Dagster is imported and the
+            # instance loaded: its start-up is off the run's critical path.
+            warm_up = SparkWarmUp(settings, pool_weights(catalog.profiles))
+            from medallion_assets.adapters.headless import run_project
+
+            summary = run_project(
+                project,
+                log=lambda m: click.echo(m),
+                progress=True,
+                settings=settings,
+                warm_up=warm_up,
+            )
     except CatalogError as error:
         does_not_load(project, error)
     except RunInProgress as busy:
@@ -90,6 +99,7 @@ def run(project: Path, fail_on_blocked: bool, wait_seconds: float, max_workers: 
     if summary.having("failed") or (fail_on_blocked and summary.having("blocked")):
         click.echo("error: the run failed; see the messages above", err=True)
         sys.exit(1)
+    from medallion_assets.adapters.headless import dagster_home
     from medallion_assets.definitions import PACKAGE_PROJECT
 
     root = Path(project).resolve()

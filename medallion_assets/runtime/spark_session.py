@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,6 +18,7 @@ from xml.sax.saxutils import escape
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from medallion_assets.catalog.operations import ProfilesFile
     from medallion_assets.settings import MedallionSettings
 
 
@@ -102,11 +104,19 @@ def _console_to(path: str | None) -> Iterator[None]:
         os.close(saved)
 
 
-def step_session(base: SparkSession, settings: MedallionSettings, pool: str) -> SparkSession:
+def run_job_tag(run_id: str) -> str:
+    """The tag on every Spark job a run's steps start: a terminated run cancels its own jobs
+    only, not those of a run beside it in the process."""
+    return f"medallion-run-{run_id}"
+
+
+def step_session(
+    base: SparkSession, settings: MedallionSettings, pool: str, job_tag: str | None = None
+) -> SparkSession:
     """A session of one step over ``base``'s Spark: its own temp views and SQL settings (the
     views a table's SQL registers, its preamble's SET lines), the same SparkContext or Spark
     Connect server, so steps on parallel threads never see each other's names. Spark jobs the
-    calling thread starts go to the FAIR scheduler pool ``pool``."""
+    calling thread starts go to the FAIR scheduler pool ``pool`` and carry ``job_tag``."""
     if settings.spark_remote:
         from pyspark.sql import SparkSession
 
@@ -117,6 +127,44 @@ def step_session(base: SparkSession, settings: MedallionSettings, pool: str) -> 
         context.setLocalProperty("spark.scheduler.pool", pool)
         # A cancelled job (a terminated run) interrupts its running tasks, not only the rest.
         context.setInterruptOnCancel(True)
+        if job_tag is not None:
+            context.addJobTag(job_tag)  # the thread's jobs, as the pool above
     session.conf.set("spark.sql.session.timeZone", "UTC")
     session.conf.set("spark.sql.shuffle.partitions", str(settings.spark_shuffle_partitions))
     return session
+
+
+def pool_weights(profiles: ProfilesFile | None) -> dict[str, int]:
+    """The steps' FAIR pools (one per criticality) weighted as the active profile ranks them."""
+    if profiles is None:
+        return {}
+    ranks = profiles.profiles[profiles.active].settings.criticality_priority
+    return {str(criticality): rank for criticality, rank in ranks.items()}
+
+
+class SparkWarmUp:
+    """The process's Spark driver started on a background thread, so its start-up (~5 s here)
+    overlaps the work before the first step (importing Dagster, loading the catalog and the
+    instance). The first step's ``spark_session`` then finds it running. A failure is not
+    raised here: the step that asks for the session meets it again and reports it as the
+    step's error, where every other Spark failure is reported.
+
+    Until ``wait`` returns, the JVM's launch may be pointing the process's stderr at the Spark
+    log (``_console_to``): callers wait before anything else redirects the process's output
+    (a Dagster run's compute-log capture)."""
+
+    def __init__(self, settings: MedallionSettings, weights: Mapping[str, int]):
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(
+            target=self._start, args=(settings, dict(weights)), name="spark-warm-up", daemon=True
+        )
+        self._thread.start()
+
+    def _start(self, settings: MedallionSettings, weights: Mapping[str, int]) -> None:
+        try:
+            spark_session(settings, weights or None)
+        except BaseException as error:  # the first step meets it again and reports it
+            self.error = error
+
+    def wait(self) -> None:
+        self._thread.join()
