@@ -225,24 +225,46 @@ def _run(
         after_days = [t for t in plain if t in _downstream(catalog, daily)]
         beside = [t for t in plain if t not in after_days]
 
-        def each_day() -> None:
+        def each_day(executor: ThreadedExecutor = by_day) -> None:
             for day in days:
                 log(f"materializing {len(daily)} daily table(s) for {day} ...")
-                steps.execute(daily, day, by_day)
+                steps.execute(daily, day, executor)
 
-        with _beside(each_day if days else None):
+        side_by_side = _side_by_side(instance)
+        if not side_by_side:
+            each_day(rest)
+        with _beside(each_day if days and side_by_side else None):
             if beside:
                 log(f"materializing {len(beside)} table(s) ...")
                 steps.execute(beside, None, rest)
+        failed = [r for r in steps.summary.having("failed") if r.partition]
+        cut_off = _downstream(catalog, {r.table for r in failed})
+        if cut_off & set(after_days):
+            why = f"not run: upstream daily table(s) failed: {', '.join(r.label for r in failed)}"
+            steps.not_run([t for t in after_days if t in cut_off], why)
+        after_days = [t for t in after_days if t not in cut_off]
         if after_days:
-            failed = [r.label for r in steps.summary.having("failed") if r.partition]
-            if failed:
-                steps.not_run(after_days, f"not run: daily table(s) failed: {', '.join(failed)}")
-            else:
-                log(f"materializing {len(after_days)} table(s) that read daily tables ...")
-                steps.execute(after_days, None, rest)
+            log(f"materializing {len(after_days)} table(s) that read daily tables ...")
+            steps.execute(after_days, None, rest)
     steps.summary.seconds = time.perf_counter() - started
     return steps.summary
+
+
+def _side_by_side(instance: dg.DagsterInstance) -> bool:
+    """Whether runs of this process may execute at the same time on ``instance``.
+
+    Dagster sets up every run's log manager with the instance's YAML log handlers by calling
+    ``logging.config.dictConfig``, which closes every handler of the process while holding the
+    logging module's lock: a run of the process logging at that moment holds its handler's
+    lock and waits for the module's, and the two threads deadlock. Without ``python_logs``
+    handlers in dagster.yaml (the project's instance has none) there is nothing to set up, so
+    the call is skipped for this instance; with them, the runs go one after another. So do
+    they on an ephemeral instance: its in-memory storage is one SQLite connection, which two
+    runs' threads would find locked."""
+    if instance.is_ephemeral or instance.get_python_log_dagster_handler_config():
+        return False
+    instance.get_yaml_python_handlers = list  # type: ignore[method-assign]  # none to set up
+    return True
 
 
 def _downstream(catalog: Catalog, tables: Collection[str]) -> set[str]:

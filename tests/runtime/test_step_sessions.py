@@ -5,12 +5,20 @@ table's criticality, weighted as the profile ranks it."""
 from __future__ import annotations
 
 import threading
+import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 
-from medallion_assets.runtime.spark_session import fair_pools, step_session
+from medallion_assets.adapters.threads import _cancel_spark_jobs
+from medallion_assets.runtime.spark_session import (
+    SparkWarmUp,
+    fair_pools,
+    pool_weights,
+    run_job_tag,
+    step_session,
+)
 from medallion_assets.settings import MedallionSettings
 
 
@@ -52,3 +60,51 @@ def test_steps_on_threads_keep_their_views_settings_and_pools_apart(spark, tmp_p
     assert seen == {"a": ([1], "critical", "true"), "b": ([2], "low", "false")}
     assert "input_rows" not in [t.name for t in spark.catalog.listTables()]
     assert step_session(spark, settings, "x").conf.get("spark.sql.shuffle.partitions") == "3"
+
+
+SLOW_QUERY = (  # ~20 s of one-second tasks: long enough to be running when cancelled
+    "SELECT count(*) AS n FROM (SELECT /*+ REPARTITION(20) */ id FROM range(20)) "
+    "WHERE coalesce(reflect('java.lang.Thread', 'sleep', CAST(1000 AS BIGINT)), '') <> 'x'"
+)
+
+
+@pytest.mark.slow
+def test_cancelling_a_runs_jobs_leaves_the_jobs_of_a_run_beside_it(spark, tmp_path: Path):
+    """Two runs of one process (a medallion run's days beside the rest): terminating one
+    cancels the Spark jobs its steps tagged, never the other run's."""
+    settings = MedallionSettings.from_env({}, tmp_path)
+    outcome: dict[str, str] = {}
+    started = threading.Barrier(3)
+
+    def step(run_id: str) -> None:
+        session = step_session(spark, settings, "normal", run_job_tag(run_id))
+        started.wait()
+        try:
+            outcome[run_id] = str(session.sql(SLOW_QUERY).collect()[0].n)
+        except Exception as error:  # the cancelled one
+            outcome[run_id] = "cancelled" if "cancel" in str(error).lower() else str(error)
+
+    threads = [threading.Thread(target=step, args=(r,)) for r in ("run-a", "run-b")]
+    for thread in threads:
+        thread.start()
+    started.wait()
+    tracker = spark.sparkContext.statusTracker()
+    deadline = time.monotonic() + 60
+    while len(tracker.getActiveJobsIds()) < 2 and time.monotonic() < deadline:
+        time.sleep(0.2)  # until both runs' jobs are running
+    assert len(tracker.getActiveJobsIds()) >= 2, "the two jobs never ran at the same time"
+    _cancel_spark_jobs("run-a")  # what a terminated run does
+    for thread in threads:
+        thread.join()
+    assert outcome == {"run-a": "cancelled", "run-b": "20"}
+
+
+@pytest.mark.slow
+def test_the_warm_up_starts_the_driver_the_first_step_then_finds(spark, tmp_path: Path):
+    """With the session of the test run already up, a warm-up finds it (getOrCreate) and a
+    step's session comes from the same SparkContext: nothing is started twice."""
+    settings = MedallionSettings.from_env({}, tmp_path)
+    warm_up = SparkWarmUp(settings, pool_weights(None))
+    warm_up.wait()
+    assert warm_up.error is None
+    assert step_session(spark, settings, "low").sparkContext is spark.sparkContext
