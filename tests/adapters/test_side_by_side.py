@@ -16,6 +16,7 @@ from medallion_assets.adapters.headless import run_project
 from medallion_assets.adapters.translator import step_table
 from tests.adapters.faults.project import faults_project
 from tests.adapters.test_faults import instance_home
+from tests.e2e.test_pipeline import step_spans
 
 pytestmark = pytest.mark.slow
 READER_TABLES = ("gold.event_kinds", "gold.busiest_day")
@@ -50,17 +51,9 @@ def spans(instance: dg.DagsterInstance, run_ids: list[str]) -> list[tuple[float,
     for run_id in run_ids:
         run = instance.get_run_by_id(run_id)
         assert run is not None
-        starts: dict[str, float] = {}
-        for entry in instance.all_logs(run_id):
-            event = entry.dagster_event
-            if event is None or event.step_key is None:
-                continue
-            if event.event_type == dg.DagsterEventType.STEP_START:
-                starts[event.step_key] = entry.timestamp
-            elif event.is_step_success or event.is_step_failure:
-                day = run.tags.get("dagster/partition", "")
-                table = step_table(event.step_key)
-                found.append((starts[event.step_key], entry.timestamp, table, day))
+        day = run.tags.get("dagster/partition", "")
+        for key, (start, end) in step_spans(instance, run_id).items():
+            found.append((start, end, step_table(key), day))
     return found
 
 
