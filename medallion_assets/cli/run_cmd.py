@@ -67,15 +67,20 @@ def run(project: Path, fail_on_blocked: bool, wait_seconds: float, max_workers: 
             # The Spark driver starts behind the run lock, while Dagster is imported and the
             # instance loaded: its start-up is off the run's critical path.
             warm_up = SparkWarmUp(settings, pool_weights(catalog.profiles))
-            from medallion_assets.adapters.headless import run_project
+            try:
+                from medallion_assets.adapters.headless import run_project
 
-            summary = run_project(
-                project,
-                log=lambda m: click.echo(m),
-                progress=True,
-                settings=settings,
-                warm_up=warm_up,
-            )
+                summary = run_project(
+                    project,
+                    log=lambda m: click.echo(m),
+                    progress=True,
+                    settings=settings,
+                    warm_up=warm_up,
+                )
+            finally:
+                # An error before the first step is said on stderr, which the JVM's launch
+                # may hold until the warm-up is done.
+                warm_up.wait()
     except CatalogError as error:
         does_not_load(project, error)
     except RunInProgress as busy:
