@@ -96,38 +96,50 @@ class Outcome:
     seconds: float  # first launch to the last run's end
 
 
-def finish_times(dagster_home: Path) -> dict[str, float]:
-    """Step key -> seconds from the first run's launch (its creation in the instance) to the
-    step's last STEP_SUCCESS. From the launch, not the run's start: the time a run waits in
-    the queue is part of when its tables are ready."""
+def finish_times(dagster_home: Path, run_ids: set[str]) -> dict[str, float]:
+    """Step key -> seconds from the first of ``run_ids``' launches (its creation in the
+    instance) to the step's last STEP_SUCCESS in those runs. From the launch, not the run's
+    start: the time a run waits in the queue is part of when its tables are ready."""
     import dagster as dg
 
     instance = dg.DagsterInstance.from_config(str(dagster_home))
     try:
-        records = instance.get_run_records()
+        records = [r for r in instance.get_run_records() if r.dagster_run.run_id in run_ids]
         if not records:
             return {}
         origin = min(r.create_timestamp.timestamp() for r in records)
         finished: dict[str, float] = {}
-        for record in instance.get_event_records(
-            dg.EventRecordsFilter(event_type=dg.DagsterEventType.STEP_SUCCESS), ascending=True
-        ):
-            step = record.event_log_entry.step_key or ""
-            finished[step] = record.timestamp - origin
+        for run_id in run_ids:
+            for entry in instance.all_logs(run_id, of_type=dg.DagsterEventType.STEP_SUCCESS):
+                step = entry.step_key or ""
+                finished[step] = max(finished.get(step, 0.0), entry.timestamp - origin)
         return finished
     finally:
         instance.dispose()
 
 
-def run_figures(dagster_home: Path) -> list[RunFigures]:
-    """Every run of the instance, in launch order."""
+def scenario_runs(instance: Any, launched: list[str]) -> set[str]:
+    """The runs the scenario launched and their relaunches (a pre-empted run's re-queued
+    rest); not runs anything else started."""
+    from medallion_assets.adapters.relaunch import ORIGIN_TAG
+
+    return set(launched) | {
+        r.run_id for r in instance.get_runs() if r.tags.get(ORIGIN_TAG) in set(launched)
+    }
+
+
+def run_figures(dagster_home: Path, run_ids: set[str]) -> list[RunFigures]:
+    """``run_ids``' runs, in launch order."""
     import dagster as dg
 
     from medallion_assets.planner.run_priority import PROFILE_TAG
 
     instance = dg.DagsterInstance.from_config(str(dagster_home))
     try:
-        records = sorted(instance.get_run_records(), key=lambda r: r.create_timestamp)
+        records = sorted(
+            (r for r in instance.get_run_records() if r.dagster_run.run_id in run_ids),
+            key=lambda r: r.create_timestamp,
+        )
         figures = []
         for record in records:
             run, created = record.dagster_run, record.create_timestamp.timestamp()
@@ -213,6 +225,7 @@ def run_scenario(scenario: Scenario, tmp: Path, data: ShopData, template: Path) 
         dagster_dev(data.project / "workspace.yaml", dagster_home, env) as dev,
         dg.DagsterInstance.from_config(str(dagster_home)) as instance,
     ):
+        dev.stop_schedules()  # a cron time passing during the scenario would add its runs
         wait_for_pools(instance, system_limits(catalog))
         started = time.monotonic()
         launched = []
@@ -223,12 +236,13 @@ def run_scenario(scenario: Scenario, tmp: Path, data: ShopData, template: Path) 
         launched.append(dev.launch(CRITICAL_PIPELINE, {"pipeline": CRITICAL_PIPELINE}))
         wait_until_settled(instance, launched)
         seconds = time.monotonic() - started
+        ours = scenario_runs(instance, launched)
     from medallion_assets.adapters.translator import step_name
 
     tables = {step_name(name): name for name in catalog.datasets}
-    steps = finish_times(dagster_home)
-    runs = run_figures(dagster_home)
-    critical = next(r for r in runs if r.job == CRITICAL_PIPELINE)
+    steps = finish_times(dagster_home, ours)
+    runs = run_figures(dagster_home, ours)
+    critical = run_figures(dagster_home, {launched[-1]})[0]
     finished = {tables[key]: at for key, at in steps.items() if key in tables}
     return Outcome(finished, runs, critical, seconds)
 

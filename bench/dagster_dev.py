@@ -10,19 +10,22 @@ stopping the group leaves nothing behind.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import requests
+from gql import Client, gql
+from gql.transport.exceptions import TransportError
+from gql.transport.requests import RequestsHTTPTransport
 
 READY_TIMEOUT_S = 180.0
 
@@ -38,6 +41,15 @@ _REPOSITORIES = """
     ... on RepositoryConnection { nodes { name location { name } } }
     ... on PythonError { message } } }
 """
+_SCHEDULES = """
+query Schedules($selector: RepositorySelector!) { schedulesOrError(repositorySelector: $selector) {
+    ... on Schedules { results { name scheduleState { id selectorId status } } } } }
+"""
+_STOP_SCHEDULE = """
+mutation Stop($origin: String, $selector: String) {
+  stopRunningSchedule(scheduleOriginId: $origin, scheduleSelectorId: $selector) { __typename
+    ... on PythonError { message } } }
+"""
 _LOCATIONS = """
 { workspaceOrError { ... on Workspace { locationEntries { name loadStatus
     locationOrLoadError { __typename ... on PythonError { message } } } } } }
@@ -50,26 +62,24 @@ class DagsterDev:
     log: Path
 
     def graphql(self, query: str, variables: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """The ``data`` of one GraphQL request; raises with the server's errors."""
-        body = json.dumps({"query": query, "variables": dict(variables or {})}).encode()
-        request = urllib.request.Request(
-            f"{self.url}/graphql", data=body, headers={"Content-Type": "application/json"}
-        )
-        with urllib.request.urlopen(request, timeout=60) as response:
-            answer = json.load(response)
-        if answer.get("errors"):
-            raise RuntimeError(f"GraphQL errors: {json.dumps(answer['errors'])[:2000]}")
-        return dict(answer["data"])
+        """The ``data`` of one GraphQL request (gql, the client dagster-graphql's is built
+        on); raises with the server's errors."""
+        transport = RequestsHTTPTransport(url=f"{self.url}/graphql", timeout=60)
+        with Client(transport=transport, fetch_schema_from_transport=False) as session:
+            return dict(session.execute(gql(query), variable_values=dict(variables or {})))
+
+    def repository(self) -> dict[str, str]:
+        """The selector of the one repository of the one code location."""
+        (repository,) = self.graphql(_REPOSITORIES)["repositoriesOrError"]["nodes"]
+        return {
+            "repositoryLocationName": repository["location"]["name"],
+            "repositoryName": repository["name"],
+        }
 
     def launch(self, job: str, tags: Mapping[str, str]) -> str:
-        """``launchRun`` of ``job`` (of the one code location) with ``tags``; its run id."""
-        (repository,) = self.graphql(_REPOSITORIES)["repositoriesOrError"]["nodes"]
+        """``launchRun`` of ``job`` with ``tags``; its run id."""
         params = {
-            "selector": {
-                "repositoryLocationName": repository["location"]["name"],
-                "repositoryName": repository["name"],
-                "jobName": job,
-            },
+            "selector": {**self.repository(), "jobName": job},
             "runConfigData": {},
             "executionMetadata": {"tags": [{"key": k, "value": v} for k, v in tags.items()]},
         }
@@ -78,11 +88,26 @@ class DagsterDev:
             raise RuntimeError(f"launchRun {job}: {launched}")
         return str(launched["run"]["runId"])
 
+    def stop_schedules(self) -> list[str]:
+        """Stop every running schedule (so no tick adds runs of its own); their names."""
+        answer = self.graphql(_SCHEDULES, {"selector": self.repository()})
+        stopped = []
+        for schedule in answer["schedulesOrError"]["results"]:
+            state = schedule["scheduleState"]
+            if state["status"] != "RUNNING":
+                continue
+            variables = {"origin": state["id"], "selector": state["selectorId"]}
+            done = self.graphql(_STOP_SCHEDULE, variables)["stopRunningSchedule"]
+            if done["__typename"] == "PythonError":
+                raise RuntimeError(f"stopping {schedule['name']}: {done['message']}")
+            stopped.append(str(schedule["name"]))
+        return stopped
+
     def loaded(self) -> bool:
         """Whether the code location is loaded (raises when it failed to load)."""
         try:
             answer = self.graphql(_LOCATIONS)
-        except (OSError, RuntimeError):
+        except (OSError, requests.RequestException, TransportError):
             return False
         entries = answer.get("workspaceOrError", {}).get("locationEntries", [])
         for entry in entries:

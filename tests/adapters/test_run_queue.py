@@ -14,6 +14,9 @@ coordinator, code server, run workers on Spark), on the project instance's own d
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import dagster as dg
 import pytest
@@ -69,7 +72,13 @@ def queue(tmp_path_factory):
     with pytest.MonkeyPatch.context() as monkeypatch:
         root = queue_project(tmp, monkeypatch)
     (root / "sql" / "silver" / "orders_clean.sql").write_text(SLOW_SILVER)
-    home = tmp / "dagster_home"
+    with serving(root, tmp / "dagster_home") as (server, instance):
+        yield root, server, instance
+
+
+@contextmanager
+def serving(root: Path, home: Path) -> Iterator[tuple[DagsterWebserver, dg.DagsterInstance]]:
+    """``dagster dev`` on ``root`` with a DAGSTER_HOME of the project's own dagster.yaml."""
     home.mkdir()
     (home / "dagster.yaml").write_text(instance_settings(load_catalog(root).profiles, root))
     env = server_env(root / ".medallion") | {"MEDALLION_PROJECT": str(root)}
@@ -77,7 +86,7 @@ def queue(tmp_path_factory):
         running_webserver(REPO / "workspace.yaml", home, env, dev=True) as server,
         dg.DagsterInstance.from_config(str(home)) as instance,
     ):
-        yield root, server, instance
+        yield server, instance
 
 
 def repository(server: DagsterWebserver) -> str:
@@ -192,14 +201,7 @@ def balanced(tmp_path, monkeypatch):
     project's instance settings; its own fixture, stopped when the test ends, so two servers
     never run at once."""
     root = balanced_project(tmp_path, monkeypatch)
-    home = tmp_path / "dagster_home"
-    home.mkdir()
-    (home / "dagster.yaml").write_text(instance_settings(load_catalog(root).profiles, root))
-    env = server_env(root / ".medallion") | {"MEDALLION_PROJECT": str(root)}
-    with (
-        running_webserver(REPO / "workspace.yaml", home, env, dev=True) as server,
-        dg.DagsterInstance.from_config(str(home)) as instance,
-    ):
+    with serving(root, tmp_path / "dagster_home") as (server, instance):
         yield root, server, instance
 
 
