@@ -33,7 +33,7 @@ builds, which a scenario's lake does not hold at its start.
 
 A scenario ends when every run has finished, pre-empted runs' re-queued relaunches included.
 Finish times come from its instance's event log (``finish_times``: each table's last
-``STEP_SUCCESS``, in seconds after the scenario's first launch), so every scenario is measured
+materialization, in seconds after the scenario's first launch), so every scenario is measured
 the same way whatever runs it.
 """
 
@@ -98,8 +98,10 @@ class Outcome:
 
 def finish_times(dagster_home: Path, run_ids: set[str]) -> dict[str, float]:
     """Step key -> seconds from the first of ``run_ids``' launches (its creation in the
-    instance) to the step's last STEP_SUCCESS in those runs. From the launch, not the run's
-    start: the time a run waits in the queue is part of when its tables are ready."""
+    instance) to the step's last ASSET_MATERIALIZATION in those runs. From the launch, not the
+    run's start: the time a run waits in the queue is part of when its tables are ready. A
+    materialization, not STEP_SUCCESS: a step whose table the profile skips (``skip_below``)
+    succeeds without building it."""
     import dagster as dg
 
     instance = dg.DagsterInstance.from_config(str(dagster_home))
@@ -110,7 +112,8 @@ def finish_times(dagster_home: Path, run_ids: set[str]) -> dict[str, float]:
         origin = min(r.create_timestamp.timestamp() for r in records)
         finished: dict[str, float] = {}
         for run_id in run_ids:
-            for entry in instance.all_logs(run_id, of_type=dg.DagsterEventType.STEP_SUCCESS):
+            events = instance.all_logs(run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION)
+            for entry in events:
                 step = entry.step_key or ""
                 finished[step] = max(finished.get(step, 0.0), entry.timestamp - origin)
         return finished
