@@ -6,12 +6,17 @@ coordinator, code server, run workers on Spark), on the project instance's own d
 - a run launched without a priority (as from the UI) gets one from the instance as it queues;
 - under focus, a critical pipeline's run queued behind low-priority runs starts before them,
   and the low-priority run holding the system it needs is pre-empted (audited) and its
-  unfinished table re-queued through the relaunch path, to run after it.
+  unfinished table re-queued through the relaunch path, to run after it;
+- under balanced, runs launched together run at the same time, and no system ever has more of
+  their steps running at once than its ``max_concurrent_jobs`` (read back from the event log).
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import dagster as dg
 import pytest
@@ -19,13 +24,20 @@ from click.testing import CliRunner
 
 from medallion_assets.adapters.headless import instance_settings
 from medallion_assets.adapters.relaunch import ORIGIN_TAG, PREEMPTED_BY_TAG
-from medallion_assets.adapters.translator import table_key
+from medallion_assets.adapters.translator import step_name, table_key
 from medallion_assets.catalog import load_catalog
 from medallion_assets.cli import cli
 from medallion_assets.control.plane import ControlPlane
 from medallion_assets.planner.run_priority import PRIORITY_TAG, PROFILE_TAG
+from medallion_assets.planner.scheduling import system_limits, traits_of
 from medallion_assets.runtime.lake import Lake
-from tests.adapters.queue_project import queue_project
+from tests.adapters.queue_project import (
+    SPARK_LIMIT,
+    WAVE_TABLES,
+    WAVES,
+    balanced_project,
+    queue_project,
+)
 from tests.adapters.test_run_recovery import LOCATION, finished, step_started, wait_until
 from tests.conftest import REPO
 from tests.webserver import LAUNCH, DagsterWebserver, running_webserver, server_env
@@ -60,7 +72,13 @@ def queue(tmp_path_factory):
     with pytest.MonkeyPatch.context() as monkeypatch:
         root = queue_project(tmp, monkeypatch)
     (root / "sql" / "silver" / "orders_clean.sql").write_text(SLOW_SILVER)
-    home = tmp / "dagster_home"
+    with serving(root, tmp / "dagster_home") as (server, instance):
+        yield root, server, instance
+
+
+@contextmanager
+def serving(root: Path, home: Path) -> Iterator[tuple[DagsterWebserver, dg.DagsterInstance]]:
+    """``dagster dev`` on ``root`` with a DAGSTER_HOME of the project's own dagster.yaml."""
     home.mkdir()
     (home / "dagster.yaml").write_text(instance_settings(load_catalog(root).profiles, root))
     env = server_env(root / ".medallion") | {"MEDALLION_PROJECT": str(root)}
@@ -68,7 +86,7 @@ def queue(tmp_path_factory):
         running_webserver(REPO / "workspace.yaml", home, env, dev=True) as server,
         dg.DagsterInstance.from_config(str(home)) as instance,
     ):
-        yield root, server, instance
+        yield server, instance
 
 
 def repository(server: DagsterWebserver) -> str:
@@ -175,3 +193,87 @@ def test_under_focus_a_critical_run_pre_empts_and_overtakes_low_priority_runs(qu
         assert start is None or start > started_at(instance, critical)
     relaunched = [e.message for e in store.audit(run_id=first) if e.kind == "relaunch"]
     assert f"re-queued after pre-emption by run {critical}" in relaunched[0]
+
+
+@pytest.fixture
+def balanced(tmp_path, monkeypatch):
+    """The balanced variant (``queue_project.balanced_project``) under ``dagster dev`` on the
+    project's instance settings; its own fixture, stopped when the test ends, so two servers
+    never run at once."""
+    root = balanced_project(tmp_path, monkeypatch)
+    with serving(root, tmp_path / "dagster_home") as (server, instance):
+        yield root, server, instance
+
+
+STEP_ENDS = (dg.DagsterEventType.STEP_SUCCESS, dg.DagsterEventType.STEP_FAILURE)
+
+
+def step_intervals(instance: dg.DagsterInstance, run_id: str) -> dict[str, tuple[float, float]]:
+    """Step key -> (its STEP_START, its STEP_SUCCESS or STEP_FAILURE) in ``run_id``'s event
+    log, in seconds since the epoch."""
+    starts: dict[str, float] = {}
+    ends: dict[str, float] = {}
+    types = {dg.DagsterEventType.STEP_START, *STEP_ENDS}
+    for entry in instance.all_logs(run_id, of_type=types):
+        assert entry.step_key is not None and entry.dagster_event is not None
+        side = starts if entry.dagster_event.event_type == dg.DagsterEventType.STEP_START else ends
+        side[entry.step_key] = entry.timestamp
+    assert set(starts) == set(ends), f"run {run_id}: steps started but never ended"
+    return {key: (starts[key], ends[key]) for key in starts}
+
+
+def peak(intervals: list[tuple[str, float, float]]) -> tuple[int, int]:
+    """(the most intervals open at one moment, the most distinct runs among the open ones at
+    one moment) of (run id, start, end) intervals; one that ends as another starts has ended."""
+    edges = sorted(
+        [(start, 1, run) for run, start, _ in intervals]
+        + [(end, -1, run) for run, _, end in intervals]
+    )
+    open_by_run: dict[str, int] = {}
+    highest = runs = 0
+    for _, change, run in edges:
+        open_by_run[run] = open_by_run.get(run, 0) + change
+        highest = max(highest, sum(open_by_run.values()))
+        runs = max(runs, sum(1 for n in open_by_run.values() if n))
+    return highest, runs
+
+
+def pool_limit(instance: dg.DagsterInstance, pool: str) -> int | None:
+    limits = instance.event_log_storage.get_pool_limits()
+    return next((p.limit for p in limits if p.name == pool and not p.from_default), None)
+
+
+def test_under_balanced_no_system_runs_more_steps_at_once_than_its_limit(balanced):
+    root, server, instance = balanced
+    lake = Lake(root / ".medallion" / "lake")
+    # the waves' input: the new_objects sensor builds it from the raw order on its first tick
+    wait_until(lambda: lake.current("bronze.orders"), "bronze.orders published")
+    # systems.yaml's limit reaches the instance through the system_pools sensor's first tick
+    wait_until(lambda: pool_limit(instance, "spark") == SPARK_LIMIT, "spark's pool limit")
+
+    runs = [launch(server, wave, {}) for wave in WAVES]  # as from the UI, all at once
+    done = [wait_until(lambda r=r: finished(instance, r), f"run {r}", timeout=180) for r in runs]
+    assert [run.status for run in done] == [dg.DagsterRunStatus.SUCCESS] * len(WAVES)
+    assert {run.tags[PROFILE_TAG] for run in done} == {"balanced"}
+
+    catalog = load_catalog(root)
+    traits = traits_of(catalog)
+    table_of = {step_name(name): name for name in catalog.datasets}
+    on_system: dict[str, list[tuple[str, float, float]]] = {}
+    built = set()
+    for run_id in runs:
+        for key, (start, end) in step_intervals(instance, run_id).items():
+            built.add(table_of[key])
+            for system in traits[table_of[key]].systems:
+                on_system.setdefault(system, []).append((run_id, start, end))
+    assert built == {t for tables in WAVE_TABLES.values() for t in tables}
+    limits = system_limits(catalog)
+    assert limits["spark"] == SPARK_LIMIT and len(on_system["spark"]) == 2 * len(WAVES)
+    for system, intervals in on_system.items():
+        assert peak(intervals)[0] <= limits.get(system, len(intervals)), system
+    # The limit held while steps of different runs ran at once (a limit kept because nothing
+    # overlapped proves nothing), and every slot was used.
+    records = [instance.get_run_record_by_id(r) for r in runs]
+    spans = [(r.start_time, r.end_time) for r in records if r and r.start_time and r.end_time]
+    assert len(spans) == len(runs) and max(s for s, _ in spans) < min(e for _, e in spans)
+    assert peak(on_system["spark"]) == (SPARK_LIMIT, len(runs))
