@@ -3,9 +3,9 @@
 Daily-partitioned tables run once per day found in their raw sources (oldest first), on a
 thread, beside one run of the unpartitioned tables that read no daily table; the unpartitioned
 tables that read one run once every day is done (those reading a daily table that failed are
-left out). The runs side by side share the worker slots. Runs are recorded in the Dagster instance of
-``DAGSTER_HOME`` when it is set, else in the project's own ``<project>/.medallion/dagster``, so
-``dagster dev`` with that DAGSTER_HOME shows them.
+left out). The runs side by side share the worker slots. Runs are recorded in the Dagster
+instance of ``DAGSTER_HOME`` when it is set, else in the project's own
+``<project>/.medallion/dagster``, so ``dagster dev`` with that DAGSTER_HOME shows them.
 """
 
 import os
