@@ -37,7 +37,10 @@ from medallion_assets.planner.preemption import Preemption, QueuedRun, RunningRu
 from medallion_assets.planner.run_priority import PRIORITY_TAG, PROFILE_TAG
 
 PRIORITY_SENSOR = "run_priorities"
-_RUNNING = [dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED]
+# A STARTING run is passed over until it has started: terminated while its run worker is still
+# coming up, Dagster ends it FAILURE ("exited unexpectedly"), not CANCELED, and it would come back
+# through the failure relaunch rather than the pre-emption re-queue. The next tick (5 s) sees it.
+_PREEMPTIBLE = [dg.DagsterRunStatus.STARTED]
 
 
 def build_priority_sensor(catalog: Catalog, jobs: list[Any]) -> dg.SensorDefinition:
@@ -119,7 +122,7 @@ def _running(
     """The started runs of the project's tables, with the pools of the tables each has not
     finished yet; one started without priority tags has the priority its request would have."""
     running = []
-    for run in instance.get_runs(filters=dg.RunsFilter(statuses=_RUNNING)):
+    for run in instance.get_runs(filters=dg.RunsFilter(statuses=_PREEMPTIBLE)):
         planned = [t for t in run_tables(run, instance) if t in catalog.datasets]
         finished = step_outcomes(instance, run.run_id)["done"]
         tables = [t for t in planned if t not in finished]

@@ -91,6 +91,7 @@ def run_of(defs, instance, job: str, status=None, tags=None) -> dg.DagsterRun:
         return run
     kind = {
         dg.DagsterRunStatus.QUEUED: dg.DagsterEventType.RUN_ENQUEUED,
+        dg.DagsterRunStatus.STARTING: dg.DagsterEventType.RUN_STARTING,
         dg.DagsterRunStatus.STARTED: dg.DagsterEventType.RUN_START,
     }[status]
     instance.report_dagster_event(dg.DagsterEvent(kind.value, job_name=job), run.run_id)
@@ -188,3 +189,17 @@ def test_the_project_instance_tags_a_run_launched_without_a_priority_as_it_queue
         tagged = run_of(defs, instance, "reports", tags={PRIORITY_TAG: "7", PROFILE_TAG: "x"})
         instance.run_coordinator.submit_run(SubmitRunContext(tagged, workspace=None))
         assert instance.get_run_by_id(tagged.run_id).tags[PRIORITY_TAG] == "7"
+
+
+def test_a_run_still_starting_is_pre_empted_only_once_it_has_started(project, tmp_path):
+    """Terminated while its worker comes up, Dagster would end it FAILURE, not CANCELED."""
+    defs, plane, resources = project
+    ProfileOverrides(plane.store()).set("finance", "focus", "month-end close", "oncall")
+    with dg.instance_for_test() as instance:
+        low = run_of(defs, instance, "reports", dg.DagsterRunStatus.STARTING)
+        run_of(defs, instance, "finance", dg.DagsterRunStatus.QUEUED)
+        first = evaluate(defs, resources, instance)
+        assert instance.get_run_by_id(low.run_id).status == dg.DagsterRunStatus.STARTING
+        start(instance, low)
+        evaluate(defs, resources, instance, first.cursor)
+        assert instance.get_run_by_id(low.run_id).status == dg.DagsterRunStatus.CANCELING
