@@ -13,7 +13,7 @@ import dagster as dg
 import pytest
 
 from medallion_assets.adapters.code_location import definitions_for
-from medallion_assets.adapters.headless import run_project
+from medallion_assets.adapters.headless import project_instance, run_project
 from medallion_assets.adapters.translator import DatasetTranslator, step_table
 from medallion_assets.catalog import load_catalog
 from medallion_assets.demo import DemoSettings, generate, write_files
@@ -50,21 +50,23 @@ def pipeline(tmp_path_factory, s3_server, postgres_server, spark):
     # mistake and the check that blocks it are tested on their own).
     clean = DemoSettings(rows=400, days=2, seed=7, vendor_uk_rate=0)
     write_files(generate(catalog, clean), store)
-    instance = dg.DagsterInstance.ephemeral()
-    first = run_project(root, log=lambda _m: None, instance=instance)
-    client = boto3.client("s3", endpoint_url=s3_server.endpoint_url, region_name="us-east-1")
-    expected, malformed = reference.compute(catalog, client)
-    yield {
-        "root": root,
-        "catalog": catalog,
-        "first": first,
-        "expected": expected,
-        "malformed": malformed,
-        "instance": instance,
-        "home": home,
-        "dsn": postgres_server.dsn,
-        "s3": s3_server.endpoint_url,
-    }
+    # The project's own persistent instance, as `medallion run` uses: the days of the daily
+    # tables run beside the rest (an ephemeral instance's storage takes one run at a time).
+    with project_instance(root, {}, catalog.profiles) as instance:
+        first = run_project(root, log=lambda _m: None, instance=instance)
+        client = boto3.client("s3", endpoint_url=s3_server.endpoint_url, region_name="us-east-1")
+        expected, malformed = reference.compute(catalog, client)
+        yield {
+            "root": root,
+            "catalog": catalog,
+            "first": first,
+            "expected": expected,
+            "malformed": malformed,
+            "instance": instance,
+            "home": home,
+            "dsn": postgres_server.dsn,
+            "s3": s3_server.endpoint_url,
+        }
     patch.undo()
 
 
