@@ -239,12 +239,15 @@ def _run(
             if beside:
                 log(f"materializing {len(beside)} table(s) ...")
                 steps.execute(beside, None, rest)
-        failed = [r for r in steps.summary.having("failed") if r.partition]
-        cut_off = _downstream(catalog, {r.table for r in failed})
-        if cut_off & set(after_days):
-            why = f"not run: upstream daily table(s) failed: {', '.join(r.label for r in failed)}"
-            steps.not_run([t for t in after_days if t in cut_off], why)
-        after_days = [t for t in after_days if t not in cut_off]
+        # What a single run would not start: the tables downstream of one that did not publish
+        # (failed, blocked by a check, or itself not run), whichever run it was in.
+        unpublished = steps.summary.having("failed", "blocked", "not run")
+        for table in after_days:
+            missing = [r.label for r in unpublished if table in _downstream(catalog, {r.table})]
+            if missing:
+                why = f"not run: an upstream table did not publish: {', '.join(missing)}"
+                steps.not_run([table], why)
+        after_days = [t for t in after_days if t not in {r.table for r in steps.summary.results}]
         if after_days:
             log(f"materializing {len(after_days)} table(s) that read daily tables ...")
             steps.execute(after_days, None, rest)
