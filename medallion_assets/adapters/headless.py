@@ -2,10 +2,11 @@
 
 Daily-partitioned tables run once per day found in their raw sources (oldest first), on a
 thread, beside one run of the unpartitioned tables that read no daily table; the unpartitioned
-tables that read one run once every day is done (those reading a daily table that failed are
-left out). The runs side by side share the worker slots. Runs are recorded in the Dagster
-instance of ``DAGSTER_HOME`` when it is set, else in the project's own
-``<project>/.medallion/dagster``, so ``dagster dev`` with that DAGSTER_HOME shows them.
+tables that read one run once every day is done (those downstream of a table that did not
+publish are left out, as one run would leave them). The runs side by side share the worker
+slots. Runs are recorded in the Dagster instance of ``DAGSTER_HOME`` when it is set, else in
+the project's own ``<project>/.medallion/dagster``, so ``dagster dev`` with that DAGSTER_HOME
+shows them.
 """
 
 import os
@@ -242,8 +243,9 @@ def _run(
         # What a single run would not start: the tables downstream of one that did not publish
         # (failed, blocked by a check, or itself not run), whichever run it was in.
         unpublished = steps.summary.having("failed", "blocked", "not run")
+        reach = {r.table: _downstream(catalog, [r.table]) for r in unpublished}
         for table in after_days:
-            missing = [r.label for r in unpublished if table in _downstream(catalog, {r.table})]
+            missing = [r.label for r in unpublished if table in reach[r.table]]
             if missing:
                 why = f"not run: an upstream table did not publish: {', '.join(missing)}"
                 steps.not_run([table], why)
@@ -273,15 +275,8 @@ def _side_by_side(instance: dg.DagsterInstance) -> bool:
 
 
 def _downstream(catalog: Catalog, tables: Collection[str]) -> set[str]:
-    """Every table that reads one of ``tables``, directly or through others."""
-    found: set[str] = set()
-    grew = True
-    while grew:
-        grew = False
-        for name, dataset in catalog.datasets.items():
-            if name not in found and any(u in found or u in tables for u in dataset.upstream):
-                found.add(name)
-                grew = True
+    """Every table that reads one of ``tables``, directly or through others (the lineage)."""
+    found = {n for t in tables for n in catalog.lineage.downstream(t) if n in catalog.datasets}
     return found - set(tables)
 
 
