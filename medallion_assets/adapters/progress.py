@@ -57,11 +57,11 @@ class ProgressHandler(logging.Handler):
         """A line for each table of the run that never ran: Dagster does not start a step whose
         upstream step failed, and says so in no event."""
         with self._lines:
-            seen = self._seen.pop(run_id, set())
+            seen = set(self._seen.get(run_id, ()))
             for table in tables:
                 if table not in seen:
                     self._line(run_id, table, "not run", None, None)
-            self._seen.pop(run_id, None)
+            self._seen.pop(run_id, None)  # the run is done: its lines are all out
 
     def emit(self, record: logging.LogRecord) -> None:
         meta = getattr(record, "dagster_meta", None) or {}
