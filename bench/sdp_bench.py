@@ -19,6 +19,9 @@ warehouse are then removed; every repetition of every side starts from that bron
                 warehouse is loaded);
 - ``medallion``: `medallion run` with its default workers.
 
+JIT: every side's driver JVM runs with the JIT ``MEDALLION_SPARK_JIT`` chooses (C1 only on a
+local master with at most 4 cores; SDP gets it through ``JAVA_TOOL_OPTIONS``).
+
 Clock: the whole process, launch to exit (Spark start-up included), on every side. Repetitions
 are interleaved (the order of the sides rotates every repetition). Off the clock, one checker
 process compares every output of every repetition (``count(*)``, ``sum(xxhash64(*))``) with the
@@ -100,11 +103,18 @@ def run_side(side: str, tmp: Path, data: Any, template: Path, rep: int) -> tuple
     env = run_env(work / "home", data.s3_root)
     if side == "sdp":
         from bench.silver_gold import sdp_project
+        from medallion_assets.runtime.spark_session import driver_java_options
+        from medallion_assets.settings import MedallionSettings
 
         spec = sdp_project(data.project, template / "lake", work, spark_settings(env))
         # Its own choice of Spark: a local Spark Connect server it starts (no --master allowed).
         command = [str(BIN / "spark-pipelines"), "run", "--spec", str(spec)]
         env["PYSPARK_PYTHON"] = sys.executable
+        # The JIT the other sides' drivers get (medallion's spark_session, which the script
+        # uses too): spark-pipelines launches its JVM itself, so through the JVM's variable.
+        jit = driver_java_options(MedallionSettings.from_env(env))
+        if jit:
+            env["JAVA_TOOL_OPTIONS"] = f"{env.get('JAVA_TOOL_OPTIONS', '')} {jit}".strip()
     elif side == "script":
         command = [sys.executable, "-m", "bench.silver_gold", "script", str(data.project)]
         command += ["--lake", str(template / "lake"), "--out", str(work)]

@@ -140,6 +140,16 @@ class MedallionSettings(BaseModel):
         alias="MEDALLION_SPARK_DRIVER_MEMORY",
         pattern=r"(?i)^[0-9]+([kmgtp]b?)?$",
     )
+    # On a small machine the C2 compiler's threads take the cores Spark's tasks need: a
+    # sequential run of the demo spent 40 s of its driver's 104 s of CPU in C2 (README, bench G).
+    spark_jit: Literal["auto", "quick", "full"] = _setting(
+        "auto",
+        "`auto`",
+        "the local Spark driver's JIT: `quick` (C1 only, `-XX:TieredStopAtLevel=1`) or `full` "
+        "(the JVM's default); `auto`: quick for a `local` master on at most 4 cores",
+        "auto, quick or full",
+        alias="MEDALLION_SPARK_JIT",
+    )
     spark_log: Path | None = _setting(
         None,
         "unset (`medallion run`: `$MEDALLION_HOME/logs/spark.log`)",

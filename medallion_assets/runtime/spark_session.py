@@ -47,6 +47,8 @@ def spark_session(
         builder = (
             builder.master(settings.spark_master)
             .config("spark.driver.memory", settings.spark_driver_memory)
+            # Read by spark-submit when this call launches the driver JVM (client mode).
+            .config("spark.driver.extraJavaOptions", driver_java_options(settings))
             .config("spark.ui.enabled", "false")
             # Stage progress bars would interleave with the run's own lines and logs.
             .config("spark.ui.showConsoleProgress", "false")
@@ -64,6 +66,26 @@ def spark_session(
         session = builder.getOrCreate()
     session.conf.set("spark.sql.session.timeZone", "UTC")
     return session
+
+
+QUICK_JIT = "-XX:TieredStopAtLevel=1"
+# At most this many cores, a local driver's C2 compiler threads compete with its task threads.
+QUICK_JIT_MAX_CORES = 4
+
+
+def driver_java_options(settings: MedallionSettings, cores: int | None = None) -> str:
+    """The local driver JVM's options for ``settings.spark_jit``: C1 only (``quick``) or the
+    JVM's tiered default (``full``, no option). ``auto`` is quick for a ``local`` master on at
+    most 4 cores (``cores``: the machine's, by default). A run is a fresh JVM, so it pays the
+    JIT's warm-up every time; on 2 cores the sequential demo run spent 40 s of its driver's
+    104 s of CPU in C2 compiler threads, time the tasks then wait for (README, bench G). C1's
+    code is slower in long hot loops, so a bigger machine or a cluster keeps the full JIT."""
+    jit = settings.spark_jit
+    if jit == "auto":
+        count = cores if cores is not None else (os.cpu_count() or 1)
+        local = settings.spark_master.startswith("local")
+        jit = "quick" if local and count <= QUICK_JIT_MAX_CORES else "full"
+    return QUICK_JIT if jit == "quick" else ""
 
 
 def fair_pools(folder: Path, weights: Mapping[str, int]) -> Path:

@@ -4,6 +4,7 @@ table's criticality, weighted as the profile ranks it."""
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 import xml.etree.ElementTree as ET
@@ -13,7 +14,9 @@ import pytest
 
 from medallion_assets.adapters.threads import _cancel_spark_jobs
 from medallion_assets.runtime.spark_session import (
+    QUICK_JIT,
     SparkWarmUp,
+    driver_java_options,
     fair_pools,
     pool_weights,
     run_job_tag,
@@ -108,3 +111,30 @@ def test_the_warm_up_starts_the_driver_the_first_step_then_finds(spark, tmp_path
     warm_up.wait()
     assert warm_up.error is None
     assert step_session(spark, settings, "low").sparkContext is spark.sparkContext
+
+
+@pytest.mark.parametrize(
+    ("env", "cores", "quick"),
+    [
+        ({}, 2, True),
+        ({}, 4, True),
+        ({}, 8, False),
+        ({"MEDALLION_SPARK_MASTER": "spark://127.0.0.1:7077"}, 2, False),
+        ({"MEDALLION_SPARK_JIT": "quick"}, 64, True),
+        ({"MEDALLION_SPARK_JIT": "full"}, 2, False),
+    ],
+)
+def test_a_local_driver_on_few_cores_compiles_with_c1_only(env, cores, quick, tmp_path: Path):
+    settings = MedallionSettings.from_env(env, tmp_path)
+    assert driver_java_options(settings, cores) == (QUICK_JIT if quick else "")
+
+
+@pytest.mark.slow
+def test_the_driver_jvm_runs_with_the_jit_its_settings_chose(spark):
+    """The option reaches the JVM spark-submit launched (the test session's defaults)."""
+    bean = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
+    arguments = list(bean.getInputArguments())
+    chosen = driver_java_options(MedallionSettings.from_env({}))
+    assert (QUICK_JIT in arguments) == (chosen == QUICK_JIT)
+    if (os.cpu_count() or 1) <= 4:
+        assert QUICK_JIT in arguments  # this machine's default: the measured case (bench G)

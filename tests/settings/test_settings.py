@@ -58,6 +58,7 @@ def test_each_variable_overrides_its_default():
         "MEDALLION_SPARK_SHUFFLE_PARTITIONS": "16",
         "MEDALLION_MAX_WORKERS": "3",
         "MEDALLION_SPARK_DRIVER_MEMORY": "512m",
+        "MEDALLION_SPARK_JIT": "full",
         "MEDALLION_SPARK_LOG": "/logs/spark.log",
         "MEDALLION_WAREHOUSE_URL": "postgresql://loader:wh-pass@db/analytics",
         "MEDALLION_CONTROL_URL": "postgresql://ctl:ctl-pass@db/control",
@@ -74,7 +75,7 @@ def test_each_variable_overrides_its_default():
     assert settings.spark_master == "spark://m:7077"
     assert settings.spark_remote == "sc://spark:15002/;token=spark-token"
     assert (settings.spark_shuffle_partitions, settings.spark_driver_memory) == (16, "512m")
-    assert settings.spark_log == Path("/logs/spark.log")
+    assert settings.spark_log == Path("/logs/spark.log") and settings.spark_jit == "full"
     assert settings.effective_warehouse_url == env["MEDALLION_WAREHOUSE_URL"]
     assert settings.effective_control_url == env["MEDALLION_CONTROL_URL"]
     assert settings.project == Path("/elsewhere") and settings.project_root == PROJECT
@@ -116,6 +117,7 @@ def test_the_settings_are_frozen():
         ("MEDALLION_SPARK_SHUFFLE_PARTITIONS", "many", "set it to a whole number of at least 1"),
         ("MEDALLION_MAX_WORKERS", "0", "set it to a whole number of at least 1"),
         ("MEDALLION_SPARK_DRIVER_MEMORY", "2 GB", "set it to a JVM memory size, e.g. 2g"),
+        ("MEDALLION_SPARK_JIT", "fast", "set it to auto, quick or full"),
         ("MEDALLION_S3", "minio", "set it to aws"),
         ("MEDALLION_S3_ENDPOINT", "127.0.0.1:9000", "set it to a URL with its scheme"),
         ("MEDALLION_SPARK_REMOTE", "spark:15002", "set it to a Spark Connect URL"),
