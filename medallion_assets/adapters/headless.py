@@ -224,37 +224,71 @@ def _run(
         by_day = ThreadedExecutor(settings.workers, order, slots=slots, capture_logs=False)
         rest = ThreadedExecutor(settings.workers, order, slots=slots)
         # Each day of the daily tables in turn, on a thread, beside one run of the tables that
-        # read no daily table; then those that do, once every day is done.
+        # read no daily table; then, on that thread, those that do, as soon as every day and
+        # each of their upstream tables in the run beside are done.
         after_days = [t for t in plain if t in _downstream(catalog, daily)]
         beside = [t for t in plain if t not in after_days]
+        waited_for = sorted(_upstream(catalog, after_days) & set(beside))
+        beside_over = threading.Event()
 
-        def each_day(executor: ThreadedExecutor = by_day) -> None:
+        def after_the_days(executor: ThreadedExecutor) -> None:
+            ended = handler.wait_for(waited_for, beside_over)
+            _after_days(catalog, steps, after_days, ended, executor, log)
+
+        def each_day(executor: ThreadedExecutor = by_day, then: bool = True) -> None:
             for day in days:
                 log(f"materializing {len(daily)} daily table(s) for {day} ...")
                 steps.execute(daily, day, executor)
+            if then and after_days:
+                after_the_days(executor)
 
         side_by_side = _side_by_side(instance)
         if not side_by_side:
-            each_day(rest)
+            each_day(rest, then=False)
         with _beside(each_day if days and side_by_side else None):
-            if beside:
-                log(f"materializing {len(beside)} table(s) ...")
-                steps.execute(beside, None, rest)
-        # What a single run would not start: the tables downstream of one that did not publish
-        # (failed, blocked by a check, or itself not run), whichever run it was in.
-        unpublished = steps.summary.having("failed", "blocked", "not run")
-        reach = {r.table: _downstream(catalog, [r.table]) for r in unpublished}
-        for table in after_days:
-            missing = [r.label for r in unpublished if table in reach[r.table]]
-            if missing:
-                why = f"not run: an upstream table did not publish: {', '.join(missing)}"
-                steps.not_run([table], why)
-        after_days = [t for t in after_days if t not in {r.table for r in steps.summary.results}]
-        if after_days:
-            log(f"materializing {len(after_days)} table(s) that read daily tables ...")
-            steps.execute(after_days, None, rest)
+            try:
+                if beside:
+                    log(f"materializing {len(beside)} table(s) ...")
+                    steps.execute(beside, None, rest)
+            finally:
+                beside_over.set()
+        if not (days and side_by_side) and after_days:
+            after_the_days(rest)
     steps.summary.seconds = time.perf_counter() - started
     return steps.summary
+
+
+def _after_days(
+    catalog: Catalog,
+    steps: "_Steps",
+    tables: list[str],
+    ended: Mapping[str, str],
+    executor: ThreadedExecutor,
+    log: Callable[[str], None],
+) -> None:
+    """Run ``tables`` (those reading daily tables), leaving out what a single run would not
+    start: a table downstream of one that did not publish (failed, blocked by a check, or
+    itself not run), whichever run it was in. ``ended``: how the steps of their upstream
+    tables in the run beside ended, that run's results not being in the summary yet."""
+    with steps.lock:
+        results = list(steps.summary.results)
+    unpublished = [(r.table, r.label) for r in results if r.status in _UNPUBLISHED]
+    unpublished += [(t, t) for t, status in sorted(ended.items()) if status in _UNPUBLISHED]
+    reach = {t: _downstream(catalog, [t]) for t, _label in unpublished}
+    left_out = {}
+    for table in tables:
+        missing = [label for t, label in unpublished if table in reach[t]]
+        if missing:
+            left_out[table] = f"not run: an upstream table did not publish: {', '.join(missing)}"
+    for table, why in left_out.items():
+        steps.not_run([table], why)
+    tables = [t for t in tables if t not in left_out and t not in {r.table for r in results}]
+    if tables:
+        log(f"materializing {len(tables)} table(s) that read daily tables ...")
+        steps.execute(tables, None, executor)
+
+
+_UNPUBLISHED = ("failed", "blocked", "not run")
 
 
 def _side_by_side(instance: dg.DagsterInstance) -> bool:
@@ -277,6 +311,12 @@ def _side_by_side(instance: dg.DagsterInstance) -> bool:
 def _downstream(catalog: Catalog, tables: Collection[str]) -> set[str]:
     """Every table that reads one of ``tables``, directly or through others (the lineage)."""
     found = {n for t in tables for n in catalog.lineage.downstream(t) if n in catalog.datasets}
+    return found - set(tables)
+
+
+def _upstream(catalog: Catalog, tables: Collection[str]) -> set[str]:
+    """Every table ``tables`` read, directly or through others (the lineage)."""
+    found = {n for t in tables for n in catalog.lineage.upstream(t) if n in catalog.datasets}
     return found - set(tables)
 
 
@@ -340,7 +380,7 @@ class _Steps:
             executor,
             # process tags: so the next medallion run can tell if this process was killed
             tags={**self.tags, **process_tags()},
-            run_config=run_config(self.progress_lines.enabled),
+            run_config=run_config(),
         )
         audit = self.plane.store().audit(run_id=result.run_id)
         skips = {e.entity.removeprefix("dataset:"): e.message for e in audit if e.kind == "skip"}

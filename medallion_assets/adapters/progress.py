@@ -48,10 +48,12 @@ class ProgressHandler(logging.Handler):
         # The partition a run executes, by run id (runs of one process may overlap).
         self.partition_of: Callable[[str], str | None] = lambda _run_id: None
         self.emit_line = emit_line or (lambda _line: None)
-        self.enabled = emit_line is not None
         self._outcome: dict[tuple[str, str], tuple[str, int | None]] = {}  # (run, table)
         self._seen: dict[str, set[str]] = {}  # run id -> tables with a line
         self._lines = threading.Lock()  # two runs' lines, and finish, from their threads
+        # (table, partition) -> how its step ended, for a run waiting on another's tables.
+        self._ended: dict[tuple[str, str | None], str] = {}
+        self._changed = threading.Condition(self._lines)
 
     def finish(self, run_id: str, tables: Iterable[str]) -> None:
         """A line for each table of the run that never ran: Dagster does not start a step whose
@@ -62,6 +64,20 @@ class ProgressHandler(logging.Handler):
                 if table not in seen:
                     self._line(run_id, table, "not run", None, None)
             self._seen.pop(run_id, None)  # the run is done: its lines are all out
+
+    def wait_for(
+        self, tables: Iterable[str], given_up: threading.Event, poll_s: float = 1.0
+    ) -> dict[str, str]:
+        """Block until the step of each unpartitioned table in ``tables`` has ended in some run
+        (its status: built, unchanged, disabled, failed, blocked, not run), or ``given_up`` is
+        set (the run that holds them is over: a table it never reported is "not run")."""
+        wanted = set(tables)
+        with self._changed:
+            while not wanted <= {t for t, p in self._ended if p is None}:
+                if given_up.is_set():
+                    break
+                self._changed.wait(poll_s)
+            return {t: self._ended.get((t, None), "not run") for t in wanted}
 
     def emit(self, record: logging.LogRecord) -> None:
         meta = getattr(record, "dagster_meta", None) or {}
@@ -98,6 +114,8 @@ class ProgressHandler(logging.Handler):
         self.done += 1
         width = len(str(self.total))
         partition = self.partition_of(run) if run else None
+        self._ended[table, partition] = status
+        self._changed.notify_all()
         label = f"{table}[{partition}]" if partition else table
         rows_text = "" if rows is None else f"{rows:,} rows"
         time_text = "" if seconds is None else f"{seconds:.1f} s"
@@ -126,10 +144,10 @@ def reporting_progress(
         logger.removeHandler(handler)
 
 
-def run_config(progress: bool) -> dict[str, Any]:
+def run_config() -> dict[str, Any]:
     """Loggers of a headless run: the console only for what nothing else reports (critical),
-    the progress logger when progress lines are wanted. The full detail stays in the event log."""
+    and the progress logger (its handler prints lines only when asked to, and tells a run
+    waiting on another's tables when they are done). The full detail stays in the event log."""
     loggers: dict[str, Any] = {"console": {"config": {"log_level": "CRITICAL"}}}
-    if progress:
-        loggers[LOGGER_KEY] = {}
+    loggers[LOGGER_KEY] = {}
     return {"loggers": loggers}

@@ -1,9 +1,10 @@
 """``medallion run`` runs the days of the daily tables beside the tables that read none of them,
-on one shared budget of worker slots, and the tables that read daily tables once every day is
-done; a table downstream of a daily table that failed is not run, and says why, while the rest
-is built. On the crash tests' project (daily ``bronze.events`` -> ``gold.daily_events``, plain
-orders tables) with two plain tables added that read the daily ones, on real Spark and a
-persistent instance (an ephemeral one's in-memory storage cannot take two runs at once)."""
+on one shared budget of worker slots, and the tables that read daily tables once every day and
+each of their inputs beside is done; a table downstream of a daily table that failed is not
+run, and says why, while the rest is built. On the crash tests' project (daily
+``bronze.events`` -> ``gold.daily_events``, plain orders tables) with two plain tables added
+that read the daily ones, on real Spark and a persistent instance (an ephemeral one's
+in-memory storage cannot take two runs at once)."""
 
 from __future__ import annotations
 
@@ -32,9 +33,20 @@ READERS = {
 }
 
 
-def project(where: Path, monkeypatch, daily_sql: str | None = None) -> Path:
+# A plain table beside the days that reads no daily table and none of the readers' inputs,
+# and takes 20 s (Spark calls Thread.sleep once): the readers must not wait for it.
+SLOW_BESIDE = {
+    "gold/slow_orders.sql": "SELECT count(*) AS orders, max(slept) AS slept FROM bronze.orders "
+    "CROSS JOIN (SELECT java_method('java.lang.Thread', 'sleep', CAST(20000 AS BIGINT)) AS slept)"
+    " AS pause\n"
+}
+
+
+def project(
+    where: Path, monkeypatch, daily_sql: str | None = None, more: dict[str, str] | None = None
+) -> Path:
     root = faults_project(where)
-    for path, text in READERS.items():
+    for path, text in {**READERS, **(more or {})}.items():
         (root / "sql" / path).write_text(text)
     if daily_sql is not None:
         (root / "sql" / "gold" / "daily_events.sql").write_text(daily_sql)
@@ -58,7 +70,7 @@ def spans(instance: dg.DagsterInstance, run_ids: list[str]) -> list[tuple[float,
 
 
 def test_the_days_run_beside_the_rest_and_their_readers_after_them(tmp_path, monkeypatch, spark):
-    root = project(tmp_path, monkeypatch)
+    root = project(tmp_path, monkeypatch, more=SLOW_BESIDE)
     said: list[str] = []
     with dg.DagsterInstance.from_config(str(instance_home(tmp_path))) as instance:
         summary = run_project(root, log=said.append, instance=instance)
@@ -69,6 +81,10 @@ def test_the_days_run_beside_the_rest_and_their_readers_after_them(tmp_path, mon
     daily_end = max(end for _s, end, _t, day in steps if day)
     readers = [start for start, _e, table, _d in steps if table in READER_TABLES]
     assert len(readers) == 2 and min(readers) >= daily_end
+    # ... but not after the run beside them: nothing they read is in it, so they start while
+    # its slow table still runs
+    (slow_end,) = [end for _s, end, table, _d in steps if table == "gold.slow_orders"]
+    assert min(readers) < slow_end
     most = max(sum(1 for s, e, *_ in steps if s <= start < e) for start, *_ in steps)
     assert most <= 2  # the runs side by side share the two worker slots
     assert "materializing 2 table(s) that read daily tables ..." in said
