@@ -35,7 +35,7 @@ from medallion_assets.catalog import Catalog, load_catalog
 from medallion_assets.catalog.operations import ProfilesFile
 from medallion_assets.control.plane import ControlPlane
 from medallion_assets.planner.profiles import ALL
-from medallion_assets.planner.run_priority import PROFILE_TAG
+from medallion_assets.planner.run_priority import HOLD_TAG, PROFILE_TAG
 from medallion_assets.runtime.bronze_ingest import partition_of, source_of
 from medallion_assets.runtime.errors import ResourceError
 from medallion_assets.runtime.run_lock import one_run_at_a_time
@@ -114,7 +114,7 @@ def instance_settings(profiles: ProfilesFile | None, project_root: Path | None =
         config["max_concurrent_runs"] = max(limits.values())
         config["tag_concurrency_limits"] = [
             {"key": PROFILE_TAG, "value": name, "limit": limit} for name, limit in limits.items()
-        ]
+        ] + [{"key": HOLD_TAG, "value": "yes", "limit": 0}]  # held back by a focus run
     if project_root is not None:
         coordinator: dict[str, object] = {
             "module": "medallion_assets.adapters.run_queue",

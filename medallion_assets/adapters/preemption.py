@@ -6,13 +6,18 @@ Each tick (every few seconds, in the daemon):
 1. A queued run of the project's tables without ``medallion/profile`` (launched from the UI, an
    asset backfill's run) gets ``dagster/priority`` and ``medallion/profile`` as a request of
    the project would have (``adapters.priority``), so the queue orders it too.
-2. A queued run whose profile has ``preempt_low_priority`` terminates each running run of lower
-   priority holding a system (pool) it needs (``planner.preemption``), audited as ``preempt``:
-   who pre-empted whom and why.
+2. A run whose profile has ``preempt_low_priority`` (focus), queued or in progress, terminates
+   each running run of lower priority holding a system (pool) it needs (``planner.preemption``),
+   audited as ``preempt``: who pre-empted whom and why.
 3. A pre-empted run, once canceled and once the run that pre-empted it has left the queue, is
    re-queued through the relaunch path (``adapters.relaunch.relaunch_request``): only its
    unfinished tables, with its own priority, tagged with the runs that pre-empted its chain so
    none of them pre-empts it again.
+4. While such a run is queued or in progress, every queued run of lower priority needing one of
+   its systems (a re-queued one included) is held: tagged ``medallion/held=yes``, which the
+   project's queue never starts (a tag limit of 0), audited as ``hold``; released (``no``,
+   audited as ``release``) once the claim ends. So the load does not come back beside the
+   critical run the moment it has started.
 """
 
 import json  # no "from __future__ import annotations": Dagster reads the hints
@@ -33,14 +38,22 @@ from medallion_assets.adapters.relaunch import (
 from medallion_assets.adapters.resources import ControlResource
 from medallion_assets.catalog import Catalog
 from medallion_assets.control.plane import ControlPlane
-from medallion_assets.planner.preemption import Preemption, QueuedRun, RunningRun, preemptions
-from medallion_assets.planner.run_priority import PRIORITY_TAG, PROFILE_TAG
+from medallion_assets.planner.preemption import (
+    Hold,
+    Preemption,
+    QueuedRun,
+    RunningRun,
+    holds,
+    preemptions,
+)
+from medallion_assets.planner.run_priority import HOLD_TAG, PRIORITY_TAG, PROFILE_TAG
 
 PRIORITY_SENSOR = "run_priorities"
 # A STARTING run is passed over until it has started: terminated while its run worker is still
 # coming up, Dagster ends it FAILURE ("exited unexpectedly"), not CANCELED, and it would come back
 # through the failure relaunch rather than the pre-emption re-queue. The next tick (5 s) sees it.
 _PREEMPTIBLE = [dg.DagsterRunStatus.STARTED]
+_IN_PROGRESS = [dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED]
 
 
 def build_priority_sensor(catalog: Catalog, jobs: list[Any]) -> dg.SensorDefinition:
@@ -63,11 +76,13 @@ def build_priority_sensor(catalog: Catalog, jobs: list[Any]) -> dg.SensorDefinit
         pending: dict[str, str] = json.loads(context.cursor) if context.cursor else {}
         queued = _stamped(catalog, plane, instance)
         done = []
-        running = _running(catalog, plane, instance) if queued else []  # nothing waits: no reads
-        for preemption in preemptions(queued, running):
+        running, started = _in_progress(catalog, plane, instance)
+        claims = [q for q in queued if q.preempts] + started
+        for preemption in preemptions(claims, running):
             _preempt(instance, plane, preemption)
             pending[preemption.victim.run_id] = preemption.by.run_id
             done.append(preemption.describe())
+        done += _hold(instance, plane, queued, holds(claims, queued))
         requests = []
         for victim, by in sorted(pending.items()):
             run = instance.get_run_by_id(victim)
@@ -78,7 +93,9 @@ def build_priority_sensor(catalog: Catalog, jobs: list[Any]) -> dg.SensorDefinit
                 continue  # re-queued only once the run it made room for has its slot
             del pending[victim]
             if run is not None and run.status == dg.DagsterRunStatus.CANCELED:
-                request = _requeue(catalog, instance, plane, run, by, job_names)
+                # queued held while the run it made room for still runs: the next ticks release it
+                held = by_run is not None and not by_run.is_finished
+                request = _requeue(catalog, instance, plane, run, by, job_names, held)
                 requests += [request] if request is not None else []
         said = "; ".join(done) or f"nothing to pre-empt ({len(queued)} queued)"
         return dg.SensorResult(
@@ -94,7 +111,6 @@ def _stamped(
     catalog: Catalog, plane: ControlPlane, instance: dg.DagsterInstance
 ) -> list[QueuedRun]:
     """The queued runs of the project's tables, each given its priority tags if it has none."""
-    profiles = catalog.profiles
     queued = []
     for run in instance.get_runs(filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.QUEUED])):
         tables = sorted(t for t in run_tables(run, instance) if t in catalog.datasets)
@@ -106,23 +122,29 @@ def _stamped(
             instance.add_run_tags(run.run_id, added)
             tags.update(added)
         profile = tags[PROFILE_TAG]
-        preempts = (
-            profiles is not None
-            and profile in profiles.profiles
-            and profiles.profiles[profile].settings.preempt_low_priority
-        )
+        preempts = _preempts(catalog, profile)
         pools = frozenset(catalog.datasets[t].system for t in tables)
         queued.append(QueuedRun(run.run_id, _priority(tags), profile, pools, preempts))
     return queued
 
 
-def _running(
+def _preempts(catalog: Catalog, profile: str) -> bool:
+    profiles = catalog.profiles
+    return (
+        profiles is not None
+        and profile in profiles.profiles
+        and profiles.profiles[profile].settings.preempt_low_priority
+    )
+
+
+def _in_progress(
     catalog: Catalog, plane: ControlPlane, instance: dg.DagsterInstance
-) -> list[RunningRun]:
-    """The started runs of the project's tables, with the pools of the tables each has not
-    finished yet; one started without priority tags has the priority its request would have."""
-    running = []
-    for run in instance.get_runs(filters=dg.RunsFilter(statuses=_PREEMPTIBLE)):
+) -> tuple[list[RunningRun], list[QueuedRun]]:
+    """The runs of the project's tables in progress, with the pools of the tables each has not
+    finished yet (one without priority tags has the priority its request would have): the
+    started ones, which may be pre-empted, and the claims of those whose profile pre-empts."""
+    running, claims = [], []
+    for run in instance.get_runs(filters=dg.RunsFilter(statuses=_IN_PROGRESS)):
         planned = [t for t in run_tables(run, instance) if t in catalog.datasets]
         finished = step_outcomes(instance, run.run_id)["done"]
         tables = [t for t in planned if t not in finished]
@@ -132,9 +154,40 @@ def _running(
         if PROFILE_TAG not in tags:
             tags.update(priority_tags(catalog, plane, planned, run.tags.get("pipeline")))
         pools = frozenset(catalog.datasets[t].system for t in tables)
-        by = frozenset(filter(None, run.tags.get(PREEMPTED_BY_TAG, "").split(",")))
-        running.append(RunningRun(run.run_id, _priority(tags), pools, by))
-    return running
+        if run.status in _PREEMPTIBLE:
+            by = frozenset(filter(None, run.tags.get(PREEMPTED_BY_TAG, "").split(",")))
+            running.append(RunningRun(run.run_id, _priority(tags), pools, by))
+        if _preempts(catalog, tags[PROFILE_TAG]):
+            claim = QueuedRun(run.run_id, _priority(tags), tags[PROFILE_TAG], pools, True, True)
+            claims.append(claim)
+    return running, claims
+
+
+def _hold(
+    instance: dg.DagsterInstance,
+    plane: ControlPlane,
+    queued: list[QueuedRun],
+    held: dict[str, Hold],
+) -> list[str]:
+    """Tag each queued run held or released where that changed, audited; what was done."""
+    said = []
+    for waiting in queued:
+        run = instance.get_run_by_id(waiting.run_id)
+        if run is None:
+            continue
+        now, hold = run.tags.get(HOLD_TAG) == "yes", held.get(waiting.run_id)
+        if hold is not None and not now:
+            instance.add_run_tags(run.run_id, {HOLD_TAG: "yes"})
+            message = f"run {run.run_id} (priority {waiting.priority}) {hold.describe()}"
+            details = {"by": hold.by.run_id, "pools": list(hold.pools)}
+            plane.store().record("hold", "run", message, run_id=run.run_id, details=details)
+            said.append(message)
+        elif hold is None and now:
+            instance.add_run_tags(run.run_id, {HOLD_TAG: "no"})
+            message = f"run {run.run_id} released: no run of higher priority claims its systems"
+            plane.store().record("release", "run", message, run_id=run.run_id)
+            said.append(message)
+    return said
 
 
 def _priority(tags: Any) -> int:
@@ -172,6 +225,7 @@ def _requeue(
     run: dg.DagsterRun,
     by: str,
     job_names: set[str],
+    held: bool,
 ) -> dg.RunRequest | None:
     before = run.tags.get(PREEMPTED_BY_TAG, "")
     # The termination cut every unfinished step short, retries included (a step waiting to
@@ -188,6 +242,9 @@ def _requeue(
         int(run.tags.get(ATTEMPT_TAG, "0")),  # pre-emption is not a failure: no retry used
         run.tags.get(ORIGIN_TAG, run.run_id),
         why=f", re-queued after pre-emption by run {by}",
-        tags={PREEMPTED_BY_TAG: ",".join(filter(None, [*before.split(","), by]))},
+        tags={
+            PREEMPTED_BY_TAG: ",".join(filter(None, [*before.split(","), by])),
+            HOLD_TAG: "yes" if held else "no",
+        },
     )
     return relaunch_request(catalog, instance, plane, relaunch, job_names)

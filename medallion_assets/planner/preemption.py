@@ -1,10 +1,14 @@
-"""Focus pre-emption: which running runs to terminate so a queued run of higher priority gets
-the systems (Dagster pools) they hold. Pure: the sensor reads the runs, this decides.
+"""Focus pre-emption: which running runs to terminate, and which queued runs to hold back, so a
+run of higher priority gets the systems (Dagster pools) they would take. Pure: the sensor reads
+the runs, this decides.
 
-A queued run pre-empts only when the profile it was requested under has
-``preempt_low_priority``; it pre-empts a running run only of strictly lower priority that holds
-one of the pools it needs, and never one it pre-empted before (a re-queued run carries the runs
-that pre-empted its chain), so two runs never take turns terminating each other.
+A run claims its systems only when the profile it was requested under has
+``preempt_low_priority`` (focus), from the moment it is queued until it ends, not only while it
+waits: focus gives critical work everything at the expense of the rest. It pre-empts a running
+run only of strictly lower priority that holds one of the pools it needs, and never one it
+pre-empted before (a re-queued run carries the runs that pre-empted its chain), so two runs
+never take turns terminating each other. A queued run of strictly lower priority that needs one
+of those pools is held in the queue until the claim ends (``holds``).
 
 >>> critical = QueuedRun("c", 10, "focus", frozenset({"spark"}), preempts=True)
 >>> report = RunningRun("r", 0, frozenset({"spark", "s3"}))
@@ -12,6 +16,10 @@ that pre-empted its chain), so two runs never take turns terminating each other.
 ['run c (priority 10, profile focus) needs spark, held by run r (priority 0)']
 >>> preemptions([critical], [RunningRun("r2", 0, frozenset({"spark"}), frozenset({"c"}))])
 []
+>>> started = QueuedRun("c", 10, "focus", frozenset({"spark"}), preempts=True, started=True)
+>>> later = QueuedRun("l", 0, "focus", frozenset({"spark", "s3"}), preempts=True)
+>>> {run: hold.describe() for run, hold in holds([started, later], [later]).items()}
+{'l': 'held while run c (priority 10, profile focus) runs: it needs spark'}
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ class QueuedRun:
     profile: str
     pools: frozenset[str]  # the systems its tables run in
     preempts: bool  # its profile's preempt_low_priority
+    started: bool = False  # in progress (its pools: the tables it has not finished), not queued
 
 
 @dataclass(frozen=True)
@@ -51,9 +60,38 @@ class Preemption:
         )
 
 
+@dataclass(frozen=True)
+class Hold:
+    """A queued run kept in the queue while ``by`` claims ``pools`` it needs."""
+
+    by: QueuedRun
+    pools: tuple[str, ...]
+
+    def describe(self) -> str:
+        doing = "runs" if self.by.started else "waits"
+        return (
+            f"held while run {self.by.run_id} (priority {self.by.priority}, profile "
+            f"{self.by.profile}) {doing}: it needs {', '.join(self.pools)}"
+        )
+
+
+def holds(claimants: Iterable[QueuedRun], queued: Iterable[QueuedRun]) -> dict[str, Hold]:
+    """Queued run id -> the claim (of a queued or started run whose profile pre-empts) that
+    holds it back: the highest-priority one of strictly higher priority sharing a pool."""
+    ranked = sorted((c for c in claimants if c.preempts), key=lambda c: -c.priority)
+    held: dict[str, Hold] = {}
+    for waiting in queued:
+        for claim in ranked:
+            shared = tuple(sorted(claim.pools & waiting.pools))
+            if claim.run_id != waiting.run_id and claim.priority > waiting.priority and shared:
+                held[waiting.run_id] = Hold(claim, shared)
+                break
+    return held
+
+
 def preemptions(queued: Iterable[QueuedRun], running: Iterable[RunningRun]) -> list[Preemption]:
-    """The running runs to terminate, each once, for the queued runs that may pre-empt,
-    highest priority first."""
+    """The running runs to terminate, each once, for the runs that may pre-empt (queued or
+    already started), highest priority first."""
     chosen: list[Preemption] = []
     taken: set[str] = set()
     candidates = list(running)

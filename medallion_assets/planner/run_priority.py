@@ -40,6 +40,9 @@ from medallion_assets.planner.profiles import ALL, effective_profile
 
 PRIORITY_TAG = "dagster/priority"  # what Dagster's queued run coordinator sorts by
 PROFILE_TAG = "medallion/profile"
+# "yes": the project's queue keeps the run queued (a tag limit of 0), a focus run claiming a
+# system it needs (planner.preemption.holds); "no": released.
+HOLD_TAG = "medallion/held"
 # A project without profiles.yaml: every request the same, as Dagster's own default.
 NO_PROFILE = "none"
 

@@ -53,6 +53,7 @@ def test_the_project_instance_queues_runs_by_priority_within_the_profiles_limits
         assert {(x["key"], x["value"], x["limit"]) for x in limits} == {
             ("medallion/profile", "balanced", 6),
             ("medallion/profile", "focus", 10),
+            ("medallion/held", "yes", 0),  # a run a focus run holds back never starts
         }
 
     # An edited profiles.yaml reaches the instance the project wrote, at the next run.

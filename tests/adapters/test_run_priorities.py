@@ -3,7 +3,8 @@ a real (temporary, SQLite) Dagster instance and the project's SQLite control sto
 daemon: schedules and source sensors tag each request with the profile in force at the tick;
 the sensor tags queued runs that came without one, pre-empts a low-priority run holding a
 system a queued focus run needs (audited), waits until that run has its slot, then re-queues
-the unfinished tables of the pre-empted one, which the same run never pre-empts again."""
+the unfinished tables of the pre-empted one, which the same run never pre-empts again; a focus
+run in progress pre-empts too, and holds lower runs queued for its systems until it ends."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from datetime import UTC, datetime
 
 import dagster as dg
 import pytest
+import yaml
 
 from medallion_assets.adapters.code_location import definitions_for
 from medallion_assets.adapters.preemption import PRIORITY_SENSOR
@@ -20,7 +22,7 @@ from medallion_assets.adapters.translator import DatasetTranslator, table_key
 from medallion_assets.catalog import load_catalog
 from medallion_assets.control.plane import ControlPlane
 from medallion_assets.control.profile_overrides import ProfileOverrides
-from medallion_assets.planner.run_priority import PRIORITY_TAG, PROFILE_TAG
+from medallion_assets.planner.run_priority import HOLD_TAG, PRIORITY_TAG, PROFILE_TAG
 from tests.adapters.queue_project import queue_project
 
 
@@ -143,6 +145,7 @@ def test_the_sensor_tags_pre_empts_and_re_queues(project, tmp_path):
         assert request.tags[PREEMPTED_BY_TAG] == critical.run_id
         assert request.tags[ORIGIN_TAG] == low.run_id
         assert request.tags[PRIORITY_TAG] == "0"
+        assert request.tags[HOLD_TAG] == "yes"  # queued held: the focus run is still running
         relaunched = [e for e in plane.store().audit(run_id=low.run_id) if e.kind == "relaunch"]
         assert f"re-queued after pre-emption by run {critical.run_id}" in relaunched[0].message
 
@@ -203,3 +206,46 @@ def test_a_run_still_starting_is_pre_empted_only_once_it_has_started(project, tm
         start(instance, low)
         evaluate(defs, resources, instance, first.cursor)
         assert instance.get_run_by_id(low.run_id).status == dg.DagsterRunStatus.CANCELING
+
+
+def test_a_focus_run_in_progress_pre_empts_and_holds_lower_runs_until_it_ends(project, tmp_path):
+    """Focus claims the systems for the whole run, not only while it waits in the queue: a low
+    run holding one is pre-empted, one queued for one is held (the project's queue never starts
+    a run tagged medallion/held=yes), and released when the focus run ends."""
+    defs, plane, resources = project
+    ProfileOverrides(plane.store()).set("finance", "focus", "month-end close", "oncall")
+    with dg.instance_for_test() as instance:
+        critical = run_of(defs, instance, "finance", dg.DagsterRunStatus.STARTED)
+        low = run_of(defs, instance, "reports", dg.DagsterRunStatus.STARTED)
+        waiting = run_of(defs, instance, "reports", dg.DagsterRunStatus.QUEUED)
+        first = evaluate(defs, resources, instance)
+        assert instance.get_run_by_id(low.run_id).status == dg.DagsterRunStatus.CANCELING
+        assert instance.get_run_by_id(waiting.run_id).tags[HOLD_TAG] == "yes"
+        (held,) = [e for e in plane.store().audit(run_id=waiting.run_id) if e.kind == "hold"]
+        assert f"held while run {critical.run_id} (priority 10, profile focus) runs" in held.message
+        assert held.details == {"by": critical.run_id, "pools": ["spark"]}
+
+        again = evaluate(defs, resources, instance, first.cursor)  # nothing changed: said once
+        assert len([e for e in plane.store().audit() if e.kind == "hold"]) == 1
+        done = dg.DagsterEvent(dg.DagsterEventType.RUN_SUCCESS.value, job_name="finance")
+        instance.report_dagster_event(done, critical.run_id)
+        evaluate(defs, resources, instance, again.cursor)
+        assert instance.get_run_by_id(waiting.run_id).tags[HOLD_TAG] == "no"
+        assert [e.kind for e in plane.store().audit(run_id=waiting.run_id)] == ["hold", "release"]
+
+
+def test_the_project_queue_never_starts_a_held_run(project):
+    """Dagster's own counter, which the queue daemon asks before it starts a queued run."""
+    from dagster._utils.tags import TagConcurrencyLimitsCounter
+
+    from medallion_assets.adapters.headless import instance_settings
+
+    defs, _plane, _resources = project
+    profiles = load_catalog(defs.resources["control"].project_root, use_cache=False).profiles
+    settings = yaml.safe_load(instance_settings(profiles).split("\n", 1)[1])
+    limits = settings["run_coordinator"]["config"]["tag_concurrency_limits"]
+    assert {"key": HOLD_TAG, "value": "yes", "limit": 0} in limits
+    counter = TagConcurrencyLimitsCounter(limits, [])
+    held = dg.DagsterRun(job_name="x", tags={HOLD_TAG: "yes"})
+    assert counter.is_blocked(held)
+    assert not counter.is_blocked(dg.DagsterRun(job_name="x", tags={HOLD_TAG: "no"}))
