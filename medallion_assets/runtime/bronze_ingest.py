@@ -26,6 +26,7 @@ from medallion_assets.runtime.intake import (
     readable_entries,
     require_readable,
 )
+from medallion_assets.runtime.lake import staged_rows
 from medallion_assets.runtime.raw_files import file_columns
 from medallion_assets.runtime.schema_drift import detect, evolved_columns, evolved_digest
 from medallion_assets.runtime.spark_sql import SparkScript, spark_script, view_name
@@ -275,7 +276,7 @@ def _publish(
     quarantine_table = f"{dataset.name}__quarantine"
     q_staging, q_staged = lake.stage_frame(quarantine, quarantine_table, partition)
     try:
-        quarantined = q_staged.count()
+        quarantined = staged_rows(q_staging)
         checks = run.check_context(q_staged, records_read)
         staged = Staged(*lake.stage_frame(script.run(run.session), dataset.name, partition))
 

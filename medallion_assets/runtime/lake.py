@@ -125,12 +125,18 @@ class Lake:
 
     def current_paths(self, table: str, partitions: list[str] | None = None) -> list[Path]:
         """Folders holding the current data: one per partition, or the table's one."""
+        return [self.version_path(v) for v in self.current_versions(table, partitions)]
+
+    def current_versions(
+        self, table: str, partitions: list[str] | None = None
+    ) -> list[TableVersion]:
+        """The current versions: one per partition (those that have one), or the table's one."""
         if self.is_partitioned(table):
             wanted = self.partitions(table) if partitions is None else partitions
             versions = [self.current(table, p) for p in wanted]
         else:
             versions = [self.current(table)]
-        return [self.version_path(v) for v in versions if v is not None]
+        return [v for v in versions if v is not None]
 
     def versions(self, table: str, partition: str | None = None) -> list[str]:
         folder = self.table_dir(table, partition) / "versions"
@@ -188,11 +194,13 @@ class Lake:
     ) -> tuple[Path, DataFrame]:
         """Write a Spark DataFrame to a fresh staging folder; (folder, the staged data read back).
 
-        Checks and row counts then run on exactly what would be published.
+        Checks and row counts then run on exactly what would be published. The files are read
+        back with the schema they were written with (Spark reads every column as nullable), so
+        reading them starts no schema-inference job.
         """
         staging = self.new_staging(table, partition)
         frame.write.mode("overwrite").parquet(str(staging))
-        return staging, frame.sparkSession.read.parquet(str(staging))
+        return staging, frame.sparkSession.read.schema(frame.schema).parquet(str(staging))
 
     def discard(self, staging: Path) -> None:
         shutil.rmtree(staging, ignore_errors=True)
@@ -259,3 +267,11 @@ def _atomic_write(path: Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def staged_rows(staging: Path) -> int:
+    """Rows in the Parquet files Spark wrote to ``staging``, from their footers (no Spark job)."""
+    import pyarrow.parquet as pq
+
+    files = [p for p in staging.rglob("*.parquet") if not p.name.startswith(("_", "."))]
+    return sum(pq.ParquetFile(p).metadata.num_rows for p in files)

@@ -8,6 +8,7 @@ views, run the SQL, write to staging, validate, publish atomically.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +24,7 @@ from medallion_assets.checks.validation import (
 )
 from medallion_assets.lineage.statement import parse_statement
 from medallion_assets.planner.diagnosis import headline
-from medallion_assets.runtime.lake import Lake, TableVersion
+from medallion_assets.runtime.lake import Lake, TableVersion, staged_rows
 from medallion_assets.runtime.merge import merge_errors, merge_frame
 from medallion_assets.runtime.spark_sql import spark_script, view_name
 from medallion_assets.runtime.table_run import TableRun
@@ -183,7 +184,7 @@ def publish_checked(
     # caching the frame first cost more than all the checks' reads together (bench F).
     validation = Validation()
     try:
-        rows = staged.frame.count()
+        rows = staged_rows(staging)
         if checks is not None:
             validation = validate_frame(staged.frame, checks, total=rows)
             if validation.blocking_failures:
@@ -203,7 +204,8 @@ def publish_checked(
             inputs,
             rows,
             run.run_id,
-            {**(extra or {}), "checks": validation.as_json()},
+            # The schema the next reads of this version take instead of inferring one (a job).
+            {**(extra or {}), "checks": validation.as_json(), "schema": staged.frame.schema.json()},
         )
     except ChecksFailed as failed:
         rejected_marker(staging, failed.validation, dataset.code_version, inputs)
@@ -221,12 +223,13 @@ def register_inputs(
     """Register each upstream table's published version as a temp view; returns table -> view."""
     views: dict[str, str] = {}
     for upstream in dataset.upstream:
-        paths = _input_paths(lake, catalog, dataset, upstream, partition)
-        if not paths:
+        versions = _input_versions(lake, catalog, dataset, upstream, partition)
+        if not versions:
             raise MissingInput(f"{upstream} has no published version: materialize it first")
+        paths = [lake.version_path(v) for v in versions]
         view = view_name(upstream)
         try:
-            frame = spark.read.parquet(*[str(p) for p in paths])
+            frame = read_versions(spark, versions, paths)
         except Exception as error:  # Spark's text may not say which table or folder it read
             raise UnreadableInput(
                 f"{upstream}: its published version at {', '.join(str(p) for p in paths)} "
@@ -237,12 +240,28 @@ def register_inputs(
     return views
 
 
-def _input_paths(
+def read_versions(
+    spark: SparkSession, versions: list[TableVersion], paths: list[Path]
+) -> DataFrame:
+    """The data of published versions: read with the schema recorded when they were published
+    when they all recorded the same one (no schema-inference job per read); else, as for a
+    version published before schemas were recorded or days of a table whose schema evolved,
+    with the schema Spark infers."""
+    recorded = {v.extra.get("schema") for v in versions}
+    reader = spark.read
+    if len(recorded) == 1 and (schema := recorded.pop()) is not None:
+        from pyspark.sql.types import StructType
+
+        reader = reader.schema(StructType.fromJson(json.loads(schema)))
+    return reader.parquet(*[str(p) for p in paths])
+
+
+def _input_versions(
     lake: Lake, catalog: Catalog, dataset: Dataset, upstream: str, partition: str | None
-) -> list[Path]:
+) -> list[TableVersion]:
     if lake.is_partitioned(upstream) and _same_partitions(catalog, dataset, upstream):
-        return lake.current_paths(upstream, [partition] if partition else None)
-    return lake.current_paths(upstream)
+        return lake.current_versions(upstream, [partition] if partition else None)
+    return lake.current_versions(upstream)
 
 
 def _label(partition: str | None) -> str:

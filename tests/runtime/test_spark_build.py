@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -228,3 +229,44 @@ def test_sql_in_another_dialect_is_transpiled_to_spark(spark, project, tmp_path)
     build_table(table_run(spark, lake, catalog, catalog.datasets["gold.revenue"]))
     revenue = read_table("gold.revenue", lake_root=lake.root)
     assert revenue.to_dict("records") == [{"country": "DE", "revenue": 4, "code_length": 2}]
+
+
+def jobs_during(spark, work) -> tuple[int, object]:
+    """Spark jobs started while ``work`` runs (its own job group)."""
+    tracker, group = spark.sparkContext.statusTracker(), "read-versions-under-test"
+    spark.sparkContext.setJobGroup(group, "test")
+    try:
+        result = work()
+    finally:
+        spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+    return len(tracker.getJobIdsForGroup(group)), result
+
+
+def test_a_published_version_records_its_schema_and_is_read_with_it(spark, project):
+    """Reading an input starts no schema-inference job; the rows counted from the Parquet
+    footers are the rows published; versions whose schemas differ are read as Spark infers."""
+    from medallion_assets.runtime.lake import staged_rows
+    from medallion_assets.runtime.table_build import read_versions
+
+    catalog, store, lake, _ = project
+    store.put("minimal-raw", "orders/a.jsonl", orders({"order_id": 1, "amount": 10}))
+    run_bronze(spark, project)
+    silver = build_table(table_run(spark, lake, catalog, catalog.datasets["silver.orders_clean"]))
+    version = lake.current("silver.orders_clean")
+    assert version is not None and silver.version.rows == 1
+    recorded = json.loads(version.extra["schema"])
+    assert [f["name"] for f in recorded["fields"]] == spark.read.parquet(
+        str(lake.version_path(version))
+    ).columns
+    assert staged_rows(lake.version_path(version)) == 1
+
+    path = lake.version_path(version)
+    jobs, frame = jobs_during(spark, lambda: read_versions(spark, [version], [path]))
+    assert jobs == 0 and frame.schema == spark.read.parquet(str(path)).schema
+    assert frame.count() == 1
+
+    # a version without a recorded schema (published before they were), or two that differ:
+    # Spark infers one, which starts a job
+    older = replace(version, extra={})
+    jobs, frame = jobs_during(spark, lambda: read_versions(spark, [older], [path]))
+    assert jobs >= 1 and frame.count() == 1
