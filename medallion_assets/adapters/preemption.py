@@ -17,7 +17,8 @@ Each tick (every few seconds, in the daemon):
    its systems (a re-queued one included) is held: tagged ``medallion/held=yes``, which the
    project's queue never starts (a tag limit of 0), audited as ``hold``; released (``no``,
    audited as ``release``) once the claim ends. So the load does not come back beside the
-   critical run the moment it has started.
+   critical run the moment it has started. The project's run coordinator does the same as it
+   queues each run (``hold_queued``), so no run slips out of the queue between two ticks.
 """
 
 import json  # no "from __future__ import annotations": Dagster reads the hints
@@ -105,6 +106,18 @@ def build_priority_sensor(catalog: Catalog, jobs: list[Any]) -> dg.SensorDefinit
         )
 
     return _priorities
+
+
+def hold_queued(catalog: Catalog, plane: ControlPlane, instance: dg.DagsterInstance) -> list[str]:
+    """Hold (or release) the queued runs as the claims of the runs queued or in progress whose
+    profile pre-empts decide; what changed. The project's run coordinator calls it as each run
+    is queued, so a focus run holds the lower runs still queued at once, before the queue can
+    start one, and a lower run queued while a focus run claims its systems never starts."""
+    queued = _stamped(catalog, plane, instance)
+    _running, started = _in_progress(catalog, plane, instance)
+    return _hold(
+        instance, plane, queued, holds([q for q in queued if q.preempts] + started, queued)
+    )
 
 
 def _stamped(

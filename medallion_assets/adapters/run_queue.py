@@ -1,6 +1,7 @@
 """The project instance's run coordinator: Dagster's queued run coordinator that gives a run
 submitted without ``medallion/profile`` (launched from the UI, a backfill's run) the
-``dagster/priority`` and ``medallion/profile`` its request would have had, before it is queued.
+``dagster/priority`` and ``medallion/profile`` its request would have had, before it is queued,
+and, once it is queued, applies focus holds to every queued run (``preemption.hold_queued``).
 
 Requests of the project carry them already (``adapters.priority``); the ``run_priorities``
 sensor tags what reached the queue some other way (an instance without this coordinator).
@@ -75,7 +76,22 @@ class PriorityRunCoordinator(QueuedRunCoordinator):
             else:
                 if tags:
                     self._instance.add_run_tags(run.run_id, tags)
-        return super().submit_run(context)
+        queued = super().submit_run(context)
+        try:
+            self.hold_queued()
+        except Exception as error:  # the sensor's next tick holds them; never refuse a launch
+            logging.getLogger(__name__).warning("queued runs not held at once: %s", error)
+        return queued
+
+    def hold_queued(self) -> list[str]:
+        """Focus holds at once, as the run is queued (``adapters.preemption.hold_queued``)."""
+        from medallion_assets.adapters.preemption import hold_queued
+        from medallion_assets.catalog import load_catalog
+        from medallion_assets.control.plane import ControlPlane
+
+        catalog = load_catalog(self.project_root)
+        plane = ControlPlane.from_env(os.environ, self.project_root)
+        return hold_queued(catalog, plane, self._instance)
 
     def priority_tags(self, run: DagsterRun) -> dict[str, str]:
         """The tags of a request of the project for the run's tables (none: not its run)."""

@@ -249,3 +249,28 @@ def test_the_project_queue_never_starts_a_held_run(project):
     held = dg.DagsterRun(job_name="x", tags={HOLD_TAG: "yes"})
     assert counter.is_blocked(held)
     assert not counter.is_blocked(dg.DagsterRun(job_name="x", tags={HOLD_TAG: "no"}))
+
+
+def test_queueing_a_focus_run_holds_the_lower_runs_already_queued_at_once(project):
+    """The project's coordinator applies the holds as it queues a run: a lower run queued before
+    the focus run cannot start in the seconds before the sensor's next tick."""
+    from dagster._core.run_coordinator import SubmitRunContext
+
+    from medallion_assets.adapters.headless import project_instance
+
+    defs, plane, _resources = project
+    root = defs.resources["control"].project_root
+    ProfileOverrides(plane.store()).set("finance", "focus", "month-end close", "oncall")
+    profiles = load_catalog(root, use_cache=False).profiles
+    with project_instance(root, {}, profiles) as instance:
+        low = run_of(defs, instance, "reports")
+        instance.run_coordinator.submit_run(SubmitRunContext(low, workspace=None))
+        assert HOLD_TAG not in instance.get_run_by_id(low.run_id).tags  # nothing claims yet
+        critical = run_of(defs, instance, "finance")
+        instance.run_coordinator.submit_run(SubmitRunContext(critical, workspace=None))
+        assert instance.get_run_by_id(low.run_id).tags[HOLD_TAG] == "yes"
+        assert HOLD_TAG not in instance.get_run_by_id(critical.run_id).tags
+        (held,) = [e for e in plane.store().audit(run_id=low.run_id) if e.kind == "hold"]
+        assert f"held while run {critical.run_id} (priority 10, profile focus) waits" in (
+            held.message
+        )
