@@ -198,6 +198,9 @@ BUILTIN_CLASSES: tuple[ErrorClass, ...] = (
             r"|CANNOT_READ_FILE_FOOTER|Could not read footer|Couldn't deserialize thrift"
             r"|ChecksumException|Checksum error: file:|Unexpected end of stream"
             r"|\[UNABLE_TO_INFER_SCHEMA\] Unable to infer schema for Parquet"
+            # a damaged footer met while a job reads the file (no inference: recorded schema)
+            r"|footer is too large: -?\d+ ?to be read|\(length is too low: \d+\)"
+            r"|rows in its Parquet files, not the \d+ published"
         ),
         fix="the file or object named is corrupt or truncated: re-deliver a raw object under "
         "its key, or remove a lake table's damaged version folder so the next run rebuilds it",

@@ -273,5 +273,12 @@ def staged_rows(staging: Path) -> int:
     """Rows in the Parquet files Spark wrote to ``staging``, from their footers (no Spark job)."""
     import pyarrow.parquet as pq
 
-    files = [p for p in staging.rglob("*.parquet") if not p.name.startswith(("_", "."))]
-    return sum(pq.ParquetFile(p).metadata.num_rows for p in files)
+    rows = 0
+    for path in sorted(staging.rglob("*.parquet")):
+        if path.name.startswith(("_", ".")):
+            continue
+        try:
+            rows += pq.ParquetFile(path).metadata.num_rows
+        except Exception as error:  # pyarrow's message does not say which file
+            raise ValueError(f"{path.name}: {error}") from error
+    return rows

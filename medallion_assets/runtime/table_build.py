@@ -243,10 +243,19 @@ def register_inputs(
 def read_versions(
     spark: SparkSession, versions: list[TableVersion], paths: list[Path]
 ) -> DataFrame:
-    """The data of published versions: read with the schema recorded when they were published
-    when they all recorded the same one (no schema-inference job per read); else, as for a
-    version published before schemas were recorded or days of a table whose schema evolved,
-    with the schema Spark infers."""
+    """The data of published versions, once their files' footers add up to the rows
+    published: read with the schema recorded at publish when they all recorded the same one (no
+    schema-inference job per read); else, as for a version published before schemas were
+    recorded or days of a table whose schema evolved, with the schema Spark infers."""
+    for version, path in zip(versions, paths, strict=True):
+        # Spark reads a zero-byte file as no rows and a deleted one not at all: the footers must
+        # add up to the rows published (a damaged footer raises here, naming the file).
+        found = staged_rows(path)
+        if found != version.rows:
+            raise ValueError(
+                f"{found} rows in its Parquet files, not the {version.rows} published "
+                "(a file is missing or damaged)"
+            )
     recorded = {v.extra.get("schema") for v in versions}
     reader = spark.read
     if len(recorded) == 1 and (schema := recorded.pop()) is not None:

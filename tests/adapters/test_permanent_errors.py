@@ -58,13 +58,18 @@ def assert_one_attempt(log: list, code: str) -> None:
     assert log[2].message == f"{SILVER}: failed fast: {code}, not retried"
 
 
-@pytest.mark.parametrize("damage", ["truncated", "zero bytes"])
+@pytest.mark.parametrize("damage", ["truncated", "zero bytes", "deleted"])
 def test_a_corrupt_lake_file_fails_in_one_attempt_naming_it(spark, project, damage):
+    """Spark alone would read a zero-byte or deleted file as no rows: the published row count
+    and the files' footers must agree before a step reads a version."""
     _job, _instance, lake, _plane = project
     folder = lake.version_path(lake.current("bronze.orders"))
     part = next(folder.glob("part-*.parquet"))
     data = part.read_bytes()
-    part.write_bytes(data[: len(data) // 2] if damage == "truncated" else b"")
+    if damage == "deleted":
+        part.unlink()
+    else:
+        part.write_bytes(data[: len(data) // 2] if damage == "truncated" else b"")
     (folder / f".{part.name}.crc").unlink(missing_ok=True)  # damaged outside Spark's knowledge
 
     description, log = build_silver_once(project)
