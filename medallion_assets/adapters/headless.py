@@ -235,17 +235,20 @@ def _run(
             ended = handler.wait_for(waited_for, beside_over)
             _after_days(catalog, steps, after_days, ended, executor, log)
 
-        def each_day(executor: ThreadedExecutor = by_day, then: bool = True) -> None:
+        def each_day(executor: ThreadedExecutor) -> None:
             for day in days:
                 log(f"materializing {len(daily)} daily table(s) for {day} ...")
                 steps.execute(daily, day, executor)
-            if then and after_days:
-                after_the_days(executor)
+
+        def days_then_their_readers() -> None:
+            each_day(by_day)
+            if after_days:
+                after_the_days(by_day)
 
         side_by_side = _side_by_side(instance)
         if not side_by_side:
-            each_day(rest, then=False)
-        with _beside(each_day if days and side_by_side else None):
+            each_day(rest)
+        with _beside(days_then_their_readers if days and side_by_side else None):
             try:
                 if beside:
                     log(f"materializing {len(beside)} table(s) ...")

@@ -137,7 +137,8 @@ def _stamped(
         profile = tags[PROFILE_TAG]
         preempts = _preempts(catalog, profile)
         pools = frozenset(catalog.datasets[t].system for t in tables)
-        queued.append(QueuedRun(run.run_id, _priority(tags), profile, pools, preempts))
+        held = tags.get(HOLD_TAG) == "yes"
+        queued.append(QueuedRun(run.run_id, _priority(tags), profile, pools, preempts, held=held))
     return queued
 
 
@@ -185,20 +186,17 @@ def _hold(
     """Tag each queued run held or released where that changed, audited; what was done."""
     said = []
     for waiting in queued:
-        run = instance.get_run_by_id(waiting.run_id)
-        if run is None:
-            continue
-        now, hold = run.tags.get(HOLD_TAG) == "yes", held.get(waiting.run_id)
-        if hold is not None and not now:
-            instance.add_run_tags(run.run_id, {HOLD_TAG: "yes"})
-            message = f"run {run.run_id} (priority {waiting.priority}) {hold.describe()}"
+        run_id, hold = waiting.run_id, held.get(waiting.run_id)
+        if hold is not None and not waiting.held:
+            instance.add_run_tags(run_id, {HOLD_TAG: "yes"})
+            message = f"run {run_id} (priority {waiting.priority}) {hold.describe()}"
             details = {"by": hold.by.run_id, "pools": list(hold.pools)}
-            plane.store().record("hold", "run", message, run_id=run.run_id, details=details)
+            plane.store().record("hold", "run", message, run_id=run_id, details=details)
             said.append(message)
-        elif hold is None and now:
-            instance.add_run_tags(run.run_id, {HOLD_TAG: "no"})
-            message = f"run {run.run_id} released: no run of higher priority claims its systems"
-            plane.store().record("release", "run", message, run_id=run.run_id)
+        elif hold is None and waiting.held:
+            instance.add_run_tags(run_id, {HOLD_TAG: "no"})
+            message = f"run {run_id} released: no run of higher priority claims its systems"
+            plane.store().record("release", "run", message, run_id=run_id)
             said.append(message)
     return said
 

@@ -36,6 +36,7 @@ class QueuedRun:
     pools: frozenset[str]  # the systems its tables run in
     preempts: bool  # its profile's preempt_low_priority
     started: bool = False  # in progress (its pools: the tables it has not finished), not queued
+    held: bool = False  # queued and held back by a claim already (tagged medallion/held=yes)
 
 
 @dataclass(frozen=True)

@@ -226,27 +226,25 @@ def register_inputs(
         versions = _input_versions(lake, catalog, dataset, upstream, partition)
         if not versions:
             raise MissingInput(f"{upstream} has no published version: materialize it first")
-        paths = [lake.version_path(v) for v in versions]
         view = view_name(upstream)
         try:
-            frame = read_versions(spark, versions, paths)
+            frame = read_versions(spark, lake, versions)
         except Exception as error:  # Spark's text may not say which table or folder it read
+            folders = ", ".join(str(lake.version_path(v)) for v in versions)
             raise UnreadableInput(
-                f"{upstream}: its published version at {', '.join(str(p) for p in paths)} "
-                f"cannot be read: {headline(error)}"
+                f"{upstream}: its published version at {folders} cannot be read: {headline(error)}"
             ) from error
         frame.createOrReplaceTempView(view)
         views[upstream] = view
     return views
 
 
-def read_versions(
-    spark: SparkSession, versions: list[TableVersion], paths: list[Path]
-) -> DataFrame:
+def read_versions(spark: SparkSession, lake: Lake, versions: list[TableVersion]) -> DataFrame:
     """The data of published versions, once their files' footers add up to the rows
     published: read with the schema recorded at publish when they all recorded the same one (no
     schema-inference job per read); else, as for a version published before schemas were
     recorded or days of a table whose schema evolved, with the schema Spark infers."""
+    paths = [lake.version_path(v) for v in versions]
     for version, path in zip(versions, paths, strict=True):
         # Spark reads a zero-byte file as no rows and a deleted one not at all: the footers must
         # add up to the rows published (a damaged footer raises here, naming the file).

@@ -261,12 +261,12 @@ def test_a_published_version_records_its_schema_and_is_read_with_it(spark, proje
     assert staged_rows(lake.version_path(version)) == 1
 
     path = lake.version_path(version)
-    jobs, frame = jobs_during(spark, lambda: read_versions(spark, [version], [path]))
+    jobs, frame = jobs_during(spark, lambda: read_versions(spark, lake, [version]))
     assert jobs == 0 and frame.schema == spark.read.parquet(str(path)).schema
     assert frame.count() == 1
 
     # a version without a recorded schema (published before they were), or two that differ:
     # Spark infers one, which starts a job
     older = replace(version, extra={})
-    jobs, frame = jobs_during(spark, lambda: read_versions(spark, [older], [path]))
+    jobs, frame = jobs_during(spark, lambda: read_versions(spark, lake, [older]))
     assert jobs >= 1 and frame.count() == 1
