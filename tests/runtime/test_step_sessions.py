@@ -65,10 +65,22 @@ def test_steps_on_threads_keep_their_views_settings_and_pools_apart(spark, tmp_p
     assert step_session(spark, settings, "x").conf.get("spark.sql.shuffle.partitions") == "3"
 
 
-SLOW_QUERY = (  # ~20 s of one-second tasks: long enough to be running when cancelled
-    "SELECT count(*) AS n FROM (SELECT /*+ REPARTITION(20) */ id FROM range(20)) "
+SLOW_QUERY = (  # twenty one-second tasks in the query's first stage: running when cancelled
+    "SELECT count(*) AS n FROM range(0, 20, 1, 20) "
     "WHERE coalesce(reflect('java.lang.Thread', 'sleep', CAST(1000 AS BIGINT)), '') <> 'x'"
 )
+
+
+def _sleeping(tracker, group: str) -> bool:
+    """A job of ``group`` has tasks running now (not a short job between two of its jobs:
+    cancelling by tag then would find nothing to cancel and the next job would run)."""
+    for job_id in tracker.getJobIdsForGroup(group):
+        job = tracker.getJobInfo(job_id)
+        if job is not None and job.status == "RUNNING":
+            stages = (tracker.getStageInfo(s) for s in job.stageIds)
+            if any(stage is not None and stage.numActiveTasks > 0 for stage in stages):
+                return True
+    return False
 
 
 @pytest.mark.slow
@@ -79,23 +91,30 @@ def test_cancelling_a_runs_jobs_leaves_the_jobs_of_a_run_beside_it(spark, tmp_pa
     outcome: dict[str, str] = {}
     started = threading.Barrier(3)
 
-    def step(run_id: str) -> None:
-        session = step_session(spark, settings, "normal", run_job_tag(run_id))
+    def step(run_id: str, pool: str) -> None:
+        # two pools: inside one (FIFO) the first job's tasks would take both cores here
+        session = step_session(spark, settings, pool, run_job_tag(run_id))
+        # a group only to watch the run's jobs by; the cancel goes by the step's tag
+        session.sparkContext.setJobGroup(run_id, run_id, interruptOnCancel=True)
         started.wait()
         try:
             outcome[run_id] = str(session.sql(SLOW_QUERY).collect()[0].n)
         except Exception as error:  # the cancelled one
             outcome[run_id] = "cancelled" if "cancel" in str(error).lower() else str(error)
 
-    threads = [threading.Thread(target=step, args=(r,)) for r in ("run-a", "run-b")]
+    threads = [
+        threading.Thread(target=step, args=(r, p))
+        for r, p in (("run-a", "low"), ("run-b", "normal"))
+    ]
     for thread in threads:
         thread.start()
     started.wait()
     tracker = spark.sparkContext.statusTracker()
     deadline = time.monotonic() + 60
-    while len(tracker.getActiveJobsIds()) < 2 and time.monotonic() < deadline:
-        time.sleep(0.2)  # until both runs' jobs are running
-    assert len(tracker.getActiveJobsIds()) >= 2, "the two jobs never ran at the same time"
+    both = ("run-a", "run-b")
+    while not all(_sleeping(tracker, r) for r in both) and time.monotonic() < deadline:
+        time.sleep(0.2)  # until both runs' tasks are running
+    assert all(_sleeping(tracker, r) for r in both), "the two jobs never ran at the same time"
     _cancel_spark_jobs("run-a")  # what a terminated run does
     for thread in threads:
         thread.join()
