@@ -207,6 +207,7 @@ def run_scenario(scenario: Scenario, tmp: Path, data: ShopData, template: Path) 
     from medallion_assets.catalog import load_catalog
     from medallion_assets.planner.scheduling import system_limits
     from medallion_assets.runtime.lake import Lake
+    from medallion_assets.settings import MedallionSettings
 
     catalog = load_catalog(data.project)
     work = tmp / scenario.name
@@ -214,8 +215,10 @@ def run_scenario(scenario: Scenario, tmp: Path, data: ShopData, template: Path) 
     days = Lake(work / "home" / "lake").partitions("bronze.user_events")[-LOAD_RUNS:]
     dagster_home = work / "dagster"
     dagster_home.mkdir(parents=True)
-    (dagster_home / "dagster.yaml").write_text(instance_settings(catalog.profiles, data.project))
     env = run_env(work / "home", data.s3_root)
+    slots = MedallionSettings.from_env(env, data.project).run_slots()  # as project_instance
+    settings = instance_settings(catalog.profiles, data.project, slots)
+    (dagster_home / "dagster.yaml").write_text(settings)
     env.update(
         MEDALLION_PROJECT=str(data.project),
         PYSPARK_PYTHON=sys.executable,

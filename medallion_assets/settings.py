@@ -150,6 +150,18 @@ class MedallionSettings(BaseModel):
         "auto, quick or full",
         alias="MEDALLION_SPARK_JIT",
     )
+    # Every run of the instance's queue starts a Spark driver of its own; with a local master
+    # they all share this machine's cores (bench H: four runs side by side on 2 cores made the
+    # critical run 5.7x slower than alone).
+    local_spark_runs: int | None = _setting(
+        None,
+        "half the machine's cores, at least 1",
+        "runs the project's instance starts at once when Spark is `local` (each run's driver "
+        "runs on this machine); not applied to a cluster or Spark Connect",
+        "a whole number of at least 1, e.g. 2",
+        alias="MEDALLION_LOCAL_SPARK_RUNS",
+        ge=1,
+    )
     spark_log: Path | None = _setting(
         None,
         "unset (`medallion run`: `$MEDALLION_HOME/logs/spark.log`)",
@@ -244,6 +256,23 @@ class MedallionSettings(BaseModel):
     def workers(self) -> int:
         """Steps of a run at a time: ``max_workers``, else the machine's cores."""
         return self.max_workers if self.max_workers is not None else os.cpu_count() or 1
+
+    def run_slots(self, cores: int | None = None) -> int | None:
+        """Runs the instance's queue may start at once for this machine: ``local_spark_runs``
+        (else half of ``cores``, the machine's by default, at least 1) when each run's Spark is
+        a ``local`` driver here; None (the profiles decide alone) for a cluster or Spark
+        Connect, whose capacity is not this machine's.
+
+        >>> MedallionSettings.from_env({}, Path("/p")).run_slots(cores=2)
+        1
+        >>> MedallionSettings.from_env({"MEDALLION_SPARK_MASTER": "spark://h:7077"}).run_slots(8)
+        """
+        if self.spark_remote or not self.spark_master.startswith("local"):
+            return None
+        if self.local_spark_runs is not None:
+            return self.local_spark_runs
+        count = cores if cores is not None else (os.cpu_count() or 1)
+        return max(1, count // 2)
 
     @property
     def lake_root(self) -> Path:

@@ -99,19 +99,30 @@ WRITTEN_BY = (
 )
 
 
-def instance_settings(profiles: ProfilesFile | None, project_root: Path | None = None) -> str:
+def instance_settings(
+    profiles: ProfilesFile | None,
+    project_root: Path | None = None,
+    run_slots: int | None = None,
+) -> str:
     """The project instance's dagster.yaml: ``INSTANCE_SETTINGS`` and Dagster's queued run
     coordinator, which starts queued runs highest ``dagster/priority`` first (the tag every
     request of the project carries), at most the largest ``max_concurrent_runs`` of the
-    profiles at once, and at most each profile's own ``max_concurrent_runs`` of the runs tagged
-    with it. With ``project_root``, the coordinator also tags the runs launched without a
-    priority (``adapters.run_queue``)."""
+    profiles at once (and at most ``run_slots``, the machine's room for runs of a local Spark:
+    ``MedallionSettings.run_slots``), and at most each profile's own ``max_concurrent_runs`` of
+    the runs tagged with it. With ``project_root``, the coordinator also tags the runs launched
+    without a priority (``adapters.run_queue``)."""
     config: dict[str, object] = {}
     if project_root is not None:
         config["project_root"] = str(Path(project_root).resolve())
-    if profiles is not None:
-        limits = {n: p.settings.max_concurrent_runs for n, p in sorted(profiles.profiles.items())}
-        config["max_concurrent_runs"] = max(limits.values())
+    limits = (
+        {n: p.settings.max_concurrent_runs for n, p in sorted(profiles.profiles.items())}
+        if profiles is not None
+        else {}
+    )
+    caps = [*([max(limits.values())] if limits else []), *([run_slots] if run_slots else [])]
+    if caps:
+        config["max_concurrent_runs"] = min(caps)
+    if limits:
         config["tag_concurrency_limits"] = [
             {"key": PROFILE_TAG, "value": name, "limit": limit} for name, limit in limits.items()
         ] + [{"key": HOLD_TAG, "value": "yes", "limit": 0}]  # held back by a focus run
@@ -142,12 +153,15 @@ def project_instance(
     profiles: ProfilesFile | None = None,
 ) -> dg.DagsterInstance:
     """The persistent instance ``medallion run`` records into (see ``dagster_home``), its
-    dagster.yaml written with ``instance_settings(profiles, project_root)`` when it does not
-    exist yet, or brought up to date when this project wrote it."""
+    dagster.yaml written with ``instance_settings`` (the profiles' run limits, and the machine's
+    room for runs of a local Spark from the settings in ``env``) when it does not exist yet, or
+    brought up to date when this project wrote it."""
+    env = os.environ if env is None else env
     home = dagster_home(project_root, env)
     home.mkdir(parents=True, exist_ok=True)
     config = home / "dagster.yaml"
-    wanted = instance_settings(profiles, project_root)
+    slots = MedallionSettings.from_env(env, project_root).run_slots()
+    wanted = instance_settings(profiles, project_root, slots)
     if not config.exists() or (
         config.read_text().startswith(WRITTEN_BY) and config.read_text() != wanted
     ):

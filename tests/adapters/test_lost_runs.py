@@ -20,6 +20,7 @@ from medallion_assets.adapters.lost_runs import (
     process_start,
     process_tags,
 )
+from medallion_assets.settings import MedallionSettings
 
 
 @dg.op
@@ -89,4 +90,5 @@ def test_the_project_instance_enables_run_monitoring(tmp_path):
         assert instance.run_monitoring_max_resume_run_attempts == 0
         assert instance.run_monitoring_start_timeout_seconds == 180
     written = (tmp_path / ".medallion" / "dagster" / "dagster.yaml").read_text()
-    assert written == instance_settings(None, tmp_path)
+    slots = MedallionSettings.from_env({}, tmp_path).run_slots()
+    assert written == instance_settings(None, tmp_path, slots)

@@ -45,7 +45,8 @@ def test_the_project_instance_queues_runs_by_priority_within_the_profiles_limits
     from dagster._core.run_coordinator import QueuedRunCoordinator
 
     profiles = demo_catalog.profiles  # balanced: 6 concurrent runs, focus: 10
-    with project_instance(tmp_path, {}, profiles) as instance:
+    cluster = {"MEDALLION_SPARK_MASTER": "spark://127.0.0.1:7077"}  # not this machine's cores
+    with project_instance(tmp_path, cluster, profiles) as instance:
         coordinator = instance.run_coordinator
         assert isinstance(coordinator, QueuedRunCoordinator)
         assert coordinator.get_run_queue_config().max_concurrent_runs == 10
@@ -69,8 +70,24 @@ def test_the_project_instance_queues_runs_by_priority_within_the_profiles_limits
             }
         }
     )
-    with project_instance(tmp_path, {}, calmer) as instance:
+    with project_instance(tmp_path, cluster, calmer) as instance:
         assert instance.run_coordinator.get_run_queue_config().max_concurrent_runs == 2
+
+
+def test_with_a_local_spark_the_instance_starts_no_more_runs_than_the_machine_holds(
+    tmp_path: Path, demo_catalog
+):
+    """Each run of the queue starts its own local Spark driver on this machine: the queue's
+    limit is the machine's room for runs, the profiles' limits below it unchanged."""
+    env = {"MEDALLION_LOCAL_SPARK_RUNS": "1"}
+    with project_instance(tmp_path, env, demo_catalog.profiles) as instance:
+        queue = instance.run_coordinator.get_run_queue_config()
+        assert queue.max_concurrent_runs == 1
+        assert ("medallion/profile", "focus", 10) in {
+            (x["key"], x["value"], x["limit"]) for x in queue.tag_concurrency_limits
+        }
+    with project_instance(tmp_path, {"MEDALLION_SPARK_REMOTE": "sc://127.0.0.1:15002"}) as inst:
+        assert inst.run_coordinator.get_run_queue_config().max_concurrent_runs == 10  # Dagster's
 
 
 @pytest.mark.slow
@@ -78,6 +95,7 @@ def test_runs_of_medallion_run_are_the_runs_dagster_dev_shows(tmp_path: Path, mo
     root, _ = minimal_project(tmp_path, monkeypatch, {"order_id": 1, "amount": 5.0})
     (root / "metadata" / "profiles.yaml").write_text(PROFILES)  # balanced: high -> 2
     monkeypatch.delenv("DAGSTER_HOME", raising=False)
+    monkeypatch.setenv("MEDALLION_LOCAL_SPARK_RUNS", "4")  # the profiles' limit, on any machine
 
     result = CliRunner().invoke(cli, ["run", "--project", str(root)])
     assert result.exit_code == 0, result.output
@@ -87,7 +105,7 @@ def test_runs_of_medallion_run_are_the_runs_dagster_dev_shows(tmp_path: Path, mo
     # systems.yaml's max_concurrent_jobs became the instance's pool limits, with no hand-run
     # `dagster instance concurrency set`, and the run's steps ran under them.
     assert "pool limits from systems.yaml: s3_raw 2, warehouse 1" in result.output
-    with project_instance(root, {}, load_catalog(root).profiles) as instance:
+    with project_instance(root, os.environ, load_catalog(root).profiles) as instance:
         # queued runs of dagster dev wait for the profiles' limits; this one ran in-process
         assert instance.run_coordinator.get_run_queue_config().max_concurrent_runs == 2
         limits = instance.event_log_storage.get_pool_limits()

@@ -31,6 +31,7 @@ def test_an_empty_environment_gives_every_default():
     assert (settings.spark_shuffle_partitions, settings.spark_driver_memory) == (4, "2g")
     assert settings.spark_log is None and settings.keep_versions == 3
     assert settings.lock_wait_seconds == 900 and settings.crash_at is None
+    assert settings.run_slots(cores=2) == 1 and settings.run_slots(cores=16) == 8
     assert settings.project is None and settings.secrets == frozenset()
     assert not any(settings.is_set(name) for name in variables())
 
@@ -59,6 +60,7 @@ def test_each_variable_overrides_its_default():
         "MEDALLION_MAX_WORKERS": "3",
         "MEDALLION_SPARK_DRIVER_MEMORY": "512m",
         "MEDALLION_SPARK_JIT": "full",
+        "MEDALLION_LOCAL_SPARK_RUNS": "2",
         "MEDALLION_SPARK_LOG": "/logs/spark.log",
         "MEDALLION_WAREHOUSE_URL": "postgresql://loader:wh-pass@db/analytics",
         "MEDALLION_CONTROL_URL": "postgresql://ctl:ctl-pass@db/control",
@@ -81,6 +83,7 @@ def test_each_variable_overrides_its_default():
     assert settings.project == Path("/elsewhere") and settings.project_root == PROJECT
     assert settings.lock_wait_seconds == 2.5
     assert settings.max_workers == settings.workers == 3
+    assert settings.local_spark_runs == 2 and settings.run_slots() is None  # Spark Connect
     assert settings.crash_at == "lake.published@gold.revenue[2026-01-02]"
     assert all(settings.is_set(name) for name in variables())
     assert {"wh-pass", "ctl-pass", "libpq-pass", "spark-token"} <= settings.secrets
