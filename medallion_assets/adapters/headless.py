@@ -99,6 +99,11 @@ WRITTEN_BY = (
 )
 
 
+# How often the daemon starts queued runs: a tick reads the queued and in-progress runs, a few
+# SQLite queries.
+DEQUEUE_SECONDS = 1
+
+
 def instance_settings(
     profiles: ProfilesFile | None,
     project_root: Path | None = None,
@@ -114,6 +119,8 @@ def instance_settings(
     config: dict[str, object] = {}
     if project_root is not None:
         config["project_root"] = str(Path(project_root).resolve())
+        # Dagster's default is 5 s: a critical run would wait up to that for a free slot.
+        config["dequeue_interval_seconds"] = DEQUEUE_SECONDS
     limits = (
         {n: p.settings.max_concurrent_runs for n, p in sorted(profiles.profiles.items())}
         if profiles is not None

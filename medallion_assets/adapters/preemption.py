@@ -17,11 +17,15 @@ Each tick (every few seconds, in the daemon):
    its systems (a re-queued one included) is held: tagged ``medallion/held=yes``, which the
    project's queue never starts (a tag limit of 0), audited as ``hold``; released (``no``,
    audited as ``release``) once the claim ends. So the load does not come back beside the
-   critical run the moment it has started. The project's run coordinator does the same as it
-   queues each run (``hold_queued``), so no run slips out of the queue between two ticks.
+   critical run the moment it has started.
+
+The project's run coordinator does 2 and 4 as it queues each run (``apply_claims``): a focus
+run does not wait for the next tick to make room, and no run slips out of the queue between two
+ticks. Which runs wait for re-queueing is kept on their tags (``PREEMPTED_TAG``), so a run
+pre-empted by either is re-queued by the sensor.
 """
 
-import json  # no "from __future__ import annotations": Dagster reads the hints
+# no "from __future__ import annotations": Dagster reads the hints
 from typing import Any
 
 import dagster as dg
@@ -50,6 +54,9 @@ from medallion_assets.planner.preemption import (
 from medallion_assets.planner.run_priority import HOLD_TAG, PRIORITY_TAG, PROFILE_TAG
 
 PRIORITY_SENSOR = "run_priorities"
+# On a pre-empted run: "pending" until it is re-queued ("requeued"), and the run it made room for.
+PREEMPTED_TAG = "medallion/preempted"
+PREEMPTED_FOR_TAG = "medallion/preempted_for"
 # A STARTING run is passed over until it has started: terminated while its run worker is still
 # coming up, Dagster ends it FAILURE ("exited unexpectedly"), not CANCELED, and it would come back
 # through the failure relaunch rather than the pre-emption re-queue. The next tick (5 s) sees it.
@@ -74,50 +81,52 @@ def build_priority_sensor(catalog: Catalog, jobs: list[Any]) -> dg.SensorDefinit
     ) -> dg.SensorResult:
         plane = control.plane()
         instance = context.instance
-        pending: dict[str, str] = json.loads(context.cursor) if context.cursor else {}
         queued = _stamped(catalog, plane, instance)
-        done = []
         running, started = _in_progress(catalog, plane, instance)
         claims = [q for q in queued if q.preempts] + started
-        for preemption in preemptions(claims, running):
-            _preempt(instance, plane, preemption)
-            pending[preemption.victim.run_id] = preemption.by.run_id
-            done.append(preemption.describe())
+        done = [_preempt(instance, plane, p) for p in preemptions(claims, running)]
         done += _hold(instance, plane, queued, holds(claims, queued))
-        requests = []
-        for victim, by in sorted(pending.items()):
-            run = instance.get_run_by_id(victim)
-            if run is not None and not run.is_finished:
-                continue
-            by_run = instance.get_run_by_id(by)
-            if by_run is not None and by_run.status == dg.DagsterRunStatus.QUEUED:
-                continue  # re-queued only once the run it made room for has its slot
-            del pending[victim]
-            if run is not None and run.status == dg.DagsterRunStatus.CANCELED:
-                # queued held while the run it made room for still runs: the next ticks release it
-                held = by_run is not None and not by_run.is_finished
-                request = _requeue(catalog, instance, plane, run, by, job_names, held)
-                requests += [request] if request is not None else []
+        requests = _requeues(catalog, instance, plane, job_names)
         said = "; ".join(done) or f"nothing to pre-empt ({len(queued)} queued)"
-        return dg.SensorResult(
-            run_requests=requests,
-            cursor=json.dumps(pending, sort_keys=True),
-            skip_reason=None if requests else said,
-        )
+        return dg.SensorResult(run_requests=requests, skip_reason=None if requests else said)
 
     return _priorities
 
 
-def hold_queued(catalog: Catalog, plane: ControlPlane, instance: dg.DagsterInstance) -> list[str]:
-    """Hold (or release) the queued runs as the claims of the runs queued or in progress whose
-    profile pre-empts decide; what changed. The project's run coordinator calls it as each run
-    is queued, so a focus run holds the lower runs still queued at once, before the queue can
-    start one, and a lower run queued while a focus run claims its systems never starts."""
+def apply_claims(catalog: Catalog, plane: ControlPlane, instance: dg.DagsterInstance) -> list[str]:
+    """Pre-empt and hold as the claims of the runs queued or in progress whose profile
+    pre-empts decide; what was done. The project's run coordinator calls it as each run is
+    queued, so a focus run terminates the lower runs holding its systems and holds those still
+    queued at once, not at the sensor's next tick, and a lower run queued while a focus run
+    claims its systems never starts. The sensor re-queues the pre-empted runs later."""
     queued = _stamped(catalog, plane, instance)
-    _running, started = _in_progress(catalog, plane, instance)
-    return _hold(
-        instance, plane, queued, holds([q for q in queued if q.preempts] + started, queued)
-    )
+    running, started = _in_progress(catalog, plane, instance)
+    claims = [q for q in queued if q.preempts] + started
+    done = [_preempt(instance, plane, p) for p in preemptions(claims, running)]
+    return done + _hold(instance, plane, queued, holds(claims, queued))
+
+
+def _requeues(
+    catalog: Catalog, instance: dg.DagsterInstance, plane: ControlPlane, job_names: set[str]
+) -> list[dg.RunRequest]:
+    """Re-queue requests for the pre-empted runs (``PREEMPTED_TAG`` pending) that have ended,
+    each once the run it made room for has left the queue. Kept on the runs' tags, not in the
+    sensor's cursor: the run coordinator pre-empts too."""
+    requests = []
+    for run in instance.get_runs(filters=dg.RunsFilter(tags={PREEMPTED_TAG: "pending"})):
+        by = run.tags.get(PREEMPTED_FOR_TAG, "")
+        if not run.is_finished:
+            continue
+        by_run = instance.get_run_by_id(by) if by else None
+        if by_run is not None and by_run.status == dg.DagsterRunStatus.QUEUED:
+            continue  # re-queued only once the run it made room for has its slot
+        instance.add_run_tags(run.run_id, {PREEMPTED_TAG: "requeued"})
+        if run.status == dg.DagsterRunStatus.CANCELED:  # else it ended first: nothing to redo
+            # queued held while the run it made room for still runs: the next ticks release it
+            held = by_run is not None and not by_run.is_finished
+            request = _requeue(catalog, instance, plane, run, by, job_names, held)
+            requests += [request] if request is not None else []
+    return requests
 
 
 def _stamped(
@@ -208,11 +217,15 @@ def _priority(tags: Any) -> int:
         return 0
 
 
-def _preempt(instance: dg.DagsterInstance, plane: ControlPlane, preemption: Preemption) -> None:
+def _preempt(instance: dg.DagsterInstance, plane: ControlPlane, preemption: Preemption) -> str:
+    """Terminate the victim, tagged for its re-queue (``_requeues``) and audited; what was
+    done."""
+    why = preemption.describe()
     victim = instance.get_run_by_id(preemption.victim.run_id)
     if victim is None:
-        return
-    why = preemption.describe()
+        return why
+    tags = {PREEMPTED_TAG: "pending", PREEMPTED_FOR_TAG: preemption.by.run_id}
+    instance.add_run_tags(victim.run_id, tags)
     message = terminate_run(instance, victim, f"pre-empted: {why}; terminating it")
     plane.store().record(
         "preempt",
@@ -227,6 +240,7 @@ def _preempt(instance: dg.DagsterInstance, plane: ControlPlane, preemption: Pree
             "pools": list(preemption.pools),
         },
     )
+    return why
 
 
 def _requeue(

@@ -1,7 +1,8 @@
 """The project instance's run coordinator: Dagster's queued run coordinator that gives a run
 submitted without ``medallion/profile`` (launched from the UI, a backfill's run) the
 ``dagster/priority`` and ``medallion/profile`` its request would have had, before it is queued,
-and, once it is queued, applies focus holds to every queued run (``preemption.hold_queued``).
+and, once it is queued, applies the focus claims at once: pre-emption of lower runs holding
+the systems a focus run needs, and holds on the queued ones (``preemption.apply_claims``).
 
 Requests of the project carry them already (``adapters.priority``); the ``run_priorities``
 sensor tags what reached the queue some other way (an instance without this coordinator).
@@ -78,20 +79,21 @@ class PriorityRunCoordinator(QueuedRunCoordinator):
                     self._instance.add_run_tags(run.run_id, tags)
         queued = super().submit_run(context)
         try:
-            self.hold_queued()
-        except Exception as error:  # the sensor's next tick holds them; never refuse a launch
-            logging.getLogger(__name__).warning("queued runs not held at once: %s", error)
+            self.apply_claims()
+        except Exception as error:  # the sensor's next tick does it; never refuse a launch
+            logging.getLogger(__name__).warning("focus claims not applied at once: %s", error)
         return queued
 
-    def hold_queued(self) -> list[str]:
-        """Focus holds at once, as the run is queued (``adapters.preemption.hold_queued``)."""
-        from medallion_assets.adapters.preemption import hold_queued
+    def apply_claims(self) -> list[str]:
+        """Focus pre-emption and holds at once, as the run is queued
+        (``adapters.preemption.apply_claims``)."""
+        from medallion_assets.adapters.preemption import apply_claims
         from medallion_assets.catalog import load_catalog
         from medallion_assets.control.plane import ControlPlane
 
         catalog = load_catalog(self.project_root)
         plane = ControlPlane.from_env(os.environ, self.project_root)
-        return hold_queued(catalog, plane, self._instance)
+        return apply_claims(catalog, plane, self._instance)
 
     def priority_tags(self, run: DagsterRun) -> dict[str, str]:
         """The tags of a request of the project for the run's tables (none: not its run)."""

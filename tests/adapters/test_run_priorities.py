@@ -274,3 +274,38 @@ def test_queueing_a_focus_run_holds_the_lower_runs_already_queued_at_once(projec
         assert f"held while run {critical.run_id} (priority 10, profile focus) waits" in (
             held.message
         )
+
+
+def test_queueing_a_focus_run_pre_empts_a_running_lower_run_at_once_and_the_sensor_requeues_it(
+    project,
+):
+    """The coordinator pre-empts as it queues the focus run, not at the sensor's next tick; the
+    run it terminated waits on its tags (not in the sensor's cursor) and the sensor re-queues
+    it once it is canceled and the focus run has its slot."""
+    from dagster._core.run_coordinator import SubmitRunContext
+
+    from medallion_assets.adapters.headless import project_instance
+    from medallion_assets.adapters.preemption import PREEMPTED_FOR_TAG, PREEMPTED_TAG
+
+    defs, plane, resources = project
+    root = defs.resources["control"].project_root
+    ProfileOverrides(plane.store()).set("finance", "focus", "month-end close", "oncall")
+    profiles = load_catalog(root, use_cache=False).profiles
+    with project_instance(root, {}, profiles) as instance:
+        low = run_of(defs, instance, "reports", dg.DagsterRunStatus.STARTED)
+        critical = run_of(defs, instance, "finance")
+        instance.run_coordinator.submit_run(SubmitRunContext(critical, workspace=None))
+        victim = instance.get_run_by_id(low.run_id)
+        assert victim.status == dg.DagsterRunStatus.CANCELING
+        assert victim.tags[PREEMPTED_TAG] == "pending"
+        assert victim.tags[PREEMPTED_FOR_TAG] == critical.run_id
+        (entry,) = [e for e in plane.store().audit(run_id=low.run_id) if e.kind == "preempt"]
+        assert f"run {critical.run_id} (priority 10, profile focus) needs spark" in entry.message
+
+        instance.report_run_canceled(victim)
+        assert not evaluate(defs, resources, instance).run_requests  # the focus run waits
+        start(instance, critical)
+        (request,) = evaluate(defs, resources, instance).run_requests  # no cursor: its tags
+        assert request.tags[ORIGIN_TAG] == low.run_id
+        assert instance.get_run_by_id(low.run_id).tags[PREEMPTED_TAG] == "requeued"
+        assert not evaluate(defs, resources, instance).run_requests  # once
