@@ -113,6 +113,7 @@ def start(instance, run: dg.DagsterRun) -> None:
     instance.report_dagster_event(event, run.run_id)
 
 
+@pytest.mark.slow
 def test_the_sensor_tags_pre_empts_and_re_queues(project, tmp_path):
     defs, plane, resources = project
     ProfileOverrides(plane.store()).set("finance", "focus", "month-end close", "oncall")
@@ -194,6 +195,7 @@ def test_the_project_instance_tags_a_run_launched_without_a_priority_as_it_queue
         assert instance.get_run_by_id(tagged.run_id).tags[PRIORITY_TAG] == "7"
 
 
+@pytest.mark.slow
 def test_a_run_still_starting_is_pre_empted_only_once_it_has_started(project, tmp_path):
     """Terminated while its worker comes up, Dagster would end it FAILURE, not CANCELED."""
     defs, plane, resources = project
@@ -208,6 +210,7 @@ def test_a_run_still_starting_is_pre_empted_only_once_it_has_started(project, tm
         assert instance.get_run_by_id(low.run_id).status == dg.DagsterRunStatus.CANCELING
 
 
+@pytest.mark.slow
 def test_a_focus_run_in_progress_pre_empts_and_holds_lower_runs_until_it_ends(project, tmp_path):
     """Focus claims the systems for the whole run, not only while it waits in the queue: a low
     run holding one is pre-empted, one queued for one is held (the project's queue never starts

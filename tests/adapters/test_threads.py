@@ -59,12 +59,14 @@ def test_ready_steps_run_together_up_to_max_workers():
     assert max(spans["left"][1], spans["right"][1]) <= spans["tip"][0]
 
 
+@pytest.mark.slow
 def test_one_worker_runs_one_step_at_a_time():
     spans: Spans = {}
     assert run(diamond(spans), ThreadedExecutor(1)).success
     assert not overlapping(spans, "left", "right")
 
 
+@pytest.mark.slow
 def test_an_instance_pool_limit_caps_its_steps_across_workers():
     spans: Spans = {}
     with dg.instance_for_test() as instance:

@@ -599,6 +599,7 @@ def test_every_project_command_takes_project_from_another_folder(
 # --- the installed console script ------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_installed_medallion_script_exits_1_for_fail_on(project, tmp_path):
     script = Path(sys.executable).with_name("medallion")
     command = str(script) if script.exists() else shutil.which("medallion")

@@ -62,6 +62,7 @@ COMMANDS = [
 RUN = pytest.param(("run",), marks=pytest.mark.slow, id="run")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("commands", [pytest.param(COMMANDS, id="control"), RUN])
 def test_a_control_db_holding_garbage_is_one_clear_error_from_every_command(
     project: Path, commands
@@ -77,6 +78,7 @@ def test_a_control_db_holding_garbage_is_one_clear_error_from_every_command(
     assert store.read_bytes().startswith(b"\x13garbage")  # nothing overwrote it
 
 
+@pytest.mark.slow
 def test_a_truncated_control_db_is_one_clear_error(project: Path):
     path = project / ".medallion" / "control.db"
     ControlStore.open(f"sqlite:///{path}")
@@ -95,6 +97,7 @@ def test_a_truncated_control_db_is_one_clear_error(project: Path):
     assert_one_clear_error(medallion(project, "audit"), str(path), "database disk image")
 
 
+@pytest.mark.slow
 def test_an_unreachable_postgresql_control_store_is_one_line_without_the_password(
     project: Path,
 ):

@@ -10,6 +10,8 @@ import os
 import time
 from pathlib import Path
 
+import pytest
+
 from medallion_assets.catalog import load_catalog
 from medallion_assets.control.plane import ControlPlane
 from medallion_assets.control.rate_budgets import shared_throttle
@@ -17,6 +19,7 @@ from tests.cli.conftest import medallion
 from tests.runtime.row_consumer import RowConsumer
 
 
+@pytest.mark.slow
 def test_a_throttle_reaches_a_running_step_is_audited_shown_and_reset(project: Path):
     declared = load_catalog(project).systems["redshift"].throttle  # 50,000 rows/s
     assert declared.rows_per_second == 50_000

@@ -73,6 +73,7 @@ def _write_many(url: str, worker: int, count: int) -> None:
             store.set_flag("dataset", "silver.shared", i % 20 == 0, f"w{worker} {i}", f"w{worker}")
 
 
+@pytest.mark.slow
 def test_several_processes_migrate_and_write_at_once_without_losing_a_row(url: str):
     workers, count = 4, 40
     in_processes(_write_many, [(url, w, count) for w in range(workers)])

@@ -41,6 +41,7 @@ def test_the_module_examples_hold():
     assert doctest.testmod(credentials).failed == 0
 
 
+@pytest.mark.slow
 @given(schemes, users, passwords, hosts, ports, databases)
 @example("postgresql", "u", "SEC/RETPW", "h", 5432, "db")  # the one issue 11 saw leak
 @settings(max_examples=300)

@@ -86,6 +86,7 @@ def test_two_processes_on_one_system_keep_together_to_its_rows_per_second(url: s
     assert min(m.rows for m in moved) > 0.25 * sum(m.rows for m in moved)
 
 
+@pytest.mark.slow
 def test_threads_of_one_process_share_the_budget(url: str):
     store = ControlStore.open(url)
     declared = Throttle(rows_per_second=RATE)

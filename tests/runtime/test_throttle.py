@@ -87,6 +87,7 @@ def test_negative_amount_is_rejected(clock: FakeClock) -> None:
         bucket(clock, 10).acquire(-1)
 
 
+@pytest.mark.slow
 def test_measured_rate_stays_within_the_limit_across_threads() -> None:
     limited = TokenBucket(100, burst=10)
     started = time.monotonic()
