@@ -15,6 +15,7 @@ from medallion_assets.cli.graph_cmds import impact, split, trace_pii
 from medallion_assets.cli.lineage_cmd import lineage
 from medallion_assets.cli.plan_cmd import plan
 from medallion_assets.cli.profile_cmd import profile
+from medallion_assets.cli.recovery_cmd import recovery_paths
 from medallion_assets.cli.run_cmd import run
 from medallion_assets.cli.schema_cmd import schema
 from medallion_assets.cli.settings_cmd import settings
@@ -55,6 +56,7 @@ def cli(context: click.Context) -> None:
 for command in (
     lineage,
     impact,
+    recovery_paths,
     plan,
     split,
     trace_pii,
