@@ -257,6 +257,12 @@ class MedallionSettings(BaseModel):
         """Steps of a run at a time: ``max_workers``, else the machine's cores."""
         return self.max_workers if self.max_workers is not None else os.cpu_count() or 1
 
+    @property
+    def local_driver(self) -> bool:
+        """Whether a run's Spark driver and executors run on this machine (a ``local`` master,
+        no Spark Connect)."""
+        return not self.spark_remote and self.spark_master.startswith("local")
+
     def run_slots(self, cores: int | None = None) -> int | None:
         """Runs the instance's queue may start at once for this machine: ``local_spark_runs``
         (else half of ``cores``, the machine's by default, at least 1) when each run's Spark is
@@ -267,7 +273,7 @@ class MedallionSettings(BaseModel):
         1
         >>> MedallionSettings.from_env({"MEDALLION_SPARK_MASTER": "spark://h:7077"}).run_slots(8)
         """
-        if self.spark_remote or not self.spark_master.startswith("local"):
+        if not self.local_driver:
             return None
         if self.local_spark_runs is not None:
             return self.local_spark_runs

@@ -126,7 +126,9 @@ def instance_settings(
         if profiles is not None
         else {}
     )
-    caps = [*([max(limits.values())] if limits else []), *([run_slots] if run_slots else [])]
+    caps = [max(limits.values())] if limits else []
+    if run_slots is not None:
+        caps.append(run_slots)
     if caps:
         config["max_concurrent_runs"] = min(caps)
     if limits:

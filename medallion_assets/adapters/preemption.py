@@ -81,13 +81,9 @@ def build_priority_sensor(catalog: Catalog, jobs: list[Any]) -> dg.SensorDefinit
     ) -> dg.SensorResult:
         plane = control.plane()
         instance = context.instance
-        queued = _stamped(catalog, plane, instance)
-        running, started = _in_progress(catalog, plane, instance)
-        claims = [q for q in queued if q.preempts] + started
-        done = [_preempt(instance, plane, p) for p in preemptions(claims, running)]
-        done += _hold(instance, plane, queued, holds(claims, queued))
+        done, queued = _claim(catalog, plane, instance)
         requests = _requeues(catalog, instance, plane, job_names)
-        said = "; ".join(done) or f"nothing to pre-empt ({len(queued)} queued)"
+        said = "; ".join(done) or f"nothing to pre-empt ({queued} queued)"
         return dg.SensorResult(run_requests=requests, skip_reason=None if requests else said)
 
     return _priorities
@@ -99,11 +95,18 @@ def apply_claims(catalog: Catalog, plane: ControlPlane, instance: dg.DagsterInst
     queued, so a focus run terminates the lower runs holding its systems and holds those still
     queued at once, not at the sensor's next tick, and a lower run queued while a focus run
     claims its systems never starts. The sensor re-queues the pre-empted runs later."""
+    return _claim(catalog, plane, instance)[0]
+
+
+def _claim(
+    catalog: Catalog, plane: ControlPlane, instance: dg.DagsterInstance
+) -> tuple[list[str], int]:
+    """``apply_claims``: what was done, and how many runs of the project were queued."""
     queued = _stamped(catalog, plane, instance)
     running, started = _in_progress(catalog, plane, instance)
     claims = [q for q in queued if q.preempts] + started
     done = [_preempt(instance, plane, p) for p in preemptions(claims, running)]
-    return done + _hold(instance, plane, queued, holds(claims, queued))
+    return done + _hold(instance, plane, queued, holds(claims, queued)), len(queued)
 
 
 def _requeues(

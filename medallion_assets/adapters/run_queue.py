@@ -32,6 +32,9 @@ if TYPE_CHECKING:
     from dagster._core.run_coordinator import SubmitRunContext
     from dagster._serdes import ConfigurableClassData
 
+    from medallion_assets.catalog import Catalog
+    from medallion_assets.control.plane import ControlPlane
+
 # QueuedRunCoordinator's own settings, passed on as they are.
 _QUEUE_KEYS = (
     "max_concurrent_runs",
@@ -66,10 +69,17 @@ class PriorityRunCoordinator(QueuedRunCoordinator):
         return cls(config_value["project_root"], inst_data=inst_data, **queue)
 
     def submit_run(self, context: SubmitRunContext) -> DagsterRun:
+        from medallion_assets.adapters.preemption import apply_claims
+
         run = context.dagster_run
+        try:
+            catalog, plane = self._project()
+        except Exception as error:  # never worth refusing a launch over: the sensor tags it
+            logging.getLogger(__name__).warning("run %s queued as it is: %s", run.run_id, error)
+            return super().submit_run(context)
         if PROFILE_TAG not in run.tags:
             try:
-                tags = self.priority_tags(run)
+                tags = self.priority_tags(run, catalog, plane)
             except Exception as error:  # a priority is never worth refusing a launch over
                 logging.getLogger(__name__).warning(
                     "run %s queued without a priority: %s", run.run_id, error
@@ -79,32 +89,26 @@ class PriorityRunCoordinator(QueuedRunCoordinator):
                     self._instance.add_run_tags(run.run_id, tags)
         queued = super().submit_run(context)
         try:
-            self.apply_claims()
+            apply_claims(catalog, plane, self._instance)  # focus pre-emption and holds at once
         except Exception as error:  # the sensor's next tick does it; never refuse a launch
             logging.getLogger(__name__).warning("focus claims not applied at once: %s", error)
         return queued
 
-    def apply_claims(self) -> list[str]:
-        """Focus pre-emption and holds at once, as the run is queued
-        (``adapters.preemption.apply_claims``)."""
-        from medallion_assets.adapters.preemption import apply_claims
+    def _project(self) -> tuple[Catalog, ControlPlane]:
+        """The project's catalog and control plane, read once for each run queued."""
         from medallion_assets.catalog import load_catalog
         from medallion_assets.control.plane import ControlPlane
 
-        catalog = load_catalog(self.project_root)
-        plane = ControlPlane.from_env(os.environ, self.project_root)
-        return apply_claims(catalog, plane, self._instance)
+        return load_catalog(self.project_root), ControlPlane.from_env(os.environ, self.project_root)
 
-    def priority_tags(self, run: DagsterRun) -> dict[str, str]:
+    def priority_tags(
+        self, run: DagsterRun, catalog: Catalog, plane: ControlPlane
+    ) -> dict[str, str]:
         """The tags of a request of the project for the run's tables (none: not its run)."""
         from medallion_assets.adapters.kill_switch import run_tables
         from medallion_assets.adapters.priority import priority_tags
-        from medallion_assets.catalog import load_catalog
-        from medallion_assets.control.plane import ControlPlane
 
-        catalog = load_catalog(self.project_root)
         tables = sorted(t for t in run_tables(run, self._instance) if t in catalog.datasets)
         if not tables:
             return {}
-        plane = ControlPlane.from_env(os.environ, self.project_root)
         return priority_tags(catalog, plane, tables, run.tags.get("pipeline"))

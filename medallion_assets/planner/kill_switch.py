@@ -13,7 +13,7 @@ pipeline (``disabled_tables(..., pipelines=...)``). Pure: plain data in, plain d
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -129,8 +129,6 @@ def known_entities(catalog: Catalog) -> dict[str, tuple[str, ...]]:
 def parse_entity(catalog: Catalog, text: str) -> tuple[str, str]:
     """``SCOPE:NAME`` (a bare table name means ``dataset:NAME``) -> (scope, name); raises
     ``ValueError`` saying what is known when the entity is not."""
-    import difflib
-
     scope, _, name = text.partition(":") if ":" in text else ("dataset", "", text)
     known = known_entities(catalog)
     if scope not in known:
@@ -139,7 +137,15 @@ def parse_entity(catalog: Catalog, text: str) -> tuple[str, str]:
             f"{', '.join(known)} (e.g. dataset:gold.revenue, source:orders, layer:gold)"
         )
     if name not in known[scope]:
-        close = difflib.get_close_matches(name, known[scope], n=3)
-        hint = f"did you mean {', '.join(close)}?" if close else f"known: {', '.join(known[scope])}"
-        raise ValueError(f"no {scope} named {name!r} in this project; {hint}")
+        raise unknown_name(scope, name, known[scope])
     return scope, name
+
+
+def unknown_name(kind: str, name: str, known: Sequence[str]) -> ValueError:
+    """The error for a ``kind`` named ``name`` the project does not have: the closest names,
+    else every one it has."""
+    import difflib
+
+    close = difflib.get_close_matches(name, known, n=3)
+    hint = f"did you mean {', '.join(close)}?" if close else f"known: {', '.join(known)}"
+    return ValueError(f"no {kind} named {name!r} in this project; {hint}")

@@ -33,6 +33,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from medallion_assets.catalog import Catalog
+from medallion_assets.planner.kill_switch import unknown_name
 from medallion_assets.planner.reroute import PRIMARY, routes
 
 NODE_KINDS = ("source", "replica", "system")
@@ -275,9 +276,7 @@ class RecoveryGraph:
             )
         if text not in self.known_nodes:
             same = sorted(n.partition(":")[2] for n in self.known_nodes if n.startswith(kind + ":"))
-            close = difflib.get_close_matches(name, same, n=3)
-            hint = f"did you mean {', '.join(close)}?" if close else f"known: {', '.join(same)}"
-            raise ValueError(f"no {kind} named {name!r} in this project; {hint}")
+            raise unknown_name(kind, name, same)
         return text
 
 

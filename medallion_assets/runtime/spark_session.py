@@ -83,8 +83,7 @@ def driver_java_options(settings: MedallionSettings, cores: int | None = None) -
     jit = settings.spark_jit
     if jit == "auto":
         count = cores if cores is not None else (os.cpu_count() or 1)
-        local = settings.spark_master.startswith("local")
-        jit = "quick" if local and count <= QUICK_JIT_MAX_CORES else "full"
+        jit = "quick" if settings.local_driver and count <= QUICK_JIT_MAX_CORES else "full"
     return QUICK_JIT if jit == "quick" else ""
 
 
