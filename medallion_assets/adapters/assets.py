@@ -109,6 +109,14 @@ def _build_step(
     plane: ControlPlane,
     audit: Audit,
 ) -> Iterator[StepEvent]:
+    unavailable = route_around_down(run, plane)
+    if unavailable:
+        message = f"skipped: {unavailable}; the current version stays published"
+        context.log.warning(f"{run.dataset.name} {message}")
+        audit.record("outcome", message)
+        # an output, so the tables rerouted around it still run in this run
+        yield dg.MaterializeResult(metadata={"skipped": True, "unavailable": unavailable})
+        return
     route, warning = plane.route(run.catalog, run.dataset)  # read now: a reroute is sticky
     if warning:
         context.log.warning(warning)
@@ -127,6 +135,27 @@ def _build_step(
         audit.record("outcome", "skipped: code and inputs unchanged; current version kept")
     else:
         audit.record("outcome", f"materialized on attempt {audit.attempt}")
+
+
+def route_around_down(run: TableRun, plane: ControlPlane) -> str:
+    """With nodes down (marked down, or switched off), set the routes recovery takes around them
+    before the attempt (``control.recovery``); why no available path produces the table, or ""
+    when one does. Nothing down: nothing read but the down nodes."""
+    from medallion_assets.control.recovery import down_now, recover
+
+    store = plane.store()
+    if not down_now(run.catalog, store, plane.flags()):
+        return ""
+    plan = recover(
+        run.catalog,
+        store,
+        reason=f"{run.dataset.name} starting in run {run.run_id[:8]}",
+        changed_by="run",
+        run_id=run.run_id,
+    )
+    if run.dataset.name not in plan.unreachable:
+        return ""
+    return f"no available path produces it with {', '.join(plan.down)} down"
 
 
 def table_run(

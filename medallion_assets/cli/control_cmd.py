@@ -1,5 +1,5 @@
-"""``medallion control disable|enable|status|route`` and ``medallion audit``: kill switch,
-reroutes and the log."""
+"""``medallion control disable|enable|status|route|down|up|recover`` and ``medallion audit``:
+kill switch, reroutes, recovery around what is down, and the log."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from medallion_assets.control.store import iso_utc
 from medallion_assets.planner.kill_switch import parse_entity, table_entities
 
 if TYPE_CHECKING:
+    from medallion_assets.catalog import Catalog
     from medallion_assets.control.plane import ControlPlane
 
 format_option = click.option(
@@ -57,13 +58,15 @@ def _flip(enabled: bool) -> click.Command:
         plane = open_plane(project)
         flag = plane.store().set_flag(scope, name, enabled, reason, who)
         click.echo(f"{flag.entity} {verb}d by {who} at {flag.changed_at}: {reason}")
+        if scope == "source":  # its readers go around it (or back) before anything is said
+            _recover(catalog, plane, {}, f"{flag.entity} {verb}d: {reason}", who, apply=True)
         off = plane.disabled(catalog)
         if scope == "pipeline":
             affected = list(catalog.pipeline_datasets(name))
         else:
             affected = [t for t in catalog.datasets if (scope, name) in table_entities(catalog, t)]
         if not enabled:
-            click.echo(f"switched off: {', '.join(affected) or 'nothing'}")
+            click.echo(f"switched off: {', '.join(t for t in affected if t in off) or 'nothing'}")
         else:
             still = [t for t in affected if t in off]
             click.echo(
@@ -235,6 +238,113 @@ def route(
     for option in options:
         mark = "*" if option.name == current.name else " "
         click.echo(f"{mark} {option.describe()}")
+
+
+def _node(catalog: Catalog, text: str, tables: bool = True) -> str:
+    from medallion_assets.planner.recovery import RecoveryGraph
+
+    try:
+        node = RecoveryGraph.of(catalog).parse_node(text)
+    except ValueError as error:
+        fail(str(error))
+    if not tables and ":" not in node:
+        fail(
+            f"{node} is a table: switch it off with `medallion control disable {node}`; "
+            "mark down a source:NAME, replica:NAME or system:NAME"
+        )
+    return node
+
+
+def _recover(
+    catalog: Catalog,
+    plane: ControlPlane,
+    also_down: Mapping[str, str],
+    reason: str,
+    who: str,
+    apply: bool,
+) -> None:
+    """Plan (and with ``apply`` set) the routes around what is down; say what moved."""
+    from medallion_assets.control.recovery import recover
+
+    plan = recover(catalog, plane.store(), also_down, reason=reason, changed_by=who, apply=apply)
+    verb = "reroute" if not apply else "rerouted"
+    click.echo(f"down: {', '.join(plan.down) or 'nothing'}")
+    for reroute in plan.reroutes:
+        click.echo(f"{verb} {reroute.describe()}")
+    if not plan.reroutes:
+        click.echo("every table keeps its route")
+    if plan.unreachable:
+        click.echo(f"no available path produces: {', '.join(plan.unreachable)}")
+
+
+@control.command()
+@click.argument("node")
+@click.option("--reason", required=True, help="Why (kept in the audit log).")
+@click.option("--by", "changed_by", default=None, help="Who (default: user@host).")
+@project_option
+def down(node: str, reason: str, changed_by: str | None, project: Path) -> None:
+    """Mark NODE (source:NAME, replica:NAME or system:NAME) down, and route every table around
+    it along its cheapest available path (audited with the path taken)."""
+    from medallion_assets.control.recovery import DownNodes
+
+    catalog = load(project)
+    name = _node(catalog, node, tables=False)
+    who = operator(changed_by)
+    plane = open_plane(project)
+    marked = DownNodes(plane.store()).mark(name, reason, who)
+    click.echo(f"{name} marked down by {who} at {marked.changed_at}: {reason}")
+    _recover(catalog, plane, {}, f"{name} marked down: {reason}", who, apply=True)
+
+
+@control.command()
+@click.argument("node")
+@click.option("--reason", required=True, help="Why (kept in the audit log).")
+@click.option("--by", "changed_by", default=None, help="Who (default: user@host).")
+@project_option
+def up(node: str, reason: str, changed_by: str | None, project: Path) -> None:
+    """Mark NODE up again: the tables recovery routed around it go back to their primary where
+    nothing else on it is down."""
+    from medallion_assets.control.recovery import DownNodes
+
+    catalog = load(project)
+    name = _node(catalog, node, tables=False)
+    who = operator(changed_by)
+    plane = open_plane(project)
+    if not DownNodes(plane.store()).clear(name, reason, who):
+        click.echo(f"{name} was not marked down")
+    else:
+        click.echo(f"{name} marked up by {who}: {reason}")
+    _recover(catalog, plane, {}, f"{name} marked up: {reason}", who, apply=True)
+
+
+@control.command()
+@click.option(
+    "--down",
+    "down_given",
+    multiple=True,
+    metavar="NODE",
+    help="Also down for this decision: a table, source:NAME, replica:NAME or system:NAME.",
+)
+@click.option("--dry-run", is_flag=True, help="Say what would be rerouted; change nothing.")
+@click.option("--reason", default=None, help="Why (kept in the audit log); needed to change.")
+@click.option("--by", "changed_by", default=None, help="Who (default: user@host).")
+@project_option
+def recover(
+    down_given: tuple[str, ...],
+    dry_run: bool,
+    reason: str | None,
+    changed_by: str | None,
+    project: Path,
+) -> None:
+    """Route every table around what is down (marked down, switched off, and --down) along its
+    cheapest available path, however many hops up the broken node is; tables rerouted around
+    nodes that are up again go back to their primary."""
+    catalog = load(project)
+    given = {_node(catalog, n): "given with --down" for n in down_given}
+    if not dry_run and not reason:
+        fail("say why with --reason (it is kept in the audit log), or look first with --dry-run")
+    who = operator(changed_by)
+    _recover(catalog, open_plane(project), given, reason or "", who, apply=not dry_run)
 
 
 @click.command()

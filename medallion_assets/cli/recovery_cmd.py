@@ -22,27 +22,49 @@ from medallion_assets.planner.recovery import Listing, RecoveryGraph, down_nodes
     "(repeat for several).",
 )
 @click.option(
+    "--what-if",
+    is_flag=True,
+    help="Only the --down nodes: leave out what is down now (marked down, switched off).",
+)
+@click.option(
     "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
 )
 @project_option
-def recovery_paths(table: str, down: tuple[str, ...], fmt: str, project: Path) -> None:
+def recovery_paths(
+    table: str, down: tuple[str, ...], what_if: bool, fmt: str, project: Path
+) -> None:
     """Every path that can produce TABLE, with its cost and whether it is available, the
     cheapest available one marked as chosen.
 
     A path is one route for TABLE (its primary, a replica of its raw source or an alternate
     producer) and one for every table that route reads, recursively; its cost adds the routes'
     costs. With --down, the paths through those nodes are unavailable and the cheapest of the
-    rest is chosen (what a reroute around them takes). Exits 1 when no path is available.
+    rest is chosen (what a reroute around them takes). The nodes down now (marked down by an
+    operator or by healing, switched off by the kill switch) count as down too, unless
+    --what-if. Exits 1 when no path is available.
     """
-    graph = RecoveryGraph.of(load(project))
+    catalog = load(project)
+    graph = RecoveryGraph.of(catalog)
     try:
-        listing = graph.listing(table, down_nodes(graph, down))
+        given = down_nodes(graph, down)
     except ValueError as error:
         fail(str(error))
+    now: dict[str, str] = {}
+    if not what_if:
+        from medallion_assets.cli.control_cmd import open_plane
+        from medallion_assets.control.recovery import down_now
+
+        plane = open_plane(project)
+        now = down_now(catalog, plane.store(), plane.flags())
+    try:
+        listing = graph.listing(table, given | set(now))
+    except ValueError as error:
+        fail(str(error))
+    down = tuple(sorted(given | set(now)))
     if fmt == "json":
-        click.echo(json.dumps(listing.as_dict(), indent=2))
+        click.echo(json.dumps({**listing.as_dict(), "down": list(down)}, indent=2))
     else:
-        click.echo(_text(listing, sorted(set(down))), nl=False)
+        click.echo(_text(listing, list(down)), nl=False)
     if listing.chosen is None:
         raise SystemExit(1)
 

@@ -16,9 +16,12 @@ Each action takes a ``HealingContext`` and returns a line for the audit log. Bui
   reads them by name. A name Spark or the warehouse cannot take is refused (raw files whose
   columns are garbage are quarantined by ingest before drift is looked for, so this does not
   happen from ingest);
-- ``reroute_source``: read the table along its next route in cost order (its source's replica,
-  or an alternate producer; see ``planner.reroute``), recorded in the control store, where every
-  later step reads it until an operator routes the table back with ``medallion control route``;
+- ``reroute_source``: the source or replica the table read is marked down (a missing upstream
+  table counts as down for this decision), and recovery routes every table around what is down
+  along its cheapest available path, however many hops away (``control.recovery``): recorded in
+  the control store, where every later step reads it, until the node is marked up again
+  (``medallion control up``) or an operator routes the table back. A failure on no source or
+  replica walks the table's own routes in cost order instead (``planner.reroute``);
 - a user action by dotted path ``package.module:function``, called with the context.
 """
 
@@ -32,10 +35,13 @@ from typing import TYPE_CHECKING, Any
 
 from medallion_assets.catalog import Catalog, Dataset
 from medallion_assets.catalog.operations import RetryPolicy
+from medallion_assets.control.recovery import DownNodes, recover
 from medallion_assets.planner.diagnosis import Diagnosis, Failure, causes
-from medallion_assets.planner.reroute import PRIMARY, next_route, routes
+from medallion_assets.planner.recovery import RecoveryGraph
+from medallion_assets.planner.reroute import PRIMARY, find_route, next_route, routes
 from medallion_assets.runtime.lake import Lake
 from medallion_assets.runtime.schema_drift import SchemaDrift, evolve
+from medallion_assets.runtime.table_build import MissingInput
 from medallion_assets.runtime.table_run import TableRun
 
 if TYPE_CHECKING:
@@ -135,12 +141,42 @@ def reroute_source(context: HealingContext) -> str:
     name = context.dataset.name
     override = context.control.routes().get(name)
     current = override.route if override is not None else PRIMARY
-    target = next_route(routes(context.catalog, context.dataset), current)
-    if target is None:
-        return f"no route of {name} is left after {current}: nothing was changed"
-    reason = f"{context.diagnosis.error_code} (healing rule {context.diagnosis.rule})"
-    context.control.set_route(name, target.name, reason, "healing", context.run_id)
-    return f"rerouted {name} from {current} to {target.describe()}"
+    why = f"{context.diagnosis.error_code} in {name} (healing rule {context.diagnosis.rule})"
+    graph = RecoveryGraph.of(context.catalog)
+    in_force = current if current in {s.route for s in graph.steps[name]} else PRIMARY
+    seen = [n for n in graph.step(name, in_force).needs if n.startswith(("source:", "replica:"))]
+    missing = next((e.table for e in causes(context.error) if isinstance(e, MissingInput)), "")
+    if not seen and not missing:
+        # a failure recovery cannot place on a node: walk the table's routes one by one
+        target = next_route(routes(context.catalog, context.dataset), current)
+        if target is None:
+            return f"no route of {name} is left after {current}: nothing was changed"
+        context.control.set_route(name, target.name, why, "healing", context.run_id)
+        return f"rerouted {name} from {current} to {target.describe()}"
+    down = DownNodes(context.control)
+    for node in seen:
+        down.mark(node, why, "healing", context.run_id)
+    also = {missing: f"{missing} has no published version"} if missing else {}
+    plan = recover(
+        context.catalog,
+        context.control,
+        also,
+        reason=why,
+        changed_by="healing",
+        run_id=context.run_id,
+    )
+    marked = f"marked {', '.join(seen)} down; " if seen else ""
+    moved = [r for r in plan.reroutes if r.around]
+    if not any(r.table == name for r in moved):
+        return f"{marked}no route of {name} is left after {current}: nothing was changed"
+    return marked + "; ".join(
+        f"rerouted {r.table} from {r.current} to {_route(context, r.table, r.route)}" for r in moved
+    )
+
+
+def _route(context: HealingContext, table: str, name: str) -> str:
+    found = find_route(context.catalog, context.catalog.datasets[table], name)
+    return found.describe() if found is not None else name
 
 
 BUILTIN: dict[str, Callable[[HealingContext], str]] = {

@@ -5,7 +5,7 @@ Versions 1 to 3 are the schema the store had before SQLAlchemy (its hand-written
 same tables, so a control.db or PostgreSQL database made then migrates forward in place, keeping
 every flag, route and audit entry); version 4 adds the runtime state that used to be JSON files
 under ``<lake>/_state``; version 5 the operators' profile overrides; version 6 the rate budgets
-shared by every step and the operators' throttles.
+shared by every step and the operators' throttles; version 7 the nodes seen or marked down.
 
 Every step runs in the transaction that read the version, under the store's migration lock
 (SQLite's write lock, a PostgreSQL advisory lock), so two processes starting at once do not
@@ -52,6 +52,8 @@ MIGRATIONS: tuple[Step, ...] = (
     _create(schema.profile_overrides),
     # v6: rate budgets shared by every step and run of a system, and operators' throttles
     _create(schema.rate_budgets, schema.throttle_overrides),
+    # v7: the sources, replicas and systems seen or marked down, which recovery routes around
+    _create(schema.down_nodes),
 )
 LATEST = len(MIGRATIONS)
 

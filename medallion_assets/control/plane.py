@@ -83,8 +83,11 @@ class ControlPlane:
         pipelines: Iterable[str] = (),
         flags: Mapping[tuple[str, str], EffectiveFlag] | None = None,
     ) -> dict[str, DisabledTable]:
-        """The switched-off tables, from ``flags`` when the caller has just read them."""
-        return disabled_tables(catalog, self.flags() if flags is None else flags, tables, pipelines)
+        """The switched-off tables, from ``flags`` when the caller has just read them (a table
+        rerouted off its raw source is not switched off by that source's flag)."""
+        flags = self.flags() if flags is None else flags
+        rerouted = [t for t, o in self.store().routes().items() if o.route != PRIMARY]
+        return disabled_tables(catalog, flags, tables, pipelines, rerouted)
 
     def route(self, catalog: Catalog, dataset: Dataset) -> tuple[Route, str]:
         """The route ``dataset`` is read along now, and a warning when the store names a route

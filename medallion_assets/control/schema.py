@@ -199,3 +199,17 @@ throttle_overrides = Table(
     Column("changed_by", Text, nullable=False),
     Column("changed_at", Text, nullable=False),
 )
+
+# --- nodes observed or declared down (version 7) ----------------------------------------------
+
+# A source, replica or system (``source:NAME``...) healing saw fail or an operator marked down
+# (`medallion control down`); recovery routes every table around them until they are up again.
+down_nodes = Table(
+    "down_nodes",
+    metadata,
+    Column("node", Text, primary_key=True),
+    Column("reason", Text, nullable=False),
+    Column("changed_by", Text, nullable=False),
+    Column("changed_at", Text, nullable=False),
+    Column("run_id", Text, nullable=False),
+)

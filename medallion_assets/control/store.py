@@ -252,10 +252,16 @@ class ControlStore(StoreConnection):
         return {r[0]: RouteOverride(*r) for r in rows}
 
     def set_route(
-        self, dataset: str, route: str, reason: str, changed_by: str, run_id: str = ""
+        self,
+        dataset: str,
+        route: str,
+        reason: str,
+        changed_by: str,
+        run_id: str = "",
+        details: Mapping[str, Any] | None = None,
     ) -> RouteOverride:
         """Read ``dataset`` along ``route`` from now on ("primary" goes back); audited in the
-        same transaction."""
+        same transaction, with ``details`` (a recovery's path) in the entry."""
         override = RouteOverride(dataset, route, reason, changed_by, utc_now(), run_id)
         table = schema.route_overrides
         with self.transaction() as db:
@@ -271,7 +277,7 @@ class ControlStore(StoreConnection):
                     f"dataset:{dataset}",
                     f"{dataset} rerouted to {route} by {changed_by}: {reason}",
                     run_id,
-                    {"route": route, "reason": reason, "changed_by": changed_by},
+                    {"route": route, "reason": reason, "changed_by": changed_by, **(details or {})},
                 ),
             )
         return override

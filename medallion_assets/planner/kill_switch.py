@@ -13,7 +13,7 @@ pipeline (``disabled_tables(..., pipelines=...)``). Pure: plain data in, plain d
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -79,11 +79,15 @@ def effective_flags(
     return found
 
 
-def table_entities(catalog: Catalog, table: str) -> list[tuple[str, str]]:
-    """The (scope, name) entities whose flag governs ``table`` outside any pipeline."""
+def table_entities(
+    catalog: Catalog, table: str, rerouted: Collection[str] = ()
+) -> list[tuple[str, str]]:
+    """The (scope, name) entities whose flag governs ``table`` outside any pipeline. A table in
+    ``rerouted`` (read along a replica or an alternate) does not read its raw source."""
     dataset = catalog.datasets[table]
     entities = [("dataset", table), ("layer", dataset.layer)]
-    entities += [("source", name) for name, _ in catalog.raw_sources(dataset)]
+    if table not in rerouted:
+        entities += [("source", name) for name, _ in catalog.raw_sources(dataset)]
     if dataset.target is not None:
         entities.append(("target", table))
     return entities
@@ -94,9 +98,11 @@ def disabled_tables(
     flags: Mapping[tuple[str, str], EffectiveFlag],
     tables: Iterable[str] | None = None,
     pipelines: Iterable[str] = (),
+    rerouted: Collection[str] = (),
 ) -> dict[str, DisabledTable]:
     """The tables (default: all) that must not run, each with the flag that stops it.
-    ``pipelines``: the pipelines the run belongs to; a disabled one stops its own tables."""
+    ``pipelines``: the pipelines the run belongs to; a disabled one stops its own tables.
+    ``rerouted``: the tables read along another route than their primary (no raw source)."""
     off_pipelines = [
         (flags[("pipeline", p)], set(catalog.pipeline_datasets(p)))
         for p in pipelines
@@ -104,7 +110,7 @@ def disabled_tables(
     ]
     disabled = {}
     for table in catalog.datasets if tables is None else tables:
-        stopping = [flags.get(e, _ON) for e in table_entities(catalog, table)]
+        stopping = [flags.get(e, _ON) for e in table_entities(catalog, table, rerouted)]
         stopping += [flag for flag, members in off_pipelines if table in members]
         first = next((f for f in stopping if not f.enabled), None)
         if first is not None:

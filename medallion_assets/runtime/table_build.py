@@ -34,7 +34,11 @@ if TYPE_CHECKING:
 
 
 class MissingInput(RuntimeError):
-    """An upstream table has no published version yet."""
+    """An upstream table has no published version yet (``table`` names it)."""
+
+    def __init__(self, message: str, table: str = ""):
+        super().__init__(message)
+        self.table = table
 
 
 class UnreadableInput(RuntimeError):
@@ -77,13 +81,14 @@ def _upstream_version(
         if missing or not found:
             raise MissingInput(
                 f"{upstream} has no published version for partition(s) "
-                f"{', '.join(str(k) for k in missing) or '(none)'}: materialize it first"
+                f"{', '.join(str(k) for k in missing) or '(none)'}: materialize it first",
+                upstream,
             )
         joined = ",".join(f"{k}={v.version_id}" for k, v in found if v is not None)
         return hashlib.sha256(joined.encode()).hexdigest()[:16] if len(found) > 1 else joined
     current = lake.current(upstream)
     if current is None:
-        raise MissingInput(f"{upstream} has no published version: materialize it first")
+        raise MissingInput(f"{upstream} has no published version: materialize it first", upstream)
     return current.version_id
 
 
@@ -225,7 +230,9 @@ def register_inputs(
     for upstream in dataset.upstream:
         versions = _input_versions(lake, catalog, dataset, upstream, partition)
         if not versions:
-            raise MissingInput(f"{upstream} has no published version: materialize it first")
+            raise MissingInput(
+                f"{upstream} has no published version: materialize it first", upstream
+            )
         view = view_name(upstream)
         try:
             frame = read_versions(spark, lake, versions)

@@ -1,7 +1,9 @@
 """Rerouting inside real Dagster steps on Spark: a source bucket that does not exist on a real
-S3 API (moto's server) sends bronze to the source's replica, an upstream that was never
-published sends silver to its alternate producer; the route is recorded in the control store,
-sticks for later runs, stops when no route is left, and goes back when an operator says so."""
+S3 API (moto's server) marks the source down and sends bronze to the source's replica, an
+upstream that was never published sends silver to its alternate producer, and a table two hops
+below a down source with no replica recovers through its cheapest path; the route is recorded
+in the control store, sticks for later runs, stops when no route is left, and goes back when an
+operator marks the source up."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from medallion_assets.adapters.translator import DatasetTranslator, table_key
 from medallion_assets.catalog import load_catalog
 from medallion_assets.cli import cli
 from medallion_assets.control.plane import ControlPlane
+from medallion_assets.control.recovery import DownNodes
 from medallion_assets.io.object_store import Boto3ObjectStore
 from medallion_assets.runtime.lake import Lake
 from tests.adapters.minimal import minimal_project, orders
@@ -99,9 +102,10 @@ def test_an_unreachable_source_bucket_is_rerouted_to_its_replica_until_routed_ba
     route = plane.store().routes()["bronze.orders"]
     assert (route.route, route.changed_by, route.run_id) == (
         "orders_replica",
-        "healing",
+        "recovery",
         first.run_id,
     )
+    assert DownNodes(plane.store()).all()["source:orders"].changed_by == "healing"
     kinds = [k for k, _ in entries(plane, "bronze.orders", first.run_id)]
     assert kinds == ["attempt", "error", "route", "healing", "retry", "attempt", "outcome"]
     log = dict(entries(plane, "bronze.orders", first.run_id)[1:4])
@@ -119,25 +123,18 @@ def test_an_unreachable_source_bucket_is_rerouted_to_its_replica_until_routed_ba
     assert "orders_replica" in materialization.metadata["route"].value
     assert lake.current("bronze.orders").rows == 2
 
-    # The primary comes back with the same objects; an operator routes the table back. The
-    # manifest is keyed by the primary's keys, so nothing is ingested twice.
+    # The primary comes back with the same objects; an operator marks the source up, and the
+    # table goes back to it. The manifest is keyed by the primary's keys: nothing is ingested
+    # twice.
     store.ensure_bucket(primary)
     store.put(primary, "orders/a.jsonl", orders({"order_id": 1, "amount": 5, "country": "de"}))
     store.put(primary, "orders/b.jsonl", orders({"order_id": 2, "amount": 7, "country": "fr"}))
     back = CliRunner().invoke(
         cli,
-        [
-            "control",
-            "route",
-            "bronze.orders",
-            "primary",
-            "--reason",
-            "eu-west-1 is back",
-            "--project",
-            str(root),
-        ],
+        ["control", "up", "source:orders", "--reason", "eu-west-1 is back", "--project", str(root)],
     )
     assert back.exit_code == 0, back.output
+    assert "bronze.orders: orders_replica -> primary" in back.output
     assert "bronze.orders" not in plane.store().routes()
     third = job.execute_in_process(asset_selection=bronze, instance=instance)
     assert third.success
@@ -149,7 +146,11 @@ def test_an_unreachable_source_bucket_is_rerouted_to_its_replica_until_routed_ba
 
 def test_a_broken_replica_with_no_route_left_fails_fast_and_says_so(spark, on_s3):
     root, store, _primary, replica, plane = on_s3
-    plane.store().set_route("bronze.orders", "orders_replica", "primary down", "oncall")
+    marked = CliRunner().invoke(
+        cli,
+        ["control", "down", "source:orders", "--reason", "primary down", "--project", str(root)],
+    )
+    assert "rerouted bronze.orders: primary -> orders_replica" in marked.output, marked.output
     store._client.delete_object(Bucket=replica, Key="copy/orders/a.jsonl")
     store._client.delete_bucket(Bucket=replica)
 
@@ -235,3 +236,80 @@ def test_a_missing_upstream_reroutes_to_the_alternate_producer(spark, tmp_path, 
         "outcome",
     ]
     assert "UPSTREAM_MISSING" in log[1][1] and "bronze.orders has no published version" in log[1][1]
+
+
+def test_a_table_two_hops_below_a_down_source_recovers_through_its_cheapest_path(spark, on_s3):
+    """orders' bucket does not exist and has no replica here; silver.orders_clean (two hops
+    below) has two alternates, over a backup feed at cost 4 and at cost 9; gold reads silver."""
+    root, store, primary, _replica, plane = on_s3
+    backup_bucket = f"orders-backup-{uuid.uuid4().hex[:8]}"
+    columns = (
+        "    columns:\n"
+        "      - {name: order_id, type: bigint, nullable: false}\n"
+        '      - {name: amount, type: "decimal(18,2)"}\n'
+        "      - {name: country, type: string}\n"
+    )
+    (root / "metadata" / "sources.yaml").write_text(  # orders: no replica this time
+        "sources:\n"
+        f"  orders:\n    system: s3_raw\n    bucket: {primary}\n    prefix: orders/\n"
+        f"    format: jsonl\n{columns}"
+        f"  orders_backup:\n    system: s3_replica\n    bucket: {backup_bucket}\n"
+        f"    prefix: backup/\n    format: jsonl\n{columns}"
+    )
+    (root / "sql" / "bronze" / "orders_backup.sql").write_text(
+        "SELECT order_id, amount, country, _ingested_at, _source_file, _batch_id "
+        "FROM raw.orders_backup\n"
+    )
+    alternates = root / "sql" / "alternates" / "silver"
+    alternates.mkdir(parents=True)
+    (alternates / "orders_from_backup.sql").write_text(ALTERNATE)
+    (alternates / "orders_costly.sql").write_text(ALTERNATE.replace(">= 0", ">= 4"))
+    datasets = root / "metadata" / "datasets.yaml"
+    datasets.write_text(
+        datasets.read_text()
+        + "    alternates:\n"
+        + "      - {name: costly, sql: alternates/silver/orders_costly.sql, cost: 9}\n"
+        + "      - {name: from_backup, sql: alternates/silver/orders_from_backup.sql, cost: 4}\n"
+    )
+    store.ensure_bucket(backup_bucket)
+    store.put(
+        backup_bucket,
+        "backup/a.jsonl",
+        orders(
+            {"order_id": 7, "amount": 3, "country": "gb"},
+            {"order_id": 8, "amount": 5, "country": "gb"},
+        ),
+    )
+    job, lake = job_of(root), Lake(root / ".medallion" / "lake")
+    instance = dg.DagsterInstance.ephemeral()
+
+    # The first run finds the bucket gone: the source is marked down and silver, two hops
+    # below, moves to its cheapest alternate at once; bronze.orders fails (nothing produces it).
+    first = job.execute_in_process(instance=instance, raise_on_error=False)
+    assert not first.success
+    assert "source:orders" in DownNodes(plane.store()).all()
+    route = plane.store().routes()["silver.orders_clean"]
+    assert (route.route, route.changed_by) == ("from_backup", "recovery")
+    (entry,) = [
+        e
+        for e in plane.store().audit(["dataset:silver.orders_clean"], run_id=first.run_id)
+        if e.kind == "route"
+    ]
+    assert entry.details["around"] == ["source:orders"] and entry.details["cost"] == 5
+    assert entry.details["path_routes"] == {
+        "bronze.orders_backup": "primary",
+        "silver.orders_clean": "from_backup",
+    }
+    assert "bronze.orders" not in plane.store().routes()
+
+    # The next run goes around it: bronze.orders is left out (its version, if any, stays), and
+    # silver and gold build from the backup feed on Spark.
+    second = job.execute_in_process(instance=instance)
+    assert second.success
+    left_out = second.asset_materializations_for_node("bronze__orders")[0].metadata
+    assert "source:orders down" in left_out["unavailable"].value
+    rows = spark.read.parquet(str(lake.version_path(lake.current("gold.revenue")))).collect()
+    assert [(r.country, float(r.revenue)) for r in rows] == [("GB", 8.0)]
+    assert lake.current("silver.orders_clean").inputs == {
+        "bronze.orders_backup": lake.current("bronze.orders_backup").version_id
+    }

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from medallion_assets.cli import cli
-from medallion_assets.planner.recovery import RecoveryGraph, Step
+from medallion_assets.planner.recovery import RecoveryGraph, Step, _producible, plan_recovery
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -146,7 +146,8 @@ def test_a_down_node_must_exist(demo_catalog):
 
 
 def run(*args: str):
-    return CliRunner().invoke(cli, ["recovery-paths", *args, "--project", str(REPO)])
+    """The command on the repo's demo, with only the --down nodes (no control store opened)."""
+    return CliRunner().invoke(cli, ["recovery-paths", *args, "--what-if", "--project", str(REPO)])
 
 
 def test_the_command_lists_every_path_and_marks_the_chosen_one():
@@ -166,3 +167,70 @@ def test_the_command_lists_every_path_and_marks_the_chosen_one():
     assert none.exit_code == 1 and json.loads(none.output)["chosen"] is None
     unknown = run("bronze.orders", "--down", "replica:nope")
     assert unknown.exit_code == 2 and "no replica named 'nope'" in unknown.output
+
+
+# --- the plan: the fewest route changes around what is down -----------------------------------
+
+
+def chain() -> RecoveryGraph:
+    """source:s -> b (no other route) -> s1 (or s1 from c, cost 4) -> g; c has its own source."""
+    return graph(
+        step("b", needs=["source:s"]),
+        step("c", needs=["source:sc"]),
+        step("s1", reads=["b"]),
+        step("s1", "from_c", 4.0, reads=["c"]),
+        step("g", reads=["s1"]),
+    )
+
+
+def test_a_table_two_hops_below_a_down_source_moves_and_its_readers_keep_their_route():
+    plan = plan_recovery(chain(), {"source:s"}, {})
+    assert [(r.table, r.current, r.route) for r in plan.reroutes] == [("s1", "primary", "from_c")]
+    (moved,) = plan.reroutes
+    assert moved.around == ("source:s",)
+    assert moved.path.routes == (("c", "primary"), ("s1", "from_c")) and moved.path.cost == 5
+    assert plan.unreachable == ("b",)
+    assert plan_recovery(chain(), set(), {}).reroutes == ()  # nothing down: nothing moves
+
+
+def test_routes_recovery_set_go_back_when_their_node_is_up_and_an_operators_route_stays():
+    g = chain()
+    back = plan_recovery(g, set(), {"s1": "from_c"}, release={"s1"})
+    assert [(r.table, r.route, r.around) for r in back.reroutes] == [("s1", "primary", ())]
+    # an operator's route to the alternate is kept while it is available
+    assert plan_recovery(g, set(), {"s1": "from_c"}).reroutes == ()
+    # and moves when its own input goes down: back to the primary, now the cheapest left
+    moved = plan_recovery(g, {"source:sc"}, {"s1": "from_c"})
+    assert [(r.table, r.route, r.around) for r in moved.reroutes] == [
+        ("s1", "primary", ("source:sc",))
+    ]
+    # a route the metadata no longer declares counts as the primary
+    assert plan_recovery(g, set(), {"s1": "gone"}).reroutes[0].route == "primary"
+
+
+def test_a_plan_on_random_graphs_produces_every_table_some_path_produces():
+    rng = random.Random(11)
+    names = [f"t{n}" for n in range(8)]
+    for _ in range(80):
+        steps = []
+        for n, name in enumerate(names):
+            for r in range(rng.randint(1, 3)):
+                pool = names[:n] if r == 0 else names  # primaries form a DAG, alternates need not
+                reads = rng.sample(pool, min(len(pool), rng.randint(0, 2)))
+                reads = [x for x in reads if x != name]
+                needs = rng.sample(["source:a", "source:b", "replica:c"], rng.randint(0, 1))
+                route = "primary" if r == 0 else f"alt{r}"
+                steps.append(step(name, route, float(rng.randint(1, 4)), needs, reads))
+        g = graph(*steps)
+        in_force = {t: rng.choice(s).route for t, s in g.steps.items() if rng.random() < 0.3}
+        down = frozenset(rng.sample(["source:a", "source:b", "replica:c"], rng.randint(0, 2)))
+        plan = plan_recovery(g, down, in_force)
+        after = {t: in_force.get(t, "primary") for t in g.steps}
+        after.update({r.table: r.route for r in plan.reroutes})
+        produced = _producible(g, after, down)
+        reachable = set(g.cheapest(down))
+        assert produced == reachable
+        assert set(plan.unreachable) == set(g.steps) - reachable
+        before = _producible(g, {t: in_force.get(t, "primary") for t in g.steps}, down)
+        for reroute in plan.reroutes:  # only a table that was not produced moves
+            assert reroute.table not in before
