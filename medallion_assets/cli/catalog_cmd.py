@@ -47,14 +47,15 @@ def show(fmt: str, project: Path) -> None:
 def export(project: Path) -> None:
     """Write the derived catalog into the control store's relational tables (pipelines,
     stages, sources, targets, validation_rules, control_flags, retry_policies,
-    healing_actions, dataset_lineage), replacing the previous export in one transaction."""
-    from medallion_assets.catalog.export import catalog_rows
+    healing_actions, dataset_lineage, profiles, profile_settings, pipeline_profiles,
+    throttles, dataset_recovery_paths), replacing the previous export in one transaction."""
+    from medallion_assets.control.export import export_rows
     from medallion_assets.control.plane import ControlPlane
 
     loaded = load(project)
     plane = ControlPlane.of(settings_for(project))
     # A store that cannot be used is one line and exit 2, from the `medallion` group.
-    counts = plane.store().replace_catalog(catalog_rows(loaded, plane.flags().values()))
+    counts = plane.store().replace_catalog(export_rows(loaded, plane))
     click.echo(f"exported to {plane.store().masked(plane.url)}:")
     for table, count in counts.items():
-        click.echo(f"  {table:<18} {count:>6} row(s)")
+        click.echo(f"  {table:<22} {count:>6} row(s)")

@@ -5,7 +5,8 @@ Versions 1 to 3 are the schema the store had before SQLAlchemy (its hand-written
 same tables, so a control.db or PostgreSQL database made then migrates forward in place, keeping
 every flag, route and audit entry); version 4 adds the runtime state that used to be JSON files
 under ``<lake>/_state``; version 5 the operators' profile overrides; version 6 the rate budgets
-shared by every step and the operators' throttles; version 7 the nodes seen or marked down.
+shared by every step and the operators' throttles; version 7 the nodes seen or marked down;
+version 8 the catalog export's profiles, throttles and recovery paths.
 
 Every step runs in the transaction that read the version, under the store's migration lock
 (SQLite's write lock, a PostgreSQL advisory lock), so two processes starting at once do not
@@ -18,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import func, insert, select, text, update
 
 from medallion_assets.control import schema
 
@@ -39,11 +40,18 @@ def _create(*tables: Table) -> Step:
     return step
 
 
+def _catalog_v8(connection: Connection) -> None:
+    for table, column, kind in schema.CATALOG_V8_COLUMNS:
+        connection.execute(text(f'ALTER TABLE {table} ADD COLUMN "{column}" {kind}'))
+    for new in schema.CATALOG_V8_TABLES:
+        new.create(connection)
+
+
 MIGRATIONS: tuple[Step, ...] = (
     # v1: control-flag overrides and the audit log
     _create(schema.flag_overrides, schema.audit_log),
     # v2: the derived catalog in the seed design's tables, written by `medallion catalog export`
-    _create(*schema.catalog_tables.values()),
+    _create(*schema.catalog_tables_v2.values()),
     # v3: the route a table is read along when not its primary (a replica or an alternate)
     _create(schema.route_overrides),
     # v4: the runtime state: throttle cuts, evolved columns, ingest manifests, warehouse loads
@@ -54,6 +62,9 @@ MIGRATIONS: tuple[Step, ...] = (
     _create(schema.rate_budgets, schema.throttle_overrides),
     # v7: the sources, replicas and systems seen or marked down, which recovery routes around
     _create(schema.down_nodes),
+    # v8: the catalog export's profiles, profile_settings, pipeline_profiles, throttles and
+    # dataset_recovery_paths, and dataset_lineage's transformations
+    lambda connection: _catalog_v8(connection),
 )
 LATEST = len(MIGRATIONS)
 

@@ -29,7 +29,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.types import TypeEngine
 
-from medallion_assets.catalog.export import CATALOG_TABLES, KEYS
+from medallion_assets.catalog.export import CATALOG_TABLES, KEYS, V2_TABLES
 
 metadata = MetaData()
 
@@ -83,17 +83,33 @@ _SQL_TYPES: dict[str, TypeEngine[Any]] = {
     "REAL": Float(),
 }
 
-catalog_tables: dict[str, Table] = {
-    name: Table(
+
+def _catalog_table(name: str, into: MetaData, leave_out: tuple[str, ...] = ()) -> Table:
+    return Table(
         name,
-        metadata,
+        into,
         *(
             Column(column, _SQL_TYPES[kind], primary_key=column in KEYS[name])
-            for column, kind in columns
+            for column, kind in CATALOG_TABLES[name]
+            if column not in leave_out
         ),
     )
-    for name, columns in CATALOG_TABLES.items()
+
+
+catalog_tables: dict[str, Table] = {name: _catalog_table(name, metadata) for name in CATALOG_TABLES}
+
+# The catalog tables as version 2 created them (migrations.py), in a MetaData of their own.
+catalog_tables_v2: dict[str, Table] = {
+    name: _catalog_table(name, MetaData(), added) for name, added in V2_TABLES.items()
 }
+# The columns version 8 added to version 2's tables, and the tables it created.
+CATALOG_V8_COLUMNS: tuple[tuple[str, str, str], ...] = tuple(
+    (name, column, kind)
+    for name, added in V2_TABLES.items()
+    for column, kind in CATALOG_TABLES[name]
+    if column in added
+)
+CATALOG_V8_TABLES = tuple(t for name, t in catalog_tables.items() if name not in V2_TABLES)
 
 route_overrides = Table(
     "route_overrides",

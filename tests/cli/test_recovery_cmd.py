@@ -114,3 +114,78 @@ def test_recover_previews_a_given_node_and_keeps_an_operators_route(project: Pat
     assert unknown.exit_code == 2 and "control disable bronze.orders" in unknown.output
     bad = medallion(project, "control", "recover", "--down", "source:nope", "--dry-run")
     assert bad.exit_code == 2 and "no source named 'nope'" in bad.output
+
+
+def test_the_export_answers_the_seed_questions_from_its_tables_alone(project: Path, demo_catalog):
+    from medallion_assets.planner.recovery import RecoveryGraph
+
+    others = [p for p in demo_catalog.pipelines if p != "core_daily"]
+    assert (
+        medallion(project, "control", "profile", others[0], "focus", "--reason", "x").exit_code == 0
+    )
+    throttled = medallion(
+        project, "control", "throttle", "s3_raw", "--rows-per-s", "500", "--reason", "slow"
+    )
+    assert throttled.exit_code == 0, throttled.output
+    done = medallion(project, "catalog", "export")
+    assert done.exit_code == 0, done.output
+    store = plane_of(project).store()
+
+    # Which profile does each pipeline run under, and why?
+    profiles = dict(
+        (p, (profile, origin))
+        for p, profile, origin in store.query(
+            "SELECT pipeline, profile, origin FROM pipeline_profiles"
+        )
+    )
+    assert profiles["core_daily"] == ("focus", "pipeline_profiles")
+    assert profiles[others[0]] == ("focus", f"override:{others[0]}")
+    assert set(profiles) == set(demo_catalog.pipelines)
+    # What does the focus profile reserve for critical work, and which profile is active?
+    (reserved,) = store.query(
+        "SELECT s.value FROM profile_settings s JOIN profiles p ON p.name = s.profile "
+        "WHERE p.name = 'focus' AND s.setting = 'reserved_capacity_for_critical'"
+    )
+    focus = demo_catalog.profiles.profiles["focus"].settings
+    assert json.loads(reserved[0]) == focus.reserved_capacity_for_critical
+    assert store.query("SELECT name FROM profiles WHERE active") == [("balanced",)]
+    # Which limits hold on s3_raw now, and who set them?
+    (limits,) = store.query(
+        "SELECT rows_per_second, max_concurrent_jobs, origin, reason FROM throttles "
+        "WHERE system = 's3_raw'"
+    )
+    declared = demo_catalog.systems["s3_raw"].throttle.max_concurrent_jobs
+    assert (limits[0], limits[1], limits[2], limits[3]) == (
+        500.0,
+        declared,
+        "control store",
+        "slow",
+    )
+    # Every path to a dataset, cheapest first, each a sequence of tables and routes.
+    steps = store.query(
+        "SELECT path_order, path_cost, step_table, route FROM dataset_recovery_paths "
+        "WHERE dataset = :d ORDER BY path_order, sequence",
+        {"d": "silver.addresses_validated"},
+    )
+    listing = RecoveryGraph.of(demo_catalog).listing("silver.addresses_validated")
+    paths: dict[int, list[tuple[str, str]]] = {}
+    for order, cost, table, route in steps:
+        paths.setdefault(order, []).append((table, route))
+        assert cost == listing.paths[order - 1].cost
+    assert [tuple(p) for p in paths.values()] == [p.routes for p in listing.paths]
+    # Which datasets keep a path that does not need source:customers?
+    kept = store.query(
+        "SELECT DISTINCT p.dataset FROM dataset_recovery_paths p WHERE NOT EXISTS ("
+        " SELECT 1 FROM dataset_recovery_paths q WHERE q.dataset = p.dataset"
+        " AND q.path_order = p.path_order AND q.needs LIKE '%\"source:customers\"%')"
+    )
+    down = RecoveryGraph.of(demo_catalog).cheapest({"source:customers"})
+    assert {d for (d,) in kept} == set(down)
+    # How is a column of a gold table computed from its input?
+    (edge,) = store.query(
+        "SELECT transform, column_transforms FROM dataset_lineage "
+        "WHERE upstream = :up AND downstream = :down",
+        {"up": "silver.orders_usd", "down": "gold.revenue_by_region"},
+    )
+    assert edge[0] == demo_catalog.datasets["gold.revenue_by_region"].sql_path
+    assert any(t.endswith(": expression") for t in json.loads(edge[1]))
