@@ -35,7 +35,8 @@ INGESTION_COLUMNS: tuple[tuple[str, str], ...] = (
 
 @dataclass(frozen=True)
 class AlternateProducer:
-    """Another SQL file producing the same table from other inputs, at a cost."""
+    """Another SQL file producing the same table from other inputs, at a cost; or a backup
+    (``kind == "backup"``): a copy of the table in another project table, read as it is."""
 
     name: str
     sql_path: str
@@ -43,6 +44,7 @@ class AlternateProducer:
     dialect: str
     upstream: tuple[str, ...]
     cost: float
+    kind: str = "alternate"  # alternate | backup
 
 
 @dataclass(frozen=True)

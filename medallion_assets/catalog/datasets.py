@@ -6,7 +6,10 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 
+from sqlglot import exp
+
 from medallion_assets.catalog import models
+from medallion_assets.catalog.base import LAYERS
 from medallion_assets.catalog.catalog import AlternateProducer, Dataset
 from medallion_assets.catalog.errors import CatalogIssue
 from medallion_assets.catalog.layers import layer_problems
@@ -58,7 +61,8 @@ def build_datasets(
         rules = _rules(settings, rule_sets)
         target = targets.get(name)
         alts, alt_issues = _alternates(name, settings, sql, alternates, known, tables)
-        issues.extend(alt_issues)
+        backups, backup_issues = _backups(name, settings, sql_file.dialect, known)
+        issues.extend(alt_issues + backup_issues)
         issues.extend(_daily_source_issues(files, name, settings, lineage, sources))
         used_alternates.update(a.sql_path for a in alts)
         datasets[name] = Dataset(
@@ -76,7 +80,7 @@ def build_datasets(
             rules=rules,
             system=_system(name, lineage, target, sources, project),
             target=target,
-            alternates=tuple(alts),
+            alternates=(*alts, *backups),
             code_version=code_version(
                 sql_file.text,
                 sql_file.dialect,
@@ -238,6 +242,137 @@ def _alternates(
             )
         )
     return result, issues
+
+
+def _backups(
+    name: str, settings: models.DatasetSettings, dialect: str, known: KnownNames
+) -> tuple[list[AlternateProducer], list[CatalogIssue]]:
+    """Each declared backup as a producer reading the backup table's columns as they are."""
+    issues: list[CatalogIssue] = []
+    result: list[AlternateProducer] = []
+    label = "metadata/datasets.yaml"
+    taken = {a.name for a in settings.alternates}
+    for i, backup in enumerate(settings.backups):
+        field = f"datasets.{name}.backups[{i}]"
+
+        def problem(message: str, fix: str, where: str = field) -> None:
+            issues.append(CatalogIssue(label, where, f"backup of {name}: {message}", fix))
+
+        if backup.table == name or backup.table not in known.datasets:
+            close = [t for t in known.datasets if t != name]
+            problem(
+                f"{backup.table!r} is not another table of this project",
+                f"name a project table holding a copy of {name} (e.g. one of "
+                f"{', '.join(close[:3])})",
+                f"{field}.table",
+            )
+            continue
+        if _layer_rank(backup.table) > _layer_rank(name):
+            problem(
+                f"{backup.table} is in a later layer than {name}",
+                "keep a backup in the same layer or an earlier one",
+                f"{field}.table",
+            )
+        mine, theirs = known.datasets.get(name), known.datasets[backup.table]
+        if mine is not None and theirs is not None and set(mine) != set(theirs):
+            missing = sorted(set(mine) - set(theirs))
+            extra = sorted(set(theirs) - set(mine))
+            problem(
+                f"{backup.table} has other columns (missing: {', '.join(missing) or '-'}; "
+                f"extra: {', '.join(extra) or '-'})",
+                "a backup must hold exactly the table's columns; write an alternate producer "
+                "(sql/alternates/) to transform another table",
+                f"{field}.table",
+            )
+            continue
+        if backup.route_name in taken or backup.route_name == "primary":
+            problem(
+                f"the route name {backup.route_name!r} is taken",
+                "give the backup a name of its own (name: ...)",
+                f"{field}.name",
+            )
+            continue
+        taken.add(backup.route_name)
+        columns: list[exp.Expression] = [exp.column(c, quoted=True) for c in (mine or ())]
+        columns = columns or [exp.Star()]
+        query = exp.select(*columns).from_(exp.to_table(backup.table)).sql(dialect=dialect)
+        result.append(
+            AlternateProducer(
+                backup.route_name,
+                f"{label}#{field}",
+                query,
+                dialect,
+                (backup.table,),
+                backup.cost,
+                "backup",
+            )
+        )
+    return result, issues
+
+
+def _layer_rank(table: str) -> int:
+    layer = table.split(".", 1)[0]
+    return LAYERS.index(layer) if layer in LAYERS else len(LAYERS)
+
+
+def check_recovery_cycles(datasets: Mapping[str, Dataset]) -> list[CatalogIssue]:
+    """Declared recovery edges may not close a cycle: an alternate producer rebuilds the table
+    from its inputs, so alternates with the lineage must stay a DAG (recovering a table must
+    never need the table); a backup is read as it is published, so backups may copy the table
+    they back (a snapshot), but two tables may not back each other up, in a ring of any size.
+    Names the cycle and the table whose declaration closes it."""
+    lineage = [(u, n) for n, d in datasets.items() for u in d.upstream if u in datasets]
+    rebuilt = {
+        (u, n): a
+        for n, d in datasets.items()
+        for a in d.alternates
+        if a.kind == "alternate"
+        for u in a.upstream
+        if u in datasets
+    }
+    copies = {
+        (u, n): a
+        for n, d in datasets.items()
+        for a in d.alternates
+        if a.kind == "backup"
+        for u in a.upstream
+        if u in datasets
+    }
+    for edges, declared, kind, fix in (
+        (
+            lineage + list(rebuilt),
+            rebuilt,
+            "alternates",
+            "an alternate may not read a table built from the table it produces: remove it or "
+            "read other tables",
+        ),
+        (
+            list(copies),
+            copies,
+            "backups",
+            "two tables may not back each other up: remove one backup of the ring",
+        ),
+    ):
+        try:
+            DAG(list(datasets), edges).levels()
+        except CycleError as error:
+            cycle = [str(n) for n in error.cycle]
+            closing = [
+                (cycle[i + 1], declared[(cycle[i], cycle[i + 1])])
+                for i in range(len(cycle) - 1)
+                if (cycle[i], cycle[i + 1]) in declared
+            ]
+            table, producer = closing[0] if closing else (cycle[0], None)
+            via = f" ({table} via {producer.name})" if producer is not None else ""
+            return [
+                CatalogIssue(
+                    "metadata/datasets.yaml",
+                    f"datasets.{table}.{kind}",
+                    f"recovery edges form a {error}{via}",
+                    fix,
+                )
+            ]
+    return []
 
 
 def build_graph(

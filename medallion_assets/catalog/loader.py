@@ -19,6 +19,7 @@ from medallion_assets.catalog.datasets import (
     build_datasets,
     build_graph,
     check_dependency_issues,
+    check_recovery_cycles,
 )
 from medallion_assets.catalog.errors import CatalogError, CatalogIssue
 from medallion_assets.catalog.layers import layer_problems
@@ -91,6 +92,7 @@ def _load(root: Path, use_cache: bool) -> Catalog:
     issues.extend(dataset_issues)
     if not issues:
         issues.extend(check_dependency_issues(datasets))
+        issues.extend(check_recovery_cycles(datasets))
     if issues:
         raise CatalogError(root, _unique(issues))
     return _assemble(root, files, project, datasets)

@@ -256,6 +256,20 @@ class Alternate(Model):
     description: str = ""
 
 
+class Backup(Model):
+    """A project table holding a copy of this one (a snapshot, another region's build): the
+    table can be recovered by reading it, at a cost. Its columns must be this table's."""
+
+    table: str
+    cost: float = Field(default=1.0, gt=0)
+    name: str | None = None  # the route's name; default backup_<layer>_<table>
+    description: str = ""
+
+    @property
+    def route_name(self) -> str:
+        return self.name or "backup_" + self.table.replace(".", "_")
+
+
 class DatasetSettings(Model):
     description: str = ""
     criticality: Criticality | None = None
@@ -268,6 +282,7 @@ class DatasetSettings(Model):
     retry_policy: str | None = None
     dialect: str | None = None
     alternates: tuple[Alternate, ...] = ()
+    backups: tuple[Backup, ...] = ()
 
     _dialect = field_validator("dialect")(classmethod(lambda cls, v: check_dialect(v)))
     _owners = field_validator("owners")(classmethod(lambda cls, v: check_owners(v)))

@@ -1,10 +1,12 @@
 """Every way to produce each dataset, and the cheapest one still available when nodes are down.
 
 A table is produced along one of its routes (``reroute.routes``): its primary (its SQL over the
-tables it reads; a bronze table's over its raw source), a replica of its raw source, or an
-alternate producer (another SQL file over other tables). A route needs its own nodes
-(``source:NAME`` or ``replica:NAME``, the ``system:NAME`` each lives on, and the project's
-compute system) and every table it reads, each produced along a route of its own. That is an
+tables it reads; a bronze table's over its raw source), a replica of its raw source, an
+alternate producer (another SQL file over other tables), or a backup (another project table
+holding a copy, read as it is published). A route needs its own nodes (``source:NAME`` or
+``replica:NAME``, the ``system:NAME`` each lives on, the project's compute system, and a
+backup's table, whose data it reads without rebuilding it) and every table it reads, each
+produced along a route of its own. That is an
 AND/OR graph over the lineage: a path to a table is one route for it and, recursively, one for
 every table the route reads, each table taking the same route wherever it appears (a table has
 one route in force, as a reroute sets it).
@@ -37,6 +39,7 @@ from medallion_assets.planner.kill_switch import unknown_name
 from medallion_assets.planner.reroute import PRIMARY, routes
 
 NODE_KINDS = ("source", "replica", "system")
+BACKUP = "backup"
 MAX_PATHS = 200  # listed per table; a wide graph has more combinations than anyone reads
 
 
@@ -122,6 +125,9 @@ class RecoveryGraph:
                     replica = route.replica
                     needs = (f"replica:{replica.name}", f"system:{replica.system}", compute)
                     inputs = reads
+                elif route.kind == BACKUP:
+                    assert route.alternate is not None  # read as published: the table's data
+                    needs, inputs = (*route.alternate.upstream, compute), ()
                 else:
                     assert route.alternate is not None
                     upstream = route.alternate.upstream

@@ -26,7 +26,7 @@ PRIMARY = "primary"
 @dataclass(frozen=True)
 class Route:
     name: str  # "primary", a replica's name or an alternate's name
-    kind: str  # primary | replica | alternate
+    kind: str  # primary | replica | alternate | backup
     cost: float
     detail: str  # where it reads: "s3://bucket/prefix (system)" or the alternate's SQL file
     replica: Replica | None = None
@@ -49,9 +49,7 @@ def routes(catalog: Catalog, dataset: Dataset) -> tuple[Route, ...]:
             Route(r.name, "replica", r.cost, f"s3://{r.bucket}/{r.prefix} ({r.system})", replica=r)
             for r in source.replicas
         ]
-    others += [
-        Route(a.name, "alternate", a.cost, a.sql_path, alternate=a) for a in dataset.alternates
-    ]
+    others += [Route(a.name, a.kind, a.cost, a.sql_path, alternate=a) for a in dataset.alternates]
     return (primary, *sorted(others, key=lambda r: (r.cost, r.name)))
 
 

@@ -313,3 +313,37 @@ def test_a_table_two_hops_below_a_down_source_recovers_through_its_cheapest_path
     assert lake.current("silver.orders_clean").inputs == {
         "bronze.orders_backup": lake.current("bronze.orders_backup").version_id
     }
+
+
+def test_a_table_recovers_from_its_backup_read_as_published(spark, tmp_path, monkeypatch):
+    """silver.orders_clean is backed up by a snapshot table built from it; with its source
+    marked down, silver is read back from the snapshot's published version on Spark."""
+    root, local = minimal_project(tmp_path, monkeypatch, {"order_id": 1, "amount": 5})
+    (root / "sql" / "silver" / "orders_snapshot.sql").write_text(
+        "SELECT order_id, amount, country FROM silver.orders_clean\n"
+    )
+    datasets = root / "metadata" / "datasets.yaml"
+    datasets.write_text(
+        datasets.read_text() + "    backups: [{table: silver.orders_snapshot, cost: 2}]\n"
+    )
+    job, lake = job_of(root), Lake(root / ".medallion" / "lake")
+    instance = dg.DagsterInstance.ephemeral()
+    assert job.execute_in_process(instance=instance).success
+    snapshot = lake.current("silver.orders_snapshot")
+
+    marked = CliRunner().invoke(
+        cli, ["control", "down", "source:orders", "--reason", "feed broken", "--project", str(root)]
+    )
+    assert "silver.orders_clean: primary -> backup_silver_orders_snapshot" in marked.output
+    local.put("minimal-raw", "orders/b.jsonl", orders({"order_id": 2, "amount": 9}))  # unread
+    result = job.execute_in_process(
+        instance=instance,
+        asset_selection=[table_key("silver.orders_clean"), table_key("gold.revenue")],
+    )
+    assert result.success
+    version = lake.current("silver.orders_clean")
+    assert version.inputs == {"silver.orders_snapshot": snapshot.version_id}
+    rows = spark.read.parquet(str(lake.version_path(version))).collect()
+    assert [(r.order_id, float(r.amount)) for r in rows] == [(1, 5.0)]
+    meta = result.asset_materializations_for_node("silver__orders_clean")[0].metadata
+    assert meta["route"].value.startswith("backup_silver_orders_snapshot (backup, cost 2)")
