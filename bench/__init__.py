@@ -23,4 +23,6 @@ met or not. Modules:
 - ``definitions_worker``   E's worker: build and resolve the Definitions in one process
 - ``definitions_bench``    benchmark E: code-location load of a 2,000-table project, cold/warm
 - ``profiles``       cProfile dumps summarised by package
+- ``simulate_bench`` benchmark I: ``medallion simulate``'s engine over a day of a synthetic
+  10,000-table project (bar: 2 s), against one run's unit-duration plan
 """

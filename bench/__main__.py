@@ -1,4 +1,4 @@
-"""``python -m bench [A] [B] [C] [D] [E] [F] [G] [H]``: run the chosen benchmarks (all by default).
+"""``python -m bench [A] [B] ... [I]``: run the chosen benchmarks (all by default).
 
 Always exits 0: the benchmarks are informational, a missed bar prints FAIL but fails nothing.
 A benchmark that crashes (e.g. our API changed under it) is reported and the others still run.
@@ -18,6 +18,7 @@ from bench import (
     lineage_bench,
     orchestration_bench,
     sdp_bench,
+    simulate_bench,
     validation_bench,
 )
 
@@ -30,6 +31,7 @@ BENCHMARKS = {
     "F": validation_bench.main,
     "G": sdp_bench.main,
     "H": contention_bench.main,
+    "I": simulate_bench.main,
 }
 
 

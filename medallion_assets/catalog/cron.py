@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 _MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 _DAYS = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")
@@ -135,3 +136,34 @@ def _item_values(base: str, step_text: str | None, field: _Field, schedule: str)
     # A range that wraps around the end of the cycle, e.g. hours 22-2.
     size = field.high - field.low + 1
     return {v - size if v > field.high else v for v in range(low, high + size + 1, step)}
+
+
+def fire_times(schedule: str, start: datetime, end: datetime) -> list[datetime]:
+    """The moments in ``[start, end)`` a checked ``schedule`` fires (naive or UTC datetimes,
+    compared as given). Cron's rule for the two day fields: when both are restricted, a day
+    matching either runs.
+
+    >>> [t.strftime("%H:%M") for t in fire_times("0 */8 * * *", datetime(2026, 1, 1),
+    ...                                             datetime(2026, 1, 2))]
+    ['00:00', '08:00', '16:00']
+    """
+    fields = schedule.lower().split()
+    minutes, hours, days, months, weekdays = (
+        _expand(text, field, schedule) for text, field in zip(fields, _FIELDS, strict=True)
+    )
+    weekdays = None if weekdays is None else {d % 7 for d in weekdays}  # 7 is Sunday too
+    found = []
+    day = start.replace(hour=0, minute=0, second=0, microsecond=0)
+    while day < end:
+        on_month = months is None or day.month in months
+        by_date = days is None or day.day in days
+        by_weekday = weekdays is None or (day.isoweekday() % 7) in weekdays
+        both = days is not None and weekdays is not None
+        if on_month and ((by_date or by_weekday) if both else (by_date and by_weekday)):
+            for hour in sorted(hours) if hours is not None else range(24):
+                for minute in sorted(minutes) if minutes is not None else range(60):
+                    moment = day.replace(hour=hour, minute=minute)
+                    if start <= moment < end:
+                        found.append(moment)
+        day += timedelta(days=1)
+    return found

@@ -317,8 +317,30 @@ class Exposure(Model):
     criticality: Criticality = "normal"
     depends_on: tuple[str, ...]
     url: str | None = None
+    # "HH:MM" UTC: every day, what it reads must be ready by then (medallion simulate)
+    deadline: str | None = None
 
     _name = field_validator("name")(classmethod(lambda cls, v: check_identifier(v)))
+
+    @field_validator("deadline")
+    @classmethod
+    def _deadline(cls, value: str | None) -> str | None:
+        if value is not None:
+            hour, colon, minute = value.partition(":")
+            if not (colon and hour.isdigit() and minute.isdigit() and len(minute) == 2) or not (
+                0 <= int(hour) <= 23 and 0 <= int(minute) <= 59
+            ):
+                raise ValueError(f"deadline {value!r} is not a time of day HH:MM (UTC), e.g. 06:00")
+        return value
+
+    @property
+    def deadline_seconds(self) -> int | None:
+        """Seconds after midnight UTC of the deadline, or None."""
+        if self.deadline is None:
+            return None
+        hour, _, minute = self.deadline.partition(":")
+        return int(hour) * 3600 + int(minute) * 60
+
     _owners = field_validator("owners")(classmethod(lambda cls, v: check_owners(v)))
 
 

@@ -19,6 +19,7 @@ from medallion_assets.cli.recovery_cmd import recovery_paths
 from medallion_assets.cli.run_cmd import run
 from medallion_assets.cli.schema_cmd import schema
 from medallion_assets.cli.settings_cmd import settings
+from medallion_assets.cli.simulate_cmd import simulate_cmd
 from medallion_assets.cli.throttle_cmd import throttle
 from medallion_assets.runtime.errors import ResourceError
 
@@ -57,6 +58,7 @@ for command in (
     lineage,
     impact,
     recovery_paths,
+    simulate_cmd,
     plan,
     split,
     trace_pii,
