@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from medallion_assets.catalog import CatalogError
+from medallion_assets.cli.backfill_cmd import backfill
 from medallion_assets.cli.catalog_cmd import catalog
 from medallion_assets.cli.common import does_not_load
 from medallion_assets.cli.control_cmd import audit, control
@@ -59,6 +60,7 @@ for command in (
     impact,
     recovery_paths,
     simulate_cmd,
+    backfill,
     plan,
     split,
     trace_pii,

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from medallion_assets.catalog import Catalog
 from medallion_assets.cli.common import fail, load, project_option, settings_for
 from medallion_assets.planner.recovery import RecoveryGraph
 from medallion_assets.planner.simulate import Outage, Simulation, simulate
@@ -51,8 +52,6 @@ def simulate_cmd(
 
     Durations come from the project instance's past runs (the median of each table's step),
     else an estimate from the rows of its current version."""
-    from medallion_assets.adapters.headless import dagster_home
-    from medallion_assets.adapters.history import step_durations
     from medallion_assets.cli.control_cmd import open_plane
     from medallion_assets.control.profile_overrides import ProfileOverrides
 
@@ -67,10 +66,7 @@ def simulate_cmd(
         outages = [_outage(graph, text, start) for text in down]
     except ValueError as error:
         fail(str(error))
-    past = step_durations(dagster_home(project))
-    lake = Lake(settings.lake_root)
-    durations = {t: past.get(t) or _estimate(lake, t) for t in catalog.datasets}
-    measured = sum(1 for t in catalog.datasets if t in past)
+    durations, measured = durations_for(catalog, project, settings.lake_root)
     plane = open_plane(project)
     try:
         result = simulate(
@@ -120,6 +116,18 @@ def _outage(graph: RecoveryGraph, text: str, start: datetime) -> Outage:
     else:
         moment = _moment(when)
     return Outage(node, max(0.0, (moment - start).total_seconds()))
+
+
+def durations_for(catalog: Catalog, project: Path, lake_root: Path) -> tuple[dict[str, float], int]:
+    """table -> seconds of one build (past runs' median, else the estimate), and how many
+    came from past runs."""
+    from medallion_assets.adapters.headless import dagster_home
+    from medallion_assets.adapters.history import step_durations
+
+    past = step_durations(dagster_home(project))
+    lake = Lake(lake_root)
+    durations = {t: past.get(t) or _estimate(lake, t) for t in catalog.datasets}
+    return durations, sum(1 for t in catalog.datasets if t in past)
 
 
 def _estimate(lake: Lake, table: str) -> float:

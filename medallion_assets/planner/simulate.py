@@ -99,6 +99,7 @@ class Simulation:
     reroutes: tuple[RerouteTaken, ...]
     preemptions: int = 0
     not_ready: tuple[str, ...] = ()  # tables no run in the window builds (or leaves out)
+    makespan_s: float = 0.0  # when the last step ended
 
     def finish_of(self, table: str) -> float | None:
         return next((d.finish_s for d in self.datasets if d.table == table), None)
@@ -293,6 +294,43 @@ def simulate(
         tuple(sim.reroutes),
         sim.preemptions,
         tuple(t for t in catalog.datasets if t not in sim.first),
+        sim.last,
+    )
+
+
+def simulate_runs(
+    catalog: Catalog,
+    durations: Mapping[str, float],
+    runs: Sequence[tuple[str, Sequence[str]]],
+    profile: str | None = None,
+    max_workers: int = 2,
+) -> Simulation:
+    """``runs`` (a name, its tables) all requested at once, under ``profile`` (default: the
+    active one), as a backfill's are; ``makespan_s`` is when the last one ends."""
+    profiles = catalog.profiles
+    if profiles is None:
+        name, settings = "none", NO_PROFILE
+    else:
+        name = profile or profiles.active
+        settings = profiles.profiles[name].settings
+    sim = _Simulator(catalog, durations, max_workers, {})
+    for label, tables in runs:
+        levels = [catalog.datasets[t].criticality for t in tables]
+        priority = run_priority(profiles, levels, {}).priority if profiles else 0
+        sim.push(0.0, "request", _Request(label, list(tables), name, settings, priority))
+    sim.run(float("inf"))
+    start = datetime(2000, 1, 1)
+    return Simulation(
+        name,
+        start,
+        start,
+        sim.run_count,
+        tuple(sim.results()),
+        tuple(sim.peaks()),
+        (),
+        (),
+        sim.preemptions,
+        makespan_s=sim.last,
     )
 
 
@@ -330,6 +368,7 @@ class _Simulator:
         self.reroutes: list[RerouteTaken] = []
         self.preemptions = 0
         self.run_count = 0
+        self.last = 0.0  # when the last step ended
         self._policies: dict[tuple[str, int], SchedulingPolicy] = {}
         self._routes_version = 0
         self._requests: list[tuple[float, str, list[str], str, ProfileSettings, int]] = []
@@ -347,6 +386,8 @@ class _Simulator:
             while self.events and self.events[0][0] == now:
                 _, _, kind, payload = heapq.heappop(self.events)
                 self._handle(now, kind, payload)
+                if kind == "finish":
+                    self.last = now
             self._dispatch(now)
 
     def _handle(self, now: float, kind: str, payload: object) -> None:
