@@ -76,8 +76,13 @@ def own_s3() -> Iterator[S3Server]:
         server.stop()
 
 
-def test_the_demo_runs_on_a_standalone_cluster_and_its_gold_equals_the_reference(tmp_path, own_s3):
+def test_the_demo_runs_on_a_standalone_cluster_and_its_gold_equals_the_reference(
+    tmp_path, own_s3, monkeypatch
+):
     s3_server = own_s3
+    for name, value in medallion_env(tmp_path, s3_server.endpoint_url, "").items():
+        if name.startswith("AWS_"):
+            monkeypatch.setenv(name, value)  # boto3 in this process writes the raw data
     root = copy_demo_project(tmp_path / "cluster-project")
     catalog = load_catalog(root)
     # A clean vendor feed, so that every gold table builds and can be compared.
