@@ -344,20 +344,21 @@ def plan_recovery(
     moved: set[str] = set()
     while True:
         produced = _producible(graph, assign, down)
-        broken = [t for t in graph.steps if t not in produced]
-        switch = [t for t in broken if t in best and t not in moved]
+        broken = {t for t in graph.steps if t not in produced}
+        switch = [t for t in graph.steps if t in broken and t in best and t not in moved]
         if not switch:
             break
         for table in switch:
             assign[table] = best[table][1].route
             moved.add(table)
     unreachable = tuple(t for t in graph.steps if t in broken and t not in down)
+    unreachable_set = set(unreachable)
+    before = {t: (r if r in known[t] else PRIMARY) for t, r in start.items()}
     reroutes = []
     for table in _inputs_first(graph, assign, [t for t in graph.steps if assign[t] != start[t]]):
-        if table in unreachable:
+        if table in unreachable_set:
             continue
         path = graph._path(table, assign, down)
-        before = {t: (r if r in known[t] else PRIMARY) for t, r in start.items()}
         around = _down_on(graph, table, before, down)
         reroutes.append(Reroute(table, start[table], assign[table], path, around))
     return RecoveryPlan(tuple(sorted(down)), tuple(reroutes), unreachable)
@@ -425,4 +426,5 @@ def _inputs_first(
 
     for table in wanted:
         visit(table, frozenset())
-    return [t for t in order if t in set(wanted)]
+    chosen = set(wanted)
+    return [t for t in order if t in chosen]

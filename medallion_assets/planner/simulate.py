@@ -100,6 +100,7 @@ class Simulation:
     preemptions: int = 0
     not_ready: tuple[str, ...] = ()  # tables no run in the window builds (or leaves out)
     makespan_s: float = 0.0  # when the last step ended
+    builds: int = 0  # steps simulated (every run's tables, left-out ones included)
 
     def finish_of(self, table: str) -> float | None:
         return next((d.finish_s for d in self.datasets if d.table == table), None)
@@ -295,6 +296,7 @@ def simulate(
         sim.preemptions,
         tuple(t for t in catalog.datasets if t not in sim.first),
         sim.last,
+        sim.builds,
     )
 
 
@@ -354,6 +356,7 @@ class _Simulator:
             if s.throttle.max_concurrent_jobs is not None
         }
         self.down: set[str] = set()
+        self.recover_at: float | None = None  # nodes went down: plan recovery at this time
         self.unreachable: set[str] = set()
         self.gone: frozenset[str] = frozenset()  # left out: down, or no available path
         self.events: list[tuple[float, int, str, object]] = []
@@ -369,6 +372,7 @@ class _Simulator:
         self.preemptions = 0
         self.run_count = 0
         self.last = 0.0  # when the last step ended
+        self.builds = 0
         self._policies: dict[tuple[str, int], SchedulingPolicy] = {}
         self._routes_version = 0
         self._requests: list[tuple[float, str, list[str], str, ProfileSettings, int]] = []
@@ -388,6 +392,9 @@ class _Simulator:
                 self._handle(now, kind, payload)
                 if kind == "finish":
                     self.last = now
+            if self.recover_at is not None:
+                self._recover(now)
+                self.recover_at = None
             self._dispatch(now)
 
     def _handle(self, now: float, kind: str, payload: object) -> None:
@@ -399,7 +406,8 @@ class _Simulator:
                 return  # pre-empted: the step was lost
             self._finish(now, run, table)
         elif kind == "down":
-            self._outage(now, str(payload))
+            self.down.add(str(payload))
+            self.recover_at = now  # once for every node going down at this moment
 
     # --- runs ----------------------------------------------------------------------------
 
@@ -471,6 +479,8 @@ class _Simulator:
             self.going = [r for r in self.going if not r.finished]
 
     def _start_steps(self, now: float, run: _Run) -> None:
+        if len(run.running) >= self.max_workers or not run.ready:
+            return
         policy = self._policy(run.profile, run.settings)
         while len(run.running) < self.max_workers and run.ready:
             choice = self._pick(run, policy)
@@ -498,6 +508,7 @@ class _Simulator:
         if not left_out:
             self._release(run.running.pop(table)[1])
         run.done.add(table)
+        self.builds += 1
         if table not in self.first:
             route = self.routes[table]
             step = self.graph.step(table, route)
@@ -522,8 +533,7 @@ class _Simulator:
 
     # --- routes and outages --------------------------------------------------------------
 
-    def _outage(self, now: float, node: str) -> None:
-        self.down.add(node)
+    def _recover(self, now: float) -> None:
         plan = plan_recovery(self.graph, self.down, self.routes)
         for reroute in plan.reroutes:
             self.routes[reroute.table] = reroute.route
