@@ -8,6 +8,7 @@ which the local-mode pipeline test compares against too).
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -16,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from moto.server import ThreadedMotoServer
 
 from medallion_assets.catalog import load_catalog
 from medallion_assets.demo import DemoSettings, generate, write_files
@@ -65,15 +65,34 @@ def gold_rows(home: Path, table: str) -> list[tuple[Any, ...]]:
 
 
 @pytest.fixture
-def own_s3() -> Iterator[S3Server]:
-    """A moto server of this test's own: the demo's bucket names are the e2e pipeline's too."""
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
+def own_s3(tmp_path) -> Iterator[S3Server]:
+    """A moto server in a process of its own. moto keeps its buckets per process, so a second
+    ThreadedMotoServer in this pytest process would share the e2e pipeline's buckets (the demo's
+    bucket names are the same) and this run would read that pipeline's later batches."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    log = (tmp_path / "moto.log").open("w")
+    server = subprocess.Popen(
+        [str(Path(sys.executable).parent / "moto_server"), "-H", "127.0.0.1", "-p", str(port)],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     try:
-        host, port = server.get_host_and_port()
-        yield S3Server(f"http://{host}:{port}")
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert server.poll() is None, (tmp_path / "moto.log").read_text()
+                assert time.monotonic() < deadline, "moto_server did not start in 30 s"
+                time.sleep(0.2)
+        yield S3Server(f"http://127.0.0.1:{port}")
     finally:
-        server.stop()
+        server.terminate()
+        server.wait(timeout=10)
+        log.close()
 
 
 def test_the_demo_runs_on_a_standalone_cluster_and_its_gold_equals_the_reference(
