@@ -17,14 +17,6 @@ REPO = Path(__file__).resolve().parents[1]
 CORPORA = REPO / "tests" / "data" / "corpora"
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Files with slow tests first, each file's tests in their own order: the suite runs on two
-    xdist workers a file at a time (pyproject's addopts), and the many quick files then fill the
-    end instead of one worker finishing a 2-minute file while the other waits."""
-    slow_files = {item.path for item in items if item.get_closest_marker("slow")}
-    items.sort(key=lambda item: item.path not in slow_files)
-
-
 def fixture_path(path: Path) -> Path:
     """``path`` if it exists; else fail with its name, not with an empty scan's ``KeyError``."""
     if not path.exists():
