@@ -208,6 +208,15 @@ class MedallionSettings(BaseModel):
         alias="MEDALLION_LOCK_WAIT_SECONDS",
         ge=0,
     )
+    openlineage_timeout_seconds: float = _setting(
+        5.0,
+        "`5`",
+        "the longest a step waits to send one OpenLineage event (sent only when OpenLineage is "
+        "configured: `OPENLINEAGE_URL`, `OPENLINEAGE_CONFIG`, `openlineage.yml`), then goes on",
+        "a number of seconds, e.g. 5",
+        alias="MEDALLION_OPENLINEAGE_TIMEOUT",
+        gt=0,
+    )
     crash_at: str | None = _setting(
         None,
         "unset",

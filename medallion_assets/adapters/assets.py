@@ -23,6 +23,7 @@ from medallion_assets.adapters.checks import (
     selected_checks,
 )
 from medallion_assets.adapters.masking import masked_step
+from medallion_assets.adapters.openlineage_events import StepLineage
 from medallion_assets.adapters.retry import Audit, heal_and_retry
 from medallion_assets.adapters.step_order import below_profile
 from medallion_assets.adapters.threads import step_interrupted
@@ -68,25 +69,39 @@ def _asset(
     @masked_step  # nothing the step logs or raises carries a password
     def _materialize(context: dg.AssetExecutionContext) -> Iterator[StepEvent]:
         plane: ControlPlane = context.resources.control.plane()  # flags and audit share a store
-        if switched_off(context, catalog, dataset, plane):
-            return
         run = table_run(context, catalog, dataset, plane)
+        if table_key(dataset.name) not in context.selected_asset_keys:
+            if not switched_off(context, catalog, dataset, plane):
+                yield from check_current_version(context, with_spark(context, run))
+            return
+        lineage = StepLineage.start(context, catalog, dataset, run)  # None: OpenLineage off
+        if switched_off(context, catalog, dataset, plane):
+            if lineage:
+                lineage.abort("switched off or below the run's profile; nothing was built")
+            return
         audit = Audit(plane.store(), run, context.retry_number + 1)
         try:
-            if table_key(dataset.name) not in context.selected_asset_keys:
-                yield from check_current_version(context, with_spark(context, run))
-                return
-            yield from _build_step(context, runner, run, plane, audit)
+            yield from _build_step(context, runner, run, plane, audit, lineage)
+            if lineage:
+                lineage.complete()
         except dg.DagsterExecutionInterruptedError as interruption:
             # The run is being terminated (kill switch sensor, Terminate in the UI): the
             # step must not come back.
+            if lineage:
+                lineage.abort("the run is being terminated (kill switch, pre-emption or user)")
             raise interrupted(dataset, audit) from interruption
         except dg.Failure as failure:  # blocking checks, or a failure already classified
             audit.record("outcome", f"failed: {(failure.description or '')[:500]}")
+            if lineage:
+                lineage.fail(failure)
             raise
         except Exception as error:
             if step_interrupted(context.run.run_id):  # a worker thread's step: its Spark job
-                raise interrupted(dataset, audit) from error  # was cancelled by the executor
+                if lineage:  # was cancelled by the executor
+                    lineage.abort("the run is being terminated (kill switch or pre-emption)")
+                raise interrupted(dataset, audit) from error
+            if lineage:
+                lineage.fail(error)
             heal_and_retry(context, run, audit, error)
 
     return _materialize
@@ -108,12 +123,15 @@ def _build_step(
     run: TableRun,
     plane: ControlPlane,
     audit: Audit,
+    lineage: StepLineage | None = None,
 ) -> Iterator[StepEvent]:
     unavailable = route_around_down(run, plane)
     if unavailable:
         message = f"skipped: {unavailable}; the current version stays published"
         context.log.warning(f"{run.dataset.name} {message}")
         audit.record("outcome", message)
+        if lineage:
+            lineage.abort(message)
         # an output, so the tables rerouted around it still run in this run
         yield dg.MaterializeResult(metadata={"skipped": True, "unavailable": unavailable})
         return
@@ -125,9 +143,12 @@ def _build_step(
     unchanged = False
     with build_lock(context, run.dataset, run.lake.root, plane) as held:
         if not held:
+            if lineage:
+                lineage.abort("another run is building this table; skipped")
             return  # another run is building it: skipped, said so
         routed = replace(with_spark(context, run), route=route)
-        for event in materialize_dataset(context, runner, routed):
+        seen = lineage.outcomes if lineage else None
+        for event in materialize_dataset(context, runner, routed, seen):
             if isinstance(event, dg.MaterializeResult):
                 unchanged = bool((event.metadata or {}).get("skipped"))
             yield event
@@ -219,11 +240,15 @@ def skip(
 
 
 def materialize_dataset(
-    context: dg.AssetExecutionContext, runner: TableRunner, run: TableRun
+    context: dg.AssetExecutionContext,
+    runner: TableRunner,
+    run: TableRun,
+    outcomes: list[TableOutcome] | None = None,
 ) -> Iterator[StepEvent]:
-    """Run the table for each partition of the step through ``runner``, then report."""
+    """Run the table for each partition of the step through ``runner``, then report; what each
+    partition's run did goes into ``outcomes``."""
     dataset = run.dataset
-    outcomes: list[TableOutcome] = []
+    outcomes = [] if outcomes is None else outcomes
     for partition in partitions_of(context):
         try:
             outcomes.append(runner.run(run.for_partition(partition)))

@@ -177,3 +177,71 @@ def _scan_view(result: ScanResult, columns: bool) -> LineageView:
         graph.column_edges if columns else None,
         result.unresolved,
     )
+
+
+@lineage.command("export")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["openlineage"]),
+    default="openlineage",
+    help="openlineage: one design-time JobEvent per table (inputs, outputs, column lineage).",
+)
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write the events here, one JSON object per line (default: standard output).",
+)
+@click.option(
+    "--send",
+    is_flag=True,
+    help="Also send them through OpenLineage's own configuration (OPENLINEAGE_URL, "
+    "openlineage.yml, ...), e.g. to Marquez or DataHub.",
+)
+@project_option
+def export(fmt: str, out: Path | None, send: bool, project: Path) -> None:
+    """The project's lineage before anything runs, for Marquez or DataHub.
+
+    \b
+    medallion lineage export --format openlineage --out lineage.ndjson
+    OPENLINEAGE_URL=http://marquez:5000 medallion lineage export --send --out /dev/null
+    """
+    import os
+
+    from openlineage.client.serde import Serde
+
+    from medallion_assets.cli.common import settings_for
+    from medallion_assets.io.openlineage import LineageEmitter, configured
+    from medallion_assets.lineage.openlineage import DEFAULT_NAMESPACE, Naming, static_events
+    from medallion_assets.lineage.openlineage import warehouse_naming as warehouse
+
+    catalog = load(project)
+    settings = settings_for(project)
+    namespace, prefix = warehouse(settings.effective_warehouse_url)
+    naming = Naming(
+        os.environ.get("OPENLINEAGE_NAMESPACE") or DEFAULT_NAMESPACE,
+        settings.lake_root,
+        namespace,
+        prefix,
+    )
+    events = static_events(catalog, naming)
+    lines = "".join(Serde.to_json(event) + "\n" for event in events)
+    if out is None:
+        click.echo(lines, nl=False)
+    else:
+        out.write_text(lines)
+        click.echo(f"{len(events)} OpenLineage job events written to {out}", err=True)
+    if send:
+        if not configured():
+            fail(
+                "--send: OpenLineage is not configured; set OPENLINEAGE_URL (or OPENLINEAGE_CONFIG)"
+            )
+        sender = LineageEmitter()
+        problems: list[str] = []
+        sent = sum(sender.emit(event, warn=problems.append) for event in events)
+        for problem in problems[:5]:
+            click.echo(f"warning: {problem}", err=True)
+        click.echo(f"{sent} of {len(events)} events sent", err=True)
+        if sent < len(events):
+            sys.exit(1)

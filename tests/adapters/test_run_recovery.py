@@ -23,6 +23,7 @@ from medallion_assets.io.object_store import LocalFolderObjectStore
 from medallion_assets.runtime.lake import Lake
 from tests.adapters.minimal import minimal_project, orders
 from tests.conftest import REPO
+from tests.lineage_receiver import lineage_receiver
 from tests.webserver import (
     LAUNCH,
     DagsterWebserver,
@@ -65,11 +66,13 @@ def dagster_processes(tmp_path_factory):
     (root / "metadata" / "policies.yaml").write_text(POLICIES)
     home = write_instance(tmp / "dagster_home")
     env = server_env(root / ".medallion") | {"MEDALLION_PROJECT": str(root)}
-    with (
-        running_webserver(REPO / "workspace.yaml", home, env, dev=True) as server,
-        dg.DagsterInstance.from_config(str(home)) as instance,
-    ):
-        yield root, server, instance
+    with lineage_receiver() as receiver:  # the run workers' OpenLineage events
+        env["OPENLINEAGE_URL"] = receiver.url
+        with (
+            running_webserver(REPO / "workspace.yaml", home, env, dev=True) as server,
+            dg.DagsterInstance.from_config(str(home)) as instance,
+        ):
+            yield root, server, instance, receiver
 
 
 def launch(server: DagsterWebserver, job: str) -> str:
@@ -118,7 +121,7 @@ def finished(instance, run_id: str):
 
 
 def test_run_monitoring_runs_in_the_daemon(dagster_processes):
-    _root, server, instance = dagster_processes
+    _root, server, instance, _receiver = dagster_processes
     assert instance.run_monitoring_enabled and instance.run_monitoring_max_resume_run_attempts == 0
 
     def monitoring() -> dict | None:
@@ -134,7 +137,7 @@ def test_run_monitoring_runs_in_the_daemon(dagster_processes):
 def test_a_killed_run_process_is_healed_and_only_its_unfinished_tables_relaunched(
     dagster_processes,
 ):
-    root, server, instance = dagster_processes
+    root, server, instance, _receiver = dagster_processes
     lake = Lake(root / ".medallion" / "lake")
     run_id = launch(server, "daily")
     wait_until(lambda: step_started(instance, run_id, "silver__orders_clean"), "silver's start")
@@ -176,7 +179,7 @@ def test_a_killed_run_process_is_healed_and_only_its_unfinished_tables_relaunche
 def test_the_kill_switch_sensor_terminates_a_run_whose_executing_table_is_disabled(
     dagster_processes, spark
 ):
-    root, server, instance = dagster_processes
+    root, server, instance, receiver = dagster_processes
     lake = Lake(root / ".medallion" / "lake")
     before = lake.current("silver.orders_clean")
     if before is None:  # run alone: give silver a previous version to keep
@@ -215,3 +218,12 @@ def test_the_kill_switch_sensor_terminates_a_run_whose_executing_table_is_disabl
     assert lake.current("gold.revenue") is None or lake.current("gold.revenue").run_id != run_id
     terminate = [e for e in plane.store().audit(run_id=run_id) if e.kind == "terminate"]
     assert len(terminate) == 1 and "silver.orders_clean" in terminate[0].message
+    # the terminated step's OpenLineage run ends ABORT, under the Dagster run
+    silver = [
+        e
+        for e in receiver.events
+        if e["job"]["name"] == "silver.orders_clean"
+        and e["run"]["facets"]["parent"]["run"]["runId"] == run_id
+    ]
+    assert [e["eventType"] for e in silver] == ["START", "ABORT"], silver
+    assert "being terminated" in silver[-1]["run"]["facets"]["medallion"]["message"]

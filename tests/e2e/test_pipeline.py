@@ -21,8 +21,10 @@ from medallion_assets.io.object_store import Boto3ObjectStore
 from medallion_assets.io.warehouse import PostgresWarehouse
 from medallion_assets.runtime.lake import Lake
 from medallion_assets.testing import read_table
+from tests.adapters.lineage_runs import lineage_runs
 from tests.conftest import copy_demo_project
 from tests.e2e import reference
+from tests.lineage_receiver import check_event, lineage_receiver, openlineage_env
 
 pytestmark = pytest.mark.slow
 
@@ -30,6 +32,11 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def pipeline(tmp_path_factory, s3_server, postgres_server, spark):
     """Generate raw data into moto, run everything once, keep what the tests compare."""
+    with contextlib.ExitStack() as stack:
+        yield from _pipeline(stack, tmp_path_factory, s3_server, postgres_server)
+
+
+def _pipeline(stack, tmp_path_factory, s3_server, postgres_server):
     root = copy_demo_project(tmp_path_factory.mktemp("e2e") / "theworldshop")
     home = root / ".medallion"
     env = {
@@ -42,6 +49,11 @@ def pipeline(tmp_path_factory, s3_server, postgres_server, spark):
         "MEDALLION_MAX_WORKERS": "2",  # steps two at a time, whatever the machine's cores
     }
     patch = pytest.MonkeyPatch()
+    # every step's OpenLineage events go to a receiver of the test's (test_*openlineage*)
+    receiver = stack.enter_context(lineage_receiver())
+    stack.enter_context(
+        openlineage_env(OPENLINEAGE_URL=receiver.url, OPENLINEAGE_NAMESPACE="theworldshop")
+    )
     for name, value in env.items():
         patch.setenv(name, value)
     catalog = load_catalog(root)
@@ -54,6 +66,7 @@ def pipeline(tmp_path_factory, s3_server, postgres_server, spark):
     # tables run beside the rest (an ephemeral instance's storage takes one run at a time).
     with project_instance(root, {}, catalog.profiles) as instance:
         first = run_project(root, log=lambda _m: None, instance=instance)
+        first_events = list(receiver.events)
         client = boto3.client("s3", endpoint_url=s3_server.endpoint_url, region_name="us-east-1")
         expected, malformed = reference.compute(catalog, client)
         yield {
@@ -66,6 +79,8 @@ def pipeline(tmp_path_factory, s3_server, postgres_server, spark):
             "home": home,
             "dsn": postgres_server.dsn,
             "s3": s3_server.endpoint_url,
+            "events": first_events,
+            "receiver": receiver,
         }
     patch.undo()
 
@@ -280,3 +295,81 @@ def generated_events(client, source, day: str) -> list[dict]:
                 if isinstance(event, dict) and event.get("event_id"):
                     events.append(event)
     return events
+
+
+# --- OpenLineage: the first run's events, as the receiver got them ------------------------------
+
+
+def test_every_step_sends_start_then_complete_openlineage_events(pipeline):
+    first, catalog = pipeline["first"], pipeline["catalog"]
+    assert pipeline["receiver"].paths == {"/api/v1/lineage"}
+    for event in pipeline["events"]:
+        check_event(event)
+    steps = {}
+    for events in lineage_runs(pipeline["events"]).values():
+        assert [e["eventType"] for e in events] == ["START", "COMPLETE"], events
+        start, complete = events
+        assert start["eventTime"] <= complete["eventTime"]
+        facets = complete["run"]["facets"]
+        assert facets["parent"]["run"]["runId"] in first.run_ids
+        assert facets["parent"]["job"]["namespace"] == "theworldshop"
+        table = complete["job"]["name"]
+        assert complete["job"]["namespace"] == "theworldshop"
+        steps[(table, facets["medallion"].get("partition"))] = complete
+    assert set(steps) == {(r.table, r.partition) for r in first.results}
+
+    lake = Lake(pipeline["home"] / "lake")
+    for result in first.results:
+        complete = steps[(result.table, result.partition)]
+        dataset = catalog.datasets[result.table]
+        if dataset.layer != "bronze":
+            assert complete["job"]["facets"]["sql"]["query"] == dataset.sql
+        version = lake.current(result.table, result.partition)
+        output = complete["outputs"][0]
+        assert output["namespace"] == "file"
+        lake_dir = pipeline["home"] / "lake" / result.table.replace(".", "/")
+        assert output["name"] == str(lake_dir.resolve())
+        assert output["facets"]["version"]["datasetVersion"] == version.version_id
+        stats = output["outputFacets"]["outputStatistics"]
+        assert stats["rowCount"] == version.rows == result.current_rows
+        assert stats["size"] > 0 and stats["fileCount"] >= 1
+        columns = [f["name"] for f in output["facets"]["schema"]["fields"]]
+        assert columns == list(read_table(result.table, lake_root=lake.root).columns)
+        assertions = output["facets"]["dataQualityAssertions"]["assertions"]
+        assert [(a["name"], a["success"]) for a in assertions] == [
+            (c.name, c.passed) for c in result.checks
+        ]
+        # the inputs it was built from, at the versions it read
+        read = {i["name"]: i["facets"]["version"]["datasetVersion"] for i in complete["inputs"]}
+        assert sorted(read.values()) == sorted(version.inputs.values())
+        if dataset.target is not None:
+            (warehouse,) = complete["outputs"][1:]
+            assert warehouse["namespace"].startswith("postgres://127.0.0.1:")
+            assert warehouse["name"] == f"postgres.{dataset.target.warehouse_table}"
+
+
+def test_the_events_column_lineage_is_medallion_lineages(pipeline):
+    from click.testing import CliRunner
+
+    from medallion_assets.cli import cli
+    from medallion_assets.lineage.openlineage import Naming, column_edges, node_names
+
+    root, catalog = pipeline["root"], pipeline["catalog"]
+    names = node_names(catalog, Naming("theworldshop", pipeline["home"] / "lake"))
+    compared = 0
+    for events in lineage_runs(pipeline["events"]).values():
+        complete = events[-1]
+        table = complete["job"]["name"]
+        args = ["lineage", table, "--upstream", "--depth", "1", "--columns", "--format", "json"]
+        shown = CliRunner().invoke(cli, [*args, "--project", str(root)])
+        assert shown.exit_code == 0, shown.output
+        expected = {
+            (e["from"], e["to"], e["transform"])
+            for e in json.loads(shown.output)["column_edges"]
+            if e["to"].startswith(f"{table}.")
+        }
+        for output in complete["outputs"]:  # the lake table's, and the warehouse table's
+            found = column_edges(output["facets"]["columnLineage"], names, table)
+            assert found == expected, table
+        compared += 1
+    assert compared == len(pipeline["first"].results)

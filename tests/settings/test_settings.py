@@ -67,6 +67,7 @@ def test_each_variable_overrides_its_default():
         "PGPASSWORD": "libpq-pass",
         "MEDALLION_PROJECT": "/elsewhere",
         "MEDALLION_LOCK_WAIT_SECONDS": "2.5",
+        "MEDALLION_OPENLINEAGE_TIMEOUT": "0.5",
         "MEDALLION_CRASH_AT": "lake.published@gold.revenue[2026-01-02]",
     }
     assert set(env) == set(variables())  # every variable is exercised here
@@ -81,7 +82,7 @@ def test_each_variable_overrides_its_default():
     assert settings.effective_warehouse_url == env["MEDALLION_WAREHOUSE_URL"]
     assert settings.effective_control_url == env["MEDALLION_CONTROL_URL"]
     assert settings.project == Path("/elsewhere") and settings.project_root == PROJECT
-    assert settings.lock_wait_seconds == 2.5
+    assert settings.lock_wait_seconds == 2.5 and settings.openlineage_timeout_seconds == 0.5
     assert settings.max_workers == settings.workers == 3
     assert settings.local_spark_runs == 2 and settings.run_slots() is None  # Spark Connect
     assert settings.crash_at == "lake.published@gold.revenue[2026-01-02]"
@@ -115,6 +116,7 @@ def test_the_settings_are_frozen():
     [
         ("MEDALLION_LOCK_WAIT_SECONDS", "abc", "set it to a number of seconds, e.g. 900"),
         ("MEDALLION_LOCK_WAIT_SECONDS", "-1", "set it to a number of seconds, e.g. 900"),
+        ("MEDALLION_OPENLINEAGE_TIMEOUT", "0", "set it to a number of seconds, e.g. 5"),
         ("MEDALLION_KEEP_VERSIONS", "0", "set it to a whole number of at least 1, e.g. 3"),
         ("MEDALLION_KEEP_VERSIONS", "2.5", "set it to a whole number of at least 1, e.g. 3"),
         ("MEDALLION_SPARK_SHUFFLE_PARTITIONS", "many", "set it to a whole number of at least 1"),
