@@ -212,6 +212,45 @@ def run_project(
     return summary
 
 
+def build_table(
+    project_root: Path,
+    table: str,
+    partition: str | None = None,
+    log: Callable[[str], None] = print,
+    settings: MedallionSettings | None = None,
+) -> RunSummary:
+    """Materialize one table (one day of a daily table) as one run on the project's instance:
+    the same step as ``medallion run``'s (kill switch, build lock, checks, publish, warehouse
+    load, audit, OpenLineage), for an orchestrator that runs each table as its own task."""
+    if settings is None:
+        settings = MedallionSettings.from_env(os.environ, project_root)
+    catalog = load_catalog(project_root)
+    dataset = catalog.datasets.get(table)
+    if dataset is None:
+        raise KeyError(f"{table} is not a table of the project (`medallion catalog show`)")
+    daily = dataset.settings.partitions is not None
+    if daily and partition is None:
+        raise ValueError(f"{table} is daily: give the day with --partition YYYY-MM-DD")
+    if not daily and partition is not None:
+        raise ValueError(f"{table} has no days: leave --partition out")
+    with project_instance(project_root, profiles=catalog.profiles) as instance:
+        mark_lost_runs_failed(instance, log)
+        apply_pool_limits(instance, system_limits(catalog), log)
+        defs = definitions_for(catalog, DatasetTranslator(catalog))
+        plane = ControlPlane.of(settings)
+        plane.store()
+        priority = priority_of(catalog, plane, [table], ALL)
+        order = StepOrder.of(catalog, plane.store(), None, priority.tags())
+        started = time.perf_counter()
+        job = defs.resolve_implicit_global_asset_job_def()
+        with reporting_progress(1, None) as handler:
+            handler.partition_of = _partition_of(instance)
+            steps = _Steps(job, instance, plane, handler, priority.tags())
+            steps.execute([table], partition, ThreadedExecutor(1, order))
+        steps.summary.seconds = time.perf_counter() - started
+        return steps.summary
+
+
 def _run(
     settings: MedallionSettings,
     catalog: Catalog,

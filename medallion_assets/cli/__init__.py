@@ -8,6 +8,7 @@ import click
 
 from medallion_assets.catalog import CatalogError
 from medallion_assets.cli.backfill_cmd import backfill
+from medallion_assets.cli.build_cmd import build
 from medallion_assets.cli.catalog_cmd import catalog
 from medallion_assets.cli.common import does_not_load
 from medallion_assets.cli.control_cmd import audit, control
@@ -67,6 +68,7 @@ for command in (
     catalog,
     demo_data,
     run,
+    build,
     control,
     audit,
     settings,
