@@ -13,6 +13,7 @@ from medallion_assets.cli.catalog_cmd import catalog
 from medallion_assets.cli.common import does_not_load
 from medallion_assets.cli.control_cmd import audit, control
 from medallion_assets.cli.demo_cmd import demo_data
+from medallion_assets.cli.export_cmd import export
 from medallion_assets.cli.graph_cmds import impact, split, trace_pii
 from medallion_assets.cli.lineage_cmd import lineage
 from medallion_assets.cli.plan_cmd import plan
@@ -69,6 +70,7 @@ for command in (
     demo_data,
     run,
     build,
+    export,
     control,
     audit,
     settings,
