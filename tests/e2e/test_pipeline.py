@@ -67,6 +67,10 @@ def _pipeline(stack, tmp_path_factory, s3_server, postgres_server):
     with project_instance(root, {}, catalog.profiles) as instance:
         first = run_project(root, log=lambda _m: None, instance=instance)
         first_events = list(receiver.events)
+        lake = Lake(home / "lake")  # the versions the first run published, before later tests'
+        first_versions = {
+            (r.table, r.partition): lake.current(r.table, r.partition) for r in first.results
+        }
         client = boto3.client("s3", endpoint_url=s3_server.endpoint_url, region_name="us-east-1")
         expected, malformed = reference.compute(catalog, client)
         yield {
@@ -80,6 +84,7 @@ def _pipeline(stack, tmp_path_factory, s3_server, postgres_server):
             "dsn": postgres_server.dsn,
             "s3": s3_server.endpoint_url,
             "events": first_events,
+            "first_versions": first_versions,
             "receiver": receiver,
         }
     patch.undo()
@@ -324,7 +329,7 @@ def test_every_step_sends_start_then_complete_openlineage_events(pipeline):
         dataset = catalog.datasets[result.table]
         if dataset.layer != "bronze":
             assert complete["job"]["facets"]["sql"]["query"] == dataset.sql
-        version = lake.current(result.table, result.partition)
+        version = pipeline["first_versions"][(result.table, result.partition)]
         output = complete["outputs"][0]
         assert output["namespace"] == "file"
         lake_dir = pipeline["home"] / "lake" / result.table.replace(".", "/")
