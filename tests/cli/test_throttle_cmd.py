@@ -26,6 +26,7 @@ def test_a_throttle_reaches_a_running_step_is_audited_shown_and_reset(project: P
     store = ControlPlane.from_env(os.environ, project).store()
     throttle = shared_throttle(store, "redshift", declared)
     with RowConsumer(throttle, batch=100) as step:  # a step loading the warehouse
+        step.wait_started()
         time.sleep(1.0)
         issued = time.monotonic()
         done = medallion(

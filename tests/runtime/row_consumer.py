@@ -35,6 +35,15 @@ class RowConsumer:
         self._stop.set()
         self._thread.join()
 
+    def wait_started(self, timeout: float = 60.0) -> float:
+        """Wait until the first batch passed (the first lease opens the store's connection,
+        slow on a busy machine) and return when it did."""
+        deadline = time.monotonic() + timeout
+        while not self.passed:
+            assert time.monotonic() < deadline, f"no batch passed in {timeout} s"
+            time.sleep(0.01)
+        return self.passed[0]
+
     def rows(self, start: float, end: float) -> int:
         """Rows that passed from ``start`` to ``end``."""
         return self.batch * sum(1 for at in self.passed if start <= at < end)

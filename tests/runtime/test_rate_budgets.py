@@ -114,7 +114,9 @@ def test_a_throttle_and_a_cut_reach_a_running_consumer_within_a_second(url: str)
     store = ControlStore.open(url)
     throttle = shared_throttle(store, "redshift", Throttle(rows_per_second=RATE))
     with RowConsumer(throttle, batch=50) as consumer:  # a window of a second holds dozens
+        consumer.wait_started()
         time.sleep(1.0)
+        before = time.monotonic()  # the window before ends here, not after the override's write
         store.budgets.set_override("redshift", {"rows_per_second": RATE / 4}, "test", "oncall")
         throttled = time.monotonic()
         time.sleep(2.2)
@@ -126,7 +128,7 @@ def test_a_throttle_and_a_cut_reach_a_running_consumer_within_a_second(url: str)
         time.sleep(2.2)
     # Each change is in force from at most a second (the re-read) after it on.
     rates = [
-        consumer.rate(throttled - 0.7, throttled),  # past the first burst
+        consumer.rate(before - 0.7, before),  # past the first burst
         consumer.rate(throttled + 1.3, cut),
         consumer.rate(cut + 1.3, reset),
         consumer.rate(reset + 1.3, reset + 2.2),
@@ -144,6 +146,7 @@ def test_a_steep_throttle_does_not_make_a_step_wait_out_a_slice_leased_at_the_ol
     throttle = shared_throttle(store, "redshift", Throttle(rows_per_second=50_000))
     # slices of 2,500 rows at 50,000 rows/s, taken 100 at a time
     with RowConsumer(throttle, batch=100) as consumer:
+        consumer.wait_started()
         time.sleep(0.5)
         store.budgets.set_override("redshift", {"rows_per_second": 500}, "WLM full", "oncall")
         changed = time.monotonic()
