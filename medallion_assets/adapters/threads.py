@@ -23,6 +23,7 @@ step starts, running Spark jobs are cancelled, and each step that ends after tha
 
 from __future__ import annotations
 
+import logging
 import os
 import queue
 import sys
@@ -46,6 +47,8 @@ from dagster._core.execution.plan.step import ExecutionStep
 from dagster._core.execution.retries import RetryMode
 from dagster._core.executor.base import Executor
 from dagster._utils.error import serializable_error_info_from_exc_info
+
+log = logging.getLogger(__name__)
 
 
 class Ordering(Protocol):
@@ -326,8 +329,15 @@ def _cancel_spark_jobs(run_id: str) -> None:
     from medallion_assets.runtime.spark_session import run_job_tag
 
     context = SparkContext._active_spark_context
-    if context is not None:
+    # A context still starting (a step opened the session just now) has no JVM side yet, and
+    # one being stopped loses it: nothing of the run runs there to cancel, and the stopping
+    # loop calls again until its steps have ended. Never raise: the steps must end first.
+    if context is None or getattr(context, "_jsc", None) is None:
+        return
+    try:
         context.cancelJobsWithTag(run_job_tag(run_id))
+    except Exception as error:  # the JVM went away between the check and the call
+        log.warning("could not cancel the Spark jobs of run %s: %s", run_id, error)
 
 
 def execute_on_threads(

@@ -31,6 +31,7 @@ from medallion_assets.control.plane import ControlPlane
 from medallion_assets.planner.run_priority import PRIORITY_TAG, PROFILE_TAG
 from medallion_assets.planner.scheduling import system_limits, traits_of
 from medallion_assets.runtime.lake import Lake
+from tests.adapters.lineage_runs import lineage_runs
 from tests.adapters.queue_project import (
     SPARK_LIMIT,
     WAVE_TABLES,
@@ -40,6 +41,7 @@ from tests.adapters.queue_project import (
 )
 from tests.adapters.test_run_recovery import LOCATION, finished, step_started, wait_until
 from tests.conftest import REPO
+from tests.lineage_receiver import lineage_receiver
 from tests.webserver import LAUNCH, DagsterWebserver, running_webserver, server_env
 
 pytestmark = pytest.mark.slow
@@ -72,16 +74,23 @@ def queue(tmp_path_factory):
     with pytest.MonkeyPatch.context() as monkeypatch:
         root = queue_project(tmp, monkeypatch)
     (root / "sql" / "silver" / "orders_clean.sql").write_text(SLOW_SILVER)
-    with serving(root, tmp / "dagster_home") as (server, instance):
-        yield root, server, instance
+    with (
+        lineage_receiver() as receiver,  # the run workers' OpenLineage events
+        serving(root, tmp / "dagster_home", receiver.url) as (server, instance),
+    ):
+        yield root, server, instance, receiver
 
 
 @contextmanager
-def serving(root: Path, home: Path) -> Iterator[tuple[DagsterWebserver, dg.DagsterInstance]]:
+def serving(
+    root: Path, home: Path, openlineage_url: str | None = None
+) -> Iterator[tuple[DagsterWebserver, dg.DagsterInstance]]:
     """``dagster dev`` on ``root`` with a DAGSTER_HOME of the project's own dagster.yaml."""
     home.mkdir()
     (home / "dagster.yaml").write_text(instance_settings(load_catalog(root).profiles, root))
     env = server_env(root / ".medallion") | {"MEDALLION_PROJECT": str(root)}
+    if openlineage_url is not None:
+        env["OPENLINEAGE_URL"] = openlineage_url
     with (
         running_webserver(REPO / "workspace.yaml", home, env, dev=True) as server,
         dg.DagsterInstance.from_config(str(home)) as instance,
@@ -136,7 +145,7 @@ def switch(root, pipeline: str, profile: str) -> None:
 
 
 def test_a_profile_switched_in_the_control_store_changes_the_next_requests(queue):
-    root, server, _instance = queue
+    root, server, _instance, _receiver = queue
     assert priority(scheduled_tags(server, "finance_schedule")) == ("3", "balanced")
     switch(root, "all", "focus")
     assert priority(scheduled_tags(server, "finance_schedule")) == ("10", "focus")
@@ -149,7 +158,7 @@ def started_at(instance: dg.DagsterInstance, run_id: str) -> float | None:
 
 
 def test_under_focus_a_critical_run_pre_empts_and_overtakes_low_priority_runs(queue):
-    root, server, instance = queue
+    root, server, instance, receiver = queue
     switch(root, "all", "focus")  # one run at a time; low-priority runs may be pre-empted
     # silver's input first, so the low runs' silver steps build (and sleep) rather than wait
     lake = Lake(root / ".medallion" / "lake")
@@ -193,6 +202,20 @@ def test_under_focus_a_critical_run_pre_empts_and_overtakes_low_priority_runs(qu
         assert start is None or start > started_at(instance, critical)
     relaunched = [e.message for e in store.audit(run_id=first) if e.kind == "relaunch"]
     assert f"re-queued after pre-emption by run {critical}" in relaunched[0]
+
+    # OpenLineage: each step the pre-empted run started ends ABORT when the pre-emption stopped
+    # it (its table re-queued), COMPLETE when it let it finish; a table it never started sends
+    # nothing under it.
+    of_first = lineage_runs(
+        [e for e in receiver.events if e["run"]["facets"]["parent"]["run"]["runId"] == first]
+    )
+    ended = {
+        events[0]["job"]["name"]: [e["eventType"] for e in events] for events in of_first.values()
+    }
+    assert "silver.orders_clean" in ended, ended
+    for table, types in ended.items():
+        expected = "ABORT" if table_key(table) in requeued.asset_selection else "COMPLETE"
+        assert types == ["START", expected], (table, types)
 
 
 @pytest.fixture
