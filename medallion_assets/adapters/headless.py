@@ -27,6 +27,7 @@ from medallion_assets.adapters.pools import apply_pool_limits, system_limits
 from medallion_assets.adapters.priority import priority_of
 from medallion_assets.adapters.progress import ProgressHandler, reporting_progress, run_config
 from medallion_assets.adapters.resources import S3Resource
+from medallion_assets.adapters.retry import RETRIES_BY_ORCHESTRATOR, RETRY_TAG
 from medallion_assets.adapters.run_summary import RunSummary, TableResult, results_of_run
 from medallion_assets.adapters.step_order import StepOrder
 from medallion_assets.adapters.threads import ThreadedExecutor, execute_on_threads
@@ -218,10 +219,12 @@ def build_table(
     partition: str | None = None,
     log: Callable[[str], None] = print,
     settings: MedallionSettings | None = None,
+    retry: bool = True,
 ) -> RunSummary:
     """Materialize one table (one day of a daily table) as one run on the project's instance:
     the same step as ``medallion run``'s (kill switch, build lock, checks, publish, warehouse
-    load, audit, OpenLineage), for an orchestrator that runs each table as its own task."""
+    load, audit, OpenLineage), for an orchestrator that runs each table as its own task.
+    ``retry=False``: one attempt (the orchestrator retries), healing kept for the next."""
     if settings is None:
         settings = MedallionSettings.from_env(os.environ, project_root)
     catalog = load_catalog(project_root)
@@ -245,7 +248,10 @@ def build_table(
         job = defs.resolve_implicit_global_asset_job_def()
         with reporting_progress(1, None) as handler:
             handler.partition_of = _partition_of(instance)
-            steps = _Steps(job, instance, plane, handler, priority.tags())
+            tags = priority.tags()
+            if not retry:
+                tags = {**tags, RETRY_TAG: RETRIES_BY_ORCHESTRATOR}
+            steps = _Steps(job, instance, plane, handler, tags)
             steps.execute([table], partition, ThreadedExecutor(1, order))
         steps.summary.seconds = time.perf_counter() - started
         return steps.summary

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import dagster as dg
 
+from medallion_assets.adapters.run_summary import RETRYABLE
 from medallion_assets.control.healing_actions import HealingContext, run_actions
 from medallion_assets.planner.diagnosis import Failure, causes, diagnose
 from medallion_assets.planner.reroute import PRIMARY
@@ -29,6 +30,12 @@ from medallion_assets.runtime.table_run import TableRun
 
 if TYPE_CHECKING:
     from medallion_assets.control.store import ControlStore
+
+# A run tagged so (``medallion build --no-retry``: an orchestrator's task, retried by the
+# orchestrator with the same policy) makes one attempt per step: it heals as ever, the healing
+# kept in the control store for the next attempt, and fails where it would have retried.
+RETRY_TAG = "medallion/retries"
+RETRIES_BY_ORCHESTRATOR = "orchestrator"
 
 
 class Audit:
@@ -78,7 +85,9 @@ def heal_and_retry(
             f"failing without retries: {first_line}{fix}"
         )
         audit.record("outcome", f"failed fast: {diagnosis.error_code}, not retried")
-        raise dg.Failure(description=message, allow_retries=False) from error
+        raise dg.Failure(
+            description=message, allow_retries=False, metadata={RETRYABLE: False}
+        ) from error
     # Spark as the step has it now: refresh_connection drops a Spark Connect session.
     healed = replace(run, spark=context.resources.spark.session(), control=audit.store)
     healing = HealingContext(healed, diagnosis, failure, audit.attempt, policy, error=error)
@@ -94,6 +103,15 @@ def heal_and_retry(
             f"{diagnosis.rule}) and no replica or alternate is left to reroute to: "
             f"{first_line}",
             allow_retries=False,
+            metadata={RETRYABLE: False},
+        ) from error
+    if context.run.tags.get(RETRY_TAG) == RETRIES_BY_ORCHESTRATOR:
+        audit.record("outcome", f"failed: {diagnosis.error_code}; the orchestrator retries")
+        raise dg.Failure(
+            description=f"{name}: {diagnosis.error_code}: {first_line} (one attempt: the "
+            "orchestrator running medallion build --no-retry retries it, healed)",
+            allow_retries=False,
+            metadata={RETRYABLE: True},
         ) from error
     if decision.action == "reroute":
         route = rerouted.route if rerouted is not None else PRIMARY

@@ -23,6 +23,10 @@ import dagster as dg
 from medallion_assets.adapters.translator import step_table
 from medallion_assets.planner.diagnosis import summary_line
 
+# A step failure's metadata: whether another attempt may succeed (False for a permanent error or
+# no route left; a blocked table, the checks' own failure, is never worth another attempt).
+RETRYABLE = "retryable"
+
 STATUSES = ("built", "unchanged", "blocked", "failed", "not run", "disabled", "busy")
 
 
@@ -49,6 +53,7 @@ class TableResult:
     checks: list[CheckOutcome] = field(default_factory=list)
     message: str = ""  # why it was blocked, failed or not run
     seconds: float | None = None
+    retryable: bool = True  # failed: another attempt may succeed (not a permanent error)
 
     @property
     def label(self) -> str:
@@ -179,8 +184,12 @@ def _checked(row: TableResult, evaluation: Any) -> None:
 
 
 def _failed(row: TableResult, event: Any) -> None:
-    row.status, text = failure_outcome(event.step_failure_data)
+    data = event.step_failure_data
+    row.status, text = failure_outcome(data)
     row.message = text if row.status == "blocked" else first_line(text)
+    user = data.user_failure_data
+    retryable = user.metadata.get(RETRYABLE) if user is not None else None
+    row.retryable = row.status != "blocked" and (retryable is None or bool(retryable.value))
 
 
 def failure_outcome(data: Any) -> tuple[str, str]:

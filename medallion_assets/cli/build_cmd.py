@@ -11,20 +11,32 @@ import click
 from medallion_assets.catalog import CatalogError
 from medallion_assets.cli.common import does_not_load, fail, project_option, settings_for
 
+EXIT_RETRYABLE = 1  # failed; another attempt may succeed
+EXIT_PERMANENT = 3  # blocked by a check, a permanent error, no route left: do not retry
+
 
 @click.command("build")
 @click.argument("table")
 @click.option("--partition", default=None, help="The day of a daily table (YYYY-MM-DD).")
+@click.option(
+    "--no-retry",
+    is_flag=True,
+    help="One attempt: heal, then fail rather than retry (for an orchestrator that retries "
+    "the task with policies.yaml's retries, as `medallion export` sets them).",
+)
 @project_option
-def build(table: str, partition: str | None, project: Path) -> None:
+def build(table: str, partition: str | None, no_retry: bool, project: Path) -> None:
     """Materialize TABLE alone: the step `medallion run` runs for it (kill switch, build lock,
     checks, publish, warehouse load, audit, OpenLineage), as one run on the project's Dagster
-    instance. Exits 1 when the table failed or a blocking check kept it from publishing, so an
-    orchestrator's task for it fails and its downstream tasks do not start.
+    instance. Exits 0 when it was built or unchanged; 1 when it failed and another attempt may
+    succeed; 3 when another attempt would not (a blocking check kept it from publishing, a
+    permanent error, no route left), so an orchestrator's task for it fails, its downstream
+    tasks do not start, and a retry condition can tell the two apart.
 
     \b
     medallion build silver.orders_usd
     medallion build bronze.user_events --partition 2026-01-02
+    medallion build silver.orders_usd --no-retry   # as an exported task runs it
     """
     from medallion_assets.adapters.headless import build_table
     from medallion_assets.cli.run_cmd import blocked, failed, warnings
@@ -36,7 +48,9 @@ def build(table: str, partition: str | None, project: Path) -> None:
         os.environ["MEDALLION_SPARK_LOG"] = str(spark_log)
         settings = settings.model_copy(update={"spark_log": spark_log})
     try:
-        summary = build_table(project, table, partition, log=click.echo, settings=settings)
+        summary = build_table(
+            project, table, partition, log=click.echo, settings=settings, retry=not no_retry
+        )
     except CatalogError as error:
         does_not_load(project, error)
     except (KeyError, ValueError) as error:
@@ -47,5 +61,6 @@ def build(table: str, partition: str | None, project: Path) -> None:
             click.echo("\n" + section)
     for name, message in sorted(summary.disabled.items()):
         click.echo(f"\nDISABLED: {name}: {message.removeprefix('skipped: ')}")
-    if summary.having("failed") or summary.having("blocked"):
-        sys.exit(1)
+    ended = summary.having("failed", "blocked")
+    if ended:
+        sys.exit(EXIT_RETRYABLE if any(r.retryable for r in ended) else EXIT_PERMANENT)

@@ -157,7 +157,7 @@ def _airflow(flow: Flow, project: PurePath, medallion: str) -> tuple[str, str]:
     for task in flow.tasks:
         partition = " --partition {{ ds }}" if task.daily else ""
         command = (
-            f"{{{{ params.medallion }}}} build {task.table}{partition} "
+            f"{{{{ params.medallion }}}} build {task.table}{partition} --no-retry "
             "--project {{ params.project }}"
         )
         retry = [f"        retries={task.retries},"]
@@ -204,16 +204,36 @@ def _prefect(flow: Flow, project: PurePath, medallion: str) -> tuple[str, str]:
         f"SCHEDULE = {flow.schedule!r}",
         "",
         "",
+        "PERMANENT = 3  # medallion build's exit code when another attempt would not succeed",
+        "",
+        "",
+        "class BuildFailed(RuntimeError):",
+        "    def __init__(self, table: str, code: int, output: str):",
+        "        super().__init__(f'medallion build {table} exited {code}: {output[-2000:]}')",
+        "        self.code = code",
+        "",
+        "",
         "def build(table: str, partition: str | None) -> None:",
-        '    """`medallion build TABLE`: raises (so Prefect retries) when it exits non-zero."""',
-        "    command = [MEDALLION, 'build', table, '--project', PROJECT]",
+        '    """`medallion build TABLE --no-retry`: one attempt (Prefect retries the task with',
+        '    policies.yaml\'s retries); raises when it exits non-zero."""',
+        "    command = [MEDALLION, 'build', table, '--no-retry', '--project', PROJECT]",
         "    if partition is not None:",
         "        command += ['--partition', partition]",
         "    done = subprocess.run(command, capture_output=True, text=True)",
         "    print(done.stdout)",
         "    if done.returncode != 0:",
-        "        raise RuntimeError(f'medallion build {table} exited {done.returncode}: '",
-        "                           f'{(done.stderr or done.stdout)[-2000:]}')",
+        "        raise BuildFailed(table, done.returncode, done.stderr or done.stdout)",
+        "",
+        "",
+        "def worth_retrying(task, task_run, state) -> bool:",
+        '    """Not a blocked table, a permanent error or one with no route left."""',
+        "    try:",
+        "        state.result()",
+        "    except BuildFailed as failed:",
+        "        return failed.code != PERMANENT",
+        "    except Exception:",
+        "        return True",
+        "    return False",
         "",
     ]
     for task in flow.tasks:
@@ -225,7 +245,8 @@ def _prefect(flow: Flow, project: PurePath, medallion: str) -> tuple[str, str]:
             delays = json.dumps([round(s, 3) for s in steps])
         lines += [
             "",
-            f"@task(name={task.table!r}, retries={task.retries}, retry_delay_seconds={delays})",
+            f"@task(name={task.table!r}, retries={task.retries}, retry_delay_seconds={delays},",
+            "      retry_condition_fn=worth_retrying)",
             f"def {task_id(task.table)}(partition: str | None = None) -> None:",
             f"    build({task.table!r}, partition)",
             "",
@@ -265,7 +286,8 @@ def _kestra(flow: Flow, project: PurePath, medallion: str) -> tuple[str, str]:
     for task in flow.tasks:
         partition = " --partition {{ trigger.date ?? execution.startDate | date('yyyy-MM-dd') }}"
         command = (
-            f"{medallion} build {task.table}{partition if task.daily else ''} --project {project}"
+            f"{medallion} build {task.table}{partition if task.daily else ''} --no-retry "
+            f"--project {project}"
         )
         step: dict[str, object] = {
             "id": task_id(task.table),

@@ -103,6 +103,7 @@ def test_the_airflow_dags_load_in_a_real_dagbag(tmp_path):
             assert found["retries"] == task.retries
             assert found["delay"] == task.retry_delay_s
             assert f"build {task.table}" in found["command"]
+            assert "--no-retry" in found["command"]  # Airflow's retries alone
             assert ("--partition {{ ds }}" in found["command"]) == task.daily
 
 

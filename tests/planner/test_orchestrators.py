@@ -65,6 +65,7 @@ def test_kestra_flows_have_kestras_structure_and_the_lineage(demo_catalog):
             assert command.startswith(f"medallion build {task.table} ")
             assert command.endswith(f"--project {PROJECT}")
             assert ("--partition" in command) == task.daily
+            assert " --no-retry " in command  # one place retries: Kestra's, from the policy
             if task.retries:
                 assert step["retry"]["maxAttempts"] == task.retries + 1
                 assert re.match(r"^PT[0-9.]+S$", step["retry"]["interval"])
@@ -85,6 +86,10 @@ def test_the_python_compiles_and_runs_medallion_build_per_table(demo_catalog, ta
         text = next(t for t in files.values() if f"{flow.pipeline!r}" in t)
         for task in flow.tasks:
             assert f"build {task.table}" in text or f"build({task.table!r}" in text
+        # the orchestrator retries with the policy; medallion build makes one attempt each
+        assert "--no-retry" in text
+        if target == "prefect":  # and does not retry what another attempt would not fix
+            assert text.count("retry_condition_fn=worth_retrying") == len(flow.tasks)
 
 
 def test_export_writes_one_file_per_pipeline(tmp_path):
