@@ -17,28 +17,6 @@ REPO = Path(__file__).resolve().parents[1]
 CORPORA = REPO / "tests" / "data" / "corpora"
 
 
-# The files whose tests run whole pipelines in processes of their own (dagster dev, a Spark
-# cluster, another orchestrator, killed runs), heaviest first, as measured on this suite: they
-# start first, one per xdist worker (pyproject's addopts: files dealt round-robin), and the many
-# quick files fill in behind them, rather than several heavy files meeting at the end.
-HEAVY_FILES = (
-    "tests/e2e/test_standalone_cluster.py",
-    "tests/adapters/test_run_queue.py",
-    "tests/adapters/test_exports.py",
-    "tests/e2e/test_pipeline.py",
-    "tests/adapters/test_faults.py",
-    "tests/adapters/test_run_recovery.py",
-    "tests/adapters/test_backfill.py",
-    "tests/adapters/test_runs.py",
-    "tests/adapters/test_webserver.py",
-)
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    rank = {REPO / name: i for i, name in enumerate(HEAVY_FILES)}
-    items.sort(key=lambda item: rank.get(item.path, len(rank)))  # stable: the rest as collected
-
-
 def fixture_path(path: Path) -> Path:
     """``path`` if it exists; else fail with its name, not with an empty scan's ``KeyError``."""
     if not path.exists():
