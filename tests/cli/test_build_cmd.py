@@ -108,20 +108,10 @@ def test_no_retry_heals_makes_one_attempt_and_leaves_the_retry_to_the_orchestrat
     assert log[3].message.endswith("STAGING_LEFTOVERS; the orchestrator retries")
     assert "the orchestrator running medallion build --no-retry retries it" in done.output
 
-    # the orchestrator's retry: a new process, the healing already done
+    # the orchestrator's retry: a new process, the healing already done (without --no-retry the
+    # step retries itself: tests/adapters/test_healing.py's transient error)
     assert build(root, SILVER, "--no-retry").exit_code == 0
     assert Lake(root / ".medallion" / "lake").current(SILVER) is not None
-
-
-def test_without_no_retry_the_step_retries_itself(spark, project, monkeypatch):
-    root, _store = project
-    assert build(root, "bronze.orders").exit_code == 0
-    calls = fail_once_then_build(monkeypatch)
-    done = build(root, SILVER)
-    assert done.exit_code == 0, done.output
-    assert calls["n"] == 2
-    kinds = [e.kind for e in audit_of(root, SILVER)]
-    assert kinds == ["attempt", "error", "healing", "retry", "attempt", "outcome"]
 
 
 def test_a_blocked_table_exits_3(spark, project):
