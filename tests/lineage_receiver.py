@@ -56,7 +56,8 @@ def lineage_receiver() -> Iterator[Receiver]:
 # The spec's JSON schema itself is not reachable from the machines the tests run on (it is not
 # in openlineage-python's wheel or sdist, and no package on PyPI ships it), so the required
 # shape is checked here field by field, as the spec's RunEvent, Run, Job, Dataset, BaseFacet
-# and columnLineage definitions state it.
+# and columnLineage definitions state it. With the spec's OpenLineage.json vendored (Apache-2.0,
+# with its licence), ``check_event`` is where each event would be validated against it.
 
 EVENT_TYPES = {"START", "RUNNING", "COMPLETE", "ABORT", "FAIL", "OTHER"}
 
