@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -39,14 +38,10 @@ def build(table: str, partition: str | None, no_retry: bool, project: Path) -> N
     medallion build silver.orders_usd --no-retry   # as an exported task runs it
     """
     from medallion_assets.adapters.headless import build_table
-    from medallion_assets.cli.run_cmd import blocked, failed, warnings
+    from medallion_assets.cli.run_cmd import blocked, failed, warnings, with_spark_log
     from medallion_assets.cli.run_cmd import table as summary_table
 
-    settings = settings_for(project)
-    if settings.spark_log is None:  # Spark's own lines go to a log file, as for `run`
-        spark_log = settings.state_home / "logs/spark.log"
-        os.environ["MEDALLION_SPARK_LOG"] = str(spark_log)
-        settings = settings.model_copy(update={"spark_log": spark_log})
+    settings = with_spark_log(settings_for(project))  # Spark's own lines to a file, as for run
     try:
         summary = build_table(
             project, table, partition, log=click.echo, settings=settings, retry=not no_retry

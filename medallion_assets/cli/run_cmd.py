@@ -20,6 +20,7 @@ from medallion_assets.cli.common import (
 
 if TYPE_CHECKING:
     from medallion_assets.adapters.run_summary import RunSummary
+    from medallion_assets.settings import MedallionSettings
 
 
 @click.command("run")
@@ -54,13 +55,7 @@ def run(project: Path, fail_on_blocked: bool, wait_seconds: float, max_workers: 
     if max_workers is not None:  # through the environment too, like the Spark log below
         os.environ["MEDALLION_MAX_WORKERS"] = str(max_workers)
         settings = settings.model_copy(update={"max_workers": max_workers})
-    if settings.spark_log is None:
-        # Spark's banners, warnings and Java traces go to a log file, not between the run's
-        # lines. Through the environment, because the run's resources read their settings
-        # from it when the run sets them up.
-        spark_log = settings.state_home / "logs/spark.log"
-        os.environ["MEDALLION_SPARK_LOG"] = str(spark_log)
-        settings = settings.model_copy(update={"spark_log": spark_log})
+    settings = with_spark_log(settings)
     try:
         catalog = load_catalog(project)
         with one_run_at_a_time(settings, catalog.project.name, click.echo, wait_seconds):
@@ -196,3 +191,14 @@ def failed(summary: RunSummary) -> str:
 
 def _number(value: int | None) -> str:
     return "" if value is None else f"{value:,}"
+
+
+def with_spark_log(settings: MedallionSettings) -> MedallionSettings:
+    """``settings`` with Spark's banners, warnings and Java traces going to a log file (unless
+    one is set), not between the run's lines. Through the environment too, because the run's
+    resources read their settings from it when the run sets them up."""
+    if settings.spark_log is not None:
+        return settings
+    spark_log = settings.state_home / "logs/spark.log"
+    os.environ["MEDALLION_SPARK_LOG"] = str(spark_log)
+    return settings.model_copy(update={"spark_log": spark_log})
