@@ -39,7 +39,8 @@ def launch_backfill(
             backfill_timestamp=time.time(),
             tags={**tags, BACKFILL_TAG: "medallion backfill"},
             dynamic_partitions_store=instance,
-            all_partitions=False,
+            # Tables without days only: Dagster targets each once ("all" of no partitions).
+            all_partitions=not partitions,
             title=title,
             description=None,
             run_config=None,

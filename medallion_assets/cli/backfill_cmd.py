@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import click
 
 from medallion_assets.catalog import Catalog
+from medallion_assets.catalog.selection import select_tables
 from medallion_assets.cli.common import fail, load, project_option, settings_for
 from medallion_assets.cli.simulate_cmd import durations_for
 from medallion_assets.planner.backfill import BackfillPreview, parse_range, preview_backfill
@@ -18,8 +20,9 @@ from medallion_assets.planner.backfill import BackfillPreview, parse_range, prev
     "--select",
     "selection",
     required=True,
-    metavar="TABLE[,TABLE...]",
-    help="The tables to rebuild; everything downstream of them is rebuilt too.",
+    metavar="SELECTION",
+    help="The tables to rebuild, comma-separated: a table, a glob (silver.*), layer:NAME, "
+    "tag:NAME or pipeline:NAME. Everything downstream of them is rebuilt too.",
 )
 @click.option(
     "--partitions",
@@ -41,9 +44,9 @@ def backfill(selection: str, days: str, preview: bool, fmt: str, project: Path) 
     from medallion_assets.cli.control_cmd import open_plane
 
     catalog = load(project)
-    tables = [t.strip() for t in selection.split(",") if t.strip()]
     settings = settings_for(project)
     try:
+        tables = select_tables(catalog, selection)
         start, end = parse_range(days)
         durations, _ = durations_for(catalog, project, settings.lake_root)
         store = open_plane(project).store()
@@ -55,7 +58,7 @@ def backfill(selection: str, days: str, preview: bool, fmt: str, project: Path) 
         fail(f"nothing to rebuild: no table of {selection} has days in {days}")
     backfill_id = None
     if not preview:
-        backfill_id = launch(catalog, project, found)
+        backfill_id = launch(catalog, project, selection, found)
     if fmt == "json":
         data = found.as_dict()
         data["backfill_id"] = backfill_id
@@ -72,14 +75,30 @@ def backfill(selection: str, days: str, preview: bool, fmt: str, project: Path) 
         )
 
 
-def launch(catalog: Catalog, project: Path, found: BackfillPreview) -> str:
+def launch(catalog: Catalog, project: Path, selection: str, found: BackfillPreview) -> str:
     from medallion_assets.adapters.backfill import launch_backfill
     from medallion_assets.planner.run_priority import request_priority
 
     tables = [t for t, _ in found.tables]
     priority = request_priority(catalog, tables, None, {})
-    title = f"medallion backfill {','.join(found.selected)} {found.start}...{found.end}"
+    title = backfill_title(selection, f"{found.start}...{found.end}")
     return launch_backfill(catalog, project, tables, found.partitions, priority.tags(), title)
+
+
+TITLE_LENGTH = 100  # Dagster's limit on a backfill title
+
+
+def backfill_title(selection: str, days: str) -> str:
+    """The backfill's title in Dagster's UI: the selection as typed and the days, within
+    Dagster's rules for a title (at most 100 characters, none of % * "; a glob's * shows as
+    its look-alike U+2217)."""
+    look_alike = {"*": "\u2217", "%": "\uff05", '"': "'"}
+    typed = re.sub(r"[%*\"]", lambda m: look_alike[m.group()], selection)
+    typed = " ".join(typed.split())
+    room = TITLE_LENGTH - len("medallion backfill ") - len(days) - 1
+    if len(typed) > room:
+        typed = typed[: room - 1] + "…"
+    return f"medallion backfill {typed} {days}"
 
 
 def _text(found: BackfillPreview) -> str:

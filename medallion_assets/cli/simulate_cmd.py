@@ -112,6 +112,11 @@ def _outage(graph: RecoveryGraph, text: str, start: datetime) -> Outage:
         return Outage(node, 0.0)
     hour, colon, minute = when.partition(":")
     if colon and hour.isdigit() and minute.isdigit() and "T" not in when:
+        if int(hour) > 23 or int(minute) > 59:
+            raise ValueError(
+                f"--down {text!r}: {when} is not a time of day (HH:MM, 00:00 to 23:59; "
+                "for a later day give an ISO time, 2026-11-24T06:00)"
+            )
         moment = start.replace(hour=0, minute=0) + timedelta(hours=int(hour), minutes=int(minute))
     else:
         moment = _moment(when)

@@ -201,6 +201,9 @@ def test_the_command_reports_late_exposures_in_the_issues_json_shape(tmp_path, m
     assert bad.exit_code == 2 and "no source named 'nope'" in bad.output
     wrong = run("--profile", "fast")
     assert wrong.exit_code == 2 and "no profile named 'fast'" in wrong.output
+    for when in ("25:00", "07:99"):
+        late = run("--down", f"source:orders@{when}")
+        assert late.exit_code == 2 and f"{when} is not a time of day" in late.output
 
 
 @pytest.mark.parametrize("deadline", ["6:00", "24:00", "06:60", "noon"])
