@@ -1,4 +1,4 @@
-"""``python -m bench [A] [B] ... [I]``: run the chosen benchmarks (all by default).
+"""``python -m bench [A] [B] ... [J]``: run the chosen benchmarks (all by default).
 
 Always exits 0: the benchmarks are informational, a missed bar prints FAIL but fails nothing.
 A benchmark that crashes (e.g. our API changed under it) is reported and the others still run.
@@ -18,6 +18,7 @@ from bench import (
     lineage_bench,
     orchestration_bench,
     sdp_bench,
+    simulate_accuracy,
     simulate_bench,
     validation_bench,
 )
@@ -32,6 +33,7 @@ BENCHMARKS = {
     "G": sdp_bench.main,
     "H": contention_bench.main,
     "I": simulate_bench.main,
+    "J": simulate_accuracy.main,
 }
 
 

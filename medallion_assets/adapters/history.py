@@ -1,9 +1,17 @@
 """How long each table's step took in the project instance's past runs (``medallion
-simulate``'s durations), read from Dagster's event log."""
+simulate``'s durations), read from Dagster's event log.
+
+A step's time on the clock is more than its own run time: between its inputs being published
+(or its run starting) and the step starting, Dagster launches it (an executor hand-off, its
+resources, the step's own start events). That launch gap is measured too, from the same events,
+so a simulated step ready at ``t`` ends at ``t + launch + duration`` as it does for real.
+"""
 
 from __future__ import annotations
 
 import statistics
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import dagster as dg
@@ -13,24 +21,73 @@ from medallion_assets.adapters.translator import step_table
 RUNS_READ = 30  # the newest runs; older ones describe other data volumes
 
 
-def step_durations(home: Path, runs: int = RUNS_READ) -> dict[str, float]:
-    """table -> the median seconds from its step's start to its success over the newest
-    ``runs`` runs of the instance at ``home`` (a Dagster home); {} when there is none."""
+@dataclass(frozen=True)
+class StepHistory:
+    durations: dict[str, float] = field(default_factory=dict)  # table -> median start..success
+    # The median seconds from a step's being ready (its run started, every input built in the
+    # run succeeded, a worker was free) to its start; 0 with no past step.
+    launch_s: float = 0.0
+    runs: int = 0  # runs read
+
+    def with_launch(self) -> dict[str, float]:
+        """table -> seconds from ready to built: its launch gap plus its duration."""
+        return {table: self.launch_s + seconds for table, seconds in self.durations.items()}
+
+
+def step_history(
+    home: Path,
+    inputs: Callable[[str], Iterable[str]] = lambda table: (),
+    runs: int = RUNS_READ,
+) -> StepHistory:
+    """What the newest ``runs`` runs of the instance at ``home`` (a Dagster home) took:
+    each table's median step duration, and the launch gap, with ``inputs(table)`` the tables
+    a table reads (a step waits for those of them in its run). Empty with no instance."""
     if not (home / "dagster.yaml").exists():
-        return {}
+        return StepHistory()
     taken: dict[str, list[float]] = {}
+    gaps: list[float] = []
+    read = 0
     with dg.DagsterInstance.from_config(str(home)) as instance:
         for run in instance.get_runs(limit=runs):
+            read += 1
+            run_started: float | None = None
             started: dict[str, float] = {}
+            succeeded: dict[str, float] = {}
+            ended: list[float] = []  # any step's success or failure: a worker freed
             for entry in instance.all_logs(run.run_id):
                 event = entry.dagster_event
-                if event is None or event.step_key is None:
+                if event is None:
                     continue
+                if event.event_type == dg.DagsterEventType.RUN_START:
+                    run_started = entry.timestamp
+                if event.step_key is None:
+                    continue
+                table = step_table(event.step_key)
                 if event.event_type == dg.DagsterEventType.STEP_START:
-                    started[event.step_key] = entry.timestamp
-                elif event.event_type == dg.DagsterEventType.STEP_SUCCESS:
-                    began = started.get(event.step_key)
-                    if began is not None:
-                        table = step_table(event.step_key)
-                        taken.setdefault(table, []).append(entry.timestamp - began)
-    return {table: statistics.median(seconds) for table, seconds in taken.items()}
+                    started[table] = entry.timestamp
+                elif event.event_type == dg.DagsterEventType.STEP_SUCCESS and table in started:
+                    succeeded[table] = entry.timestamp
+                    ended.append(entry.timestamp)
+                    taken.setdefault(table, []).append(entry.timestamp - started[table])
+                elif event.event_type == dg.DagsterEventType.STEP_FAILURE:
+                    ended.append(entry.timestamp)
+            if run_started is None:
+                continue
+            for table, began in started.items():
+                # Ready: the run started, every input built in the run succeeded, and (when
+                # the step waited for a worker) the step before it ended. The gap after that
+                # is the launch alone, not the wait the simulation models itself.
+                ready = max(
+                    [
+                        run_started,
+                        *(succeeded[t] for t in inputs(table) if t in succeeded),
+                        *(t for t in ended if t <= began),
+                    ]
+                )
+                if began >= ready:
+                    gaps.append(began - ready)
+    return StepHistory(
+        {table: statistics.median(seconds) for table, seconds in taken.items()},
+        statistics.median(gaps) if gaps else 0.0,
+        read,
+    )

@@ -124,12 +124,16 @@ def _outage(graph: RecoveryGraph, text: str, start: datetime) -> Outage:
 
 
 def durations_for(catalog: Catalog, project: Path, lake_root: Path) -> tuple[dict[str, float], int]:
-    """table -> seconds of one build (past runs' median, else the estimate), and how many
-    came from past runs."""
+    """table -> seconds of one build from ready to built (past runs' median step plus their
+    median launch gap, else the estimate), and how many came from past runs."""
     from medallion_assets.adapters.headless import dagster_home
-    from medallion_assets.adapters.history import step_durations
+    from medallion_assets.adapters.history import step_history
 
-    past = step_durations(dagster_home(project))
+    def inputs(table: str) -> list[str]:  # a table dropped since its runs reads nothing now
+        return list(catalog.lineage.upstream(table, 1)) if table in catalog.datasets else []
+
+    history = step_history(dagster_home(project), inputs)
+    past = history.with_launch()
     lake = Lake(lake_root)
     durations = {t: past.get(t) or _estimate(lake, t) for t in catalog.datasets}
     return durations, sum(1 for t in catalog.datasets if t in past)

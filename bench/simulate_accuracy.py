@@ -1,0 +1,137 @@
+"""Benchmark J: ``medallion simulate``'s prediction of a demo run against the real run.
+
+    python -m bench J        (BENCH_J_ROWS=5000, BENCH_J_DAYS=3)
+
+TheWorldShop (``shop_data.prepare``) is built twice from empty, each time by `medallion run` into
+a home and a Dagster instance of its own: the first run is the past (its event log gives the
+durations, as `medallion simulate` reads them from the project's instance), the second is the
+run predicted. The prediction is ``planner.simulate.simulate_runs`` over the second run's own
+runs (each run's tables, all requested at once as `medallion run` requests them, under the
+active profile, with the machine's workers), with each table's duration from the first run:
+
+- ``launch``:    the step's median time plus the measured launch gap (what `simulate` uses)
+- ``step only``: the step's time alone (what it used before the launch gap was measured)
+
+Per table: when it was first built, in seconds from the second run's first launch (real), and
+predicted by each. Figures: the mean absolute error and the makespan ratio (predicted / real).
+No bar in the issue: it asks that the prediction be compared with a real run, so the table is
+the figure. Informational, like every benchmark.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench import report
+from bench.shop_data import prepare, run_env
+
+ROWS = int(os.environ.get("BENCH_J_ROWS", "5000"))
+DAYS = int(os.environ.get("BENCH_J_DAYS", "3"))
+RUN_TIMEOUT_S = 900.0
+
+
+def _medallion_run(project: Path, home: Path, s3_root: Path) -> float:
+    env = run_env(home, s3_root) | {"DAGSTER_HOME": str(home / "dagster")}
+    (home / "dagster").mkdir(parents=True)
+    started = time.perf_counter()
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "medallion"), "run", "--project", str(project)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=RUN_TIMEOUT_S,
+    )
+    took = time.perf_counter() - started
+    if done.returncode != 0:
+        raise RuntimeError(f"medallion run failed ({done.returncode}):\n{done.stdout[-3000:]}")
+    print(f"  medallion run into {home.name}: {took:.1f} s; {done.stdout.strip().splitlines()[-1]}")
+    return took
+
+
+def real_runs(dagster_home: Path) -> tuple[list[tuple[str, list[str]]], dict[str, float]]:
+    """The instance's runs (a label, the tables their steps built) in launch order, and each
+    table's first success in seconds from the first run's creation."""
+    import dagster as dg
+
+    from medallion_assets.adapters.translator import step_table
+
+    with dg.DagsterInstance.from_config(str(dagster_home)) as instance:
+        records = sorted(instance.get_run_records(), key=lambda r: r.create_timestamp)
+        origin = records[0].create_timestamp.timestamp()
+        runs: list[tuple[str, list[str]]] = []
+        first: dict[str, float] = {}
+        for record in records:
+            run = record.dagster_run
+            tables: list[str] = []
+            for entry in instance.all_logs(run.run_id, of_type=dg.DagsterEventType.STEP_SUCCESS):
+                table = step_table(entry.step_key)
+                tables.append(table)
+                first[table] = min(first.get(table, float("inf")), entry.timestamp - origin)
+            label = run.tags.get("dagster/partition", "main")
+            runs.append((label, tables))
+    return runs, first
+
+
+def main() -> None:
+    from medallion_assets.adapters.history import step_history
+    from medallion_assets.catalog import load_catalog
+    from medallion_assets.planner.simulate import simulate_runs
+    from medallion_assets.settings import MedallionSettings
+
+    print(report.heading(f"J: simulate vs a real demo run ({ROWS:,} orders, {DAYS} days)"))
+    with tempfile.TemporaryDirectory(prefix="bench-j-") as tmp_text:
+        tmp = Path(tmp_text)
+        data = prepare(tmp, rows=ROWS, days=DAYS)
+        past, real = tmp / "past", tmp / "real"
+        _medallion_run(data.project, past, data.s3_root)
+        _medallion_run(data.project, real, data.s3_root)
+        catalog = load_catalog(data.project, use_cache=False)
+
+        def inputs(table: str) -> list[str]:
+            return list(catalog.lineage.upstream(table, 1)) if table in catalog.datasets else []
+
+        history = step_history(past / "dagster", inputs)
+        runs, finished = real_runs(real / "dagster")
+        data_project = data.project
+    workers = MedallionSettings.from_env(dict(os.environ), data_project).workers
+    known = [(label, [t for t in tables if t in catalog.datasets]) for label, tables in runs]
+    sides = {
+        "launch": history.with_launch(),
+        "step only": dict(history.durations),
+    }
+    predicted = {
+        side: simulate_runs(catalog, durations, known, max_workers=workers)
+        for side, durations in sides.items()
+    }
+    tables = sorted(finished, key=lambda t: finished[t])
+    rows = []
+    for table in tables:
+        guesses = [predicted[side].finish_of(table) for side in sides]
+        rows.append([table, finished[table], *guesses])
+    print(f"  launch gap measured: {history.launch_s:.2f} s; workers {workers}; runs {len(runs)}")
+    print(report.table(["table", "real s", *(f"{s} s" for s in sides)], rows))
+    real_end = max(finished.values())
+    for side in sides:
+        errors = [
+            abs(guess - finished[t])
+            for t in tables
+            if (guess := predicted[side].finish_of(t)) is not None
+        ]
+        mae = statistics.mean(errors) if errors else float("nan")
+        ratio = predicted[side].makespan_s / real_end if real_end else float("nan")
+        print(
+            f"  {side}: mean absolute error {mae:.1f} s over {len(errors)} tables; "
+            f"makespan {predicted[side].makespan_s:.1f} s predicted / {real_end:.1f} s real "
+            f"= {ratio:.2f}"
+        )
+
+
+if __name__ == "__main__":
+    main()
