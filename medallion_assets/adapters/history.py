@@ -4,7 +4,8 @@ simulate``'s durations), read from Dagster's event log.
 A step's time on the clock is more than its own run time: between its inputs being published
 (or its run starting) and the step starting, Dagster launches it (an executor hand-off, its
 resources, the step's own start events). That launch gap is measured too, from the same events,
-so a simulated step ready at ``t`` ends at ``t + launch + duration`` as it does for real.
+so a simulated step ready at ``t`` ends at ``t + launch + duration`` as it does for real; and so
+is a run's start-up, from leaving the queue to its first step (its process, its Spark).
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ class StepHistory:
     # run succeeded, a worker was free) to its start; 0 with no past step.
     launch_s: float = 0.0
     runs: int = 0  # runs read
+    # The median seconds from a run leaving the queue (launched, else started) to its first
+    # step's start: the run worker's process and its Spark session starting.
+    run_start_s: float = 0.0
 
     def with_launch(self) -> dict[str, float]:
         """table -> seconds from ready to built: its launch gap plus its duration."""
@@ -46,11 +50,13 @@ def step_history(
         return StepHistory()
     taken: dict[str, list[float]] = {}
     gaps: list[float] = []
+    start_ups: list[float] = []
     read = 0
     with dg.DagsterInstance.from_config(str(home)) as instance:
         for run in instance.get_runs(limit=runs):
             read += 1
             run_started: float | None = None
+            launched: float | None = None
             started: dict[str, float] = {}
             succeeded: dict[str, float] = {}
             ended: list[float] = []  # any step's success or failure: a worker freed
@@ -60,6 +66,8 @@ def step_history(
                     continue
                 if event.event_type == dg.DagsterEventType.RUN_START:
                     run_started = entry.timestamp
+                elif event.event_type == dg.DagsterEventType.RUN_STARTING and launched is None:
+                    launched = entry.timestamp
                 if event.step_key is None:
                     continue
                 table = step_table(event.step_key)
@@ -73,6 +81,8 @@ def step_history(
                     ended.append(entry.timestamp)
             if run_started is None:
                 continue
+            if started:
+                start_ups.append(min(started.values()) - min(launched or run_started, run_started))
             for table, began in started.items():
                 # Ready: the run started, every input built in the run succeeded, and (when
                 # the step waited for a worker) the step before it ended. The gap after that
@@ -90,4 +100,5 @@ def step_history(
         {table: statistics.median(seconds) for table, seconds in taken.items()},
         statistics.median(gaps) if gaps else 0.0,
         read,
+        statistics.median(start_ups) if start_ups else 0.0,
     )

@@ -48,10 +48,20 @@ def backfill(selection: str, days: str, preview: bool, fmt: str, project: Path) 
     try:
         tables = select_tables(catalog, selection)
         start, end = parse_range(days)
-        durations, _ = durations_for(catalog, project, settings.lake_root)
+        past = durations_for(catalog, project, settings.lake_root)
         store = open_plane(project).store()
         loaded = {(r.dataset, r.partition or ""): r.rows for r in store.state.latest_loads()}
-        found = preview_backfill(catalog, tables, start, end, loaded, durations, settings.workers)
+        found = preview_backfill(
+            catalog,
+            tables,
+            start,
+            end,
+            loaded,
+            past.durations,
+            settings.workers,
+            max_runs=settings.run_slots(),
+            run_start_s=past.run_start_s,
+        )
     except ValueError as error:
         fail(str(error))
     if not found.tables:

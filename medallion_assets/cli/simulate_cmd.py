@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -18,6 +19,8 @@ from medallion_assets.runtime.lake import Lake
 # 2-core local Spark keeps on the demo. A first guess, replaced once the project has runs.
 ESTIMATE_BASE_S = 5.0
 ESTIMATE_ROWS_PER_S = 50_000.0
+# A run's start-up with no past run: a run worker's process and a local Spark session, here.
+ESTIMATE_RUN_START_S = 10.0
 
 
 @click.command("simulate")
@@ -66,7 +69,8 @@ def simulate_cmd(
         outages = [_outage(graph, text, start) for text in down]
     except ValueError as error:
         fail(str(error))
-    durations, measured = durations_for(catalog, project, settings.lake_root)
+    past = durations_for(catalog, project, settings.lake_root)
+    durations, measured = past.durations, past.measured
     plane = open_plane(project)
     try:
         result = simulate(
@@ -79,15 +83,21 @@ def simulate_cmd(
             outages=outages,
             max_workers=max_workers or settings.workers,
             routes={t: o.route for t, o in plane.store().routes().items()},
+            max_runs=settings.run_slots(),
+            run_start_s=past.run_start_s,
         )
     except ValueError as error:
         fail(str(error))
     if fmt == "json":
         data = result.as_dict()
-        data["durations"] = {"measured": measured, "estimated": len(durations) - measured}
+        data["durations"] = {
+            "measured": measured,
+            "estimated": len(durations) - measured,
+            "run_start_s": past.run_start_s,
+        }
         click.echo(json.dumps(data, indent=2))
         return
-    click.echo(_text(result, measured, len(durations) - measured), nl=False)
+    click.echo(_text(result, measured, len(durations) - measured, past.run_start_s), nl=False)
 
 
 def _today() -> datetime:
@@ -123,9 +133,16 @@ def _outage(graph: RecoveryGraph, text: str, start: datetime) -> Outage:
     return Outage(node, max(0.0, (moment - start).total_seconds()))
 
 
-def durations_for(catalog: Catalog, project: Path, lake_root: Path) -> tuple[dict[str, float], int]:
-    """table -> seconds of one build from ready to built (past runs' median step plus their
-    median launch gap, else the estimate), and how many came from past runs."""
+@dataclass(frozen=True)
+class PastDurations:
+    durations: dict[str, float]  # table -> seconds from ready to built
+    measured: int  # how many came from past runs (the rest are estimates)
+    run_start_s: float  # a run's start-up in past runs (else the estimate)
+
+
+def durations_for(catalog: Catalog, project: Path, lake_root: Path) -> PastDurations:
+    """Each table's seconds of one build from ready to built (past runs' median step plus
+    their median launch gap, else the estimate), and a run's start-up."""
     from medallion_assets.adapters.headless import dagster_home
     from medallion_assets.adapters.history import step_history
 
@@ -136,7 +153,9 @@ def durations_for(catalog: Catalog, project: Path, lake_root: Path) -> tuple[dic
     past = history.with_launch()
     lake = Lake(lake_root)
     durations = {t: past.get(t) or _estimate(lake, t) for t in catalog.datasets}
-    return durations, sum(1 for t in catalog.datasets if t in past)
+    measured = sum(1 for t in catalog.datasets if t in past)
+    start_up = history.run_start_s if history.runs else ESTIMATE_RUN_START_S
+    return PastDurations(durations, measured, start_up)
 
 
 def _estimate(lake: Lake, table: str) -> float:
@@ -149,11 +168,11 @@ def _clock(result: Simulation, seconds: float) -> str:
     return (result.start + timedelta(seconds=seconds)).strftime("%Y-%m-%d %H:%M:%S")
 
 
-def _text(result: Simulation, measured: int, estimated: int) -> str:
+def _text(result: Simulation, measured: int, estimated: int, run_start_s: float) -> str:
     lines = [
         f"profile: {result.profile}; {result.start.isoformat()} to {result.end.isoformat()}; "
         f"{result.runs} run(s), {result.preemptions} pre-emption(s); durations: {measured} "
-        f"from past runs, {estimated} estimated",
+        f"from past runs, {estimated} estimated; a run starts up in {run_start_s:.1f} s",
         "",
         "datasets (first ready):",
     ]

@@ -95,9 +95,12 @@ def preview_backfill(
     loaded_rows: Mapping[tuple[str, str], int],
     durations: Mapping[str, float],
     max_workers: int = 2,
+    max_runs: int | None = None,
+    run_start_s: float = 0.0,
 ) -> BackfillPreview:
     """The backfill of ``selected`` over ``start``..``end``. ``loaded_rows``: (table, day or
-    "") -> rows of its latest warehouse load; ``durations``: table -> seconds of one build."""
+    "") -> rows of its latest warehouse load; ``durations``: table -> seconds of one build;
+    ``max_runs`` and ``run_start_s`` as in ``simulate.simulate``."""
     for table in selected:
         if table not in catalog.datasets:
             raise ValueError(f"no table named {table!r} in this project")
@@ -132,9 +135,11 @@ def preview_backfill(
     # after them (they read what the days rebuild).
     runs = [(day, [t for t, days in rebuilt if day in days]) for day in daily]
     once = [t for t, days in rebuilt if not days]
-    took = simulate_runs(catalog, durations, runs, max_workers=max_workers).makespan_s
-    if once:
-        took += simulate_runs(catalog, durations, [("once", once)], None, max_workers).makespan_s
+    took = 0.0
+    for batch in (runs, [("once", once)] if once else []):
+        if batch:
+            sim = simulate_runs(catalog, durations, batch, None, max_workers, max_runs, run_start_s)
+            took += sim.makespan_s
     return BackfillPreview(
         tuple(selected),
         start,

@@ -2,16 +2,18 @@
 
 Every enabled pipeline with a schedule requests a run at each of its cron ticks in the window.
 A run waits in the queue (highest priority first, then oldest) until fewer runs are going than
-its profile's ``max_concurrent_runs``; a focus run (``preempt_low_priority``) that finds no room
-pre-empts the lowest-priority run going, whose steps in flight are lost and which goes back to
-the queue with what it finished kept. Inside a run, ready steps start up to ``max_workers`` at a
-time, chosen by the run's ``SchedulingPolicy`` (priority and reserved slots under focus, least
-loaded systems under balanced, ``skip_below`` left out) against every system's
-``max_concurrent_jobs``, counted over all runs. A step takes its table's duration (the caller's:
-past runs, else an estimate). Outages (``Outage``: a node down from a moment on) are met the way
-the running system meets them: recovery moves each table that needs a down node to its
-cheapest available path (``recovery.plan_recovery``), which changes the systems its step holds;
-a table no path produces is left out, and its readers go on with its published version.
+its profile's ``max_concurrent_runs`` and the machine's ``max_runs``, then starts up
+(``run_start_s``: its process and its Spark) before its first step. A focus run
+(``preempt_low_priority``) that finds no room pre-empts the lowest-priority run going, whose
+steps in flight are lost and which goes back to the queue with what it finished kept. Inside a
+run, ready steps start up to ``max_workers`` at a time, chosen by the run's ``SchedulingPolicy``
+(priority and reserved slots under focus, least loaded systems under balanced, ``skip_below``
+left out) against every system's ``max_concurrent_jobs``, counted over all runs. A step takes
+its table's duration (the caller's: past runs, else an estimate). Outages (``Outage``: a node
+down from a moment on) are met the way the running system meets them: recovery moves each
+table that needs a down node to its cheapest available path (``recovery.plan_recovery``), which
+changes the systems its step holds; a table no path produces is left out, and its readers go on
+with its published version.
 
 The result says, per dataset, when it was first ready and along which route; per system, its
 peak concurrency against its limit; which exposures were late against their deadline; and the
@@ -233,6 +235,7 @@ class _Run:
     # table -> the step's generation and the systems it holds
     running: dict[str, tuple[int, tuple[str, ...]]] = field(default_factory=dict)
     done: set[str] = field(default_factory=set)
+    steps_from: float = 0.0  # admitted, its steps start from here (after the run's start-up)
 
     @property
     def finished(self) -> bool:
@@ -253,11 +256,16 @@ def simulate(
     outages: Sequence[Outage] = (),
     max_workers: int = 2,
     routes: Mapping[str, str] | None = None,
+    max_runs: int | None = None,
+    run_start_s: float = 0.0,
 ) -> Simulation:
     """Simulate ``[start, end)`` (default: one day). ``durations``: table -> seconds of one
     step (a table missing builds in 0 s). ``profile`` forces one profile on every pipeline;
     else each runs under the one in force (``overrides``: the control store's, pipeline or
-    ``all`` -> profile). ``routes``: the routes in force at the start (table -> route)."""
+    ``all`` -> profile). ``routes``: the routes in force at the start (table -> route).
+    ``max_runs``: runs the machine takes at once whatever the profiles allow (a local Spark's
+    ``run_slots``); ``run_start_s``: seconds from a run leaving the queue to its first step
+    (its process and Spark starting), paid again by a pre-empted run started anew."""
     end = end or start + timedelta(days=1)
     if max_workers < 1:
         raise ValueError(f"max_workers is {max_workers}: give at least 1 worker")
@@ -265,7 +273,7 @@ def simulate(
     if profile is not None and (profiles is None or profile not in profiles.profiles):
         known = ", ".join(profiles.profiles) if profiles is not None else "none"
         raise ValueError(f"no profile named {profile!r} in profiles.yaml (defined: {known})")
-    sim = _Simulator(catalog, durations, max_workers, dict(routes or {}))
+    sim = _Simulator(catalog, durations, max_workers, dict(routes or {}), max_runs, run_start_s)
     window = (end - start).total_seconds()
     for pipeline_id, pipeline in catalog.pipelines.items():
         if not pipeline.enabled or not pipeline.schedule:
@@ -306,16 +314,23 @@ def simulate_runs(
     runs: Sequence[tuple[str, Sequence[str]]],
     profile: str | None = None,
     max_workers: int = 2,
+    max_runs: int | None = None,
+    run_start_s: float = 0.0,
+    shared_workers: bool = False,
 ) -> Simulation:
     """``runs`` (a name, its tables) all requested at once, under ``profile`` (default: the
-    active one), as a backfill's are; ``makespan_s`` is when the last one ends."""
+    active one), as a backfill's are; ``makespan_s`` is when the last one ends. ``max_runs``
+    and ``run_start_s`` as in ``simulate``; ``shared_workers``: the runs share ``max_workers``
+    (one process's threads over one Spark, as `medallion run` runs them) rather than each run
+    having its own."""
     profiles = catalog.profiles
     if profiles is None:
         name, settings = "none", NO_PROFILE
     else:
         name = profile or profiles.active
         settings = profiles.profiles[name].settings
-    sim = _Simulator(catalog, durations, max_workers, {})
+    sim = _Simulator(catalog, durations, max_workers, {}, max_runs, run_start_s)
+    sim.shared_workers = shared_workers
     for label, tables in runs:
         levels = [catalog.datasets[t].criticality for t in tables]
         priority = run_priority(profiles, levels, {}).priority if profiles else 0
@@ -343,10 +358,19 @@ class _Simulator:
         durations: Mapping[str, float],
         max_workers: int,
         routes: dict[str, str],
+        max_runs: int | None = None,
+        run_start_s: float = 0.0,
     ):
+        if max_runs is not None and max_runs < 1:
+            raise ValueError(f"max_runs is {max_runs}: the machine must take at least 1 run")
+        if run_start_s < 0:
+            raise ValueError(f"run_start_s is {run_start_s}: a start-up takes 0 s or more")
         self.catalog = catalog
         self.durations = durations
         self.max_workers = max_workers
+        self.max_runs = max_runs
+        self.run_start_s = run_start_s
+        self.shared_workers = False  # max_workers over all runs together, not per run
         self.graph = RecoveryGraph.of(catalog)
         self.routes = {t: routes.get(t, PRIMARY) for t in catalog.datasets}
         self.base = traits_of(catalog)
@@ -408,6 +432,7 @@ class _Simulator:
         elif kind == "down":
             self.down.add(str(payload))
             self.recover_at = now  # once for every node going down at this moment
+        # "started": a run's start-up is over; the dispatch that follows starts its steps
 
     # --- runs ----------------------------------------------------------------------------
 
@@ -442,13 +467,19 @@ class _Simulator:
         self.queue.sort(key=_Run.key)
         while self.queue:
             run = self.queue[0]
-            if len(self.going) >= run.settings.max_concurrent_runs:
+            room = run.settings.max_concurrent_runs
+            if self.max_runs is not None:
+                room = min(room, self.max_runs)
+            if len(self.going) >= room:
                 victim = self._victim(run)
                 if victim is None:
                     return
                 self._preempt(victim)
             self.queue.pop(0)
             self.going.append(run)
+            run.steps_from = now + self.run_start_s
+            if self.run_start_s:
+                self.push(run.steps_from, "started", run.number)
 
     def _victim(self, run: _Run) -> _Run | None:
         if not run.settings.preempt_low_priority:
@@ -478,11 +509,16 @@ class _Simulator:
                 return
             self.going = [r for r in self.going if not r.finished]
 
+    def _busy(self, run: _Run) -> int:
+        if self.shared_workers:
+            return sum(len(r.running) for r in self.going)
+        return len(run.running)
+
     def _start_steps(self, now: float, run: _Run) -> None:
-        if len(run.running) >= self.max_workers or not run.ready:
+        if self._busy(run) >= self.max_workers or not run.ready or now < run.steps_from:
             return
         policy = self._policy(run.profile, run.settings)
-        while len(run.running) < self.max_workers and run.ready:
+        while self._busy(run) < self.max_workers and run.ready:
             choice = self._pick(run, policy)
             if choice is None:
                 return

@@ -43,5 +43,6 @@ def test_durations_and_the_launch_gap_come_from_the_instances_runs(tmp_path: Pat
     # from its input's success; from the run's start it would hold a's 1.2 s, and the median
     # of the four gaps would be over 0.5 s.
     assert 0.0 <= found.launch_s < 0.5
+    assert 0.0 < found.run_start_s < 5.0  # an in-process run: no worker process, no Spark
     with_launch = found.with_launch()
     assert with_launch["silver.b"] == pytest.approx(found.durations["silver.b"] + found.launch_s)

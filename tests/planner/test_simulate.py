@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from medallion_assets.catalog import load_catalog
 from medallion_assets.cli import cli
-from medallion_assets.planner.simulate import Outage, simulate
+from medallion_assets.planner.simulate import Outage, simulate, simulate_runs
 from tests.conftest import copy_demo_project
 
 MINIMAL = Path(__file__).parents[1] / "catalog" / "minimal_project"
@@ -74,17 +74,23 @@ def test_a_chain_runs_at_its_tick_one_step_after_the_other(tmp_path):
     assert simulate(load_catalog(hourly, use_cache=False), CHAIN, start=DAY).runs == 4
 
 
-def test_a_run_waits_in_the_queue_and_focus_pre_empts_a_lower_run(tmp_path):
+def low_and_urgent(tmp_path: Path, profiles: dict):
+    """``low`` (bronze, silver) at 06:00 and ``urgent`` (gold.revenue, critical, and its
+    upstream) at 06:01, under ``profiles``."""
     pipelines = [
         {"id": "low", "schedule": "0 6 * * *", "select": {"layers": ["bronze", "silver"]}},
         {"id": "urgent", "schedule": "1 6 * * *", "select": {"sinks": ["gold.revenue"]}},
     ]
-    root = minimal(tmp_path, pipelines, PROFILES)
+    root = minimal(tmp_path, pipelines, profiles)
     datasets = root / "metadata" / "datasets.yaml"
     data = yaml.safe_load(datasets.read_text())
     data["datasets"]["gold.revenue"] = {"criticality": "critical"}
     datasets.write_text(yaml.safe_dump(data))
-    catalog = load_catalog(root, use_cache=False)
+    return load_catalog(root, use_cache=False)
+
+
+def test_a_run_waits_in_the_queue_and_focus_pre_empts_a_lower_run(tmp_path):
+    catalog = low_and_urgent(tmp_path, PROFILES)
     slow = {**CHAIN, "silver.orders_clean": 100.0}
     six = 6 * 3600
 
@@ -97,6 +103,44 @@ def test_a_run_waits_in_the_queue_and_focus_pre_empts_a_lower_run(tmp_path):
     assert rushed.preemptions == 1
     assert rushed.finish_of("gold.revenue") == six + 60 + 10 + 100 + 5
     assert rushed.finish_of("gold.revenue") < calm.finish_of("gold.revenue")
+
+
+def test_a_run_starts_up_before_its_first_step_and_the_machine_bounds_the_runs(tmp_path):
+    two_runs = {**PROFILES, "profiles": {**PROFILES["profiles"]}}
+    two_runs["profiles"]["balanced"] = {"settings": {"max_concurrent_runs": 2}}
+    catalog = low_and_urgent(tmp_path, two_runs)
+    slow = {**CHAIN, "silver.orders_clean": 100.0}
+    six = 6 * 3600
+
+    # Two runs at once, each 7 s of start-up: urgent (06:01) builds its own chain beside low.
+    beside = simulate(catalog, slow, start=DAY, profile="balanced", run_start_s=7)
+    assert beside.finish_of("bronze.orders") == six + 7 + 10
+    assert beside.finish_of("gold.revenue") == six + 60 + 7 + 10 + 100 + 5
+    # The machine takes one run: urgent waits for low (06:00 + 7 + 10 + 100), then starts up.
+    bound = simulate(catalog, slow, start=DAY, profile="balanced", run_start_s=7, max_runs=1)
+    assert bound.finish_of("gold.revenue") == six + 117 + 7 + 10 + 100 + 5
+    # Focus pre-empts low for urgent; low, started anew after urgent, pays its start-up again.
+    rushed = simulate(catalog, slow, start=DAY, profile="focus", run_start_s=7)
+    urgent_done = six + 60 + 7 + 10 + 100 + 5
+    assert rushed.preemptions == 1 and rushed.finish_of("gold.revenue") == urgent_done
+    assert rushed.makespan_s == urgent_done + 7 + 100  # low's lost silver step, rebuilt
+    with pytest.raises(ValueError, match="max_runs is 0"):
+        simulate(catalog, slow, start=DAY, max_runs=0)
+
+
+def test_runs_in_one_process_share_its_workers(tmp_path):
+    two_runs = {"active": "balanced", "profiles": {"balanced": {"settings": {
+        "max_concurrent_runs": 2}}}}  # fmt: skip
+    root = minimal(tmp_path, [{"id": "d", "select": {"layers": ["bronze"]}}], two_runs)
+    catalog = load_catalog(root, use_cache=False)
+    runs = [("a", ["bronze.orders"]), ("b", ["silver.orders_clean"])]
+    apart = simulate_runs(catalog, CHAIN, runs, max_workers=1)
+    assert apart.makespan_s == 20  # each run its own worker: side by side
+    shared = simulate_runs(catalog, CHAIN, runs, max_workers=1, shared_workers=True)
+    assert shared.makespan_s == 30  # one worker for both: one after the other
+    started = simulate_runs(catalog, CHAIN, runs, max_workers=2, shared_workers=True,
+                            run_start_s=4)  # fmt: skip
+    assert started.makespan_s == 24
 
 
 def test_a_systems_limit_serialises_its_steps(tmp_path):
@@ -192,7 +236,13 @@ def test_the_command_reports_late_exposures_in_the_issues_json_shape(tmp_path, m
     assert [e["exposure"] for e in found["late_exposures"]] == [name]
     assert found["reroutes"][0]["at_s"] == 3 * 3600
     catalog = load_catalog(root, use_cache=False)
-    assert found["durations"] == {"measured": 0, "estimated": len(catalog.datasets)}
+    from medallion_assets.cli.simulate_cmd import ESTIMATE_RUN_START_S
+
+    assert found["durations"] == {
+        "measured": 0,
+        "estimated": len(catalog.datasets),
+        "run_start_s": ESTIMATE_RUN_START_S,
+    }
     assert len(found["datasets"]) + len(found["not_ready"]) == len(catalog.datasets)
     text = run("--from", "2026-01-05")
     assert text.exit_code == 0, text.output
