@@ -60,6 +60,7 @@ def step_history(
             started: dict[str, float] = {}
             succeeded: dict[str, float] = {}
             ended: list[float] = []  # any step's success or failure: a worker freed
+            kept: set[str] = set()  # tables skipped as unchanged: their time is no build's
             for entry in instance.all_logs(run.run_id):
                 event = entry.dagster_event
                 if event is None:
@@ -73,10 +74,14 @@ def step_history(
                 table = step_table(event.step_key)
                 if event.event_type == dg.DagsterEventType.STEP_START:
                     started[table] = entry.timestamp
+                elif event.event_type == dg.DagsterEventType.ASSET_MATERIALIZATION:
+                    if _skipped(event):
+                        kept.add(table)
                 elif event.event_type == dg.DagsterEventType.STEP_SUCCESS and table in started:
                     succeeded[table] = entry.timestamp
                     ended.append(entry.timestamp)
-                    taken.setdefault(table, []).append(entry.timestamp - started[table])
+                    if table not in kept:
+                        taken.setdefault(table, []).append(entry.timestamp - started[table])
                 elif event.event_type == dg.DagsterEventType.STEP_FAILURE:
                     ended.append(entry.timestamp)
             if run_started is None:
@@ -102,3 +107,10 @@ def step_history(
         read,
         statistics.median(start_ups) if start_ups else 0.0,
     )
+
+
+def _skipped(event: dg.DagsterEvent) -> bool:
+    """A materialization of a step that kept the current version (code and inputs unchanged,
+    or no available path): ``skipped`` in its metadata."""
+    value = event.step_materialization_data.materialization.metadata.get("skipped")
+    return bool(getattr(value, "value", value))
