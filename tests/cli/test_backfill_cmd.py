@@ -26,6 +26,7 @@ def demo(demo_project: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return demo_project
 
 
+@pytest.mark.slow  # builds the code location's definitions and an instance per launch
 @pytest.mark.parametrize("selection", ["silver.orders_usd", "bronze.user_events,gold.*"])
 def test_the_launched_backfill_targets_what_the_preview_said(demo: Path, selection: str):
     preview = medallion(demo, "backfill", "--select", selection, "--partitions", DAYS,
