@@ -43,9 +43,10 @@ def step_history(
     inputs: Callable[[str], Iterable[str]] = lambda table: (),
     runs: int = RUNS_READ,
 ) -> StepHistory:
-    """What the newest ``runs`` runs of the instance at ``home`` (a Dagster home) took:
-    each table's median step duration, and the launch gap, with ``inputs(table)`` the tables
-    a table reads (a step waits for those of them in its run). Empty with no instance."""
+    """What the newest ``runs`` runs of the instance at ``home`` (a Dagster home) took: each
+    table's median step duration (steps that kept their version left out), the launch gap and
+    a run's start-up; ``inputs(table)`` are the tables a table reads (a step waits for those of
+    them in its run). Empty with no instance."""
     if not (home / "dagster.yaml").exists():
         return StepHistory()
     taken: dict[str, list[float]] = {}
