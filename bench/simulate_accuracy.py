@@ -99,7 +99,7 @@ def real_runs(dagster_home: Path) -> RealRun:
 
 
 def main() -> None:
-    from medallion_assets.adapters.history import step_history
+    from medallion_assets.adapters.history import lineage_inputs, step_history
     from medallion_assets.catalog import load_catalog
     from medallion_assets.planner.simulate import simulate_runs
     from medallion_assets.settings import MedallionSettings
@@ -112,11 +112,7 @@ def main() -> None:
         _medallion_run(data.project, past, data.s3_root)
         _medallion_run(data.project, real, data.s3_root)
         catalog = load_catalog(data.project, use_cache=False)
-
-        def inputs(table: str) -> list[str]:
-            return list(catalog.lineage.upstream(table, 1)) if table in catalog.datasets else []
-
-        history = step_history(past / "dagster", inputs)
+        history = step_history(past / "dagster", lineage_inputs(catalog))
         before = real_runs(past / "dagster")
         now = real_runs(real / "dagster")
         runs, finished = now.runs, now.first

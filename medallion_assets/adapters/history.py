@@ -18,6 +18,7 @@ from pathlib import Path
 import dagster as dg
 
 from medallion_assets.adapters.translator import step_table
+from medallion_assets.catalog import Catalog
 
 RUNS_READ = 30  # the newest runs; older ones describe other data volumes
 
@@ -36,6 +37,16 @@ class StepHistory:
     def with_launch(self) -> dict[str, float]:
         """table -> seconds from ready to built: its launch gap plus its duration."""
         return {table: self.launch_s + seconds for table, seconds in self.durations.items()}
+
+
+def lineage_inputs(catalog: Catalog) -> Callable[[str], list[str]]:
+    """``step_history``'s ``inputs`` from the catalog's lineage: the tables a table reads (none
+    for a table dropped since its runs)."""
+
+    def inputs(table: str) -> list[str]:
+        return list(catalog.lineage.upstream(table, 1)) if table in catalog.datasets else []
+
+    return inputs
 
 
 def step_history(

@@ -144,12 +144,9 @@ def durations_for(catalog: Catalog, project: Path, lake_root: Path) -> PastDurat
     """Each table's seconds of one build from ready to built (past runs' median step plus
     their median launch gap, else the estimate), and a run's start-up."""
     from medallion_assets.adapters.headless import dagster_home
-    from medallion_assets.adapters.history import step_history
+    from medallion_assets.adapters.history import lineage_inputs, step_history
 
-    def inputs(table: str) -> list[str]:  # a table dropped since its runs reads nothing now
-        return list(catalog.lineage.upstream(table, 1)) if table in catalog.datasets else []
-
-    history = step_history(dagster_home(project), inputs)
+    history = step_history(dagster_home(project), lineage_inputs(catalog))
     past = history.with_launch()
     lake = Lake(lake_root)
     durations = {t: past.get(t) or _estimate(lake, t) for t in catalog.datasets}
