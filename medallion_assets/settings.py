@@ -115,6 +115,14 @@ class MedallionSettings(BaseModel):
         alias="MEDALLION_SPARK_REMOTE",
         pattern=r"^sc://\S+$",
     )
+    spark_jars: Path | None = _setting(
+        None,
+        "`~/.cache/medallion/spark-jars-<hash of the pom>`",
+        "folder of Spark's JVM packages (Iceberg, s3a, JDBC drivers) that `medallion jars` fetches "
+        "from Maven Central once per machine",
+        "a folder path",
+        alias="MEDALLION_SPARK_JARS",
+    )
     max_workers: int | None = _setting(
         None,
         "the machine's cores",
@@ -290,6 +298,14 @@ class MedallionSettings(BaseModel):
         return max(1, count // 2)
 
     @property
+    def jars_folder(self) -> Path:
+        """``$MEDALLION_SPARK_JARS``, else a folder per machine user named after the pom's
+        content, so a change of versions fetches into a new folder."""
+        from medallion_assets.jvm.jars import default_folder
+
+        return self.spark_jars if self.spark_jars is not None else default_folder(Path.home())
+
+    @property
     def lake_root(self) -> Path:
         return self.lake if self.lake is not None else self.state_home / "lake"
 
@@ -326,6 +342,7 @@ class MedallionSettings(BaseModel):
         derived: dict[str, object] = {
             "MEDALLION_HOME": self.state_home.resolve(),
             "MEDALLION_LAKE": self.lake_root.resolve(),
+            "MEDALLION_SPARK_JARS": self.jars_folder,
             "MEDALLION_S3_LOCAL_ROOT": self.s3_root.resolve(),
             "MEDALLION_WAREHOUSE_URL": self.effective_warehouse_url,
             "MEDALLION_CONTROL_URL": self.effective_control_url,

@@ -85,18 +85,27 @@ def _too_deep(text: str, label: str) -> CatalogIssue | None:
             if isinstance(event, yaml.CollectionStartEvent):
                 depth += 1
                 if depth > MAX_YAML_DEPTH:
-                    return CatalogIssue(
-                        label,
-                        "",
-                        f"nested more than {MAX_YAML_DEPTH} levels deep",
-                        "metadata needs only a few levels: check for runaway brackets or indents",
-                        event.start_mark.line + 1 if event.start_mark else None,
-                    )
+                    return _depth_issue(label, event.start_mark.line if event.start_mark else None)
             elif isinstance(event, yaml.CollectionEndEvent):
                 depth -= 1
-    except yaml.YAMLError:
+    except yaml.YAMLError as error:
+        # libyaml 0.2.5+ (PyYAML 6.0.4's wheels) stops at 1,000 flow levels in its scanner,
+        # which reads ahead of the events: the same problem, reported in our words.
+        if "nesting depth" in str(getattr(error, "problem", "") or ""):
+            mark = getattr(error, "problem_mark", None)
+            return _depth_issue(label, mark.line if mark is not None else None)
         return None  # composing reports malformed YAML with its line
     return None
+
+
+def _depth_issue(label: str, line: int | None) -> CatalogIssue:
+    return CatalogIssue(
+        label,
+        "",
+        f"nested more than {MAX_YAML_DEPTH} levels deep",
+        "metadata needs only a few levels: check for runaway brackets or indents",
+        line + 1 if line is not None else None,
+    )
 
 
 class _Builder:

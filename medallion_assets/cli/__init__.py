@@ -15,6 +15,7 @@ from medallion_assets.cli.control_cmd import audit, control
 from medallion_assets.cli.demo_cmd import demo_data
 from medallion_assets.cli.export_cmd import export
 from medallion_assets.cli.graph_cmds import impact, split, trace_pii
+from medallion_assets.cli.jars_cmd import jars
 from medallion_assets.cli.lineage_cmd import lineage
 from medallion_assets.cli.plan_cmd import plan
 from medallion_assets.cli.profile_cmd import profile
@@ -68,6 +69,7 @@ for command in (
     trace_pii,
     catalog,
     demo_data,
+    jars,
     run,
     build,
     export,

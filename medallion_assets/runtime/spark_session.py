@@ -141,7 +141,7 @@ def step_session(
     if settings.spark_remote:
         from pyspark.sql import SparkSession
 
-        session = SparkSession.builder.remote(settings.spark_remote).create()
+        session: SparkSession = SparkSession.builder.remote(settings.spark_remote).create()
     else:
         session = base.newSession()
         context = session.sparkContext

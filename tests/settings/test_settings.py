@@ -56,6 +56,7 @@ def test_each_variable_overrides_its_default():
         "AWS_DEFAULT_REGION": "eu-west-1",
         "MEDALLION_SPARK_MASTER": "spark://m:7077",
         "MEDALLION_SPARK_REMOTE": "sc://spark:15002/;token=spark-token",
+        "MEDALLION_SPARK_JARS": "/jars",
         "MEDALLION_SPARK_SHUFFLE_PARTITIONS": "16",
         "MEDALLION_MAX_WORKERS": "3",
         "MEDALLION_SPARK_DRIVER_MEMORY": "512m",
@@ -77,6 +78,7 @@ def test_each_variable_overrides_its_default():
     assert (settings.s3_root, settings.aws_region) == (Path("/s3"), "eu-west-1")
     assert settings.spark_master == "spark://m:7077"
     assert settings.spark_remote == "sc://spark:15002/;token=spark-token"
+    assert settings.jars_folder == Path("/jars")
     assert (settings.spark_shuffle_partitions, settings.spark_driver_memory) == (16, "512m")
     assert settings.spark_log == Path("/logs/spark.log") and settings.spark_jit == "full"
     assert settings.effective_warehouse_url == env["MEDALLION_WAREHOUSE_URL"]
