@@ -20,6 +20,7 @@ from bench import (
     sdp_bench,
     simulate_accuracy,
     simulate_bench,
+    spark_start_bench,
     validation_bench,
 )
 
@@ -34,6 +35,7 @@ BENCHMARKS = {
     "H": contention_bench.main,
     "I": simulate_bench.main,
     "J": simulate_accuracy.main,
+    "K": spark_start_bench.main,
 }
 
 

@@ -19,13 +19,16 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic.config import JsonDict
 
 from medallion_assets.runtime.errors import ResourceError
 from medallion_assets.runtime.faults import POINTS as CRASH_POINTS
+
+if TYPE_CHECKING:
+    from medallion_assets.lake.catalog import LakeCatalog
 
 
 class SettingsError(ResourceError):
@@ -56,12 +59,20 @@ class MedallionSettings(BaseModel):
         "a folder path",
         alias="MEDALLION_HOME",
     )
-    lake: Path | None = _setting(
+    lake: str | None = _setting(
         None,
         "`$MEDALLION_HOME/lake`",
-        "versioned tables (Parquet), published atomically",
-        "a folder path",
+        "the lake's tables: a local folder, or `s3://BUCKET/PREFIX` as the Iceberg warehouse",
+        "a folder path or s3://BUCKET/PREFIX",
         alias="MEDALLION_LAKE",
+    )
+    lake_catalog: str | None = _setting(
+        None,
+        "`sqlite:///$MEDALLION_HOME/lake_catalog.db`",
+        "the lake's Iceberg catalog: `sqlite:///PATH` (JDBC, no server), `postgresql://…` "
+        "(JDBC; its password is masked), an Iceberg REST URL `https://…`, or `glue`",
+        "sqlite:///PATH, postgresql://USER@HOST:PORT/DB, https://… (REST) or glue",
+        alias="MEDALLION_LAKE_CATALOG",
     )
     keep_versions: int = _setting(
         3,
@@ -239,6 +250,18 @@ class MedallionSettings(BaseModel):
     def _s3_mode(cls, value: object) -> object:
         return value.strip().lower() if isinstance(value, str) else value
 
+    @field_validator("lake")
+    @classmethod
+    def _lake_location(cls, value: str | None) -> str | None:
+        if value is not None:
+            from medallion_assets.lake.catalog import LakeCatalogError, warehouse_uri
+
+            try:
+                warehouse_uri(value)
+            except LakeCatalogError:
+                raise ValueError("not a folder or an S3 location") from None
+        return value
+
     @field_validator("crash_at")
     @classmethod
     def _crash_point(cls, value: str | None) -> str | None:
@@ -307,7 +330,34 @@ class MedallionSettings(BaseModel):
 
     @property
     def lake_root(self) -> Path:
-        return self.lake if self.lake is not None else self.state_home / "lake"
+        """The lake's local folder. Tables are still kept in the folder layout
+        (``runtime/lake.py``) until the pipeline writes the Iceberg lake, so a lake on S3 is
+        refused here in one line instead of becoming a folder named ``s3:``."""
+        if self.lake is None:
+            return self.state_home / "lake"
+        if self.lake.startswith(("s3://", "s3a://")):
+            raise SettingsError(
+                f"MEDALLION_LAKE={self.lake!r}: the pipeline's tables are not written to S3 yet "
+                "(the Iceberg lake is being built); set a local folder, e.g. /srv/lake"
+            )
+        return Path(self.lake).expanduser()
+
+    @property
+    def iceberg_lake(self) -> LakeCatalog:
+        """The lake's Iceberg catalog and warehouse (``MEDALLION_LAKE_CATALOG``,
+        ``MEDALLION_LAKE``), reached through the S3 endpoint when one is set."""
+        from medallion_assets.lake.catalog import LakeCatalog, S3Endpoint
+
+        warehouse = self.lake or str(self.state_home / "lake")
+        endpoint = S3Endpoint(self.s3_endpoint, self.aws_region) if self.s3_endpoint else None
+        return LakeCatalog.parse(self.effective_lake_catalog, warehouse, endpoint)
+
+    @property
+    def effective_lake_catalog(self) -> str:
+        """The lake catalog URL in force."""
+        if self.lake_catalog:
+            return self.lake_catalog
+        return f"sqlite:///{(self.state_home / 'lake_catalog.db').resolve()}"
 
     @property
     def landing_root(self) -> Path:
@@ -341,7 +391,8 @@ class MedallionSettings(BaseModel):
         when unset."""
         derived: dict[str, object] = {
             "MEDALLION_HOME": self.state_home.resolve(),
-            "MEDALLION_LAKE": self.lake_root.resolve(),
+            "MEDALLION_LAKE": self.lake if self.lake else self.lake_root.resolve(),
+            "MEDALLION_LAKE_CATALOG": self.effective_lake_catalog,
             "MEDALLION_SPARK_JARS": self.jars_folder,
             "MEDALLION_S3_LOCAL_ROOT": self.s3_root.resolve(),
             "MEDALLION_WAREHOUSE_URL": self.effective_warehouse_url,

@@ -1,6 +1,7 @@
 """A real Spark Connect server for tests, started from the pyspark package's own
-``sbin/start-connect-server.sh`` on a free loopback port and stopped with
-``sbin/stop-connect-server.sh`` (its process group is killed as a fallback).
+``sbin/spark-daemon.sh submit`` of the Connect server class (what ``start-connect-server.sh``
+runs) on a free loopback port and stopped with ``spark-daemon.sh stop`` (its process group is
+killed as a fallback).
 
 Use it from a fixture::
 
@@ -43,6 +44,9 @@ class SparkConnectServer:
     @property
     def url(self) -> str:
         return f"sc://127.0.0.1:{self.port}"
+
+
+CONNECT_SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 
 
 def find_java() -> str | None:
@@ -90,9 +94,11 @@ def _server_env(base: Path) -> dict[str, str]:
 
 
 def _launch(base: Path, env: dict[str, str], port: int) -> subprocess.Popen[bytes]:
-    script = spark_home() / "sbin" / "start-connect-server.sh"
+    # What sbin/start-connect-server.sh runs (pyspark 4.1's package does not ship that script).
+    script = spark_home() / "sbin" / "spark-daemon.sh"
     command = [
-        "bash", str(script), "--master", "local[2]",
+        "bash", str(script), "submit", CONNECT_SERVER_CLASS, "1",
+        "--name", "Spark Connect server", "--master", "local[2]",
         "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
         "--conf", f"spark.connect.grpc.binding.port={port}",
         "--conf", "spark.ui.enabled=false",
@@ -159,8 +165,14 @@ def _wait_until_started(base: Path, launcher: subprocess.Popen[bytes], started: 
 
 def _stop(base: Path, env: dict[str, str], launcher: subprocess.Popen[bytes]) -> None:
     pid = _pid(base)
-    script = spark_home() / "sbin" / "stop-connect-server.sh"
-    subprocess.run(["bash", str(script)], env=env, capture_output=True, timeout=60, check=False)
+    script = spark_home() / "sbin" / "spark-daemon.sh"
+    subprocess.run(
+        ["bash", str(script), "stop", CONNECT_SERVER_CLASS, "1"],
+        env=env,
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
     deadline = time.monotonic() + 30
     while pid is not None and _alive(pid) and time.monotonic() < deadline:
         time.sleep(0.2)

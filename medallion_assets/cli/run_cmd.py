@@ -49,13 +49,14 @@ def run(project: Path, fail_on_blocked: bool, wait_seconds: float, max_workers: 
     """
     from medallion_assets.catalog import load_catalog
     from medallion_assets.runtime.run_lock import RunInProgress, one_run_at_a_time
-    from medallion_assets.runtime.spark_session import SparkWarmUp, pool_weights
+    from medallion_assets.runtime.spark_session import SparkWarmUp, pool_weights, spark_jars
 
     settings = settings_for(project)
     if max_workers is not None:  # through the environment too, like the Spark log below
         os.environ["MEDALLION_MAX_WORKERS"] = str(max_workers)
         settings = settings.model_copy(update={"max_workers": max_workers})
     settings = with_spark_log(settings)
+    spark_jars(settings)  # a missing jar stops the run here, in one line, before any step
     try:
         catalog = load_catalog(project)
         with one_run_at_a_time(settings, catalog.project.name, click.echo, wait_seconds):

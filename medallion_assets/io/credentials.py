@@ -4,10 +4,10 @@
 the audit log or put in an exception. It works two ways, because neither is enough alone:
 
 - **Known secrets.** The secrets of the settings in force (``known_secrets(settings)``: the
-  passwords of the warehouse and control store URLs, ``$PGPASSWORD``, a Spark Connect token)
-  are replaced wherever they appear, in any form they may be printed in (as written, decoded,
-  percent-encoded). This is the reliable way for free text: a driver's error may quote a
-  password, or a fragment of a URL, with no structure left to parse.
+  passwords of the warehouse, control store and lake catalog URLs, ``$PGPASSWORD``, a Spark
+  Connect token) are replaced wherever they appear, in any form they may be printed in (as
+  written, decoded, percent-encoded). This is the reliable way for free text: a driver's error
+  may quote a password, or a fragment of a URL, with no structure left to parse.
 - **Structure.** ``scheme://user:PASSWORD@host`` and ``password=VALUE`` are found by parsing,
   so a URL that is not a setting (one typed on a command line, one in a SQL error) is masked
   too. A raw password may hold any character, ``@`` included: it ends at the last ``@`` on its
@@ -172,9 +172,10 @@ def url_secrets(url: str) -> frozenset[str]:
 
 def known_secrets(settings: MedallionSettings) -> frozenset[str]:
     """The secrets of the settings in force, in every form they may be printed in: the
-    passwords of the warehouse and control store URLs, ``$PGPASSWORD``, a Spark Connect token."""
+    passwords of the warehouse, control store and lake catalog URLs, ``$PGPASSWORD``, a Spark
+    Connect token."""
     found: set[str] = set()
-    for url in (settings.warehouse_url, settings.control_url):
+    for url in (settings.warehouse_url, settings.control_url, settings.lake_catalog):
         found |= url_secrets(url or "")
     found |= secret_forms(settings.pg_password or "")
     found |= spark_connect_tokens(settings.spark_remote or "")

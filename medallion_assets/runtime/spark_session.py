@@ -46,6 +46,9 @@ def spark_session(
     else:
         builder = (
             builder.master(settings.spark_master)
+            # Iceberg, s3a and the JDBC drivers; a cluster's executors get them from the driver.
+            .config("spark.jars", ",".join(str(jar) for jar in spark_jars(settings)))
+            .config("spark.sql.extensions", ICEBERG_EXTENSIONS)
             .config("spark.driver.memory", settings.spark_driver_memory)
             # Read by spark-submit when this call launches the driver JVM (client mode).
             .config("spark.driver.extraJavaOptions", driver_java_options(settings))
@@ -61,11 +64,32 @@ def spark_session(
             builder = builder.config("spark.scheduler.allocation.file", str(allocation))
     partitions = str(settings.spark_shuffle_partitions)
     builder = builder.config("spark.sql.shuffle.partitions", partitions)
+    lake = settings.iceberg_lake
+    if not settings.spark_remote:
+        # The catalog `lake` (loaded when first used) and s3a: a Connect server has its own.
+        if lake.sqlite_file is not None:
+            lake.sqlite_file.parent.mkdir(parents=True, exist_ok=True)
+        for key, value in lake.spark_conf().items():
+            builder = builder.config(key, value)
     log = settings.spark_log if not settings.spark_remote else None
     with _console_to(None if log is None else str(log)):
         session = builder.getOrCreate()
     session.conf.set("spark.sql.session.timeZone", "UTC")
     return session
+
+
+ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
+
+
+def spark_jars(settings: MedallionSettings) -> tuple[Path, ...]:
+    """The JVM packages a session started here puts on Spark's classpath (none for Spark
+    Connect, whose server has its own); ``MissingJars`` (one line naming what is missing and
+    the command that fetches it) when the folder is incomplete."""
+    if settings.spark_remote:
+        return ()
+    from medallion_assets.jvm.jars import jar_folder
+
+    return jar_folder(settings.jars_folder).jars
 
 
 QUICK_JIT = "-XX:TieredStopAtLevel=1"

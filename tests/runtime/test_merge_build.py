@@ -190,10 +190,8 @@ def test_a_target_row_matched_by_two_source_rows_fails_and_publishes_nothing(spa
             TableRun(spark=spark, lake=lake, catalog=catalog, dataset=dataset, checks=False)
         )
     assert lake.current("silver.orders_current") == first.version
-    reference = duckdb_merges([STAR_MERGE])
-    reference(SOURCE_VERSIONS[0])
-    with pytest.raises(duckdb.Error, match="more than one source row"):
-        reference(duplicated)
+    # No DuckDB reference here: DuckDB 1.4 to 2.0 apply one of the two source rows silently,
+    # where the SQL standard (and Spark's own MERGE, MERGE_CARDINALITY_VIOLATION) refuse.
 
 
 def test_a_merge_naming_no_column_fails_its_first_build_naming_the_file(spark, tmp_path: Path):

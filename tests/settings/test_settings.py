@@ -49,6 +49,7 @@ def test_each_variable_overrides_its_default():
     env = {
         "MEDALLION_HOME": "/h",
         "MEDALLION_LAKE": "/lake",
+        "MEDALLION_LAKE_CATALOG": "postgresql://ice:ice-pass@db/lake",
         "MEDALLION_KEEP_VERSIONS": "5",
         "MEDALLION_S3": " AWS ",
         "MEDALLION_S3_ENDPOINT": "http://127.0.0.1:9000",
@@ -89,7 +90,9 @@ def test_each_variable_overrides_its_default():
     assert settings.local_spark_runs == 2 and settings.run_slots() is None  # Spark Connect
     assert settings.crash_at == "lake.published@gold.revenue[2026-01-02]"
     assert all(settings.is_set(name) for name in variables())
-    assert {"wh-pass", "ctl-pass", "libpq-pass", "spark-token"} <= settings.secrets
+    assert {"wh-pass", "ctl-pass", "libpq-pass", "spark-token", "ice-pass"} <= settings.secrets
+    assert settings.iceberg_lake.uri == "jdbc:postgresql://db/lake"
+    assert settings.iceberg_lake.warehouse == "file:/lake"
 
 
 def test_the_project_is_the_given_one_else_medallion_project_else_the_current_folder():
@@ -205,3 +208,16 @@ def test_a_misspelt_crash_point_is_an_error_at_the_point_not_a_run_that_never_cr
     monkeypatch.setenv("MEDALLION_CRASH_AT", "lake.published@gold.other")
     crash_point("lake.published", "gold.revenue")
     crash_point("lake.renamed", "gold.other")
+
+
+def test_the_lake_is_a_folder_or_s3_and_anything_else_is_refused_naming_the_variable():
+    assert (
+        read({}).iceberg_lake.uri
+        == f"jdbc:sqlite:{(PROJECT / '.medallion/lake_catalog.db').resolve()}"
+    )
+    on_s3 = read({"MEDALLION_LAKE": "s3://shop-lake/prod"})
+    assert on_s3.iceberg_lake.warehouse == "s3a://shop-lake/prod"
+    with pytest.raises(SettingsError, match=r"MEDALLION_LAKE='s3://shop-lake/prod': the pipeline"):
+        on_s3.lake_root  # noqa: B018  (the folder layout cannot live on S3)
+    with pytest.raises(SettingsError, match=r"MEDALLION_LAKE='gs://b/lake' is not valid"):
+        read({"MEDALLION_LAKE": "gs://b/lake"})

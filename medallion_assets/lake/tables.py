@@ -1,0 +1,258 @@
+"""What Spark does with a lake table: stage a write on a branch, read exactly what was staged,
+publish it in one catalog commit or keep it back, roll back, expire old snapshots.
+
+Write-audit-publish on Iceberg branches: every write goes to a fresh branch made from the
+table's ``main``, so readers of ``main`` never see it; the checks read the staged snapshot; the
+publish is one commit that moves ``main``. The staged snapshot's summary carries what produced
+it (``medallion.*``: run, code version, inputs, partition, rows), written with the data.
+
+Publishing a staged snapshot whose parent is still ``main``'s head fast-forwards ``main`` to it
+(the published snapshot *is* the staged one, summary and all). When ``main`` moved meanwhile (a
+daily table's other days published by steps beside this one), a day's overwrite or an append is
+cherry-picked onto the new head: Iceberg re-applies it and refuses it if the same day changed
+since (a real conflict). The copy's summary names its source (``source-snapshot-id``), and a
+tag per day (``medallion_day_<day>``) keeps the staged snapshot, and so its summary, from expiry.
+Any other write (a MERGE's rewrite) can only fast-forward; a moved ``main`` is a
+``CommitConflict`` for the caller to retry.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from medallion_assets.lake.catalog import SPARK_CATALOG
+from medallion_assets.runtime.errors import ResourceError
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+SUMMARY_PREFIX = "medallion."
+DAY_TAG = "medallion_day_"
+REJECTED_TAG = "medallion_rejected_"
+STAGE_BRANCH = "medallion_stage_"
+Mode = Literal["replace", "append"]
+
+
+class CommitConflict(ResourceError):
+    """Another writer changed the table between this write and its publish."""
+
+
+@dataclass(frozen=True)
+class Staged:
+    """One write on its own branch, not yet published."""
+
+    table: str  # layer.name
+    branch: str
+    snapshot_id: int
+    parent_id: int | None  # main's head when the branch was made
+    partition: str | None
+    operation: str  # Iceberg's: append, overwrite, delete, replace
+
+
+def identifier(table: str, ref: str | None = None) -> str:
+    """The Spark identifier of ``layer.name`` in the lake (of one of its branches).
+
+    >>> identifier("silver.orders"), identifier("silver.orders", "medallion_stage_1a")
+    ('lake.`silver`.`orders`', 'lake.`silver`.`orders`.`branch_medallion_stage_1a`')
+    """
+    layer, name = table.split(".", 1)
+    base = f"{SPARK_CATALOG}.`{layer}`.`{name}`"
+    return f"{base}.`branch_{ref}`" if ref else base
+
+
+def day_tag(partition: str) -> str:
+    """The tag holding a day's published version: ``medallion_day_2026_01_02``."""
+    return DAY_TAG + re.sub(r"[^0-9A-Za-z]", "_", partition)
+
+
+def summary_options(properties: Mapping[str, str]) -> dict[str, str]:
+    """Writer options that put ``properties`` into the snapshot summary as ``medallion.*``."""
+    return {f"snapshot-property.{SUMMARY_PREFIX}{k}": v for k, v in properties.items()}
+
+
+def exists(spark: SparkSession, table: str) -> bool:
+    return bool(spark.catalog.tableExists(identifier(table)))
+
+
+def ensure_table(
+    spark: SparkSession, table: str, frame: DataFrame, partition_column: str | None
+) -> None:
+    """Create the table with ``frame``'s schema (partitioned by day) when it does not exist:
+    an empty first snapshot, so branches can be made from ``main``."""
+    if exists(spark, table):
+        return
+    layer = table.split(".", 1)[0]
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {SPARK_CATALOG}.`{layer}`")
+    writer = frame.limit(0).writeTo(identifier(table)).using("iceberg")
+    writer = writer.tableProperty("format-version", "2")
+    # Columns added by a later write are added to the schema (schema evolution).
+    writer = writer.tableProperty("write.spark.accept-any-schema", "true")
+    if partition_column is not None:
+        from pyspark.sql import functions as F
+
+        writer = writer.partitionedBy(F.col(f"`{partition_column}`"))
+    try:
+        writer.create()
+    except Exception as error:  # another writer created it first: use theirs
+        if not exists(spark, table):
+            raise
+        del error
+
+
+def main_head(spark: SparkSession, table: str) -> int | None:
+    rows = spark.sql(
+        f"SELECT snapshot_id FROM {identifier(table)}.refs WHERE name = 'main'"
+    ).collect()
+    return int(rows[0][0]) if rows else None
+
+
+def new_branch(spark: SparkSession, table: str) -> tuple[str, int | None]:
+    """A fresh branch at ``main``'s head; (its name, that head)."""
+    branch = f"{STAGE_BRANCH}{uuid.uuid4().hex[:12]}"
+    head = main_head(spark, table)
+    spark.sql(f"ALTER TABLE {identifier(table)} CREATE BRANCH `{branch}`")
+    return branch, head
+
+
+def stage(
+    spark: SparkSession,
+    frame: DataFrame,
+    table: str,
+    *,
+    mode: Mode,
+    partition: str | None = None,
+    partition_column: str | None = None,
+    properties: Mapping[str, str] | None = None,
+) -> Staged:
+    """Write ``frame`` to a new branch of ``table``: ``replace`` overwrites the table (a daily
+    table: only the days in ``frame``), ``append`` adds its rows. ``properties`` go into the
+    snapshot's summary as ``medallion.<key>``."""
+    ensure_table(spark, table, frame, partition_column)
+    branch, head = new_branch(spark, table)
+    writer = frame.writeTo(identifier(table, branch)).option("mergeSchema", "true")
+    for key, value in summary_options(properties or {}).items():
+        writer = writer.option(key, value)
+    try:
+        if mode == "append":
+            writer.append()
+        else:
+            writer.overwritePartitions()  # unpartitioned: the whole table
+    except BaseException:
+        drop_branch(spark, table, branch)
+        raise
+    return staged_on(spark, table, branch, head, partition)
+
+
+def staged_on(
+    spark: SparkSession, table: str, branch: str, parent: int | None, partition: str | None
+) -> Staged:
+    """The branch's head as a ``Staged`` write (after SQL wrote to it, e.g. a MERGE)."""
+    row = spark.sql(
+        f"SELECT s.snapshot_id, s.operation FROM {identifier(table)}.snapshots s "
+        f"JOIN {identifier(table)}.refs r ON s.snapshot_id = r.snapshot_id "
+        f"WHERE r.name = '{branch}'"
+    ).collect()[0]
+    return Staged(table, branch, int(row[0]), parent, partition, str(row[1]))
+
+
+def read_staged(spark: SparkSession, staged: Staged) -> DataFrame:
+    """Exactly the staged snapshot (a daily write: only its day)."""
+    return spark.read.option("versionAsOf", str(staged.snapshot_id)).table(identifier(staged.table))
+
+
+def publish(spark: SparkSession, staged: Staged) -> int:
+    """Make the staged write current in one catalog commit; returns ``main``'s new head.
+    Drops the staging branch; a day's tag then points at the staged snapshot."""
+    table = identifier(staged.table)
+    name = staged.table
+    if main_head(spark, name) == staged.parent_id:
+        spark.sql(f"CALL {SPARK_CATALOG}.system.fast_forward('{name}', 'main', '{staged.branch}')")
+    elif staged.operation in ("append", "overwrite") and _rebasable(spark, staged):
+        try:
+            spark.sql(
+                f"CALL {SPARK_CATALOG}.system.cherrypick_snapshot('{name}', {staged.snapshot_id})"
+            )
+        except Exception as error:
+            raise CommitConflict(
+                f"{staged.table}: another writer changed the same data since this write was "
+                f"staged ({_first_line(error)}); run the step again"
+            ) from None
+    else:
+        raise CommitConflict(
+            f"{staged.table}: another writer committed to it since this write was staged; "
+            "run the step again"
+        )
+    if staged.partition is not None:
+        spark.sql(
+            f"ALTER TABLE {table} CREATE OR REPLACE TAG `{day_tag(staged.partition)}` "
+            f"AS OF VERSION {staged.snapshot_id}"
+        )
+    drop_branch(spark, name, staged.branch)
+    head = main_head(spark, name)
+    assert head is not None
+    return head
+
+
+def keep_rejected(spark: SparkSession, staged: Staged, key: str) -> str:
+    """Keep a staged write its checks rejected readable under a tag (``medallion_rejected_
+    <key>``) instead of its branch; returns the tag. ``main`` does not move."""
+    tag = REJECTED_TAG + re.sub(r"[^0-9A-Za-z]", "_", key)
+    spark.sql(
+        f"ALTER TABLE {identifier(staged.table)} CREATE OR REPLACE TAG `{tag}` "
+        f"AS OF VERSION {staged.snapshot_id}"
+    )
+    drop_branch(spark, staged.table, staged.branch)
+    return tag
+
+
+def drop_branch(spark: SparkSession, table: str, branch: str) -> None:
+    spark.sql(f"ALTER TABLE {identifier(table)} DROP BRANCH IF EXISTS `{branch}`")
+
+
+def drop_tag(spark: SparkSession, table: str, tag: str) -> None:
+    spark.sql(f"ALTER TABLE {identifier(table)} DROP TAG IF EXISTS `{tag}`")
+
+
+def rollback(spark: SparkSession, table: str, snapshot_id: int) -> None:
+    """Make ``snapshot_id`` ``main``'s head (one catalog commit; later snapshots stay readable
+    until expired)."""
+    spark.sql(
+        f"CALL {SPARK_CATALOG}.system.set_current_snapshot(table => '{table}', "
+        f"snapshot_id => {snapshot_id})"
+    )
+
+
+def expire(spark: SparkSession, table: str, keep: int) -> int:
+    """Expire snapshots older than now beyond the newest ``keep`` on ``main`` (tagged ones, a
+    day's published version or a rejected write, are kept); returns data files deleted."""
+    now = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(time.time() + 1))
+    row = spark.sql(
+        f"CALL {SPARK_CATALOG}.system.expire_snapshots(table => '{table}', "
+        f"older_than => TIMESTAMP '{now}', retain_last => {keep})"
+    ).collect()[0]
+    return int(row["deleted_data_files_count"])
+
+
+def _rebasable(spark: SparkSession, staged: Staged) -> bool:
+    """Whether Iceberg can cherry-pick the staged snapshot: an append, or an overwrite of whole
+    partitions (``replace-partitions``)."""
+    if staged.operation == "append":
+        return True
+    rows = spark.sql(
+        f"SELECT summary['replace-partitions'] FROM {identifier(staged.table)}.snapshots "
+        f"WHERE snapshot_id = {staged.snapshot_id}"
+    ).collect()
+    return bool(rows) and rows[0][0] == "true"
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    for line in text.splitlines():
+        if "Exception:" in line:
+            return line.split("Exception:", 1)[1].strip()
+    return text.splitlines()[0] if text else type(error).__name__

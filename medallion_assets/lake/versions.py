@@ -1,0 +1,182 @@
+"""The versions of lake tables, read from the catalog without a JVM (pyiceberg): what is
+current, what produced it, and each table's history. Spark writes; this only reads, so the CLI,
+the checks and other engines' tests see the same commits Spark made.
+
+A version is a snapshot whose summary carries ``medallion.*`` (``lake.tables`` writes them):
+``run-id``, ``code-version``, ``inputs`` (JSON: input table -> the version read), ``partition``
+and ``rows``. A daily table's day is current at the snapshot its ``medallion_day_<day>`` tag
+names; any other table's is ``main``'s head (or, when that head is a cherry-picked copy, the
+snapshot it was copied from).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from medallion_assets.lake.catalog import SPARK_CATALOG, LakeCatalog
+from medallion_assets.lake.tables import DAY_TAG, SUMMARY_PREFIX, day_tag
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyiceberg.catalog import Catalog
+    from pyiceberg.table import Table
+    from pyiceberg.table.snapshots import Snapshot
+
+
+@dataclass(frozen=True)
+class Version:
+    """One published version of a table (or of one day of it)."""
+
+    table: str
+    partition: str | None
+    version_id: str  # the snapshot id holding the medallion summary
+    code_version: str
+    inputs: dict[str, str]
+    rows: int
+    created_at: float
+    run_id: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    """One snapshot of ``main``'s history, newest first in ``history``."""
+
+    snapshot_id: int
+    committed_at: float
+    operation: str
+    rows: int  # the table's rows after it (total-records)
+    run_id: str
+    code_version: str
+    partition: str | None
+    current: bool
+
+
+def open_catalog(lake: LakeCatalog) -> Catalog:
+    """The lake's catalog for pyiceberg, under the name Spark uses for it."""
+    from pyiceberg.catalog import load_catalog
+
+    return load_catalog(SPARK_CATALOG, **lake.pyiceberg_properties())
+
+
+def load(catalog: Catalog, table: str) -> Table | None:
+    """The table, or None when the lake has none of that name."""
+    from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
+
+    try:
+        return catalog.load_table(table)
+    except (NoSuchTableError, NoSuchNamespaceError):
+        return None
+
+
+def current(catalog: Catalog, table: str, partition: str | None = None) -> Version | None:
+    """The version readers of ``main`` see (of one day of a daily table), if any."""
+    loaded = load(catalog, table)
+    if loaded is None:
+        return None
+    if partition is not None:
+        ref = loaded.metadata.refs.get(day_tag(partition))
+        snapshot = loaded.snapshot_by_id(ref.snapshot_id) if ref is not None else None
+    else:
+        snapshot = _versioned(loaded, loaded.current_snapshot())
+    return version_of(table, snapshot) if snapshot is not None else None
+
+
+def partitions(catalog: Catalog, table: str) -> list[str]:
+    """The days of a daily table with a published version."""
+    loaded = load(catalog, table)
+    if loaded is None:
+        return []
+    found = []
+    for name, ref in loaded.metadata.refs.items():
+        if name.startswith(DAY_TAG):
+            snapshot = loaded.snapshot_by_id(ref.snapshot_id)
+            day = _summary(snapshot).get("partition") if snapshot is not None else None
+            if day:
+                found.append(day)
+    return sorted(found)
+
+
+def history(catalog: Catalog, table: str) -> list[HistoryEntry]:
+    """``main``'s snapshots, newest first (those not yet expired)."""
+    loaded = load(catalog, table)
+    if loaded is None:
+        return []
+    head = loaded.current_snapshot()
+    entries = []
+    for snapshot in _ancestors(loaded, head):
+        source = _versioned(loaded, snapshot)
+        summary = _summary(source) if source is not None else {}
+        totals = snapshot.summary.additional_properties if snapshot.summary else {}
+        entries.append(
+            HistoryEntry(
+                snapshot.snapshot_id,
+                snapshot.timestamp_ms / 1000,
+                str(snapshot.summary.operation.value) if snapshot.summary else "",
+                int(totals.get("total-records", 0)),
+                summary.get("run-id", ""),
+                summary.get("code-version", ""),
+                summary.get("partition"),
+                head is not None and snapshot.snapshot_id == head.snapshot_id,
+            )
+        )
+    return entries
+
+
+def read(catalog: Catalog, table: str, snapshot_id: int | None = None) -> pa.Table:
+    """The table's rows (at ``snapshot_id``), read by pyiceberg through pyarrow."""
+    loaded = load(catalog, table)
+    if loaded is None:
+        raise LookupError(f"the lake has no table {table}")
+    return loaded.scan(snapshot_id=snapshot_id).to_arrow()
+
+
+def version_of(table: str, snapshot: Snapshot) -> Version | None:
+    """The version a snapshot's summary records, or None for a snapshot medallion did not
+    write (a table's empty first snapshot, another engine's commit)."""
+    summary = _summary(snapshot)
+    if "code-version" not in summary:
+        return None
+    return Version(
+        table,
+        summary.get("partition") or None,
+        str(snapshot.snapshot_id),
+        summary["code-version"],
+        json.loads(summary.get("inputs", "{}")),
+        int(summary.get("rows", 0)),
+        snapshot.timestamp_ms / 1000,
+        summary.get("run-id", ""),
+        json.loads(summary.get("extra", "{}")),
+    )
+
+
+def _summary(snapshot: Snapshot) -> dict[str, str]:
+    props = snapshot.summary.additional_properties if snapshot.summary else {}
+    return {
+        k.removeprefix(SUMMARY_PREFIX): str(v)
+        for k, v in props.items()
+        if k.startswith(SUMMARY_PREFIX)
+    }
+
+
+def _versioned(loaded: Table, snapshot: Snapshot | None) -> Snapshot | None:
+    """The snapshot holding ``snapshot``'s medallion summary: itself, or the staged snapshot a
+    cherry-picked copy was made from."""
+    if snapshot is None:
+        return None
+    props = snapshot.summary.additional_properties if snapshot.summary else {}
+    source = props.get("source-snapshot-id")
+    if f"{SUMMARY_PREFIX}code-version" not in props and source is not None:
+        return loaded.snapshot_by_id(int(source)) or snapshot
+    return snapshot
+
+
+def _ancestors(loaded: Table, head: Snapshot | None) -> Iterable[Snapshot]:
+    from pyiceberg.table.snapshots import ancestors_of
+
+    if head is None:
+        return ()
+    return ancestors_of(head, loaded.metadata)
