@@ -53,21 +53,17 @@ def read_table(
     from medallion_assets.runtime.lake import Lake
 
     lake = Lake(_lake_root(project, lake_root))
-    paths = lake.current_paths(name)
-    if not paths:
+    versions = lake.current_versions(name)
+    if not versions:
         raise LookupError(f"{name} has no published version under {lake.root}")
     if as_ == "spark":
         from medallion_assets.runtime.spark_session import spark_session
         from medallion_assets.settings import MedallionSettings
 
         session = spark or spark_session(MedallionSettings.from_env(os.environ))
-        return session.read.parquet(*[str(p) for p in paths])
+        return lake.read(session, versions)
     if as_ == "pandas":
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        tables = [pq.read_table(p) for p in paths]
-        return _valid_text(pa.concat_tables(tables, promote_options="default")).to_pandas()
+        return _valid_text(lake.read_arrow(versions)).to_pandas()
     raise ValueError(f"as_ must be 'pandas' or 'spark', not {as_!r}")
 
 

@@ -27,10 +27,9 @@ def check_current_version(
     from medallion_assets.checks.validation import data_rules, validate_frame
 
     dataset, lake, partition = run.dataset, run.lake, run.partition
-    paths = lake.current_paths(dataset.name, [partition] if partition else None)
-    if not paths:
+    frame = lake.read_current(run.session, dataset.name, [partition] if partition else None)
+    if frame is None:
         raise dg.Failure(f"{dataset.name} has no published version to check: materialize it")
-    frame = run.session.read.parquet(*[str(p) for p in paths])
     chosen = [r for r in data_rules(dataset) if r.label() in selected_checks(context)]
     checks = run.check_context()
     assert checks is not None  # a checks-only run checks

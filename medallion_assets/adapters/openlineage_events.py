@@ -137,8 +137,7 @@ class StepLineage:
         if not self.outcomes:
             return []
         lake = self.run.lake
-        paths = [lake.version_path(o.version) for o in self.outcomes]
-        files = [f for p in paths if p.is_dir() for f in p.glob("*.parquet")]
+        files = lake.data_files([o.version for o in self.outcomes])
         checks = [c for o in self.outcomes for c in o.checks]
         facets: dict[str, Any] = {
             "version": dataset_version_dataset.DatasetVersionDatasetFacet(

@@ -67,11 +67,11 @@ def referential_integrity(
     if rule.to_table == context.dataset.name:
         parent = frame
     else:
-        paths = context.lake.current_paths(rule.to_table)
-        if not paths:
+        current = context.lake.read_current(context.spark, rule.to_table)
+        if current is None:
             message = f"{rule.to_table} has no published version to check against"
             return result_of(rule, False, total, total, message)
-        parent = context.spark.read.parquet(*[str(p) for p in paths])
+        parent = current
     keys = parent.select(
         [F.col(t).alias(c) for c, t in zip(rule.columns, rule.to_columns, strict=True)]
     ).distinct()
@@ -99,12 +99,10 @@ def sql_assertion(
     frame.createOrReplaceTempView(checked)
     views = {SELF_PLACEHOLDER: checked}
     for table in rule.referenced_tables():
-        paths = context.lake.current_paths(table)
-        if not paths:
+        current = context.lake.read_current(context.spark, table)
+        if current is None:
             return result_of(rule, False, total, total, f"{table} has no published version")
-        context.spark.read.parquet(*[str(p) for p in paths]).createOrReplaceTempView(
-            view_name(table)
-        )
+        current.createOrReplaceTempView(view_name(table))
         views[table] = view_name(table)
     _, query = spark_query(
         rule.query.replace("{table}", SELF_PLACEHOLDER), "spark", "check.assertion", views

@@ -136,7 +136,7 @@ def reused_validation(version: TableVersion, context: CheckContext) -> Validatio
     again = [r for r in rules if isinstance(r, FreshnessRule) or r.label() not in stored]
     fresh: dict[str, CheckResult] = {}
     if again:
-        frame = context.spark.read.parquet(str(context.lake.version_path(version)))
+        frame = context.lake.read(context.spark, [version])
         fresh = {r.name: r for r in validate_frame(frame, context, again).results}
     results = []
     for rule in rules:

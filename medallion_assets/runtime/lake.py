@@ -31,7 +31,8 @@ from typing import TYPE_CHECKING, Any
 from medallion_assets.runtime.faults import crash_point
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    import pyarrow as pa
+    from pyspark.sql import DataFrame, SparkSession
 
     from medallion_assets.settings import MedallionSettings
 
@@ -137,6 +138,53 @@ class Lake:
         else:
             versions = [self.current(table)]
         return [v for v in versions if v is not None]
+
+    def read(self, spark: SparkSession, versions: list[TableVersion]) -> DataFrame:
+        """The data of published versions, once their files' footers add up to the rows
+        published: read with the schema recorded at publish when they all recorded the same
+        one (no schema-inference job per read); else, as for a version published before schemas
+        were recorded or days of a table whose schema evolved, with the schema Spark infers."""
+        paths = [self.version_path(v) for v in versions]
+        for version, path in zip(versions, paths, strict=True):
+            # Spark reads a zero-byte file as no rows and a deleted one not at all: the footers
+            # must add up to the rows published (a damaged footer raises here, naming the file).
+            found = staged_rows(path)
+            if found != version.rows:
+                raise ValueError(
+                    f"{found} rows in its Parquet files, not the {version.rows} published "
+                    "(a file is missing or damaged)"
+                )
+        recorded = {v.extra.get("schema") for v in versions}
+        reader = spark.read
+        if len(recorded) == 1 and (schema := recorded.pop()) is not None:
+            from pyspark.sql.types import StructType
+
+            reader = reader.schema(StructType.fromJson(json.loads(schema)))
+        return reader.parquet(*[str(p) for p in paths])
+
+    def read_current(
+        self, spark: SparkSession, table: str, partitions: list[str] | None = None
+    ) -> DataFrame | None:
+        """The current data of ``table`` (of those days), or None when nothing is published."""
+        versions = self.current_versions(table, partitions)
+        return self.read(spark, versions) if versions else None
+
+    def read_arrow(self, versions: list[TableVersion]) -> pa.Table:
+        """The data of published versions as one Arrow table, read without Spark."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        tables = [pq.read_table(self.version_path(v)) for v in versions]
+        return pa.concat_tables(tables, promote_options="default")
+
+    def data_files(self, versions: list[TableVersion]) -> list[Path]:
+        """The Parquet files holding published versions (for their sizes and schema)."""
+        paths = [self.version_path(v) for v in versions]
+        return [f for p in paths if p.is_dir() for f in sorted(p.glob("*.parquet"))]
+
+    def location(self, versions: list[TableVersion]) -> str:
+        """Where published versions are, for a message."""
+        return ", ".join(str(self.version_path(v)) for v in versions)
 
     def versions(self, table: str, partition: str | None = None) -> list[str]:
         folder = self.table_dir(table, partition) / "versions"

@@ -83,7 +83,7 @@ def _current_rows(
     """The target's current version, or an empty table of ``columns`` before the first one."""
     if current is None:
         return spark.createDataFrame([], columns)
-    return spark.read.parquet(str(lake.version_path(current)))
+    return lake.read(spark, [current])
 
 
 def _storable(schema: StructType) -> StructType:

@@ -8,7 +8,6 @@ views, run the SQL, write to staging, validate, publish atomically.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -144,7 +143,7 @@ def build_table(run: TableRun) -> BuildOutcome:
             frame = frame.toDF(*dataset.column_names)  # INSERT writes the table's columns in order
         if script.kind == "insert" and current is not None:
             # INSERT INTO appends: the new version is the current rows plus the query's rows.
-            frame = spark.read.parquet(str(lake.version_path(current))).unionByName(frame)
+            frame = lake.read(spark, [current]).unionByName(frame)
     with merge_errors(dataset):
         staged = Staged(*lake.stage_frame(frame, dataset.name, partition))
     version, validation = publish_checked(run, staged, inputs, checks=run.check_context())
@@ -235,39 +234,15 @@ def register_inputs(
             )
         view = view_name(upstream)
         try:
-            frame = read_versions(spark, lake, versions)
+            frame = lake.read(spark, versions)
         except Exception as error:  # Spark's text may not say which table or folder it read
-            folders = ", ".join(str(lake.version_path(v)) for v in versions)
             raise UnreadableInput(
-                f"{upstream}: its published version at {folders} cannot be read: {headline(error)}"
+                f"{upstream}: its published version at {lake.location(versions)} cannot be read: "
+                f"{headline(error)}"
             ) from error
         frame.createOrReplaceTempView(view)
         views[upstream] = view
     return views
-
-
-def read_versions(spark: SparkSession, lake: Lake, versions: list[TableVersion]) -> DataFrame:
-    """The data of published versions, once their files' footers add up to the rows
-    published: read with the schema recorded at publish when they all recorded the same one (no
-    schema-inference job per read); else, as for a version published before schemas were
-    recorded or days of a table whose schema evolved, with the schema Spark infers."""
-    paths = [lake.version_path(v) for v in versions]
-    for version, path in zip(versions, paths, strict=True):
-        # Spark reads a zero-byte file as no rows and a deleted one not at all: the footers must
-        # add up to the rows published (a damaged footer raises here, naming the file).
-        found = staged_rows(path)
-        if found != version.rows:
-            raise ValueError(
-                f"{found} rows in its Parquet files, not the {version.rows} published "
-                "(a file is missing or damaged)"
-            )
-    recorded = {v.extra.get("schema") for v in versions}
-    reader = spark.read
-    if len(recorded) == 1 and (schema := recorded.pop()) is not None:
-        from pyspark.sql.types import StructType
-
-        reader = reader.schema(StructType.fromJson(json.loads(schema)))
-    return reader.parquet(*[str(p) for p in paths])
 
 
 def _input_versions(

@@ -159,8 +159,7 @@ class TableRunner:
             if report is not None:
                 table_run.log.info(f"warehouse already holds {unit.describe()}")
             else:
-                path = table_run.lake.version_path(version)
-                data = table_run.session.read.parquet(str(path)).toArrow()
+                data = table_run.lake.read(table_run.session, [version]).toArrow()
                 throttle = table_run.warehouse.throttle(target.system)
                 try:
                     report = warehouse.load(target, data, unit, throttle=throttle)

@@ -246,7 +246,6 @@ def test_a_published_version_records_its_schema_and_is_read_with_it(spark, proje
     """Reading an input starts no schema-inference job; the rows counted from the Parquet
     footers are the rows published; versions whose schemas differ are read as Spark infers."""
     from medallion_assets.runtime.lake import staged_rows
-    from medallion_assets.runtime.table_build import read_versions
 
     catalog, store, lake, _ = project
     store.put("minimal-raw", "orders/a.jsonl", orders({"order_id": 1, "amount": 10}))
@@ -261,12 +260,12 @@ def test_a_published_version_records_its_schema_and_is_read_with_it(spark, proje
     assert staged_rows(lake.version_path(version)) == 1
 
     path = lake.version_path(version)
-    jobs, frame = jobs_during(spark, lambda: read_versions(spark, lake, [version]))
+    jobs, frame = jobs_during(spark, lambda: lake.read(spark, [version]))
     assert jobs == 0 and frame.schema == spark.read.parquet(str(path)).schema
     assert frame.count() == 1
 
     # a version without a recorded schema (published before they were), or two that differ:
     # Spark infers one, which starts a job
     older = replace(version, extra={})
-    jobs, frame = jobs_during(spark, lambda: read_versions(spark, lake, [older]))
+    jobs, frame = jobs_during(spark, lambda: lake.read(spark, [older]))
     assert jobs >= 1 and frame.count() == 1
