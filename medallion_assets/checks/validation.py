@@ -3,14 +3,14 @@
 ``validate_frame`` evaluates every rule of a dataset on the staged Spark DataFrame and returns a
 ``Validation``: one ``CheckResult`` per rule with passed/failed, the failing row count, the total
 and up to five sample failing rows (PII columns masked). Row rules and the schema are judged by
-pandera on Spark (``row_rules``); table rules run in Spark SQL (``table_rules``). A rejected
-output is kept with a marker saying what it was built from, so the same code on the same inputs
-is not rebuilt only to be rejected again.
+pandera on Spark (``row_rules``); table rules run in Spark SQL (``table_rules``). The results
+of a published version and of a rejected output go to the control store (``CheckLedger``), with
+what the output was built from, so the same code on the same inputs is not rebuilt only to be
+rejected again.
 """
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -29,10 +29,12 @@ from medallion_assets.catalog.rules import (
 )
 from medallion_assets.checks import row_rules, table_rules
 from medallion_assets.checks.results import CheckContext, CheckResult, ChecksFailed, Validation
-from medallion_assets.runtime.lake import REJECTED, Lake, TableVersion
+from medallion_assets.runtime.lake import Lake, TableVersion
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
+
+    from medallion_assets.control.check_results import CheckLedger
 
 
 def data_rules(dataset: Dataset) -> tuple[Rule, ...]:
@@ -77,40 +79,44 @@ def evaluate(rule: Rule, frame: DataFrame, total: int, context: CheckContext) ->
     raise ValueError(f"{rule.kind} rules are not checked on a staged table")
 
 
-def rejected_marker(
-    staging: Path, validation: Validation, code_version: str = "", inputs: Mapping[str, str] = {}
+def record_rejection(
+    ledger: CheckLedger | None,
+    failed: ChecksFailed,
+    code_version: str,
+    inputs: Mapping[str, str],
+    run_id: str = "",
 ) -> None:
-    """Record in the kept staging folder why it was not published (for operators), and what it
-    was built from: the same code on the same inputs would be rejected again."""
-    (staging / REJECTED).write_text(
-        json.dumps(
-            {
-                "rejected_at": time.time(),
-                "checks": validation.as_json(),
-                "code_version": code_version,
-                "inputs": dict(inputs),
-            },
-            indent=1,
-            default=str,
+    """Record why an output was not published (for operators) and what it was built from: the
+    same code on the same inputs would be rejected again."""
+    if ledger is not None:
+        ledger.record(
+            "rejected",
+            failed.table,
+            failed.partition,
+            str(failed.staging),
+            code_version,
+            inputs,
+            list(failed.validation.as_json()),
+            run_id,
         )
-    )
 
 
 def still_rejected(
+    ledger: CheckLedger | None,
     lake: Lake,
     table: str,
     partition: str | None,
     code_version: str,
     inputs: Mapping[str, str],
 ) -> ChecksFailed | None:
-    """The kept rejection of this table (partition) when it was built from this code and these
-    inputs: rebuilding would fail the same checks, so nothing is rebuilt."""
-    rejected = lake.rejected(table, partition)
-    if rejected is None or not rejected.get("code_version"):
+    """The recorded rejection of this table (partition) when it was built from this code and
+    these inputs: rebuilding would fail the same checks, so nothing is rebuilt."""
+    rejected = ledger.of(table, partition, "rejected") if ledger is not None else None
+    if rejected is None or not rejected.code_version:
         return None
-    if rejected["code_version"] != code_version or rejected.get("inputs") != dict(inputs):
+    if rejected.code_version != code_version or rejected.inputs != dict(inputs):
         return None
-    validation = Validation(tuple(CheckResult.from_dict(r) for r in rejected.get("checks", ())))
+    validation = Validation(tuple(CheckResult.from_dict(r) for r in rejected.checks))
     if not validation.blocking_failures:
         return None
     current = lake.current(table, partition)
@@ -118,20 +124,26 @@ def still_rejected(
         table,
         partition,
         validation,
-        Path(rejected["staging"]),
+        Path(rejected.version),
         current.version_id if current else None,
-        since=float(rejected["rejected_at"]),
+        since=rejected.recorded_at,
     )
 
 
-def reused_validation(version: TableVersion, context: CheckContext) -> Validation:
+def reused_validation(
+    version: TableVersion, context: CheckContext, ledger: CheckLedger | None = None
+) -> Validation:
     """Check results for a build skipped because code and inputs are unchanged.
 
-    Results stored with the reused version are reported again (marked ``reused_from``);
-    freshness, which changes with the clock, and any rule without a stored result are
+    Results recorded for the reused version are reported again (marked ``reused_from``);
+    freshness, which changes with the clock, and any rule without a recorded result are
     evaluated again on the current version.
     """
-    stored = {r["name"]: CheckResult.from_dict(r) for r in version.extra.get("checks", ())}
+    recorded = ledger.of(version.table, version.partition, "published") if ledger else None
+    found = (
+        recorded.checks if recorded is not None and recorded.version == version.version_id else ()
+    )
+    stored = {r["name"]: CheckResult.from_dict(r) for r in found}
     rules = data_rules(context.dataset)
     again = [r for r in rules if isinstance(r, FreshnessRule) or r.label() not in stored]
     fresh: dict[str, CheckResult] = {}
@@ -172,20 +184,20 @@ class BlockedOutput:
         }
 
 
-def blocked_outputs(lake: Lake, table: str) -> list[BlockedOutput]:
-    """What the lake keeps of ``table``'s rejected outputs that no later publish superseded."""
+def blocked_outputs(ledger: CheckLedger, lake: Lake, table: str) -> list[BlockedOutput]:
+    """``table``'s recorded rejected outputs that no later publish superseded."""
     blocked = []
-    for kept in lake.rejections(table):
-        current = lake.current(table, kept["partition"])
-        if current is not None and current.created_at >= kept["rejected_at"]:
+    for kept in ledger.rejections(table):
+        current = lake.current(table, kept.partition)
+        if current is not None and current.created_at >= kept.recorded_at:
             continue  # a later build passed its checks and was published
-        results = [CheckResult.from_dict(r) for r in kept.get("checks", ())]
+        results = [CheckResult.from_dict(r) for r in kept.checks]
         blocked.append(
             BlockedOutput(
                 table,
-                kept["partition"],
-                float(kept["rejected_at"]),
-                kept["staging"],
+                kept.partition,
+                kept.recorded_at,
+                kept.version,
                 tuple(r for r in results if r.blocking_failure),
                 current,
             )

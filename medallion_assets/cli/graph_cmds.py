@@ -78,9 +78,12 @@ def _impact_text(report: ImpactReport) -> str:
 
 def _blocked_outputs(project: Path, table: str) -> list[BlockedOutput]:
     from medallion_assets.checks.validation import blocked_outputs
+    from medallion_assets.control.plane import ControlPlane
     from medallion_assets.runtime.lake import Lake
 
-    return blocked_outputs(Lake(settings_for(project).lake_root), table)
+    settings = settings_for(project)
+    ledger = ControlPlane.of(settings).store().checks
+    return blocked_outputs(ledger, Lake(settings.lake_root), table)
 
 
 def _blocked_text(output: BlockedOutput, report: ImpactReport) -> str:

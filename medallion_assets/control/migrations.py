@@ -6,7 +6,8 @@ same tables, so a control.db or PostgreSQL database made then migrates forward i
 every flag, route and audit entry); version 4 adds the runtime state that used to be JSON files
 under ``<lake>/_state``; version 5 the operators' profile overrides; version 6 the rate budgets
 shared by every step and the operators' throttles; version 7 the nodes seen or marked down;
-version 8 the catalog export's profiles, throttles and recovery paths.
+version 8 the catalog export's profiles, throttles and recovery paths; version 9 the check
+results of published and rejected lake outputs.
 
 Every step runs in the transaction that read the version, under the store's migration lock
 (SQLite's write lock, a PostgreSQL advisory lock), so two processes starting at once do not
@@ -65,6 +66,8 @@ MIGRATIONS: tuple[Step, ...] = (
     # v8: the catalog export's profiles, profile_settings, pipeline_profiles, throttles and
     # dataset_recovery_paths, and dataset_lineage's transformations
     lambda connection: _catalog_v8(connection),
+    # v9: the check results of each table's published version and of its rejected output
+    _create(schema.check_results),
 )
 LATEST = len(MIGRATIONS)
 

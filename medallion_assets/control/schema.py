@@ -216,6 +216,25 @@ throttle_overrides = Table(
     Column("changed_at", Text, nullable=False),
 )
 
+# --- check results of lake outputs (version 9) -------------------------------------------------
+
+# The blocking and warning checks' results of a table's (day's) newest published version and of
+# its newest output they rejected: a skipped build reports the published results again, and a
+# rebuild from the same code and inputs as a rejected output is refused without running.
+check_results = Table(
+    "check_results",
+    metadata,
+    Column("dataset", Text, primary_key=True),
+    Column("partition", Text, primary_key=True),  # "" for a table without partitions
+    Column("outcome", Text, primary_key=True),  # published or rejected
+    Column("version", Text, nullable=False),  # the lake version, or where a rejected one is kept
+    Column("code_version", Text, nullable=False),
+    Column("inputs", Text, nullable=False),  # JSON: input -> the version read
+    Column("checks", Text, nullable=False),  # JSON: the results
+    Column("recorded_at", Float, nullable=False),
+    Column("run_id", Text, nullable=False),
+)
+
 # --- nodes observed or declared down (version 7) ----------------------------------------------
 
 # A source, replica or system (``source:NAME``...) healing saw fail or an operator marked down

@@ -51,6 +51,7 @@ from medallion_assets.control.migrations import migrate_to_latest as _migrate_to
 if TYPE_CHECKING:
     from sqlalchemy import Connection, Insert, Table
 
+    from medallion_assets.control.check_results import CheckLedger
     from medallion_assets.control.profile_overrides import ProfileOverrides
     from medallion_assets.control.rate_budgets import RateBudgets
     from medallion_assets.control.state import RuntimeState
@@ -134,6 +135,13 @@ class ControlStore(StoreConnection):
         from medallion_assets.control.state import RuntimeState
 
         return RuntimeState(self)
+
+    @functools.cached_property
+    def checks(self) -> CheckLedger:
+        """The check results of published and rejected lake outputs."""
+        from medallion_assets.control.check_results import CheckLedger
+
+        return CheckLedger(self)
 
     @functools.cached_property
     def profiles(self) -> ProfileOverrides:

@@ -38,7 +38,6 @@ if TYPE_CHECKING:
 
 VERSION_FILE = "_version.json"
 POINTER = "CURRENT"
-REJECTED = "_rejected.json"  # in a staging folder whose output failed a blocking check
 
 
 @dataclass(frozen=True)
@@ -254,35 +253,11 @@ class Lake:
         shutil.rmtree(staging, ignore_errors=True)
 
     def keep_rejected(self, staging: Path) -> None:
-        """Keep ``staging`` (output its checks rejected) for inspection; older rejected
-        outputs of the same table are dropped."""
+        """Keep ``staging`` (output its checks rejected) for inspection; older outputs kept
+        of the same table (day) are dropped."""
         for other in staging.parent.iterdir():
-            if other != staging and (other / REJECTED).is_file():
+            if other != staging:
                 shutil.rmtree(other, ignore_errors=True)
-
-    def rejected(self, table: str, partition: str | None = None) -> dict[str, Any] | None:
-        """Why the newest rejected output of ``table`` was not published, if one is kept."""
-        folder = self.table_dir(table, partition) / "_staging"
-        markers = sorted(folder.glob(f"*/{REJECTED}"), key=lambda p: p.stat().st_mtime)
-        if not markers:
-            return None
-        data: dict[str, Any] = json.loads(markers[-1].read_text())
-        data["staging"] = str(markers[-1].parent)
-        return data
-
-    def rejections(self, table: str) -> list[dict[str, Any]]:
-        """The newest rejected output of the table and of each of its partitions (published
-        or not), each with its ``partition``."""
-        base = self.table_dir(table)
-        places: list[str | None] = [None]
-        if (base / "partitions").is_dir():
-            places += sorted(p.name for p in (base / "partitions").iterdir() if p.is_dir())
-        found = []
-        for partition in places:
-            data = self.rejected(table, partition)
-            if data is not None:
-                found.append({**data, "partition": partition})
-        return found
 
     def clear_staging(self, table: str, partition: str | None = None) -> int:
         """Remove leftovers of failed attempts; returns how many were removed."""

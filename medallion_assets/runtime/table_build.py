@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from medallion_assets.catalog import Catalog, Dataset
 from medallion_assets.checks.results import CheckContext, ChecksFailed, Validation
 from medallion_assets.checks.validation import (
-    rejected_marker,
+    record_rejection,
     reused_validation,
     still_rejected,
     validate_frame,
@@ -127,7 +127,10 @@ def build_table(run: TableRun) -> BuildOutcome:
         run.log.info(reason)
         return skipped(run, reusable, reason)
     if run.checks:
-        blocked = still_rejected(lake, dataset.name, partition, dataset.code_version, inputs)
+        ledger = run.control.checks if run.control is not None else None
+        blocked = still_rejected(
+            ledger, lake, dataset.name, partition, dataset.code_version, inputs
+        )
         if blocked is not None:
             run.log.info(str(blocked).splitlines()[0])
             raise blocked
@@ -159,7 +162,10 @@ def build_table(run: TableRun) -> BuildOutcome:
 def skipped(run: TableRun, version: TableVersion, reason: str) -> BuildOutcome:
     """The outcome of a build that reuses ``version``, with its check results reported again."""
     context = run.check_context()
-    validation = reused_validation(version, context) if context is not None else Validation()
+    ledger = run.control.checks if run.control is not None else None
+    validation = (
+        reused_validation(version, context, ledger) if context is not None else Validation()
+    )
     return BuildOutcome(version, True, reason, validation=validation)
 
 
@@ -209,15 +215,27 @@ def publish_checked(
             rows,
             run.run_id,
             # The schema the next reads of this version take instead of inferring one (a job).
-            {**(extra or {}), "checks": validation.as_json(), "schema": staged.frame.schema.json()},
+            {**(extra or {}), "schema": staged.frame.schema.json()},
         )
     except ChecksFailed as failed:
-        rejected_marker(staging, failed.validation, dataset.code_version, inputs)
+        ledger = run.control.checks if run.control is not None else None
+        record_rejection(ledger, failed, dataset.code_version, inputs, run.run_id)
         lake.keep_rejected(staging)
         raise
     except BaseException:
         lake.discard(staging)
         raise
+    if run.control is not None and checks is not None:
+        run.control.checks.record(
+            "published",
+            dataset.name,
+            partition,
+            version.version_id,
+            dataset.code_version,
+            inputs,
+            list(validation.as_json()),
+            run.run_id,
+        )
     return version, validation
 
 

@@ -81,10 +81,12 @@ def test_failed_attempts_leave_staging_that_clear_staging_removes(tmp_path: Path
 def test_blocked_outputs_lists_unpublished_rejections_per_partition_until_a_later_publish(
     tmp_path: Path,
 ):
-    from medallion_assets.checks.results import CheckResult, Validation
-    from medallion_assets.checks.validation import blocked_outputs, rejected_marker
+    from medallion_assets.checks.results import CheckResult, ChecksFailed, Validation
+    from medallion_assets.checks.validation import blocked_outputs, record_rejection
+    from medallion_assets.control.store import ControlStore
 
     lake = Lake(tmp_path)
+    ledger = ControlStore.open(f"sqlite:///{tmp_path}/control.db").checks
     failed = CheckResult("in_list", "accepted_values", "error", False, 3, 9, "3 of 9 rows ...")
     warned = CheckResult("fresh", "freshness", "warn", False, 9, 9, "old")
     old = lake.publish(
@@ -92,19 +94,21 @@ def test_blocked_outputs_lists_unpublished_rejections_per_partition_until_a_late
     )
     for day in ("2026-01-01", "2026-01-02"):  # the second day was never published
         staging = stage(lake, "silver.t", [2], day)
-        rejected_marker(staging, Validation((failed, warned)))
+        rejection = ChecksFailed("silver.t", day, Validation((failed, warned)), staging, None)
+        record_rejection(ledger, rejection, "c", {})
         lake.keep_rejected(staging)
 
-    blocked = {b.partition: b for b in blocked_outputs(lake, "silver.t")}
+    blocked = {b.partition: b for b in blocked_outputs(ledger, lake, "silver.t")}
     assert set(blocked) == {"2026-01-01", "2026-01-02"}
     assert blocked["2026-01-01"].current == old and blocked["2026-01-02"].current is None
     assert [c.name for c in blocked["2026-01-01"].failures] == ["in_list"]  # blocking ones only
     assert blocked["2026-01-02"].as_dict()["current_version"] is None
+    assert blocked["2026-01-02"].staging == str(staging)  # where the rejected output is kept
 
     # A later build of the first day passed and was published: its rejection is history.
     lake.publish(stage(lake, "silver.t", [3], "2026-01-01"), "silver.t", "2026-01-01", "c", {}, 1)
-    assert [b.partition for b in blocked_outputs(lake, "silver.t")] == ["2026-01-02"]
-    assert blocked_outputs(lake, "silver.other") == []
+    assert [b.partition for b in blocked_outputs(ledger, lake, "silver.t")] == ["2026-01-02"]
+    assert blocked_outputs(ledger, lake, "silver.other") == []
 
 
 def test_a_table_reading_its_own_previous_version_is_reusable_when_its_other_inputs_are(

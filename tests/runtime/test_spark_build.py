@@ -180,16 +180,22 @@ def test_a_failed_blocking_check_keeps_the_previous_version_current(spark, proje
     dataset, first = published_then_new_order(spark, project, "X")
     assert first.validation.passed and len(first.validation.results) == 3
 
+    control = control_store(lake)
     with pytest.raises(ChecksFailed, match="accepted_values_country") as failed:
-        build_table(table_run(spark, lake, catalog, dataset))
+        build_table(table_run(spark, lake, catalog, dataset, control=control))
     assert f"version {first.version.version_id} stays current" in str(failed.value)
     assert lake.current("silver.orders_clean") == first.version
     assert read_table("silver.orders_clean", lake_root=lake.root)["order_id"].tolist() == [1]
-    # The rejected output stays in staging, with the reason, for whoever investigates.
-    rejected = lake.rejected("silver.orders_clean")
-    assert rejected is not None and Path(rejected["staging"]) == failed.value.staging
-    assert [c["name"] for c in rejected["checks"] if not c["passed"]] == ["accepted_values_country"]
+    # The rejected output stays in staging and the control store says why, for whoever
+    # investigates.
+    rejected = control.checks.of("silver.orders_clean", None, "rejected")
+    assert rejected is not None and Path(rejected.version) == failed.value.staging
+    assert [c["name"] for c in rejected.checks if not c["passed"]] == ["accepted_values_country"]
     assert any(failed.value.staging.glob("*.parquet"))
+    # The same code on the same inputs is not rebuilt only to be rejected again.
+    with pytest.raises(ChecksFailed, match="accepted_values_country") as again:
+        build_table(table_run(spark, lake, catalog, dataset, control=control))
+    assert again.value.staging == failed.value.staging
 
 
 def test_a_crash_between_staging_and_publish_leaves_the_previous_version_readable(spark, project):
