@@ -77,13 +77,12 @@ class LakeCatalog:
         return Path(self.uri.removeprefix("jdbc:sqlite:")) if "sqlite" in self.uri else None
 
     def spark_conf(self) -> dict[str, str]:
-        """Spark settings that register the lake as catalog ``lake``, with Iceberg's SQL
-        extensions (MERGE, CALL, branches) and s3a for the warehouse and raw objects."""
+        """Spark settings that register the lake as catalog ``lake``, and s3a for the warehouse
+        and raw objects. No Iceberg SQL extensions: Spark 4's own SQL runs Iceberg's ``CALL``
+        procedures and MERGE, and the extensions' parser breaks SQL functions (``lake.tables``
+        makes branches and tags through Iceberg's Java API instead)."""
         prefix = f"spark.sql.catalog.{SPARK_CATALOG}"
         conf = {
-            "spark.sql.extensions": (
-                "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
-            ),
             prefix: "org.apache.iceberg.spark.SparkCatalog",
             f"{prefix}.warehouse": self.warehouse,
             # HadoopFileIO reads and writes through Hadoop's file systems: file:/ and s3a://.

@@ -23,7 +23,7 @@ import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from medallion_assets.lake.catalog import SPARK_CATALOG
 from medallion_assets.runtime.errors import ResourceError
@@ -114,9 +114,10 @@ def main_head(spark: SparkSession, table: str) -> int | None:
 def new_branch(spark: SparkSession, table: str) -> tuple[str, int | None]:
     """A fresh branch at ``main``'s head; (its name, that head)."""
     branch = f"{STAGE_BRANCH}{uuid.uuid4().hex[:12]}"
-    head = main_head(spark, table)
-    spark.sql(f"ALTER TABLE {identifier(table)} CREATE BRANCH `{branch}`")
-    return branch, head
+    java = _java_table(spark, table)
+    head = java.currentSnapshot().snapshotId()
+    java.manageSnapshots().createBranch(branch, head).commit()
+    return branch, int(head)
 
 
 def stage(
@@ -168,7 +169,6 @@ def read_staged(spark: SparkSession, staged: Staged) -> DataFrame:
 def publish(spark: SparkSession, staged: Staged) -> int:
     """Make the staged write current in one catalog commit; returns ``main``'s new head.
     Drops the staging branch; a day's tag then points at the staged snapshot."""
-    table = identifier(staged.table)
     name = staged.table
     if main_head(spark, name) == staged.parent_id:
         spark.sql(f"CALL {SPARK_CATALOG}.system.fast_forward('{name}', 'main', '{staged.branch}')")
@@ -188,10 +188,7 @@ def publish(spark: SparkSession, staged: Staged) -> int:
             "run the step again"
         )
     if staged.partition is not None:
-        spark.sql(
-            f"ALTER TABLE {table} CREATE OR REPLACE TAG `{day_tag(staged.partition)}` "
-            f"AS OF VERSION {staged.snapshot_id}"
-        )
+        _set_tag(spark, name, day_tag(staged.partition), staged.snapshot_id)
     drop_branch(spark, name, staged.branch)
     head = main_head(spark, name)
     assert head is not None
@@ -202,20 +199,42 @@ def keep_rejected(spark: SparkSession, staged: Staged, key: str) -> str:
     """Keep a staged write its checks rejected readable under a tag (``medallion_rejected_
     <key>``) instead of its branch; returns the tag. ``main`` does not move."""
     tag = REJECTED_TAG + re.sub(r"[^0-9A-Za-z]", "_", key)
-    spark.sql(
-        f"ALTER TABLE {identifier(staged.table)} CREATE OR REPLACE TAG `{tag}` "
-        f"AS OF VERSION {staged.snapshot_id}"
-    )
+    _set_tag(spark, staged.table, tag, staged.snapshot_id)
     drop_branch(spark, staged.table, staged.branch)
     return tag
 
 
 def drop_branch(spark: SparkSession, table: str, branch: str) -> None:
-    spark.sql(f"ALTER TABLE {identifier(table)} DROP BRANCH IF EXISTS `{branch}`")
+    java = _java_table(spark, table)
+    if java.refs().containsKey(branch):
+        java.manageSnapshots().removeBranch(branch).commit()
 
 
 def drop_tag(spark: SparkSession, table: str, tag: str) -> None:
-    spark.sql(f"ALTER TABLE {identifier(table)} DROP TAG IF EXISTS `{tag}`")
+    java = _java_table(spark, table)
+    if java.refs().containsKey(tag):
+        java.manageSnapshots().removeTag(tag).commit()
+
+
+def _set_tag(spark: SparkSession, table: str, tag: str, snapshot_id: int) -> None:
+    java = _java_table(spark, table)
+    snapshots = java.manageSnapshots()
+    if java.refs().containsKey(tag):
+        snapshots.replaceTag(tag, snapshot_id).commit()
+    else:
+        snapshots.createTag(tag, snapshot_id).commit()
+
+
+def _java_table(spark: SparkSession, table: str) -> Any:
+    """The table in Iceberg's Java API, freshly loaded: branches and tags are made there, since
+    their SQL (``ALTER TABLE ... CREATE BRANCH``) needs Iceberg's SQL extensions, whose parser
+    breaks Spark 4.1's SQL functions (``CREATE TEMPORARY FUNCTION ... RETURN``); every other
+    operation here (writes to a branch, ``CALL`` procedures, MERGE) is Spark's own SQL."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    return jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(
+        spark._jsparkSession, identifier(table)
+    )
 
 
 def rollback(spark: SparkSession, table: str, snapshot_id: int) -> None:

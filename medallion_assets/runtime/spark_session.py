@@ -48,7 +48,6 @@ def spark_session(
             builder.master(settings.spark_master)
             # Iceberg, s3a and the JDBC drivers; a cluster's executors get them from the driver.
             .config("spark.jars", ",".join(str(jar) for jar in spark_jars(settings)))
-            .config("spark.sql.extensions", ICEBERG_EXTENSIONS)
             .config("spark.driver.memory", settings.spark_driver_memory)
             # Read by spark-submit when this call launches the driver JVM (client mode).
             .config("spark.driver.extraJavaOptions", driver_java_options(settings))
@@ -76,9 +75,6 @@ def spark_session(
         session = builder.getOrCreate()
     session.conf.set("spark.sql.session.timeZone", "UTC")
     return session
-
-
-ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
 
 
 def spark_jars(settings: MedallionSettings) -> tuple[Path, ...]:

@@ -20,7 +20,7 @@ def lake_session(spark: Any, lake: LakeCatalog) -> Any:
     for key, value in lake.spark_conf().items():
         if key.startswith("spark.hadoop."):
             hadoop.set(key.removeprefix("spark.hadoop."), value)
-        elif key != "spark.sql.extensions":  # static: the run's session has it from the start
+        else:
             session.conf.set(key, value)
     return session
 
