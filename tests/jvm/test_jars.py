@@ -92,3 +92,19 @@ def test_fetch_resolves_the_pom_from_maven_central_leaving_out_pysparks_own_jars
     assert not [n for n in names if n.startswith(("netty-common", "slf4j", "bundle-"))]
     assert found.size_bytes < 150e6
     assert [p.name for p in tmp_path.iterdir()] == ["jars"]  # no staging folder left behind
+
+
+@pytest.mark.parametrize("command", [["run"], ["build", "silver.orders_usd"]])
+def test_a_run_without_the_jars_stops_in_one_line_before_starting(
+    tmp_path: Path, command: list[str], monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setenv("MEDALLION_SPARK_LOG", str(tmp_path / "spark.log"))  # run sets it
+    result = CliRunner().invoke(
+        cli,
+        [*command, "--project", str(tmp_path)],
+        env={"MEDALLION_SPARK_JARS": str(tmp_path / "none"), "MEDALLION_HOME": str(tmp_path)},
+    )
+    assert result.exit_code == 2, result.output
+    assert result.output.count("\n") == 1 and "Traceback" not in result.output
+    assert "run `medallion jars` once on this machine" in result.output
+    assert not (tmp_path / "dagster").exists()  # nothing was started
