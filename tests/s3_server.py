@@ -6,8 +6,13 @@ started once per session and holds every test's buckets, so tests use their own 
 
 from __future__ import annotations
 
+import socket
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -56,3 +61,34 @@ def s3_env(s3_server: S3Server, monkeypatch: pytest.MonkeyPatch) -> dict[str, st
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     return env
+
+
+@pytest.fixture
+def own_s3(tmp_path: Path) -> Iterator[S3Server]:
+    """A moto server in a process of its own. moto keeps its buckets per process, so a second
+    ThreadedMotoServer in this pytest process would share the e2e pipeline's buckets (the demo's
+    bucket names are the same) and this run would read that pipeline's later batches."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    log = (tmp_path / "moto.log").open("w")
+    server = subprocess.Popen(
+        [str(Path(sys.executable).parent / "moto_server"), "-H", "127.0.0.1", "-p", str(port)],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert server.poll() is None, (tmp_path / "moto.log").read_text()
+                assert time.monotonic() < deadline, "moto_server did not start in 30 s"
+                time.sleep(0.2)
+        yield S3Server(f"http://127.0.0.1:{port}")
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+        log.close()

@@ -63,8 +63,16 @@ def _env(base: Path) -> dict[str, str]:
     return env
 
 
-def _daemon(base: Path, env: dict[str, str], name: str, args: list[str]) -> subprocess.Popen[bytes]:
+def _daemon(
+    base: Path, env: dict[str, str], name: str, args: list[str], hide: Path | None = None
+) -> subprocess.Popen[bytes]:
     command = ["bash", str(spark_home() / "bin" / "spark-class"), *args]
+    if hide is not None:
+        # A mount namespace of its own with an empty tmpfs over ``hide``: the daemon (and the
+        # executors it starts) cannot see what the driver keeps there.
+        script = 'mount -t tmpfs medallion-hidden "$0" && exec "$@"'
+        command = ["unshare", "--mount", "--propagation", "private", "sh", "-c", script]
+        command += [str(hide), "bash", str(spark_home() / "bin" / "spark-class"), *args]
     with (base / "logs" / f"{name}.log").open("wb") as output:
         # A process group of its own, so teardown kills the JVM and its launcher together.
         return subprocess.Popen(
@@ -86,7 +94,7 @@ def _tail(base: Path, lines: int = 30) -> str:
 
 
 def _wait_for_worker(
-    cluster: SparkCluster, base: Path, daemons: list[subprocess.Popen[bytes]]
+    cluster: SparkCluster, base: Path, daemons: list[subprocess.Popen[bytes]], count: int = 1
 ) -> None:
     deadline = time.monotonic() + START_TIMEOUT
     while time.monotonic() < deadline:
@@ -94,7 +102,8 @@ def _wait_for_worker(
         if dead:
             raise RuntimeError(f"Spark standalone daemon exited early:\n{_tail(base)}")
         with contextlib.suppress(OSError, ValueError):
-            if any(w.get("state") == "ALIVE" for w in cluster.state().get("workers", [])):
+            alive = [w for w in cluster.state().get("workers", []) if w.get("state") == "ALIVE"]
+            if len(alive) >= count:
                 return
         time.sleep(0.5)
     raise TimeoutError(
@@ -114,9 +123,13 @@ def _stop(daemon: subprocess.Popen[bytes]) -> None:
 
 
 @contextmanager
-def running_spark_cluster(base: Path) -> Iterator[SparkCluster]:
-    """Start a standalone master and one worker (``WORKER_CORES`` cores, ``WORKER_MEMORY``) on
-    127.0.0.1 with logs and work dir under ``base``; stop both on exit, even on failure."""
+def running_spark_cluster(
+    base: Path, workers: int = 1, hide: Path | None = None
+) -> Iterator[SparkCluster]:
+    """Start a standalone master and ``workers`` workers (``WORKER_CORES`` cores,
+    ``WORKER_MEMORY`` each) on 127.0.0.1 with logs and work dirs under ``base``; stop them all on
+    exit, even on failure. ``hide``: a folder the workers see empty (each in a mount namespace
+    with a tmpfs over it), as on hosts that share nothing with the driver but the network."""
     if find_java() is None:
         raise FileNotFoundError("Java not found ($JAVA_HOME/bin/java or java on PATH)")
     for folder in ("logs", "work", "scratch"):
@@ -129,13 +142,15 @@ def running_spark_cluster(base: Path) -> Iterator[SparkCluster]:
         master = ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1"]
         master += ["--port", str(port), "--webui-port", str(ui_port)]
         daemons.append(_daemon(base, env, "master", master))
-        worker = ["org.apache.spark.deploy.worker.Worker", f"spark://127.0.0.1:{port}"]
-        worker += ["--host", "127.0.0.1", "--webui-port", str(_free_port())]
-        worker += ["--cores", str(WORKER_CORES), "--memory", WORKER_MEMORY]
-        worker += ["--work-dir", str(base / "work")]
-        daemons.append(_daemon(base, env, "worker", worker))
+        for number in range(workers):
+            worker = ["org.apache.spark.deploy.worker.Worker", f"spark://127.0.0.1:{port}"]
+            worker += ["--host", "127.0.0.1", "--webui-port", str(_free_port())]
+            worker += ["--cores", str(WORKER_CORES), "--memory", WORKER_MEMORY]
+            worker += ["--work-dir", str(base / "work")]
+            name = "worker" if number == 0 else f"worker-{number + 1}"
+            daemons.append(_daemon(base, env, name, worker, hide))
         cluster = SparkCluster(port, ui_port, base / "work", base / "logs", 0.0)
-        _wait_for_worker(cluster, base, daemons)
+        _wait_for_worker(cluster, base, daemons, workers)
         yield SparkCluster(
             port, ui_port, base / "work", base / "logs", round(time.monotonic() - started, 1)
         )

@@ -8,11 +8,9 @@ which the local-mode pipeline test compares against too).
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +22,6 @@ from medallion_assets.io.object_store import Boto3ObjectStore
 from medallion_assets.testing import read_table
 from tests.conftest import copy_demo_project
 from tests.e2e import reference
-from tests.s3_server import S3Server
 from tests.spark_cluster import SparkCluster, running_spark_cluster
 
 pytestmark = pytest.mark.slow
@@ -62,37 +59,6 @@ def completed_apps(cluster: SparkCluster, timeout: float = 30.0) -> list[dict[st
 def gold_rows(home: Path, table: str) -> list[tuple[Any, ...]]:
     frame = read_table(table, lake_root=home / "lake")
     return reference.normalise([tuple(r) for r in frame.itertuples(index=False)])
-
-
-@pytest.fixture
-def own_s3(tmp_path) -> Iterator[S3Server]:
-    """A moto server in a process of its own. moto keeps its buckets per process, so a second
-    ThreadedMotoServer in this pytest process would share the e2e pipeline's buckets (the demo's
-    bucket names are the same) and this run would read that pipeline's later batches."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    log = (tmp_path / "moto.log").open("w")
-    server = subprocess.Popen(
-        [str(Path(sys.executable).parent / "moto_server"), "-H", "127.0.0.1", "-p", str(port)],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert server.poll() is None, (tmp_path / "moto.log").read_text()
-                assert time.monotonic() < deadline, "moto_server did not start in 30 s"
-                time.sleep(0.2)
-        yield S3Server(f"http://127.0.0.1:{port}")
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
-        log.close()
 
 
 def test_the_demo_runs_on_a_standalone_cluster_and_its_gold_equals_the_reference(
