@@ -237,9 +237,26 @@ def _java_table(spark: SparkSession, table: str) -> Any:
     )
 
 
+class UnknownSnapshot(ResourceError):
+    """A rollback names a snapshot the table does not have (or no longer has)."""
+
+
 def rollback(spark: SparkSession, table: str, snapshot_id: int) -> None:
     """Make ``snapshot_id`` ``main``'s head (one catalog commit; later snapshots stay readable
-    until expired)."""
+    until expired); ``UnknownSnapshot`` naming the newest ones when the table has no such
+    snapshot."""
+    known = [
+        int(row[0])
+        for row in spark.sql(
+            f"SELECT snapshot_id FROM {identifier(table)}.snapshots ORDER BY committed_at DESC"
+        ).collect()
+    ]
+    if snapshot_id not in known:
+        newest = ", ".join(str(s) for s in known[:5]) or "none"
+        raise UnknownSnapshot(
+            f"{table} has no snapshot {snapshot_id} (expired, or of another table); its newest: "
+            f"{newest}"
+        )
     spark.sql(
         f"CALL {SPARK_CATALOG}.system.set_current_snapshot(table => '{table}', "
         f"snapshot_id => {snapshot_id})"

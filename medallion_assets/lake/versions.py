@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from medallion_assets.lake.catalog import SPARK_CATALOG, LakeCatalog
+from medallion_assets.lake.catalog import SPARK_CATALOG, LakeCatalog, LakeCatalogError
 from medallion_assets.lake.tables import DAY_TAG, SUMMARY_PREFIX, day_tag
 
 if TYPE_CHECKING:
@@ -56,10 +56,14 @@ class HistoryEntry:
 
 
 def open_catalog(lake: LakeCatalog) -> Catalog:
-    """The lake's catalog for pyiceberg, under the name Spark uses for it."""
+    """The lake's catalog for pyiceberg, under the name Spark uses for it; a catalog that
+    cannot be reached is a ``LakeCatalogError`` naming it (without its password)."""
     from pyiceberg.catalog import load_catalog
 
-    return load_catalog(SPARK_CATALOG, **lake.pyiceberg_properties())
+    try:
+        return load_catalog(SPARK_CATALOG, **lake.pyiceberg_properties())
+    except Exception as error:  # SQLAlchemy's, pyiceberg's or the REST client's own errors
+        raise _unreachable(lake.uri or lake.kind, error) from None
 
 
 def load(catalog: Catalog, table: str) -> Table | None:
@@ -70,6 +74,19 @@ def load(catalog: Catalog, table: str) -> Table | None:
         return catalog.load_table(table)
     except (NoSuchTableError, NoSuchNamespaceError):
         return None
+    except Exception as error:
+        raise _unreachable(str(catalog.properties.get("uri", catalog.name)), error) from None
+
+
+def _unreachable(where: str, error: BaseException) -> LakeCatalogError:
+    from medallion_assets.io.credentials import mask_credentials
+
+    text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    text = text.split(") ", 1)[-1] if text.startswith("(") else text  # SQLAlchemy's "(driver)"
+    return LakeCatalogError(
+        f"the lake's catalog {mask_credentials(where)} cannot be used: {mask_credentials(text)}; "
+        "check MEDALLION_LAKE_CATALOG and that the catalog's server is up"
+    )
 
 
 def current(catalog: Catalog, table: str, partition: str | None = None) -> Version | None:

@@ -70,3 +70,20 @@ def test_an_unknown_catalog_is_refused_without_its_password():
         LakeCatalog.parse("mysql://admin:hunter2@db/lake", "/w")
     assert "hunter2" not in str(raised.value)
     assert "sqlite:///PATH, postgresql://USER@HOST:PORT/DB" in str(raised.value)
+
+
+def test_an_unreachable_catalog_is_one_line_naming_it_without_its_password(tmp_path: Path):
+    import socket
+
+    from medallion_assets.lake.versions import open_catalog
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    lake = LakeCatalog.parse(f"postgresql://ice:hunter2@127.0.0.1:{port}/lake", str(tmp_path))
+    with pytest.raises(LakeCatalogError) as raised:
+        open_catalog(lake)
+    message = str(raised.value)
+    assert "\n" not in message and "hunter2" not in message
+    assert f"jdbc:postgresql://127.0.0.1:{port}/lake cannot be used" in message
+    assert "MEDALLION_LAKE_CATALOG" in message

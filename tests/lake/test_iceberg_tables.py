@@ -174,3 +174,11 @@ def test_pyiceberg_reads_the_rows_spark_published_without_a_jvm(
     assert sorted(arrow.column("event_id").to_pylist()) == [
         r[0] for r in main_rows(lake_spark, "silver.events")
     ]
+
+
+def test_rollback_to_a_snapshot_the_table_does_not_have_names_the_newest_ones(lake_spark: Any):
+    staged = tables.stage(lake_spark, events(lake_spark, (1, "d", "a")), "gold.r", mode="replace")
+    head = tables.publish(lake_spark, staged)
+    with pytest.raises(tables.UnknownSnapshot, match=rf"gold\.r has no snapshot 42 .*{head}"):
+        tables.rollback(lake_spark, "gold.r", 42)
+    assert main_rows(lake_spark, "gold.r") == [(1, "d", "a")]
