@@ -52,6 +52,7 @@ class Staged:
     parent_id: int | None  # main's head when the branch was made
     partition: str | None
     operation: str  # Iceberg's: append, overwrite, delete, replace
+    partition_column: str | None = None  # a daily write's: its day is read from the snapshot
 
 
 def identifier(table: str, ref: str | None = None) -> str:
@@ -146,11 +147,16 @@ def stage(
     except BaseException:
         drop_branch(spark, table, branch)
         raise
-    return staged_on(spark, table, branch, head, partition)
+    return staged_on(spark, table, branch, head, partition, partition_column)
 
 
 def staged_on(
-    spark: SparkSession, table: str, branch: str, parent: int | None, partition: str | None
+    spark: SparkSession,
+    table: str,
+    branch: str,
+    parent: int | None,
+    partition: str | None,
+    partition_column: str | None = None,
 ) -> Staged:
     """The branch's head as a ``Staged`` write (after SQL wrote to it, e.g. a MERGE)."""
     row = spark.sql(
@@ -158,12 +164,19 @@ def staged_on(
         f"JOIN {identifier(table)}.refs r ON s.snapshot_id = r.snapshot_id "
         f"WHERE r.name = '{branch}'"
     ).collect()[0]
-    return Staged(table, branch, int(row[0]), parent, partition, str(row[1]))
+    return Staged(table, branch, int(row[0]), parent, partition, str(row[1]), partition_column)
 
 
 def read_staged(spark: SparkSession, staged: Staged) -> DataFrame:
     """Exactly the staged snapshot (a daily write: only its day)."""
-    return spark.read.option("versionAsOf", str(staged.snapshot_id)).table(identifier(staged.table))
+    frame = spark.read.option("versionAsOf", str(staged.snapshot_id)).table(
+        identifier(staged.table)
+    )
+    if staged.partition is not None and staged.partition_column is not None:
+        from pyspark.sql import functions as F
+
+        frame = frame.where(F.col(f"`{staged.partition_column}`") == F.lit(staged.partition))
+    return frame
 
 
 def publish(spark: SparkSession, staged: Staged) -> int:

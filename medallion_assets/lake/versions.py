@@ -12,7 +12,7 @@ snapshot it was copied from).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -163,11 +163,22 @@ def version_of(table: str, snapshot: Snapshot) -> Version | None:
         str(snapshot.snapshot_id),
         summary["code-version"],
         json.loads(summary.get("inputs", "{}")),
-        int(summary.get("rows", 0)),
+        _rows(snapshot, summary),
         snapshot.timestamp_ms / 1000,
         summary.get("run-id", ""),
         json.loads(summary.get("extra", "{}")),
     )
+
+
+def _rows(snapshot: Snapshot, summary: Mapping[str, str]) -> int:
+    """The version's rows: recorded, else Iceberg's count of what the write added (a day's or a
+    table's overwrite) or, for an append, of the table's rows after it."""
+    if "rows" in summary:
+        return int(summary["rows"])
+    own = snapshot.summary.additional_properties if snapshot.summary else {}
+    operation = snapshot.summary.operation.value if snapshot.summary else ""
+    key = "total-records" if operation == "append" else "added-records"
+    return int(own.get(key, 0))
 
 
 def _summary(snapshot: Snapshot) -> dict[str, str]:

@@ -182,3 +182,40 @@ def test_rollback_to_a_snapshot_the_table_does_not_have_names_the_newest_ones(la
     with pytest.raises(tables.UnknownSnapshot, match=rf"gold\.r has no snapshot 42 .*{head}"):
         tables.rollback(lake_spark, "gold.r", 42)
     assert main_rows(lake_spark, "gold.r") == [(1, "d", "a")]
+
+
+def test_the_lake_object_stages_checks_publishes_reuses_and_reads_a_day(
+    lake_spark: Any, local_lake: LakeCatalog
+):
+    from medallion_assets.lake.iceberg import IcebergLake, Produced
+
+    lake = IcebergLake(local_lake, keep_versions=2)
+    produced = Produced("code-1", {"bronze.events": "7"}, "run-1")
+    for day, ids in (("2026-01-01", (1, 2)), ("2026-01-02", (3,))):
+        frame = events(lake_spark, *[(i, day, "view") for i in ids])
+        staged, checked = lake.stage(
+            lake_spark, frame, "silver.ev", produced, partition=day,
+            partition_column="event_date",
+        )  # fmt: skip
+        assert checked.count() == len(ids)  # the checks read exactly the staged day
+        version = lake.publish(lake_spark, staged)
+        assert (version.partition, version.rows, version.run_id) == (day, len(ids), "run-1")
+    assert lake.is_partitioned("silver.ev") and lake.partitions("silver.ev") == [
+        "2026-01-01",
+        "2026-01-02",
+    ]
+    day_one = lake.reusable("silver.ev", "2026-01-01", "code-1", {"bronze.events": "7"})
+    assert day_one is not None
+    assert lake.reusable("silver.ev", "2026-01-01", "code-2", {"bronze.events": "7"}) is None
+    assert [r[0] for r in lake.read(lake_spark, [day_one]).collect()] == [1, 2]
+    arrow = lake.read_arrow(lake.current_versions("silver.ev"))
+    assert sorted(arrow.column("event_id").to_pylist()) == [1, 2, 3]
+    # A write its checks reject stays readable where keep_rejected says, main unchanged.
+    bad, _ = lake.stage(
+        lake_spark, events(lake_spark, (9, "2026-01-01", "x")), "silver.ev", produced,
+        partition="2026-01-01", partition_column="event_date",
+    )  # fmt: skip
+    kept = lake.keep_rejected(lake_spark, bad)
+    query = f"SELECT event_id FROM {kept} WHERE event_date = '2026-01-01'"
+    assert [r[0] for r in lake_spark.sql(query).collect()] == [9]
+    assert lake.current("silver.ev", "2026-01-01") == day_one
