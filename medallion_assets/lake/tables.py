@@ -91,8 +91,6 @@ def ensure_table(
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {SPARK_CATALOG}.`{layer}`")
     writer = frame.limit(0).writeTo(identifier(table)).using("iceberg")
     writer = writer.tableProperty("format-version", "2")
-    # Columns added by a later write are added to the schema (schema evolution).
-    writer = writer.tableProperty("write.spark.accept-any-schema", "true")
     if partition_column is not None:
         from pyspark.sql import functions as F
 
@@ -135,8 +133,9 @@ def stage(
     table: only the days in ``frame``), ``append`` adds its rows. ``properties`` go into the
     snapshot's summary as ``medallion.<key>``."""
     ensure_table(spark, table, frame, partition_column)
+    frame = evolve(spark, table, frame)
     branch, head = new_branch(spark, table)
-    writer = frame.writeTo(identifier(table, branch)).option("mergeSchema", "true")
+    writer = frame.writeTo(identifier(table, branch))
     for key, value in summary_options(properties or {}).items():
         writer = writer.option(key, value)
     try:
@@ -148,6 +147,38 @@ def stage(
         drop_branch(spark, table, branch)
         raise
     return staged_on(spark, table, branch, head, partition, partition_column)
+
+
+def stage_sql(spark: SparkSession, table: str, statement: str) -> Staged:
+    """Run ``statement`` (a MERGE, UPDATE or DELETE whose target is written ``{target}``)
+    against a new branch of ``table``: the staged write of a statement Iceberg runs itself."""
+    branch, head = new_branch(spark, table)
+    try:
+        spark.sql(statement.replace("{target}", identifier(table, branch)))
+    except BaseException:
+        drop_branch(spark, table, branch)
+        raise
+    return staged_on(spark, table, branch, head, None)
+
+
+def evolve(spark: SparkSession, table: str, frame: DataFrame) -> DataFrame:
+    """``frame`` lined up with the table by name: columns it adds are added to the table's
+    schema first (one schema change, existing rows read them as NULL); columns it lacks are
+    written as NULL. Not ``write.spark.accept-any-schema``: with it Spark leaves MERGE to
+    Iceberg's SQL extensions, which this session does without."""
+    from pyspark.sql import functions as F
+
+    current = spark.table(identifier(table)).schema
+    have = {f.name.lower() for f in current.fields}
+    added = [f for f in frame.schema.fields if f.name.lower() not in have]
+    if added:
+        columns = ", ".join(f"`{f.name}` {f.dataType.simpleString()}" for f in added)
+        spark.sql(f"ALTER TABLE {identifier(table)} ADD COLUMNS ({columns})")
+    given = {f.name.lower() for f in frame.schema.fields}
+    missing = [f for f in current.fields if f.name.lower() not in given]
+    for f in missing:
+        frame = frame.withColumn(f.name, F.lit(None).cast(f.dataType))
+    return frame
 
 
 def staged_on(

@@ -219,3 +219,38 @@ def test_the_lake_object_stages_checks_publishes_reuses_and_reads_a_day(
     query = f"SELECT event_id FROM {kept} WHERE event_date = '2026-01-01'"
     assert [r[0] for r in lake_spark.sql(query).collect()] == [9]
     assert lake.current("silver.ev", "2026-01-01") == day_one
+
+
+def test_a_merge_runs_as_icebergs_own_on_a_staged_branch(lake_spark: Any):
+    first = events(lake_spark, (1, "d", "view"), (2, "d", "view"))
+    tables.publish(lake_spark, tables.stage(lake_spark, first, "silver.m", mode="replace"))
+    changes = events(lake_spark, (2, "d", "click"), (3, "d", "view"))
+    changes.createOrReplaceTempView("medallion_changes")
+    staged = tables.stage_sql(
+        lake_spark,
+        "silver.m",
+        "MERGE INTO {target} t USING medallion_changes c ON t.event_id = c.event_id "
+        "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *",
+    )
+    assert main_rows(lake_spark, "silver.m") == [(1, "d", "view"), (2, "d", "view")]
+    assert sorted(tuple(r) for r in tables.read_staged(lake_spark, staged).collect()) == [
+        (1, "d", "view"),
+        (2, "d", "click"),
+        (3, "d", "view"),
+    ]
+    tables.publish(lake_spark, staged)
+    assert main_rows(lake_spark, "silver.m") == [
+        (1, "d", "view"),
+        (2, "d", "click"),
+        (3, "d", "view"),
+    ]
+
+
+def test_a_write_without_a_column_stores_null_there(lake_spark: Any):
+    tables.publish(
+        lake_spark,
+        tables.stage(lake_spark, events(lake_spark, (1, "d", "a")), "bronze.n", mode="append"),
+    )
+    narrower = lake_spark.createDataFrame([(2, "d")], "event_id bigint, event_date string")
+    tables.publish(lake_spark, tables.stage(lake_spark, narrower, "bronze.n", mode="append"))
+    assert main_rows(lake_spark, "bronze.n") == [(1, "d", "a"), (2, "d", None)]
