@@ -80,11 +80,14 @@ class IcebergLake:
 
     def current_versions(self, table: str, partitions: list[str] | None = None) -> list[Version]:
         """The current versions: one per day (those that have one), or the table's one."""
-        if self.is_partitioned(table):
-            wanted = self.partitions(table) if partitions is None else partitions
-            found = [self.current(table, p) for p in wanted]
+        loaded = versions.load(self._metadata, table)
+        if loaded is None:
+            return []
+        if loaded.spec().fields:
+            wanted = versions.partitions_in(loaded) if partitions is None else partitions
+            found = [versions.current_in(loaded, table, p) for p in wanted]
         else:
-            found = [self.current(table)]
+            found = [versions.current_in(loaded, table)]
         return [v for v in found if v is not None]
 
     def reusable(
@@ -98,10 +101,9 @@ class IcebergLake:
         """The current version when it was built from this code and these inputs (``ignoring``
         one recorded input, a MERGE table's own previous version)."""
         current = self.current(table, partition)
-        if current is None or current.code_version != code_version:
+        if current is None or not versions.built_from(current, code_version, inputs, ignoring):
             return None
-        recorded = {k: v for k, v in current.inputs.items() if k != ignoring}
-        return current if recorded == dict(inputs) else None
+        return current
 
     # --- writing --------------------------------------------------------------------------------
 
@@ -133,7 +135,6 @@ class IcebergLake:
         the newest ``keep_versions`` (a day's current version is tagged and kept)."""
         tables.publish(spark, staged)
         tables.expire(spark, staged.table, self.keep_versions)
-        self.__dict__.pop("_metadata", None)  # the next question reads the new commit
         published = self.current(staged.table, staged.partition)
         assert published is not None, f"{staged.table}: published but not current"
         return published
@@ -157,12 +158,13 @@ class IcebergLake:
 
         if not found:
             raise ValueError("no versions to read")
+        columns = {table: self.partition_column(table) for table in {v.table for v in found}}
         frames = []
         for version in found:
             frame = spark.read.option("versionAsOf", version.version_id).table(
                 tables.identifier(version.table)
             )
-            column = self.partition_column(version.table) if version.partition else None
+            column = columns[version.table] if version.partition else None
             if column is not None:
                 frame = frame.where(F.col(f"`{column}`") == F.lit(version.partition))
             frames.append(frame)
@@ -173,12 +175,13 @@ class IcebergLake:
         import pyarrow as pa
         from pyiceberg.expressions import EqualTo
 
+        columns = {table: self.partition_column(table) for table in {v.table for v in found}}
         parts = []
         for version in found:
             loaded = versions.load(self._metadata, version.table)
             if loaded is None:
                 raise LookupError(f"the lake has no table {version.table}")
-            column = self.partition_column(version.table) if version.partition else None
+            column = columns[version.table] if version.partition else None
             snapshot = int(version.version_id)
             if column is not None and version.partition is not None:
                 # pyiceberg's own constructor (mypy's pydantic plugin misreads its signature)
@@ -194,4 +197,3 @@ class IcebergLake:
 
     def rollback(self, spark: SparkSession, table: str, snapshot_id: int) -> None:
         tables.rollback(spark, table, snapshot_id)
-        self.__dict__.pop("_metadata", None)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from medallion_assets.lake.catalog import SPARK_CATALOG, LakeCatalog, LakeCatalogError
 from medallion_assets.lake.tables import DAY_TAG, SUMMARY_PREFIX, day_tag
@@ -92,8 +92,11 @@ def _unreachable(where: str, error: BaseException) -> LakeCatalogError:
 def current(catalog: Catalog, table: str, partition: str | None = None) -> Version | None:
     """The version readers of ``main`` see (of one day of a daily table), if any."""
     loaded = load(catalog, table)
-    if loaded is None:
-        return None
+    return current_in(loaded, table, partition) if loaded is not None else None
+
+
+def current_in(loaded: Table, table: str, partition: str | None = None) -> Version | None:
+    """``current`` of a table already loaded (a caller asking for many days loads it once)."""
     if partition is not None:
         ref = loaded.metadata.refs.get(day_tag(partition))
         snapshot = loaded.snapshot_by_id(ref.snapshot_id) if ref is not None else None
@@ -105,8 +108,11 @@ def current(catalog: Catalog, table: str, partition: str | None = None) -> Versi
 def partitions(catalog: Catalog, table: str) -> list[str]:
     """The days of a daily table with a published version."""
     loaded = load(catalog, table)
-    if loaded is None:
-        return []
+    return partitions_in(loaded) if loaded is not None else []
+
+
+def partitions_in(loaded: Table) -> list[str]:
+    """``partitions`` of a table already loaded."""
     found = []
     for name, ref in loaded.metadata.refs.items():
         if name.startswith(DAY_TAG):
@@ -149,6 +155,32 @@ def read(catalog: Catalog, table: str, snapshot_id: int | None = None) -> pa.Tab
     if loaded is None:
         raise LookupError(f"the lake has no table {table}")
     return loaded.scan(snapshot_id=snapshot_id).to_arrow()
+
+
+class Recorded(Protocol):
+    """What a version records of how it was built (the lake's ``Version``, and the folder
+    layout's ``TableVersion`` until it goes)."""
+
+    @property
+    def code_version(self) -> str: ...
+
+    @property
+    def inputs(self) -> dict[str, str]: ...
+
+
+def built_from(
+    version: Recorded, code_version: str, inputs: Mapping[str, str], ignoring: str | None = None
+) -> bool:
+    """Whether ``version`` was built from this code and these inputs, ``ignoring`` one recorded
+    input (a MERGE table's own previous version): then there is nothing to recompute.
+
+    >>> built_from(Version("t", None, "1", "c", {"a": "9", "t": "0"}, 1, 0.0), "c", {"a": "9"}, "t")
+    True
+    """
+    if version.code_version != code_version:
+        return False
+    recorded = {k: v for k, v in version.inputs.items() if k != ignoring}
+    return recorded == dict(inputs)
 
 
 def version_of(table: str, snapshot: Snapshot) -> Version | None:

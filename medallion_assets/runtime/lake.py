@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from medallion_assets.lake.versions import built_from
 from medallion_assets.runtime.faults import crash_point
 
 if TYPE_CHECKING:
@@ -115,10 +116,9 @@ class Lake:
         recompute. ``ignoring`` names a recorded input left out of the comparison (a MERGE
         table's own previous version)."""
         current = self.current(table, partition)
-        if current is None or current.code_version != code_version:
+        if current is None or not built_from(current, code_version, inputs, ignoring):
             return None
-        recorded = {k: v for k, v in current.inputs.items() if k != ignoring}
-        return current if recorded == dict(inputs) else None
+        return current
 
     def version_path(self, version: TableVersion) -> Path:
         return self.table_dir(version.table, version.partition) / "versions" / version.version_id
