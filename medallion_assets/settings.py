@@ -335,12 +335,16 @@ class MedallionSettings(BaseModel):
         refused here in one line instead of becoming a folder named ``s3:``."""
         if self.lake is None:
             return self.state_home / "lake"
-        if self.lake.startswith(("s3://", "s3a://")):
+        if self._lake_on_s3:
             raise SettingsError(
                 f"MEDALLION_LAKE={self.lake!r}: the pipeline's tables are not written to S3 yet "
                 "(the Iceberg lake is being built); set a local folder, e.g. /srv/lake"
             )
         return Path(self.lake).expanduser()
+
+    @property
+    def _lake_on_s3(self) -> bool:
+        return self.lake is not None and self.lake.startswith(("s3://", "s3a://"))
 
     @property
     def iceberg_lake(self) -> LakeCatalog:
@@ -391,7 +395,7 @@ class MedallionSettings(BaseModel):
         when unset."""
         derived: dict[str, object] = {
             "MEDALLION_HOME": self.state_home.resolve(),
-            "MEDALLION_LAKE": self.lake if self.lake else self.lake_root.resolve(),
+            "MEDALLION_LAKE": self.lake if self._lake_on_s3 else self.lake_root.resolve(),
             "MEDALLION_LAKE_CATALOG": self.effective_lake_catalog,
             "MEDALLION_SPARK_JARS": self.jars_folder,
             "MEDALLION_S3_LOCAL_ROOT": self.s3_root.resolve(),

@@ -61,15 +61,14 @@ def spark_session(
         if pool_weights:
             allocation = fair_pools(settings.state_home / "spark", pool_weights)
             builder = builder.config("spark.scheduler.allocation.file", str(allocation))
-    partitions = str(settings.spark_shuffle_partitions)
-    builder = builder.config("spark.sql.shuffle.partitions", partitions)
-    lake = settings.iceberg_lake
-    if not settings.spark_remote:
         # The catalog `lake` (loaded when first used) and s3a: a Connect server has its own.
+        lake = settings.iceberg_lake
         if lake.sqlite_file is not None:
             lake.sqlite_file.parent.mkdir(parents=True, exist_ok=True)
         for key, value in lake.spark_conf().items():
             builder = builder.config(key, value)
+    partitions = str(settings.spark_shuffle_partitions)
+    builder = builder.config("spark.sql.shuffle.partitions", partitions)
     log = settings.spark_log if not settings.spark_remote else None
     with _console_to(None if log is None else str(log)):
         session = builder.getOrCreate()

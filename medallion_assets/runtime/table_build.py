@@ -127,9 +127,8 @@ def build_table(run: TableRun) -> BuildOutcome:
         run.log.info(reason)
         return skipped(run, reusable, reason)
     if run.checks:
-        ledger = run.control.checks if run.control is not None else None
         blocked = still_rejected(
-            ledger, lake, dataset.name, partition, dataset.code_version, inputs
+            run.check_ledger, lake, dataset.name, partition, dataset.code_version, inputs
         )
         if blocked is not None:
             run.log.info(str(blocked).splitlines()[0])
@@ -162,9 +161,10 @@ def build_table(run: TableRun) -> BuildOutcome:
 def skipped(run: TableRun, version: TableVersion, reason: str) -> BuildOutcome:
     """The outcome of a build that reuses ``version``, with its check results reported again."""
     context = run.check_context()
-    ledger = run.control.checks if run.control is not None else None
     validation = (
-        reused_validation(version, context, ledger) if context is not None else Validation()
+        reused_validation(version, context, run.check_ledger)
+        if context is not None
+        else Validation()
     )
     return BuildOutcome(version, True, reason, validation=validation)
 
@@ -218,15 +218,14 @@ def publish_checked(
             {**(extra or {}), "schema": staged.frame.schema.json()},
         )
     except ChecksFailed as failed:
-        ledger = run.control.checks if run.control is not None else None
-        record_rejection(ledger, failed, dataset.code_version, inputs, run.run_id)
+        record_rejection(run.check_ledger, failed, dataset.code_version, inputs, run.run_id)
         lake.keep_rejected(staging)
         raise
     except BaseException:
         lake.discard(staging)
         raise
-    if run.control is not None and checks is not None:
-        run.control.checks.record(
+    if run.check_ledger is not None and checks is not None:
+        run.check_ledger.record(
             "published",
             dataset.name,
             partition,

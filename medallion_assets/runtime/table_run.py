@@ -28,6 +28,7 @@ from medallion_assets.runtime.lake import Lake
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+    from medallion_assets.control.check_results import CheckLedger
     from medallion_assets.control.state import RuntimeState
     from medallion_assets.control.store import ControlStore
     from medallion_assets.io.throttle import SystemThrottle, ThrottledS3
@@ -97,6 +98,12 @@ class TableRun:
         if self.control is None:
             raise ValueError(f"{self.dataset.name}: this run has no control store (control=)")
         return self.control.state
+
+    @property
+    def check_ledger(self) -> CheckLedger | None:
+        """Where the check results of this table's outputs are recorded (none without a
+        control store: then a skipped build checks again and a rejection is not remembered)."""
+        return self.control.checks if self.control is not None else None
 
     @property
     def label(self) -> str:
