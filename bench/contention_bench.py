@@ -206,7 +206,7 @@ def run_scenario(scenario: Scenario, tmp: Path, data: ShopData, template: Path) 
     from medallion_assets.adapters.headless import instance_settings
     from medallion_assets.catalog import load_catalog
     from medallion_assets.planner.scheduling import system_limits
-    from medallion_assets.runtime.lake import Lake
+    from medallion_assets.lake import Lake
     from medallion_assets.settings import MedallionSettings
 
     catalog = load_catalog(data.project)

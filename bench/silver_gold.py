@@ -39,7 +39,7 @@ def flat(name: str) -> str:
 
 def bronze_paths(lake_root: Path, catalog: Any) -> dict[str, dict[str, str]]:
     """Bronze table -> {day or "": current parquet folder} in a medallion lake."""
-    from medallion_assets.runtime.lake import Lake
+    from medallion_assets.lake import Lake
 
     lake = Lake(lake_root)
     found: dict[str, dict[str, str]] = {}
@@ -99,7 +99,7 @@ def sdp_outputs(folder: Path, catalog: Any) -> dict[str, list[str]]:
 
 
 def medallion_outputs(lake_root: Path, catalog: Any) -> dict[str, list[str]]:
-    from medallion_assets.runtime.lake import Lake
+    from medallion_assets.lake import Lake
 
     lake = Lake(lake_root)
     return {

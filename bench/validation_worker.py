@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from bench.validation_project import TABLE, publish_inputs, write_project
     from medallion_assets.catalog import load_catalog
-    from medallion_assets.runtime.lake import Lake
+    from medallion_assets.lake import Lake
     from medallion_assets.runtime.spark_session import spark_session
     from medallion_assets.settings import MedallionSettings
 

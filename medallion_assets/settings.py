@@ -329,17 +329,12 @@ class MedallionSettings(BaseModel):
         return self.spark_jars if self.spark_jars is not None else default_folder(Path.home())
 
     @property
-    def lake_root(self) -> Path:
-        """The lake's local folder. Tables are still kept in the folder layout
-        (``runtime/lake.py``) until the pipeline writes the Iceberg lake, so a lake on S3 is
-        refused here in one line instead of becoming a folder named ``s3:``."""
+    def lake_root(self) -> Path | None:
+        """The lake's local warehouse folder; None for a lake on S3."""
         if self.lake is None:
             return self.state_home / "lake"
         if self._lake_on_s3:
-            raise SettingsError(
-                f"MEDALLION_LAKE={self.lake!r}: the pipeline's tables are not written to S3 yet "
-                "(the Iceberg lake is being built); set a local folder, e.g. /srv/lake"
-            )
+            return None
         return Path(self.lake).expanduser()
 
     @property
@@ -395,7 +390,7 @@ class MedallionSettings(BaseModel):
         when unset."""
         derived: dict[str, object] = {
             "MEDALLION_HOME": self.state_home.resolve(),
-            "MEDALLION_LAKE": self.lake if self._lake_on_s3 else self.lake_root.resolve(),
+            "MEDALLION_LAKE": self.lake_root.resolve() if self.lake_root else self.lake,
             "MEDALLION_LAKE_CATALOG": self.effective_lake_catalog,
             "MEDALLION_SPARK_JARS": self.jars_folder,
             "MEDALLION_S3_LOCAL_ROOT": self.s3_root.resolve(),

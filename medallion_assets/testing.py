@@ -14,6 +14,8 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
 
+    from medallion_assets.settings import MedallionSettings
+
 
 @overload
 def read_table(
@@ -23,6 +25,7 @@ def read_table(
     project: Path | str | None = None,
     lake_root: Path | str | None = None,
     spark: SparkSession | None = None,
+    snapshot: int | str | None = None,
 ) -> Any: ...  # a pandas DataFrame (pandas ships no type information)
 
 
@@ -34,6 +37,7 @@ def read_table(
     project: Path | str | None = None,
     lake_root: Path | str | None = None,
     spark: SparkSession | None = None,
+    snapshot: int | str | None = None,
 ) -> DataFrame: ...
 
 
@@ -44,27 +48,36 @@ def read_table(
     project: Path | str | None = None,
     lake_root: Path | str | None = None,
     spark: SparkSession | None = None,
+    snapshot: int | str | None = None,
 ) -> Any:
-    """The current version of ``name`` (all partitions) as a pandas or Spark DataFrame.
+    """The current version of ``name`` (all partitions), or its Iceberg ``snapshot`` (an id
+    from ``medallion table history``), as a pandas or Spark DataFrame.
 
-    The lake is ``lake_root``, else ``$MEDALLION_LAKE``, else ``$MEDALLION_HOME/lake``, else
-    ``<project>/.medallion/lake`` with the project ``$MEDALLION_PROJECT`` or the current folder.
+        The lake is ``lake_root``, else ``$MEDALLION_LAKE``, else ``$MEDALLION_HOME/lake``, else
+        ``<project>/.medallion/lake`` with the project ``$MEDALLION_PROJECT`` or the current folder;
+        its catalog is ``$MEDALLION_LAKE_CATALOG`` or the embedded one.
     """
-    from medallion_assets.runtime.lake import Lake
+    from medallion_assets.lake import Lake
 
-    lake = Lake(_lake_root(project, lake_root))
-    versions = lake.current_versions(name)
-    if not versions:
-        raise LookupError(f"{name} has no published version under {lake.root}")
+    settings = _settings(project, lake_root)
+    lake = Lake.of(settings)
+    if as_ not in ("pandas", "spark"):
+        raise ValueError(f"as_ must be 'pandas' or 'spark', not {as_!r}")
+    session = None
     if as_ == "spark":
         from medallion_assets.runtime.spark_session import spark_session
-        from medallion_assets.settings import MedallionSettings
 
-        session = spark or spark_session(MedallionSettings.from_env(os.environ))
+        session = spark or spark_session(settings)
+    if snapshot is not None:
+        if session is not None:
+            return lake.read_snapshot(session, name, int(snapshot))
+        return _valid_text(lake.read_snapshot_arrow(name, int(snapshot))).to_pandas()
+    versions = lake.current_versions(name)
+    if not versions:
+        raise LookupError(f"{name} has no published version in the lake {lake.where()}")
+    if session is not None:
         return lake.read(session, versions)
-    if as_ == "pandas":
-        return _valid_text(lake.read_arrow(versions)).to_pandas()
-    raise ValueError(f"as_ must be 'pandas' or 'spark', not {as_!r}")
+    return _valid_text(lake.read_arrow(versions)).to_pandas()
 
 
 def _valid_text(table: pa.Table) -> pa.Table:
@@ -88,9 +101,10 @@ def _valid_text(table: pa.Table) -> pa.Table:
     return table
 
 
-def _lake_root(project: Path | str | None, lake_root: Path | str | None) -> Path:
+def _settings(project: Path | str | None, lake_root: Path | str | None) -> MedallionSettings:
     from medallion_assets.settings import MedallionSettings
 
+    env = dict(os.environ)
     if lake_root is not None:
-        return Path(lake_root)
-    return MedallionSettings.from_env(os.environ, Path(project) if project else None).lake_root
+        env["MEDALLION_LAKE"] = str(lake_root)
+    return MedallionSettings.from_env(env, Path(project) if project else None)

@@ -141,7 +141,7 @@ def _build_step(
     along_route = "" if route.name == PRIMARY else f" along route {route.describe()}"
     audit.record("attempt", f"attempt {audit.attempt} started{along_route}", route=route.name)
     unchanged = False
-    with build_lock(context, run.dataset, run.lake.root, plane) as held:
+    with build_lock(context, run.dataset, plane) as held:
         if not held:
             if lineage:
                 lineage.abort("another run is building this table; skipped")

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from pathlib import Path
 
 import dagster as dg
 
@@ -30,16 +29,17 @@ def partitions_of(context: dg.AssetExecutionContext) -> list[str | None]:
 
 @contextmanager
 def build_lock(
-    context: dg.AssetExecutionContext, dataset: Dataset, lake_root: Path, plane: ControlPlane
+    context: dg.AssetExecutionContext, dataset: Dataset, plane: ControlPlane
 ) -> Iterator[bool]:
     """Hold the locks of every partition the step builds (in sorted order, so two steps of
     one table cannot deadlock); yields False when they could not all be taken in time."""
     partitions = sorted(partitions_of(context), key=lambda p: p or "")
-    locks = build_locks(plane.url, lake_root)
+    # The run's settings, read when its resources were set up.
+    settings = context.resources.lake.settings
+    locks = build_locks(plane.url, settings.state_home)
     store = plane.store()
     holder = Holder.now(context.run.run_id)
-    # The run's settings, read when its resources were set up.
-    wait = context.resources.lake.settings.lock_wait_seconds
+    wait = settings.lock_wait_seconds
     with ExitStack() as stack:
         for partition in partitions:
             name = table_lock_name(dataset.name, partition)

@@ -17,7 +17,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib.metadata import version as package_version
-from pathlib import Path
 from typing import Any
 
 import attr
@@ -93,7 +92,7 @@ class StepLineage:
             return None
         warehouse = context.resources.warehouse
         namespace, prefix = warehouse_naming(warehouse.url()) if dataset.target else (None, "")
-        naming = Naming(job_namespace(), Path(run.lake.root), namespace, prefix)
+        naming = Naming(job_namespace(), run.lake.catalog.warehouse, namespace, prefix)
         attempt = f"{run.run_id}/{dataset.name}/{run.partition or ''}/{context.retry_number}"
         step_run = str(uuid.uuid5(uuid.NAMESPACE_URL, attempt))
         lineage = cls(sender, context, catalog, dataset, run, naming, step_run)
@@ -137,7 +136,7 @@ class StepLineage:
         if not self.outcomes:
             return []
         lake = self.run.lake
-        files = lake.data_files([o.version for o in self.outcomes])
+        footprint = lake.footprint([o.version for o in self.outcomes])
         checks = [c for o in self.outcomes for c in o.checks]
         facets: dict[str, Any] = {
             "version": dataset_version_dataset.DatasetVersionDatasetFacet(
@@ -163,14 +162,14 @@ class StepLineage:
             )
         statistics = output_statistics_output_dataset.OutputStatisticsOutputDatasetFacet(
             rowCount=sum(o.version.rows for o in self.outcomes),
-            size=sum(f.stat().st_size for f in files),
-            fileCount=len(files),
+            size=footprint.bytes,
+            fileCount=footprint.files,
         )
         return outputs_of(
             self.catalog,
             self.dataset,
             self.naming,
-            parquet_schema(files),
+            table_schema(footprint.columns),
             facets,
             {"outputStatistics": statistics},
         )
@@ -220,19 +219,14 @@ class StepLineage:
         self.emitter.emit(event, warn=context.log.warning)
 
 
-def parquet_schema(files: Sequence[Path]) -> schema_dataset.SchemaDatasetFacet | None:
-    """The published table's columns and types, read from a Parquet footer."""
-    if not files:
+def table_schema(columns: Sequence[tuple[str, str]]) -> schema_dataset.SchemaDatasetFacet | None:
+    """The published table's columns and types (Iceberg's), as OpenLineage's schema facet."""
+    if not columns:
         return None
-    import pyarrow.parquet as pq
-
-    schema = pq.read_schema(files[0])
     return schema_dataset.SchemaDatasetFacet(
         fields=[
-            schema_dataset.SchemaDatasetFacetFields(
-                name=f.name, type=str(f.type), ordinal_position=i
-            )
-            for i, f in enumerate(schema, start=1)
+            schema_dataset.SchemaDatasetFacetFields(name=name, type=kind, ordinal_position=i)
+            for i, (name, kind) in enumerate(columns, start=1)
         ]
     )
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import dagster as dg
 from pydantic import PrivateAttr
 
-from medallion_assets.runtime.lake import Lake
+from medallion_assets.lake import Lake
 from medallion_assets.settings import MedallionSettings
 
 if TYPE_CHECKING:

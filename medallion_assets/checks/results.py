@@ -10,12 +10,11 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from medallion_assets.catalog import Catalog, Dataset
 from medallion_assets.catalog.rules import Rule
-from medallion_assets.runtime.lake import Lake
+from medallion_assets.lake import Lake
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -79,7 +78,7 @@ class ChecksFailed(RuntimeError):
         table: str,
         partition: str | None,
         validation: Validation,
-        staging: Path,
+        staging: str,
         current: str | None,
         since: float | None = None,
     ):
@@ -100,7 +99,7 @@ class ChecksFailed(RuntimeError):
                 f"{time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime(since))} (code and inputs "
                 "unchanged, not rebuilt)"
             )
-        lines = [f"{head}; {kept}; the rejected output is kept in {staging}"]
+        lines = [f"{head}; {kept}; the rejected output is kept as {staging}"]
         lines += [
             f"  - {r.name} ({r.kind}): {r.message} ({r.failing_rows:,} failing rows)"
             for r in failures

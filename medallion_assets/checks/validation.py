@@ -14,7 +14,6 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from medallion_assets.catalog import Dataset
@@ -29,7 +28,7 @@ from medallion_assets.catalog.rules import (
 )
 from medallion_assets.checks import row_rules, table_rules
 from medallion_assets.checks.results import CheckContext, CheckResult, ChecksFailed, Validation
-from medallion_assets.runtime.lake import Lake, TableVersion
+from medallion_assets.lake import Lake, Version
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -124,14 +123,14 @@ def still_rejected(
         table,
         partition,
         validation,
-        Path(rejected.version),
+        rejected.version,
         current.version_id if current else None,
         since=rejected.recorded_at,
     )
 
 
 def reused_validation(
-    version: TableVersion, context: CheckContext, ledger: CheckLedger | None = None
+    version: Version, context: CheckContext, ledger: CheckLedger | None = None
 ) -> Validation:
     """Check results for a build skipped because code and inputs are unchanged.
 
@@ -171,7 +170,7 @@ class BlockedOutput:
     rejected_at: float
     staging: str
     failures: tuple[CheckResult, ...]  # the blocking checks that failed
-    current: TableVersion | None  # the version that stays current (None: none published)
+    current: Version | None  # the version that stays current (None: none published)
 
     def as_dict(self) -> dict[str, Any]:
         return {

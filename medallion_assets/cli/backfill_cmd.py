@@ -12,6 +12,7 @@ from medallion_assets.catalog import Catalog
 from medallion_assets.catalog.selection import select_tables
 from medallion_assets.cli.common import fail, load, project_option, settings_for
 from medallion_assets.cli.simulate_cmd import durations_for
+from medallion_assets.lake import Lake
 from medallion_assets.planner.backfill import BackfillPreview, parse_range, preview_backfill
 
 
@@ -48,7 +49,7 @@ def backfill(selection: str, days: str, preview: bool, fmt: str, project: Path) 
     try:
         tables = select_tables(catalog, selection)
         start, end = parse_range(days)
-        past = durations_for(catalog, project, settings.lake_root)
+        past = durations_for(catalog, project, Lake.of(settings))
         store = open_plane(project).store()
         loaded = {(r.dataset, r.partition or ""): r.rows for r in store.state.latest_loads()}
         found = preview_backfill(

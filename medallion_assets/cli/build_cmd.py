@@ -40,10 +40,12 @@ def build(table: str, partition: str | None, no_retry: bool, project: Path) -> N
     from medallion_assets.adapters.headless import build_table
     from medallion_assets.cli.run_cmd import blocked, failed, warnings, with_spark_log
     from medallion_assets.cli.run_cmd import table as summary_table
+    from medallion_assets.lake import Lake
     from medallion_assets.runtime.spark_session import spark_jars
 
     settings = with_spark_log(settings_for(project))  # Spark's own lines to a file, as for run
     spark_jars(settings)  # a missing jar: one line, before the run starts
+    Lake.of(settings).check_layout()  # a lake folder of the old layout: one line too
     try:
         summary = build_table(
             project, table, partition, log=click.echo, settings=settings, retry=not no_retry

@@ -79,11 +79,11 @@ def _impact_text(report: ImpactReport) -> str:
 def _blocked_outputs(project: Path, table: str) -> list[BlockedOutput]:
     from medallion_assets.checks.validation import blocked_outputs
     from medallion_assets.control.plane import ControlPlane
-    from medallion_assets.runtime.lake import Lake
+    from medallion_assets.lake import Lake
 
     settings = settings_for(project)
     ledger = ControlPlane.of(settings).store().checks
-    return blocked_outputs(ledger, Lake(settings.lake_root), table)
+    return blocked_outputs(ledger, Lake.of(settings), table)
 
 
 def _blocked_text(output: BlockedOutput, report: ImpactReport) -> str:

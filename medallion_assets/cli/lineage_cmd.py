@@ -221,7 +221,7 @@ def export(fmt: str, out: Path | None, send: bool, project: Path) -> None:
     namespace, prefix = warehouse(settings.effective_warehouse_url)
     naming = Naming(
         os.environ.get("OPENLINEAGE_NAMESPACE") or DEFAULT_NAMESPACE,
-        settings.lake_root,
+        settings.iceberg_lake.warehouse,
         namespace,
         prefix,
     )

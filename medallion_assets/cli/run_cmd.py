@@ -48,6 +48,7 @@ def run(project: Path, fail_on_blocked: bool, wait_seconds: float, max_workers: 
     `dagster dev` with that DAGSTER_HOME shows them.
     """
     from medallion_assets.catalog import load_catalog
+    from medallion_assets.lake import Lake
     from medallion_assets.runtime.run_lock import RunInProgress, one_run_at_a_time
     from medallion_assets.runtime.spark_session import SparkWarmUp, pool_weights, spark_jars
 
@@ -57,6 +58,7 @@ def run(project: Path, fail_on_blocked: bool, wait_seconds: float, max_workers: 
         settings = settings.model_copy(update={"max_workers": max_workers})
     settings = with_spark_log(settings)
     spark_jars(settings)  # a missing jar stops the run here, in one line, before any step
+    Lake.of(settings).check_layout()  # a lake folder of the old layout: one line too
     try:
         catalog = load_catalog(project)
         with one_run_at_a_time(settings, catalog.project.name, click.echo, wait_seconds):

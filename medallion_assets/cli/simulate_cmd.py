@@ -11,9 +11,9 @@ import click
 
 from medallion_assets.catalog import Catalog
 from medallion_assets.cli.common import fail, load, project_option, settings_for
+from medallion_assets.lake import Lake
 from medallion_assets.planner.recovery import RecoveryGraph
 from medallion_assets.planner.simulate import Outage, Simulation, simulate
-from medallion_assets.runtime.lake import Lake
 
 # A step with no past run: Spark's per-step overhead measured here, plus its rows at a rate a
 # 2-core local Spark keeps on the demo. A first guess, replaced once the project has runs.
@@ -69,7 +69,7 @@ def simulate_cmd(
         outages = [_outage(graph, text, start) for text in down]
     except ValueError as error:
         fail(str(error))
-    past = durations_for(catalog, project, settings.lake_root)
+    past = durations_for(catalog, project, Lake.of(settings))
     durations, measured = past.durations, past.measured
     plane = open_plane(project)
     try:
@@ -140,7 +140,7 @@ class PastDurations:
     run_start_s: float  # a run's start-up in past runs (else the estimate)
 
 
-def durations_for(catalog: Catalog, project: Path, lake_root: Path) -> PastDurations:
+def durations_for(catalog: Catalog, project: Path, lake: Lake) -> PastDurations:
     """Each table's seconds of one build from ready to built (past runs' median step plus
     their median launch gap, else the estimate), and a run's start-up."""
     from medallion_assets.adapters.headless import dagster_home
@@ -148,7 +148,6 @@ def durations_for(catalog: Catalog, project: Path, lake_root: Path) -> PastDurat
 
     history = step_history(dagster_home(project), lineage_inputs(catalog))
     past = history.with_launch()
-    lake = Lake(lake_root)
     durations = {t: past.get(t) or _estimate(lake, t) for t in catalog.datasets}
     measured = sum(1 for t in catalog.datasets if t in past)
     start_up = history.run_start_s if history.runs else ESTIMATE_RUN_START_S

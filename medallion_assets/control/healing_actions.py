@@ -2,7 +2,7 @@
 
 Each action takes a ``HealingContext`` and returns a line for the audit log. Built-ins:
 
-- ``clear_staging``: remove the table's leftover staging folders (nothing in them was
+- ``clear_staging``: drop the table's leftover staging branches (nothing in them was
   published, so deleting them is safe);
 - ``refresh_connection``: the next attempt opens new connections (the warehouse resource
   connects per load and pools nothing; Spark's session is dropped when it is a Spark Connect
@@ -36,10 +36,10 @@ from typing import TYPE_CHECKING, Any
 from medallion_assets.catalog import Catalog, Dataset
 from medallion_assets.catalog.operations import RetryPolicy
 from medallion_assets.control.recovery import DownNodes, recover
+from medallion_assets.lake import Lake
 from medallion_assets.planner.diagnosis import Diagnosis, Failure, causes
 from medallion_assets.planner.recovery import RecoveryGraph
 from medallion_assets.planner.reroute import PRIMARY, find_route, next_route, routes
-from medallion_assets.runtime.lake import Lake
 from medallion_assets.runtime.schema_drift import SchemaDrift, evolve
 from medallion_assets.runtime.table_build import MissingInput
 from medallion_assets.runtime.table_run import TableRun
@@ -96,8 +96,8 @@ class HealingContext:
 
 
 def clear_staging(context: HealingContext) -> str:
-    removed = context.lake.clear_staging(context.dataset.name, context.partition)
-    return f"removed {removed} leftover staging folder(s) of {context.dataset.name}"
+    removed = context.lake.clear_staging(context.dataset.name)
+    return f"removed {removed} leftover staging branch(es) of {context.dataset.name}"
 
 
 def refresh_connection(context: HealingContext) -> str:

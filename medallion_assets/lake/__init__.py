@@ -1,3 +1,8 @@
 """The lake as Apache Iceberg tables in one catalog: where the catalog and warehouse are
 (``catalog``), and what Spark does with a table (``tables``: staged writes, publish, history,
 rollback, expiry)."""
+
+from medallion_assets.lake.iceberg import Lake, OldLakeLayout, Produced, StagedWrite
+from medallion_assets.lake.versions import Version
+
+__all__ = ["Lake", "OldLakeLayout", "Produced", "StagedWrite", "Version"]

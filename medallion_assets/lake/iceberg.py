@@ -1,11 +1,14 @@
-"""The lake as one object over the Iceberg catalog: stage, check, publish, read, history,
-rollback, retention. It is what ``runtime.lake.Lake`` (the folder layout) will be replaced by:
-the same questions (what is current, can it be reused, read these versions) answered from
-snapshot summaries and tags instead of ``CURRENT`` pointers and ``_version.json`` files.
+"""The lake: every bronze, silver, gold and quarantine table an Iceberg table in one catalog.
+Stage, check, publish, read, history, rollback, retention, as one object over the catalog.
 
-What produced a write (``Produced``) goes into its snapshot's summary when it is staged; the
-checks then read the staged snapshot (``stage`` returns it as a DataFrame) and ``publish`` makes
-it current in one catalog commit, then expires what ``keep_versions`` no longer keeps.
+What produced a write (``Produced``) goes into its snapshot's summary when it is staged on a
+branch of its own; the checks then read the staged snapshot (``stage`` returns it as a
+DataFrame) and ``publish`` makes it current in one catalog commit, then expires what
+``keep_versions`` no longer keeps. The questions a run asks (what is current, can it be reused)
+are answered from snapshot summaries and tags, read without a JVM (pyiceberg).
+
+A Spark session holds the lake as catalog ``lake``; ``attach`` points a session at this lake's
+catalog (a test run's one Spark serves many lakes, one after the other).
 """
 
 from __future__ import annotations
@@ -14,16 +17,20 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from medallion_assets.lake import tables, versions
-from medallion_assets.lake.catalog import LakeCatalog
+from medallion_assets.lake.catalog import SPARK_CATALOG, LakeCatalog
 from medallion_assets.lake.versions import Version
+from medallion_assets.runtime.errors import PermanentError, ResourceError
 
 if TYPE_CHECKING:
     import pyarrow as pa
     from pyiceberg.catalog import Catalog
     from pyspark.sql import DataFrame, SparkSession
+
+    from medallion_assets.settings import MedallionSettings
 
 
 @dataclass(frozen=True)
@@ -46,7 +53,42 @@ class Produced:
         return {**props, "partition": partition} if partition else props
 
 
-class IcebergLake:
+OLD_LAYOUT = "CURRENT"  # the pointer file of the folder lake this one replaced
+
+
+class RowsOutsideTheDay(PermanentError):
+    """A daily table's build produced rows of other days (or of no day)."""
+
+    error_code = "ROWS_OUTSIDE_THE_DAY"
+    fix = "make the SQL produce only rows of the day it builds"
+
+
+class OldLakeLayout(ResourceError):
+    """The warehouse folder holds tables of the folder layout used before Iceberg."""
+
+
+@dataclass(frozen=True)
+class StagedWrite:
+    """A write staged on its branch and the DataFrame reading exactly it (for the checks)."""
+
+    write: tables.Staged
+    frame: DataFrame
+
+    @property
+    def rows(self) -> int:
+        return self.write.rows
+
+
+@dataclass(frozen=True)
+class Footprint:
+    """What published versions occupy: data files, bytes, and their columns (name, type)."""
+
+    files: int
+    bytes: int
+    columns: tuple[tuple[str, str], ...]
+
+
+class Lake:
     """The tables of one lake catalog; Spark writes, pyiceberg answers what is current."""
 
     def __init__(self, catalog: LakeCatalog, keep_versions: int = 3):
@@ -55,16 +97,88 @@ class IcebergLake:
         self.catalog = catalog
         self.keep_versions = keep_versions
 
+    @classmethod
+    def of(cls, settings: MedallionSettings) -> Lake:
+        """The lake the settings name (``MEDALLION_LAKE``, ``MEDALLION_LAKE_CATALOG``)."""
+        return cls(settings.iceberg_lake, keep_versions=settings.keep_versions)
+
+    @classmethod
+    def local(cls, folder: Path, keep_versions: int = 3) -> Lake:
+        """An embedded lake: warehouse ``folder``, its SQLite catalog beside it
+        (``<folder>_catalog.db``), as the defaults lay out ``$MEDALLION_HOME``."""
+        catalog = folder.parent / f"{folder.name}_catalog.db"
+        return cls(LakeCatalog.parse(f"sqlite:///{catalog}", str(folder)), keep_versions)
+
+    @property
+    def root(self) -> Path | None:
+        """The warehouse folder of a local lake (None on S3)."""
+        where = self.catalog.warehouse
+        return Path(where.removeprefix("file:")) if where.startswith("file:") else None
+
+    def where(self) -> str:
+        """The lake for a message: its warehouse (a catalog's password never shows)."""
+        return self.catalog.warehouse.replace("s3a://", "s3://")
+
     @cached_property
     def _metadata(self) -> Catalog:
         return versions.open_catalog(self.catalog)
 
+    def _has_catalog(self) -> bool:
+        """False for an embedded catalog whose file does not exist yet (no table written):
+        opening it would create it."""
+        sqlite = self.catalog.sqlite_file
+        return sqlite is None or sqlite.is_file()
+
+    def check_layout(self) -> None:
+        """``OldLakeLayout`` when the warehouse folder holds the folder layout of before."""
+        root = self.root
+        if root is None or not root.is_dir():
+            return
+        old = next(root.glob(f"*/*/{OLD_LAYOUT}"), None) or next(
+            root.glob(f"*/*/partitions/*/{OLD_LAYOUT}"), None
+        )
+        if old is not None:
+            raise OldLakeLayout(
+                f"{root} holds tables in the folder layout of before the Iceberg lake "
+                f"({old.relative_to(root)}); move the folder away (or delete it) and run again "
+                "to rebuild every table from raw"
+            )
+
+    def attach(self, spark: SparkSession) -> SparkSession:
+        """Point ``spark``'s catalog ``lake`` at this lake (a no-op when it is already; a Spark
+        Connect session uses its server's catalog); returns ``spark``."""
+        jsession = getattr(spark, "_jsparkSession", None)
+        if jsession is None:
+            return spark
+        conf = self.catalog.spark_conf()
+        own = {k: v for k, v in conf.items() if k.startswith(f"spark.sql.catalog.{SPARK_CATALOG}")}
+        if all(spark.conf.get(k, None) == v for k, v in own.items()):
+            return spark
+        if self.catalog.sqlite_file is not None:
+            self.catalog.sqlite_file.parent.mkdir(parents=True, exist_ok=True)
+        hadoop = spark.sparkContext._jsc.hadoopConfiguration()
+        for key, value in conf.items():
+            if key.startswith("spark.hadoop."):
+                hadoop.set(key.removeprefix("spark.hadoop."), value)
+        for key in [k for k in _catalog_keys(spark) if k not in own]:
+            spark.conf.unset(key)
+        for key, value in own.items():
+            spark.conf.set(key, value)
+        # The session made its catalog ``lake`` when first used: forget it, so the next use
+        # makes it again from the settings above.
+        jsession.sessionState().catalogManager().reset()
+        return spark
+
     # --- what is current ------------------------------------------------------------------------
 
     def current(self, table: str, partition: str | None = None) -> Version | None:
+        if not self._has_catalog():
+            return None
         return versions.current(self._metadata, table, partition)
 
     def partitions(self, table: str) -> list[str]:
+        if not self._has_catalog():
+            return []
         return versions.partitions(self._metadata, table)
 
     def is_partitioned(self, table: str) -> bool:
@@ -72,7 +186,7 @@ class IcebergLake:
 
     def partition_column(self, table: str) -> str | None:
         """The column a daily table is partitioned by (identity), else None."""
-        loaded = versions.load(self._metadata, table)
+        loaded = versions.load(self._metadata, table) if self._has_catalog() else None
         if loaded is None:
             return None
         fields = loaded.spec().fields
@@ -80,7 +194,7 @@ class IcebergLake:
 
     def current_versions(self, table: str, partitions: list[str] | None = None) -> list[Version]:
         """The current versions: one per day (those that have one), or the table's one."""
-        loaded = versions.load(self._metadata, table)
+        loaded = versions.load(self._metadata, table) if self._has_catalog() else None
         if loaded is None:
             return []
         if loaded.spec().fields:
@@ -117,8 +231,16 @@ class IcebergLake:
         partition: str | None = None,
         partition_column: str | None = None,
         mode: tables.Mode = "replace",
-    ) -> tuple[tables.Staged, DataFrame]:
-        """Write ``frame`` as a staged snapshot; (the write, exactly its rows to check)."""
+    ) -> StagedWrite:
+        """Write ``frame`` as a staged snapshot of ``table``: ``replace`` the table (a daily
+        table: its day) or ``append`` to it."""
+        self.attach(spark)
+        frame = _storable(frame)
+        summary = produced.summary(partition)
+        if mode == "append" and partition is not None:
+            # A day's rows after an append are not in Iceberg's summary: record them.
+            before = self.current(table, partition)
+            summary["rows"] = str((before.rows if before else 0) + frame.count())
         staged = tables.stage(
             spark,
             frame,
@@ -126,27 +248,91 @@ class IcebergLake:
             mode=mode,
             partition=partition,
             partition_column=partition_column,
-            properties=produced.summary(partition),
+            properties=summary,
         )
-        return staged, tables.read_staged(spark, staged)
+        if partition is not None and partition_column is not None:
+            staged = self._own_day(spark, frame, staged, partition_column, summary, mode)
+        return StagedWrite(staged, tables.read_staged(spark, staged))
 
-    def publish(self, spark: SparkSession, staged: tables.Staged) -> Version:
+    def _own_day(
+        self,
+        spark: SparkSession,
+        frame: DataFrame,
+        staged: tables.Staged,
+        column: str,
+        summary: Mapping[str, str],
+        mode: tables.Mode,
+    ) -> tables.Staged:
+        """The staged write of one day, once it changed only that day: rows of other days
+        would replace (or add to) those days' data, so they stop the write."""
+        from pyspark.sql import functions as F
+
+        day = staged.partition
+        if staged.changed_partitions > 1:
+            tables.drop_branch(spark, staged.table, staged.branch)
+            value = F.col(f"`{column}`")
+            outside = frame.where(value.isNull() | (value != F.lit(day))).count()
+            raise RowsOutsideTheDay(
+                f"{staged.table}[{day}]: {outside} of the rows built for {day} have another "
+                f"{column} (or none), so publishing them would change other days; make the "
+                f"SQL produce only rows of its day (e.g. WHERE {column} = the day)"
+            )
+        if staged.changed_partitions == 0 and mode == "replace":
+            return tables.empty_day(spark, staged, column, summary)
+        return staged
+
+    def stage_sql(
+        self, spark: SparkSession, table: str, statement: str, produced: Produced
+    ) -> StagedWrite:
+        """Run ``statement`` (a MERGE, UPDATE or DELETE on ``{target}``) on a new branch."""
+        self.attach(spark)
+        staged = tables.stage_sql(spark, table, statement, produced.summary(None))
+        return StagedWrite(staged, tables.read_staged(spark, staged))
+
+    def publish(self, spark: SparkSession, staged: StagedWrite) -> Version:
         """Make the staged write current (one catalog commit), then expire the snapshots past
         the newest ``keep_versions`` (a day's current version is tagged and kept)."""
-        tables.publish(spark, staged)
-        tables.expire(spark, staged.table, self.keep_versions)
-        published = self.current(staged.table, staged.partition)
-        assert published is not None, f"{staged.table}: published but not current"
+        self.attach(spark)
+        tables.publish(spark, staged.write)
+        tables.expire(spark, staged.write.table, self.keep_versions)
+        published = self.current(staged.write.table, staged.write.partition)
+        assert published is not None, f"{staged.write.table}: published but not current"
         return published
 
-    def discard(self, spark: SparkSession, staged: tables.Staged) -> None:
+    def discard(self, spark: SparkSession, staged: StagedWrite) -> None:
         """Forget a staged write (its files go with the next orphan clean-up)."""
-        tables.drop_branch(spark, staged.table, staged.branch)
+        self.attach(spark)
+        tables.drop_branch(spark, staged.write.table, staged.write.branch)
 
-    def keep_rejected(self, spark: SparkSession, staged: tables.Staged) -> str:
+    def keep_rejected(self, spark: SparkSession, staged: StagedWrite) -> str:
         """Keep a write its checks rejected readable under a tag; returns where it is kept."""
-        tag = tables.keep_rejected(spark, staged, staged.partition or "table")
-        return f"{tables.identifier(staged.table)} VERSION AS OF '{tag}'"
+        self.attach(spark)
+        write = staged.write
+        tag = tables.keep_rejected(spark, write, write.partition or "table")
+        return f"{tables.identifier(write.table)} VERSION AS OF '{tag}'"
+
+    def prepare(
+        self, spark: SparkSession, table: str, columns: DataFrame, partition_column: str | None
+    ) -> None:
+        """Make ``table`` (when it does not exist) and add the columns of ``columns`` it lacks:
+        before a SQL write (a MERGE) that can only write columns the table has."""
+        self.attach(spark)
+        columns = _storable(columns)
+        tables.ensure_table(spark, table, columns, partition_column)
+        tables.evolve(spark, table, columns)
+
+    def clear_staging(self, table: str) -> int:
+        """Drop the staging branches attempts killed before their publish left on ``table``
+        (no JVM: the relaunch sensor heals without Spark); returns how many."""
+        loaded = versions.load(self._metadata, table) if self._has_catalog() else None
+        if loaded is None:
+            return 0
+        names = [n for n in loaded.metadata.refs if n.startswith(tables.STAGE_BRANCH)]
+        if names:
+            with loaded.manage_snapshots() as refs:
+                for name in names:
+                    refs.remove_branch(name)
+        return len(names)
 
     # --- reading --------------------------------------------------------------------------------
 
@@ -158,6 +344,7 @@ class IcebergLake:
 
         if not found:
             raise ValueError("no versions to read")
+        self.attach(spark)
         columns = {table: self.partition_column(table) for table in {v.table for v in found}}
         frames = []
         for version in found:
@@ -169,6 +356,13 @@ class IcebergLake:
                 frame = frame.where(F.col(f"`{column}`") == F.lit(version.partition))
             frames.append(frame)
         return reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
+
+    def read_current(
+        self, spark: SparkSession, table: str, partitions: list[str] | None = None
+    ) -> DataFrame | None:
+        """The current data of ``table`` (of those days), or None when nothing is published."""
+        found = self.current_versions(table, partitions)
+        return self.read(spark, found) if found else None
 
     def read_arrow(self, found: list[Version]) -> pa.Table:
         """The data of published versions as one Arrow table, read without a JVM."""
@@ -192,8 +386,80 @@ class IcebergLake:
                 parts.append(loaded.scan(snapshot_id=snapshot).to_arrow())
         return pa.concat_tables(parts, promote_options="default")
 
+    def read_snapshot(self, spark: SparkSession, table: str, snapshot_id: int) -> DataFrame:
+        """The whole table as of one snapshot (``UnknownSnapshot`` when it has none such)."""
+        self.attach(spark)
+        tables.require_snapshot(spark, table, snapshot_id)
+        return spark.read.option("versionAsOf", str(snapshot_id)).table(tables.identifier(table))
+
+    def read_snapshot_arrow(self, table: str, snapshot_id: int) -> pa.Table:
+        """``read_snapshot`` without a JVM."""
+        loaded = versions.load(self._metadata, table) if self._has_catalog() else None
+        if loaded is None:
+            raise LookupError(f"the lake {self.where()} has no table {table}")
+        if loaded.snapshot_by_id(snapshot_id) is None:
+            raise tables.UnknownSnapshot(
+                f"{table} has no snapshot {snapshot_id} (expired, or of another table); see "
+                f"`medallion table history {table}`"
+            )
+        return loaded.scan(snapshot_id=snapshot_id).to_arrow()
+
+    def footprint(self, found: list[Version]) -> Footprint:
+        """The data files published versions read, their bytes, and the columns (from the
+        catalog's metadata, no data read)."""
+        from pyiceberg.expressions import AlwaysTrue, EqualTo
+
+        files, size = 0, 0
+        columns: tuple[tuple[str, str], ...] = ()
+        for version in found:
+            loaded = versions.load(self._metadata, version.table)
+            if loaded is None:
+                continue
+            snapshot = loaded.snapshot_by_id(int(version.version_id))
+            column = self.partition_column(version.table) if version.partition else None
+            equal_to: Any = EqualTo  # (mypy's pydantic plugin misreads its signature)
+            where = equal_to(column, version.partition) if column else AlwaysTrue()
+            tasks = list(
+                loaded.scan(snapshot_id=int(version.version_id), row_filter=where).plan_files()
+            )
+            files += len(tasks)
+            size += sum(t.file.file_size_in_bytes for t in tasks)
+            schema = (
+                loaded.schemas().get(snapshot.schema_id)
+                if snapshot and snapshot.schema_id is not None
+                else loaded.schema()
+            )
+            columns = tuple((f.name, str(f.field_type)) for f in (schema or loaded.schema()).fields)
+        return Footprint(files, size, columns)
+
+    def location(self, found: list[Version]) -> str:
+        """Where published versions are, for a message."""
+        return ", ".join(
+            f"{tables.identifier(v.table)} snapshot {v.version_id}"
+            + (f" [{v.partition}]" if v.partition else "")
+            for v in found
+        )
+
     def history(self, table: str) -> list[versions.HistoryEntry]:
-        return versions.history(self._metadata, table)
+        return versions.history(self._metadata, table) if self._has_catalog() else []
 
     def rollback(self, spark: SparkSession, table: str, snapshot_id: int) -> None:
+        self.attach(spark)
         tables.rollback(spark, table, snapshot_id)
+
+
+def _catalog_keys(spark: SparkSession) -> list[str]:
+    """The session's settings of catalog ``lake`` (a previous lake's, to clear)."""
+    prefix = f"spark.sql.catalog.{SPARK_CATALOG}."
+    return [k for k in spark.conf.getAll if k.startswith(prefix)]
+
+
+def _storable(frame: DataFrame) -> DataFrame:
+    """Iceberg has no type for a column that is NULL by construction: store it as a string."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import NullType
+
+    for f in frame.schema.fields:
+        if isinstance(f.dataType, NullType):
+            frame = frame.withColumn(f.name, F.col(f"`{f.name}`").cast("string"))
+    return frame

@@ -52,6 +52,8 @@ class Staged:
     parent_id: int | None  # main's head when the branch was made
     partition: str | None
     operation: str  # Iceberg's: append, overwrite, delete, replace
+    rows: int  # the version's rows (of its day, for a daily write)
+    changed_partitions: int  # the days the write changed (a daily write: its own, or none)
     partition_column: str | None = None  # a daily write's: its day is read from the snapshot
 
 
@@ -88,7 +90,11 @@ def ensure_table(
     if exists(spark, table):
         return
     layer = table.split(".", 1)[0]
-    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {SPARK_CATALOG}.`{layer}`")
+    try:
+        spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {SPARK_CATALOG}.`{layer}`")
+    except Exception:  # another step created it between the check and the insert
+        if not spark.catalog.databaseExists(f"{SPARK_CATALOG}.`{layer}`"):
+            raise
     writer = frame.limit(0).writeTo(identifier(table)).using("iceberg")
     writer = writer.tableProperty("format-version", "2")
     if partition_column is not None:
@@ -104,8 +110,13 @@ def ensure_table(
 
 
 def main_head(spark: SparkSession, table: str) -> int | None:
+    return ref_head(spark, table)
+
+
+def ref_head(spark: SparkSession, table: str, ref: str = "main") -> int | None:
+    """The snapshot ``ref`` (a branch) points at."""
     rows = spark.sql(
-        f"SELECT snapshot_id FROM {identifier(table)}.refs WHERE name = 'main'"
+        f"SELECT snapshot_id FROM {identifier(table)}.refs WHERE name = '{ref}'"
     ).collect()
     return int(rows[0][0]) if rows else None
 
@@ -133,7 +144,7 @@ def stage(
     table: only the days in ``frame``), ``append`` adds its rows. ``properties`` go into the
     snapshot's summary as ``medallion.<key>``."""
     ensure_table(spark, table, frame, partition_column)
-    frame = evolve(spark, table, frame)
+    frame = evolve(spark, table, frame, whole=mode == "replace" and partition_column is None)
     branch, head = new_branch(spark, table)
     writer = frame.writeTo(identifier(table, branch))
     for key, value in summary_options(properties or {}).items():
@@ -141,44 +152,100 @@ def stage(
     try:
         if mode == "append":
             writer.append()
+        elif partition_column is None:
+            from pyspark.sql import functions as F
+
+            writer.overwrite(F.lit(True))  # every row goes, even when the write has none
         else:
-            writer.overwritePartitions()  # unpartitioned: the whole table
+            writer.overwritePartitions()  # the days the rows are in
+        if ref_head(spark, table, branch) == head:  # nothing committed (no rows)
+            stamp(spark, table, branch, properties or {})
     except BaseException:
         drop_branch(spark, table, branch)
         raise
     return staged_on(spark, table, branch, head, partition, partition_column)
 
 
-def stage_sql(spark: SparkSession, table: str, statement: str) -> Staged:
+def stage_sql(
+    spark: SparkSession,
+    table: str,
+    statement: str,
+    properties: Mapping[str, str] | None = None,
+) -> Staged:
     """Run ``statement`` (a MERGE, UPDATE or DELETE whose target is written ``{target}``)
-    against a new branch of ``table``: the staged write of a statement Iceberg runs itself."""
+    against a new branch of ``table``: the staged write of a statement Iceberg runs itself.
+    SQL cannot set a snapshot's summary, so ``properties`` go into an empty append after it
+    (the branch's head, its rows the table's)."""
     branch, head = new_branch(spark, table)
     try:
         spark.sql(statement.replace("{target}", identifier(table, branch)))
+        stamp(spark, table, branch, properties or {})
     except BaseException:
         drop_branch(spark, table, branch)
         raise
     return staged_on(spark, table, branch, head, None)
 
 
-def evolve(spark: SparkSession, table: str, frame: DataFrame) -> DataFrame:
+def stamp(spark: SparkSession, table: str, branch: str, properties: Mapping[str, str]) -> None:
+    """Commit an empty append to ``branch`` whose summary carries ``properties``: after a SQL
+    write, which cannot set a snapshot's summary."""
+    writer = spark.table(identifier(table)).limit(0).writeTo(identifier(table, branch))
+    for key, value in summary_options(properties).items():
+        writer = writer.option(key, value)
+    writer.append()
+
+
+def empty_day(
+    spark: SparkSession,
+    staged: Staged,
+    column: str,
+    properties: Mapping[str, str],
+) -> Staged:
+    """A day's overwrite that wrote no rows replaced nothing (Iceberg replaces the days the
+    rows are in): delete the day's rows on the branch, so the day's new version is empty."""
+    target = identifier(staged.table, staged.branch)
+    spark.sql(f"DELETE FROM {target} WHERE `{column}` = '{staged.partition}'")
+    stamp(spark, staged.table, staged.branch, properties)
+    return staged_on(spark, staged.table, staged.branch, staged.parent_id, staged.partition, column)
+
+
+def evolve(spark: SparkSession, table: str, frame: DataFrame, whole: bool = False) -> DataFrame:
     """``frame`` lined up with the table by name: columns it adds are added to the table's
     schema first (one schema change, existing rows read them as NULL); columns it lacks are
-    written as NULL. Not ``write.spark.accept-any-schema``: with it Spark leaves MERGE to
-    Iceberg's SQL extensions, which this session does without."""
+    written as NULL. A write of the ``whole`` table may also change a column's type: widened
+    in place where Iceberg can (int to bigint, float to double), else the column is replaced
+    (older snapshots keep reading their own). Not ``write.spark.accept-any-schema``: with it
+    Spark leaves MERGE to Iceberg's SQL extensions, which this session does without."""
     from pyspark.sql import functions as F
 
     current = spark.table(identifier(table)).schema
-    have = {f.name.lower() for f in current.fields}
+    have = {f.name.lower(): f for f in current.fields}
     added = [f for f in frame.schema.fields if f.name.lower() not in have]
+    if whole:
+        for f in frame.schema.fields:
+            old = have.get(f.name.lower())
+            if old is None or _same_type(old.dataType, f.dataType):
+                continue
+            kind = f.dataType.simpleString()
+            try:
+                spark.sql(f"ALTER TABLE {identifier(table)} ALTER COLUMN `{old.name}` TYPE {kind}")
+            except Exception:  # not a widening Iceberg allows: a new column of that name
+                spark.sql(f"ALTER TABLE {identifier(table)} DROP COLUMN `{old.name}`")
+                added.append(f)
     if added:
         columns = ", ".join(f"`{f.name}` {f.dataType.simpleString()}" for f in added)
         spark.sql(f"ALTER TABLE {identifier(table)} ADD COLUMNS ({columns})")
+        current = spark.table(identifier(table)).schema
     given = {f.name.lower() for f in frame.schema.fields}
     missing = [f for f in current.fields if f.name.lower() not in given]
     for f in missing:
         frame = frame.withColumn(f.name, F.lit(None).cast(f.dataType))
     return frame
+
+
+def _same_type(a: Any, b: Any) -> bool:
+    """Equal types, nullability aside (Spark reads every Iceberg column as nullable)."""
+    return bool(a.simpleString() == b.simpleString())
 
 
 def staged_on(
@@ -191,11 +258,31 @@ def staged_on(
 ) -> Staged:
     """The branch's head as a ``Staged`` write (after SQL wrote to it, e.g. a MERGE)."""
     row = spark.sql(
-        f"SELECT s.snapshot_id, s.operation FROM {identifier(table)}.snapshots s "
+        f"SELECT s.snapshot_id, s.operation, s.summary FROM {identifier(table)}.snapshots s "
         f"JOIN {identifier(table)}.refs r ON s.snapshot_id = r.snapshot_id "
         f"WHERE r.name = '{branch}'"
     ).collect()[0]
-    return Staged(table, branch, int(row[0]), parent, partition, str(row[1]), partition_column)
+    summary = dict(row[2] or {})
+    rows = snapshot_rows(summary, partition)
+    changed = int(summary.get("changed-partition-count", 0))
+    return Staged(
+        table, branch, int(row[0]), parent, partition, str(row[1]), rows, changed, partition_column
+    )
+
+
+def snapshot_rows(summary: Mapping[str, str], partition: str | None) -> int:
+    """The rows of the version a snapshot's summary describes: recorded (``medallion.rows``, a
+    day's append), else what a day's overwrite added, else the table's rows after it.
+
+    >>> snapshot_rows({"added-records": "5", "total-records": "30"}, "2026-01-02")
+    5
+    >>> snapshot_rows({"added-records": "5", "total-records": "30"}, None)
+    30
+    """
+    if f"{SUMMARY_PREFIX}rows" in summary:
+        return int(summary[f"{SUMMARY_PREFIX}rows"])
+    key = "added-records" if partition is not None else "total-records"
+    return int(summary.get(key, 0))
 
 
 def read_staged(spark: SparkSession, staged: Staged) -> DataFrame:
@@ -215,11 +302,15 @@ def publish(spark: SparkSession, staged: Staged) -> int:
     Drops the staging branch; a day's tag then points at the staged snapshot."""
     name = staged.table
     if main_head(spark, name) == staged.parent_id:
-        spark.sql(f"CALL {SPARK_CATALOG}.system.fast_forward('{name}', 'main', '{staged.branch}')")
+        spark.sql(
+            f"CALL {SPARK_CATALOG}.system.fast_forward('{_qualified(name)}', 'main', "
+            f"'{staged.branch}')"
+        )
     elif staged.operation in ("append", "overwrite") and _rebasable(spark, staged):
         try:
             spark.sql(
-                f"CALL {SPARK_CATALOG}.system.cherrypick_snapshot('{name}', {staged.snapshot_id})"
+                f"CALL {SPARK_CATALOG}.system.cherrypick_snapshot('{_qualified(name)}', "
+                f"{staged.snapshot_id})"
             )
         except Exception as error:
             raise CommitConflict(
@@ -285,10 +376,8 @@ class UnknownSnapshot(ResourceError):
     """A rollback names a snapshot the table does not have (or no longer has)."""
 
 
-def rollback(spark: SparkSession, table: str, snapshot_id: int) -> None:
-    """Make ``snapshot_id`` ``main``'s head (one catalog commit; later snapshots stay readable
-    until expired); ``UnknownSnapshot`` naming the newest ones when the table has no such
-    snapshot."""
+def require_snapshot(spark: SparkSession, table: str, snapshot_id: int) -> None:
+    """``UnknownSnapshot`` naming the table's newest snapshots when it has no ``snapshot_id``."""
     known = [
         int(row[0])
         for row in spark.sql(
@@ -301,21 +390,33 @@ def rollback(spark: SparkSession, table: str, snapshot_id: int) -> None:
             f"{table} has no snapshot {snapshot_id} (expired, or of another table); its newest: "
             f"{newest}"
         )
+
+
+def rollback(spark: SparkSession, table: str, snapshot_id: int) -> None:
+    """Make ``snapshot_id`` ``main``'s head (one catalog commit; later snapshots stay readable
+    until expired); ``UnknownSnapshot`` naming the newest ones when the table has no such
+    snapshot."""
+    require_snapshot(spark, table, snapshot_id)
     spark.sql(
-        f"CALL {SPARK_CATALOG}.system.set_current_snapshot(table => '{table}', "
+        f"CALL {SPARK_CATALOG}.system.set_current_snapshot(table => '{_qualified(table)}', "
         f"snapshot_id => {snapshot_id})"
     )
 
 
-def expire(spark: SparkSession, table: str, keep: int) -> int:
-    """Expire snapshots older than now beyond the newest ``keep`` on ``main`` (tagged ones, a
-    day's published version or a rejected write, are kept); returns data files deleted."""
-    now = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(time.time() + 1))
-    row = spark.sql(
-        f"CALL {SPARK_CATALOG}.system.expire_snapshots(table => '{table}', "
-        f"older_than => TIMESTAMP '{now}', retain_last => {keep})"
-    ).collect()[0]
-    return int(row["deleted_data_files_count"])
+def expire(spark: SparkSession, table: str, keep: int) -> None:
+    """Expire ``main``'s snapshots beyond the newest ``keep`` (tagged ones, a day's published
+    version or a rejected write, are kept) and delete the files only they held. Through
+    Iceberg's Java API in the driver: the ``expire_snapshots`` procedure starts a Spark job of
+    hundreds of tasks for every table, however small."""
+    java = _java_table(spark, table)
+    now_ms = int(time.time() * 1000) + 1000
+    java.expireSnapshots().expireOlderThan(now_ms).retainLast(keep).commit()
+
+
+def _qualified(table: str) -> str:
+    """A procedure's table argument: ``lake.layer.name`` (a bare ``layer.name`` makes Iceberg
+    try ``layer`` as a catalog first and log the miss)."""
+    return f"{SPARK_CATALOG}.{table}"
 
 
 def _rebasable(spark: SparkSession, staged: Staged) -> bool:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from medallion_assets.lake.catalog import SPARK_CATALOG, LakeCatalog, LakeCatalogError
-from medallion_assets.lake.tables import DAY_TAG, SUMMARY_PREFIX, day_tag
+from medallion_assets.lake.tables import DAY_TAG, SUMMARY_PREFIX, day_tag, snapshot_rows
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -203,14 +203,8 @@ def version_of(table: str, snapshot: Snapshot) -> Version | None:
 
 
 def _rows(snapshot: Snapshot, summary: Mapping[str, str]) -> int:
-    """The version's rows: recorded, else Iceberg's count of what the write added (a day's or a
-    table's overwrite) or, for an append, of the table's rows after it."""
-    if "rows" in summary:
-        return int(summary["rows"])
     own = snapshot.summary.additional_properties if snapshot.summary else {}
-    operation = snapshot.summary.operation.value if snapshot.summary else ""
-    key = "total-records" if operation == "append" else "added-records"
-    return int(own.get(key, 0))
+    return snapshot_rows(own, summary.get("partition") or None)
 
 
 def _summary(snapshot: Snapshot) -> dict[str, str]:

@@ -70,11 +70,12 @@ class DatasetName:
 
 @dataclass(frozen=True)
 class Naming:
-    """Where things live, for their OpenLineage names: the job namespace, the lake's root and
-    the warehouse's namespace and name prefix (``warehouse_naming``)."""
+    """Where things live, for their OpenLineage names: the job namespace, the lake's warehouse
+    (a folder, or ``s3://bucket/prefix``) and the warehouse's namespace and name prefix
+    (``warehouse_naming``)."""
 
     job_namespace: str
-    lake_root: Path
+    lake_root: Path | str
     warehouse_namespace: str | None = None
     warehouse_prefix: str = ""  # "<database>." where the spec names one
 
@@ -110,7 +111,11 @@ def dataset_name(catalog: Catalog, node: str, naming: Naming) -> DatasetName:
         source = catalog.sources[node[len(RAW) :]]
         return DatasetName(f"s3://{source.bucket}", source.prefix.strip("/"))
     layer, table = node.split(".", 1)
-    return DatasetName("file", str((naming.lake_root / layer / table).resolve()))
+    root = str(naming.lake_root).removeprefix("file:")
+    if root.startswith(("s3://", "s3a://")):  # an Iceberg table's location under the warehouse
+        bucket, _, prefix = root.split("://", 1)[1].partition("/")
+        return DatasetName(f"s3://{bucket}", "/".join(p for p in (prefix, layer, table) if p))
+    return DatasetName("file", str((Path(root) / layer / table).resolve()))
 
 
 def warehouse_name(dataset: Dataset, naming: Naming) -> DatasetName | None:

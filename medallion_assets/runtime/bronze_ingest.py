@@ -3,8 +3,11 @@ malformed records in quarantine, add ingestion columns, run the bronze SQL, publ
 
 A manifest per source (and partition), in the control store, records every ingested object
 with its ETag, the batch that brought it and when. Only objects that are new or changed are
-downloaded; the bronze table is rebuilt from all landed objects, so re-running ingests nothing
-twice and a file replaced upstream (new ETag) replaces its rows instead of adding to them.
+downloaded. When only new objects landed and the bronze code and evolved columns are those of
+the current version, their rows are appended (an Iceberg append snapshot: the cost follows the
+change, not the table); otherwise (the first ingest, an object replaced upstream with a new
+ETag, changed SQL) the table is rebuilt from all landed objects. Re-running ingests nothing
+twice and a replaced file replaces its rows instead of adding to them.
 """
 
 from __future__ import annotations
@@ -12,12 +15,13 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from medallion_assets.catalog import Catalog, Dataset
 from medallion_assets.catalog.models import Replica, Source
+from medallion_assets.lake import Produced, Version
 from medallion_assets.runtime.faults import crash_point
 from medallion_assets.runtime.intake import (
     Batch,
@@ -26,17 +30,22 @@ from medallion_assets.runtime.intake import (
     readable_entries,
     require_readable,
 )
-from medallion_assets.runtime.lake import staged_rows
 from medallion_assets.runtime.raw_files import file_columns
 from medallion_assets.runtime.schema_drift import detect, evolved_columns, evolved_digest
 from medallion_assets.runtime.spark_sql import SparkScript, spark_script, view_name
-from medallion_assets.runtime.table_build import BuildOutcome, Staged, publish_checked, skipped
+from medallion_assets.runtime.table_build import (
+    BuildOutcome,
+    publish_checked,
+    skipped,
+    stage_output,
+)
 from medallion_assets.runtime.table_run import TableRun
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 CORRUPT = "_corrupt_record"
+QUARANTINE_DAY = "_partition"  # the day column of a daily source's quarantine table
 
 
 class ObjectSource(Protocol):
@@ -150,7 +159,11 @@ def ingest(run: TableRun, store: ObjectSource) -> IngestOutcome:
     )
     if drift is not None:
         raise drift  # before reading: nothing is published, the manifest is not moved
-    good, quarantine, total = _read_landed(spark, source, readable_entries(updated), evolved)
+    readable = readable_entries(updated)
+    previous = lake.current(dataset.name, partition)
+    append = _appendable(previous, dataset.code_version, inputs, manifest, intake.landed)
+    batch = {k: e for k, e in readable.items() if k in intake.landed} if append else readable
+    good, quarantine, total = _read_landed(spark, source, batch, evolved)
     throttle = getattr(store, "throttle", None)
     if throttle is not None:
         throttle.rows(total)  # paces the extract to the source system's rows/s
@@ -158,7 +171,9 @@ def ingest(run: TableRun, store: ObjectSource) -> IngestOutcome:
     script = spark_script(
         dataset.sql, dataset.dialect, dataset.name, {f"raw.{name}": view_name(f"raw.{name}")}
     )
-    outcome, quarantined = _publish(run, script, quarantine, total, inputs)
+    outcome, quarantined = _publish(
+        run, script, quarantine, total, inputs, "append" if append else "replace"
+    )
     state.save_manifest(name, partition, manifest, updated, run.run_id)  # only after a publish
     new = len(intake.landed)
     log(
@@ -168,7 +183,8 @@ def ingest(run: TableRun, store: ObjectSource) -> IngestOutcome:
     rate = quarantined / total if total else 0.0
     metadata = {
         "new_objects": new,
-        "objects": len(readable_entries(updated)),
+        "objects": len(readable),
+        "bronze_write": "append" if append else "rebuild",
         "quarantined_rows": quarantined,
         "quarantine_rate": round(rate, 6),
         "records_read": total,
@@ -263,44 +279,60 @@ def _read_csv_by_header(
     return reduce(lambda a, b: a.unionByName(b), frames)
 
 
+def _appendable(
+    previous: Version | None,
+    code_version: str,
+    inputs: Mapping[str, str],
+    manifest: Mapping[str, Any],
+    landed: Mapping[str, Any],
+) -> bool:
+    """Whether the new objects' rows can be appended to the current version: it was built by
+    this code with these evolved columns, and every landed object is new (none replaces an
+    ingested one, whose rows would have to go)."""
+    if previous is None or previous.code_version != code_version:
+        return False
+    evolved = [k for k in inputs if k.endswith("#evolved")]
+    if any(previous.inputs.get(k) != inputs[k] for k in evolved):
+        return False
+    if any(k.endswith("#evolved") for k in previous.inputs) and not evolved:
+        return False
+    return not any(key in manifest for key in landed)
+
+
 def _publish(
     run: TableRun,
     script: SparkScript,
     quarantine: DataFrame,
     records_read: int,
     inputs: dict[str, str],
+    mode: Literal["replace", "append"],
 ) -> tuple[BuildOutcome, int]:
     """Stage the quarantine and the table, check the table, then publish both (quarantine
     first); a rejected or failed ingest publishes neither."""
-    lake, dataset, partition = run.lake, run.dataset, run.partition
+    dataset = run.dataset
     quarantine_table = f"{dataset.name}__quarantine"
-    q_staging, q_staged = lake.stage_frame(quarantine, quarantine_table, partition)
+    produced = Produced(dataset.code_version, inputs, run.run_id)
+    if run.partition is not None:  # a daily source's quarantine is kept by day too
+        from pyspark.sql import functions as F
+
+        quarantine = quarantine.withColumn(QUARANTINE_DAY, F.lit(run.partition))
+    q_staged = stage_output(
+        run, quarantine, produced, mode, table=quarantine_table, column=QUARANTINE_DAY
+    )
     try:
-        quarantined = staged_rows(q_staging)
-        checks = run.check_context(q_staged, records_read)
-        staged = Staged(*lake.stage_frame(script.run(run.session), dataset.name, partition))
+        quarantined = quarantine.count()  # this batch's: the checks rate what was read now
+        checks = run.check_context(quarantine.drop(QUARANTINE_DAY), records_read)
+        table_produced = replace(produced, extra={"quarantined_rows": quarantined})
+        staged = stage_output(run, script.run(run.session), table_produced, mode)
 
         def publish_quarantine() -> None:
-            lake.publish(
-                q_staging,
-                quarantine_table,
-                partition,
-                dataset.code_version,
-                inputs,
-                quarantined,
-                run.run_id,
-            )
+            run.lake.publish(run.session, q_staged)
 
         version, validation = publish_checked(
-            run,
-            staged,
-            inputs,
-            checks=checks,
-            extra={"quarantined_rows": quarantined},
-            before_publish=publish_quarantine,
+            run, staged, table_produced, checks=checks, before_publish=publish_quarantine
         )
     except BaseException:
-        lake.discard(q_staging)
+        run.lake.discard(run.session, q_staged)
         raise
     outcome = BuildOutcome(version, False, "built", {"rows": version.rows}, validation)
     return outcome, quarantined

@@ -72,11 +72,12 @@ class BuildLocks(Protocol):
         ...
 
 
-def build_locks(control_url: str, lake_root: Path) -> BuildLocks:
-    """The locks every builder of this lake shares (see the module docstring)."""
+def build_locks(control_url: str, state_home: Path) -> BuildLocks:
+    """The locks every builder of this lake shares (see the module docstring): advisory locks
+    of the PostgreSQL control store, else files beside the embedded control store."""
     if control_url.startswith(("postgresql://", "postgres://")):
         return AdvisoryLocks(control_url)
-    return FileLocks(Path(lake_root) / "_locks")
+    return FileLocks(Path(state_home) / "locks")
 
 
 def table_lock_name(table: str, partition: str | None) -> str:

@@ -1,29 +1,32 @@
-"""Run a MERGE INTO file on Spark: the new version of its table is the MERGE of the source into
-the table's current version (an empty table on the first build), computed by one query.
+"""Run a MERGE INTO file as Iceberg's own MERGE, on a staged branch of its table.
 
-Columns: the current version's, then any the MERGE writes that it lacks (new columns hold NULL
-in the rows already there); on the first build, the columns the MERGE writes.
+Before the MERGE the table is made (on the first build) with the columns the MERGE writes, and
+columns a changed MERGE adds are added to it (existing rows read them as NULL). The statement
+reads the registered views of its sources; its target is the staged branch, so readers see
+nothing until the checks pass and the branch is published.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from sqlglot import exp
+
 from medallion_assets.catalog import Dataset
-from medallion_assets.lineage.merge_clauses import MergeSpec, merge_spec
+from medallion_assets.lake import Produced, StagedWrite
+from medallion_assets.lineage.merge_clauses import merge_spec
 from medallion_assets.lineage.script import spark_preamble, spark_sql
 from medallion_assets.lineage.statement import SqlError, parse_script
 from medallion_assets.runtime.errors import PermanentError
-from medallion_assets.runtime.lake import Lake, TableVersion
-from medallion_assets.runtime.merge_sql import CONFLICT_MARKER, defined_columns_sql, merge_query
-from medallion_assets.runtime.spark_sql import read_views, view_name
+from medallion_assets.runtime.merge_sql import CONFLICT_MARKER, defined_columns_sql
+from medallion_assets.runtime.spark_sql import read_views
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
-    from pyspark.sql.types import StructType
+    from medallion_assets.runtime.table_run import TableRun
+
+_TARGET = "__medallion_merge_target__"
 
 
 class MergeNotRunnable(PermanentError):
@@ -40,62 +43,52 @@ class MergeConflict(PermanentError):
     fix = "make the MERGE's ON condition match at most one source row per target row"
 
 
-def merge_frame(
-    spark: SparkSession,
-    lake: Lake,
-    dataset: Dataset,
-    current: TableVersion | None,
-    views: Mapping[str, str],
-) -> tuple[DataFrame, str]:
-    """(the table's rows after the MERGE, the Spark SQL computing them)."""
+def stage_merge(
+    run: TableRun, views: Mapping[str, str], produced: Produced
+) -> tuple[StagedWrite, str]:
+    """Stage the MERGE of ``run``'s file on a branch of its table; (the staged write, the Spark
+    SQL run, its target written ``{target}``)."""
+    spark, lake, dataset = run.session, run.lake, run.dataset
     try:
-        spec = spark_merge(dataset.sql, dataset.dialect, dataset.name, views)
-        for statement in spec.preamble:
-            spark.sql(statement)
+        statement, preamble = spark_merge(dataset.sql, dataset.dialect, dataset.name, views)
+        for sql in preamble:
+            spark.sql(sql)
+        spec = merge_spec(statement)
         source_columns = spark.sql(spec.source_sql).columns
-        defined = _storable(spark.sql(defined_columns_sql(spec, source_columns)).schema)
-        target = _current_rows(spark, lake, current, defined)
-        target_view = f"{view_name(dataset.name)}__current"
-        target.createOrReplaceTempView(target_view)
-        have = {f.name.lower() for f in target.schema.fields}
-        output = [(f.name, f.dataType.simpleString()) for f in target.schema.fields]
-        output += [
-            (f.name, f.dataType.simpleString()) for f in defined.fields if f.name not in have
-        ]
-        query = merge_query(spec, target_view, target.columns, output, source_columns)
+        columns = spark.sql(defined_columns_sql(spec, source_columns))
     except SqlError as error:
         raise MergeNotRunnable(f"{dataset.sql_path}: {error}") from None
-    return spark.sql(query), query
+    partitions = dataset.settings.partitions
+    lake.prepare(spark, dataset.name, columns, partitions.column if partitions else None)
+    query = _with_target(statement)
+    with merge_errors(dataset):
+        staged = lake.stage_sql(spark, dataset.name, query, produced)
+    return staged, query
 
 
-def spark_merge(sql: str, dialect: str, target: str, views: Mapping[str, str]) -> MergeSpec:
+def spark_merge(
+    sql: str, dialect: str, target: str, views: Mapping[str, str]
+) -> tuple[exp.Expr, tuple[str, ...]]:
     """The MERGE of a dataset's file, with every table it reads pointed at its view, and the
     file's preamble (temporary views, functions) in Spark SQL."""
     script, statement = parse_script(sql, dialect, target, inline=False)
     merge = read_views(statement.expression, views)  # every table but the target itself
     preamble = tuple(spark_sql(read_views(s, views)) for s in spark_preamble(script, dialect))
-    return replace(merge_spec(merge), preamble=preamble)
+    return merge, preamble
 
 
-def _current_rows(
-    spark: SparkSession, lake: Lake, current: TableVersion | None, columns: StructType
-) -> DataFrame:
-    """The target's current version, or an empty table of ``columns`` before the first one."""
-    if current is None:
-        return spark.createDataFrame([], columns)
-    return lake.read(spark, [current])
-
-
-def _storable(schema: StructType) -> StructType:
-    """Parquet has no type for a column that is NULL by construction: store it as a string."""
-    from pyspark.sql.types import NullType, StringType, StructField, StructType
-
-    return StructType(
-        [
-            StructField(f.name, StringType() if isinstance(f.dataType, NullType) else f.dataType)
-            for f in schema.fields
-        ]
+def _with_target(merge: exp.Expr) -> str:
+    """The MERGE in Spark SQL, its target written ``{target}`` (the staged branch's name)."""
+    merge = merge.copy()
+    target = merge.this
+    table = target if isinstance(target, exp.Table) else target.find(exp.Table)
+    alias = table.alias_or_name if table.alias else table.name
+    table.replace(
+        exp.Table(
+            this=exp.to_identifier(_TARGET), alias=exp.TableAlias(this=exp.to_identifier(alias))
+        )
     )
+    return spark_sql(merge).replace(f"`{_TARGET}`", "{target}").replace(_TARGET, "{target}")
 
 
 @contextmanager
@@ -113,4 +106,4 @@ def merge_errors(dataset: Dataset) -> Iterator[None]:
         ) from None
 
 
-__all__ = ["MergeConflict", "MergeNotRunnable", "merge_errors", "merge_frame"]
+__all__ = ["MergeConflict", "MergeNotRunnable", "merge_errors", "stage_merge"]

@@ -32,7 +32,7 @@ def one_run_at_a_time(
     from ``dagster dev``, schedules and backfills off a table this run is building.
     """
     plane = ControlPlane.of(settings)
-    locks = build_locks(plane.url, settings.lake_root)
+    locks = build_locks(plane.url, settings.state_home)
 
     def on_wait(other: Holder | None) -> None:
         who = f" ({other.describe()})" if other is not None else ""

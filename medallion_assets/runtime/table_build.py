@@ -2,7 +2,8 @@
 
 The steps: resolve the published version of every upstream table; skip when the code and every
 input are unchanged since the current version; otherwise register the upstream versions as
-views, run the SQL, write to staging, validate, publish atomically.
+views, run the SQL, stage the output as a snapshot on a branch of the table (a MERGE runs as
+Iceberg's own on that branch), check exactly that snapshot, publish it in one catalog commit.
 """
 
 from __future__ import annotations
@@ -10,8 +11,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from medallion_assets.catalog import Catalog, Dataset
 from medallion_assets.checks.results import CheckContext, ChecksFailed, Validation
@@ -21,10 +21,11 @@ from medallion_assets.checks.validation import (
     still_rejected,
     validate_frame,
 )
+from medallion_assets.lake import Lake, Produced, StagedWrite, Version
 from medallion_assets.lineage.statement import parse_statement
 from medallion_assets.planner.diagnosis import headline
-from medallion_assets.runtime.lake import Lake, TableVersion, staged_rows
-from medallion_assets.runtime.merge import merge_errors, merge_frame
+from medallion_assets.runtime.faults import crash_point
+from medallion_assets.runtime.merge import stage_merge
 from medallion_assets.runtime.spark_sql import spark_script, view_name
 from medallion_assets.runtime.table_run import TableRun
 
@@ -47,7 +48,7 @@ class UnreadableInput(RuntimeError):
 
 @dataclass(frozen=True)
 class BuildOutcome:
-    version: TableVersion
+    version: Version
     skipped: bool
     reason: str
     metadata: dict[str, Any] = field(default_factory=dict)
@@ -135,20 +136,19 @@ def build_table(run: TableRun) -> BuildOutcome:
             raise blocked
 
     views = register_inputs(spark, lake, catalog, dataset, partition)
+    produced = Produced(dataset.code_version, inputs, run.run_id)
     if merge:
-        frame, query = merge_frame(spark, lake, dataset, current, views)
+        staged, query = stage_merge(run, views, produced)
     else:
         script = spark_script(dataset.sql, dataset.dialect, dataset.name, views)
         frame = script.run(spark)  # the preamble (temporary views, functions) first
         query = script.query
         if script.by_position and len(frame.columns) == len(dataset.column_names):
             frame = frame.toDF(*dataset.column_names)  # INSERT writes the table's columns in order
-        if script.kind == "insert" and current is not None:
-            # INSERT INTO appends: the new version is the current rows plus the query's rows.
-            frame = lake.read(spark, [current]).unionByName(frame)
-    with merge_errors(dataset):
-        staged = Staged(*lake.stage_frame(frame, dataset.name, partition))
-    version, validation = publish_checked(run, staged, inputs, checks=run.check_context())
+        # INSERT INTO appends: the new version is the current rows plus the query's rows.
+        mode: Literal["replace", "append"] = "append" if script.kind == "insert" else "replace"
+        staged = stage_output(run, frame, produced, mode)
+    version, validation = publish_checked(run, staged, produced, checks=run.check_context())
     run.log.info(
         f"published {dataset.name}{_label(partition)} version {version.version_id}: "
         f"{version.rows} rows"
@@ -158,7 +158,33 @@ def build_table(run: TableRun) -> BuildOutcome:
     )
 
 
-def skipped(run: TableRun, version: TableVersion, reason: str) -> BuildOutcome:
+def stage_output(
+    run: TableRun,
+    frame: DataFrame,
+    produced: Produced,
+    mode: Literal["replace", "append"] = "replace",
+    table: str | None = None,
+    column: str | None = None,
+) -> StagedWrite:
+    """Stage ``frame`` as the run's table (or ``table``, e.g. its quarantine, whose day is in
+    ``column``): the whole table, or the run's day of a daily one."""
+    partitions = run.dataset.settings.partitions
+    if run.partition is None:
+        column = None
+    elif column is None and partitions is not None:
+        column = partitions.column
+    return run.lake.stage(
+        run.session,
+        frame,
+        table or run.dataset.name,
+        produced,
+        partition=run.partition,
+        partition_column=column,
+        mode=mode,
+    )
+
+
+def skipped(run: TableRun, version: Version, reason: str) -> BuildOutcome:
     """The outcome of a build that reuses ``version``, with its check results reported again."""
     context = run.check_context()
     validation = (
@@ -169,61 +195,41 @@ def skipped(run: TableRun, version: TableVersion, reason: str) -> BuildOutcome:
     return BuildOutcome(version, True, reason, validation=validation)
 
 
-@dataclass(frozen=True)
-class Staged:
-    """Output written to a staging folder, not yet published, and the frame reading it."""
-
-    staging: Path
-    frame: DataFrame
-
-
 def publish_checked(
     run: TableRun,
-    staged: Staged,
-    inputs: dict[str, str],
+    staged: StagedWrite,
+    produced: Produced,
     *,
     checks: CheckContext | None,
-    extra: dict[str, Any] | None = None,
     before_publish: Callable[[], None] = lambda: None,
-) -> tuple[TableVersion, Validation]:
-    """Count and check the staged output, then publish it, or keep it in staging when a
-    blocking check fails (``ChecksFailed``); any other failure discards it."""
-    lake, dataset, partition, staging = run.lake, run.dataset, run.partition, staged.staging
+) -> tuple[Version, Validation]:
+    """Check exactly the staged snapshot, then publish it; when a blocking check fails it is
+    kept under a tag (``ChecksFailed``), and any other failure drops it. Either way the
+    table's current version does not move."""
+    lake, dataset, partition, spark = run.lake, run.dataset, run.partition, run.session
     current = lake.current(dataset.name, partition)
-    # The checks read the staged Parquet directly: each reads only the columns it needs, and
-    # caching the frame first cost more than all the checks' reads together (bench F).
+    # The checks read the staged snapshot directly: each reads only the columns it needs.
     validation = Validation()
     try:
-        rows = staged_rows(staging)
         if checks is not None:
-            validation = validate_frame(staged.frame, checks, total=rows)
-            if validation.blocking_failures:
-                raise ChecksFailed(
-                    dataset.name,
-                    partition,
-                    validation,
-                    staging,
-                    current.version_id if current else None,
-                )
-        before_publish()
-        version = lake.publish(
-            staging,
-            dataset.name,
-            partition,
-            dataset.code_version,
-            inputs,
-            rows,
-            run.run_id,
-            # The schema the next reads of this version take instead of inferring one (a job).
-            {**(extra or {}), "schema": staged.frame.schema.json()},
-        )
-    except ChecksFailed as failed:
-        record_rejection(run.check_ledger, failed, dataset.code_version, inputs, run.run_id)
-        lake.keep_rejected(staging)
-        raise
+            validation = validate_frame(staged.frame, checks, total=staged.rows)
+        if validation.blocking_failures:
+            kept = lake.keep_rejected(spark, staged)
+        else:
+            before_publish()
+            crash_point("lake.staged", dataset.name, partition)
+            version = lake.publish(spark, staged)
     except BaseException:
-        lake.discard(staging)
+        _discard(lake, spark, staged)
         raise
+    if validation.blocking_failures:
+        failed = ChecksFailed(
+            dataset.name, partition, validation, kept, current.version_id if current else None
+        )
+        record_rejection(
+            run.check_ledger, failed, dataset.code_version, dict(produced.inputs), run.run_id
+        )
+        raise failed
     if run.check_ledger is not None and checks is not None:
         run.check_ledger.record(
             "published",
@@ -231,11 +237,20 @@ def publish_checked(
             partition,
             version.version_id,
             dataset.code_version,
-            inputs,
+            dict(produced.inputs),
             list(validation.as_json()),
             run.run_id,
         )
     return version, validation
+
+
+def _discard(lake: Lake, spark: SparkSession, staged: StagedWrite) -> None:
+    """Drop a staged write that will not be published; a failure to drop it (the catalog went
+    away) does not hide the failure that stopped the build (``clear_staging`` drops it later)."""
+    try:
+        lake.discard(spark, staged)
+    except Exception:  # the original error is the one to report
+        return
 
 
 def register_inputs(
@@ -264,7 +279,7 @@ def register_inputs(
 
 def _input_versions(
     lake: Lake, catalog: Catalog, dataset: Dataset, upstream: str, partition: str | None
-) -> list[TableVersion]:
+) -> list[Version]:
     if lake.is_partitioned(upstream) and _same_partitions(catalog, dataset, upstream):
         return lake.current_versions(upstream, [partition] if partition else None)
     return lake.current_versions(upstream)

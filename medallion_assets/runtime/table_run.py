@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Protocol
 from medallion_assets.catalog import Catalog, Dataset
 from medallion_assets.catalog.models import Replica
 from medallion_assets.checks.results import CheckContext
+from medallion_assets.lake import Lake
 from medallion_assets.planner.reroute import PRIMARY, Route, along
-from medallion_assets.runtime.lake import Lake
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -27,9 +27,9 @@ from medallion_assets.checks.results import CheckResult
 from medallion_assets.checks.table_rules import reconciliation_message, reconciliation_result
 from medallion_assets.control.state import LoadRecord
 from medallion_assets.io.warehouse import LoadUnit
+from medallion_assets.lake import Version
 from medallion_assets.runtime.bronze_ingest import ingest
 from medallion_assets.runtime.faults import crash_point
-from medallion_assets.runtime.lake import TableVersion
 from medallion_assets.runtime.table_build import BuildOutcome, build_table
 from medallion_assets.runtime.table_run import TableRun
 
@@ -39,7 +39,7 @@ class TableOutcome:
     """What a table's run did: the version in force (new, or the current one kept when
     ``skipped``), plain metadata for its materialization, and every check result."""
 
-    version: TableVersion
+    version: Version
     metadata: dict[str, Any] = field(default_factory=dict)
     checks: tuple[CheckResult, ...] = ()
     skipped: bool = False
@@ -136,7 +136,7 @@ class TableRunner:
         """Silver and gold: run the SQL on Spark over the published inputs, check, publish."""
         return build_table(table_run)
 
-    def load_warehouse(self, table_run: TableRun, version: TableVersion) -> dict[str, Any]:
+    def load_warehouse(self, table_run: TableRun, version: Version) -> dict[str, Any]:
         """Load the published version (of the partition) into the warehouse, unless the
         warehouse's load ledger says it already holds that version: a rerun, a backfill over
         loaded days or a run after a crash loads nothing twice, and a new version replaces the

@@ -44,7 +44,7 @@ def minimal_job(tmp_path: Path, monkeypatch, policies: str):  # type: ignore[no-
     from medallion_assets.adapters.translator import DatasetTranslator
     from medallion_assets.catalog import load_catalog
     from medallion_assets.control.plane import ControlPlane
-    from medallion_assets.runtime.lake import Lake
+    from medallion_assets.lake import Lake
 
     root, _store = minimal_project(
         tmp_path, monkeypatch, {"order_id": 1, "amount": 5, "country": "de"}

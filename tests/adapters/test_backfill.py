@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from medallion_assets.cli import cli
-from medallion_assets.runtime.lake import Lake
+from medallion_assets.lake import Lake
 from tests.adapters.faults.project import DAYS, faults_project
 from tests.conftest import REPO
 from tests.webserver import running_webserver, server_env

@@ -21,7 +21,7 @@ from medallion_assets.catalog import load_catalog
 from medallion_assets.control.plane import ControlPlane
 from medallion_assets.io.object_store import key_path
 from medallion_assets.planner.orchestrators import Flow, Task, flows, generate, task_id
-from medallion_assets.runtime.lake import Lake
+from medallion_assets.lake import Lake
 from tests.adapters.minimal import minimal_project, orders
 from tests.conftest import REPO
 

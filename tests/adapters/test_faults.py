@@ -22,7 +22,7 @@ import pytest
 from medallion_assets.adapters.headless import INSTANCE_SETTINGS, run_project
 from medallion_assets.adapters.lost_runs import PID_TAG
 from medallion_assets.control.plane import ControlPlane
-from medallion_assets.runtime.lake import Lake
+from medallion_assets.lake import Lake
 from tests.adapters.faults.project import faults_project, run_env, snapshot, start_run
 from tests.lock_holder import hold_lock_in_child
 
@@ -33,7 +33,7 @@ RUN_TIMEOUT = 600
 # past the previous point (rebuilding or reusing what it left) and dies at the next.
 CRASH_POINTS = (
     "ingest.downloaded@bronze.events[2026-01-01]",  # raw objects landed, nothing published
-    "lake.renamed@bronze.events[2026-01-01]",  # quarantine published, the table's version
+    "lake.staged@bronze.events[2026-01-01]",  # quarantine published, the table's version
     # in place but CURRENT not moved, the manifest not written
     "lake.published@gold.daily_events[2026-01-01]",  # published, warehouse not loaded
     "warehouse.loaded@gold.daily_events[2026-01-01]",  # appended, the load not recorded

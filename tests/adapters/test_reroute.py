@@ -20,7 +20,7 @@ from medallion_assets.cli import cli
 from medallion_assets.control.plane import ControlPlane
 from medallion_assets.control.recovery import DownNodes
 from medallion_assets.io.object_store import Boto3ObjectStore
-from medallion_assets.runtime.lake import Lake
+from medallion_assets.lake import Lake
 from tests.adapters.minimal import minimal_project, orders
 
 pytestmark = pytest.mark.slow

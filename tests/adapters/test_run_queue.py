@@ -30,7 +30,7 @@ from medallion_assets.cli import cli
 from medallion_assets.control.plane import ControlPlane
 from medallion_assets.planner.run_priority import PRIORITY_TAG, PROFILE_TAG
 from medallion_assets.planner.scheduling import system_limits, traits_of
-from medallion_assets.runtime.lake import Lake
+from medallion_assets.lake import Lake
 from tests.adapters.lineage_runs import lineage_runs
 from tests.adapters.queue_project import (
     SPARK_LIMIT,

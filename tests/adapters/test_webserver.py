@@ -16,7 +16,7 @@ from medallion_assets.adapters.translator import DatasetTranslator
 from medallion_assets.catalog import Catalog
 from medallion_assets.demo import DemoSettings, GeneratedFile, generate, write_files
 from medallion_assets.io.object_store import LocalFolderObjectStore
-from medallion_assets.runtime.lake import Lake
+from medallion_assets.lake import Lake
 from tests.conftest import REPO
 from tests.webserver import (
     LAUNCH,

@@ -15,7 +15,7 @@ from click.testing import CliRunner, Result
 
 from medallion_assets.cli import cli
 from medallion_assets.control.plane import ControlPlane
-from medallion_assets.runtime.lake import Lake
+from medallion_assets.lake import Lake
 from tests.adapters.minimal import minimal_project, orders
 
 pytestmark = pytest.mark.slow

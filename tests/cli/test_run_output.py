@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from medallion_assets.cli import cli
 from medallion_assets.control.plane import ControlPlane
-from medallion_assets.runtime.lake import Lake
+from medallion_assets.lake import Lake
 from tests.adapters.minimal import minimal_project, orders
 
 pytestmark = pytest.mark.slow

@@ -17,7 +17,7 @@ from medallion_assets.catalog import load_catalog
 from medallion_assets.cli import cli
 from medallion_assets.demo import DemoSettings, generate, write_files
 from medallion_assets.io.object_store import LocalFolderObjectStore
-from medallion_assets.runtime.lake import Lake
+from medallion_assets.lake import Lake
 from tests.conftest import copy_demo_project
 
 pytestmark = pytest.mark.slow

@@ -19,7 +19,7 @@ from medallion_assets.catalog import load_catalog
 from medallion_assets.demo import DemoSettings, generate, write_files
 from medallion_assets.io.object_store import Boto3ObjectStore
 from medallion_assets.io.warehouse import PostgresWarehouse
-from medallion_assets.runtime.lake import Lake
+from medallion_assets.lake import Lake
 from medallion_assets.testing import read_table
 from tests.adapters.lineage_runs import lineage_runs
 from tests.conftest import copy_demo_project

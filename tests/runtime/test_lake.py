@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from medallion_assets.runtime.lake import Lake
+from medallion_assets.lake import Lake
 
 
 def stage(lake: Lake, table: str, rows: list[int], partition: str | None = None) -> Path:

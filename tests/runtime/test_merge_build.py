@@ -11,7 +11,7 @@ import duckdb
 import pytest
 
 from medallion_assets.catalog import load_catalog
-from medallion_assets.runtime.lake import Lake
+from medallion_assets.lake import Lake
 from medallion_assets.runtime.merge import MergeConflict, MergeNotRunnable
 from medallion_assets.runtime.table_build import build_table
 from medallion_assets.runtime.table_run import TableRun

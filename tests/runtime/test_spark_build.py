@@ -15,7 +15,7 @@ from medallion_assets.checks.results import ChecksFailed
 from medallion_assets.control.store import ControlStore
 from medallion_assets.io.object_store import LocalFolderObjectStore
 from medallion_assets.runtime.bronze_ingest import ingest
-from medallion_assets.runtime.lake import Lake
+from medallion_assets.lake import Lake
 from medallion_assets.runtime.table_build import MissingInput, build_table
 from medallion_assets.runtime.table_run import RunLog, TableRun
 from medallion_assets.testing import read_table
@@ -251,7 +251,7 @@ def jobs_during(spark, work) -> tuple[int, object]:
 def test_a_published_version_records_its_schema_and_is_read_with_it(spark, project):
     """Reading an input starts no schema-inference job; the rows counted from the Parquet
     footers are the rows published; versions whose schemas differ are read as Spark infers."""
-    from medallion_assets.runtime.lake import staged_rows
+    from medallion_assets.lake import staged_rows
 
     catalog, store, lake, _ = project
     store.put("minimal-raw", "orders/a.jsonl", orders({"order_id": 1, "amount": 10}))

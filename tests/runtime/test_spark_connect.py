@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from medallion_assets.io.object_store import LocalFolderObjectStore
-from medallion_assets.runtime.lake import Lake
+from medallion_assets.lake import Lake
 from medallion_assets.testing import read_table
 from tests.conftest import REPO
 from tests.spark_connect_server import (

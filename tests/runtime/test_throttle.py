@@ -189,7 +189,7 @@ def test_reduce_parallelism_halves_the_system_limits_a_step_builds_until_it_expi
     from medallion_assets.control.healing_actions import HealingContext, reduce_parallelism
     from medallion_assets.control.plane import ControlPlane
     from medallion_assets.planner.diagnosis import Diagnosis, Failure
-    from medallion_assets.runtime.lake import Lake
+    from medallion_assets.lake import Lake
     from medallion_assets.runtime.table_run import TableRun
 
     monkeypatch.setenv("MEDALLION_HOME", str(tmp_path))

@@ -16,7 +16,7 @@ from medallion_assets.catalog.rules import ReconciliationRule, Rule
 from medallion_assets.checks.results import MASKED, CheckContext
 from medallion_assets.checks.table_rules import reconciliation_result
 from medallion_assets.checks.validation import validate_frame
-from medallion_assets.runtime.lake import Lake
+from medallion_assets.lake import Lake
 
 MINIMAL = Path(__file__).parents[1] / "catalog" / "minimal_project"
 NOW = dt.datetime(2026, 11, 21, 12, 0, tzinfo=dt.UTC).timestamp()

@@ -207,7 +207,7 @@ def test_a_misspelt_crash_point_is_an_error_at_the_point_not_a_run_that_never_cr
     # A valid point for another table (or another point) lets the process go on.
     monkeypatch.setenv("MEDALLION_CRASH_AT", "lake.published@gold.other")
     crash_point("lake.published", "gold.revenue")
-    crash_point("lake.renamed", "gold.other")
+    crash_point("lake.staged", "gold.other")
 
 
 def test_the_lake_is_a_folder_or_s3_and_anything_else_is_refused_naming_the_variable():

@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 from medallion_assets.catalog import load_catalog
 from medallion_assets.io.object_store import LocalFolderObjectStore
 from medallion_assets.io.warehouse import warehouse_from_url
-from medallion_assets.runtime.lake import Lake
+from medallion_assets.lake import Lake
 from tests.adapters.minimal import MINIMAL, orders
 
 DAYS = ("2026-01-01", "2026-01-02")
