@@ -205,14 +205,14 @@ def run_scenario(scenario: Scenario, tmp: Path, data: ShopData, template: Path) 
 
     from medallion_assets.adapters.headless import instance_settings
     from medallion_assets.catalog import load_catalog
-    from medallion_assets.planner.scheduling import system_limits
     from medallion_assets.lake import Lake
+    from medallion_assets.planner.scheduling import system_limits
     from medallion_assets.settings import MedallionSettings
 
     catalog = load_catalog(data.project)
     work = tmp / scenario.name
     shutil.copytree(template, work / "home")
-    days = Lake(work / "home" / "lake").partitions("bronze.user_events")[-LOAD_RUNS:]
+    days = Lake.local(work / "home" / "lake").partitions("bronze.user_events")[-LOAD_RUNS:]
     dagster_home = work / "dagster"
     dagster_home.mkdir(parents=True)
     env = run_env(work / "home", data.s3_root)

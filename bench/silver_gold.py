@@ -41,7 +41,7 @@ def bronze_paths(lake_root: Path, catalog: Any) -> dict[str, dict[str, str]]:
     """Bronze table -> {day or "": current parquet folder} in a medallion lake."""
     from medallion_assets.lake import Lake
 
-    lake = Lake(lake_root)
+    lake = Lake.local(lake_root)
     found: dict[str, dict[str, str]] = {}
     for name, dataset in catalog.datasets.items():
         if dataset.layer != "bronze":
@@ -101,7 +101,7 @@ def sdp_outputs(folder: Path, catalog: Any) -> dict[str, list[str]]:
 def medallion_outputs(lake_root: Path, catalog: Any) -> dict[str, list[str]]:
     from medallion_assets.lake import Lake
 
-    lake = Lake(lake_root)
+    lake = Lake.local(lake_root)
     return {
         name: [str(p) for p in lake.current_paths(name)]
         for name, d in catalog.datasets.items()

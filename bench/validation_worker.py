@@ -113,12 +113,12 @@ def main(argv: list[str] | None = None) -> int:
     upstream = next(iter(load_catalog(args.project).datasets[DEMO_TABLE].upstream))
     day = materialize_bronze(args.project, upstream)
     catalog = load_catalog(args.project)
-    lake = Lake(settings.lake_root)
+    lake = Lake.local(settings.lake_root)
     demo = time_builds(spark, lake, catalog, DEMO_TABLE, day, args.reps)
 
     kinds_project = write_project(args.root / "kinds-project")
     kinds_catalog = load_catalog(kinds_project)
-    kinds_lake = Lake(args.root / "kinds-lake")
+    kinds_lake = Lake.local(args.root / "kinds-lake")
     publish_inputs(spark, kinds_lake, kinds_catalog, args.kinds_rows)
     kinds = time_builds(spark, kinds_lake, kinds_catalog, TABLE, None, args.reps)
 

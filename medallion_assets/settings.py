@@ -68,7 +68,7 @@ class MedallionSettings(BaseModel):
     )
     lake_catalog: str | None = _setting(
         None,
-        "`sqlite:///$MEDALLION_HOME/lake_catalog.db`",
+        "`sqlite:///<lake folder>/catalog.db` (on S3: `$MEDALLION_HOME/lake_catalog.db`)",
         "the lake's Iceberg catalog: `sqlite:///PATH` (JDBC, no server), `postgresql://…` "
         "(JDBC; its password is masked), an Iceberg REST URL `https://…`, or `glue`",
         "sqlite:///PATH, postgresql://USER@HOST:PORT/DB, https://… (REST) or glue",
@@ -356,7 +356,12 @@ class MedallionSettings(BaseModel):
         """The lake catalog URL in force."""
         if self.lake_catalog:
             return self.lake_catalog
-        return f"sqlite:///{(self.state_home / 'lake_catalog.db').resolve()}"
+        # The embedded catalog lives in the lake's folder: the folder is the whole lake.
+        folder = self.lake_root
+        from medallion_assets.lake.catalog import EMBEDDED_CATALOG
+
+        where = folder / EMBEDDED_CATALOG if folder else self.state_home / "lake_catalog.db"
+        return f"sqlite:///{where.resolve()}"
 
     @property
     def landing_root(self) -> Path:

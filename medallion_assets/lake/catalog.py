@@ -35,6 +35,7 @@ from urllib.parse import unquote, urlsplit
 from medallion_assets.runtime.errors import ResourceError
 
 SPARK_CATALOG = "lake"  # the Spark catalog name: tables are lake.<layer>.<table>
+EMBEDDED_CATALOG = "catalog.db"  # the SQLite catalog inside a local lake's folder
 _S3_URI = re.compile(r"^s3a?://(?P<bucket>[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9])(?P<prefix>/.*)?$")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from medallion_assets.lake import tables, versions
-from medallion_assets.lake.catalog import SPARK_CATALOG, LakeCatalog
+from medallion_assets.lake.catalog import EMBEDDED_CATALOG, SPARK_CATALOG, LakeCatalog
 from medallion_assets.lake.versions import Version
 from medallion_assets.runtime.errors import PermanentError, ResourceError
 
@@ -104,9 +104,9 @@ class Lake:
 
     @classmethod
     def local(cls, folder: Path, keep_versions: int = 3) -> Lake:
-        """An embedded lake: warehouse ``folder``, its SQLite catalog beside it
-        (``<folder>_catalog.db``), as the defaults lay out ``$MEDALLION_HOME``."""
-        catalog = folder.parent / f"{folder.name}_catalog.db"
+        """An embedded lake: warehouse ``folder`` with its SQLite catalog inside
+        (``<folder>/catalog.db``), as the defaults lay it out."""
+        catalog = folder / EMBEDDED_CATALOG
         return cls(LakeCatalog.parse(f"sqlite:///{catalog}", str(folder)), keep_versions)
 
     @property

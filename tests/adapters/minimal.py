@@ -56,4 +56,4 @@ def minimal_job(tmp_path: Path, monkeypatch, policies: str):  # type: ignore[no-
         catalog, DatasetTranslator(catalog)
     ).resolve_implicit_global_asset_job_def()
     plane = ControlPlane.from_env({"MEDALLION_HOME": str(home)}, root)
-    return catalog, job, Lake(home / "lake"), plane
+    return catalog, job, Lake.local(home / "lake"), plane

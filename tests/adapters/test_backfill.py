@@ -88,6 +88,6 @@ def test_a_backfill_is_previewed_then_run_by_dagster_dev_and_seen_through_graphq
             for s in answer["assetBackfillData"]["assetBackfillStatuses"]
         }
         assert set(counts.values()) == {(2, 2, 0)}, counts
-    lake = Lake(root / ".medallion" / "lake")
+    lake = Lake.local(root / ".medallion" / "lake")
     for table in ("bronze.events", "gold.daily_events"):
         assert lake.partitions(table) == list(DAYS), table

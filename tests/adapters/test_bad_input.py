@@ -44,7 +44,7 @@ def project(tmp_path, monkeypatch):
     job = definitions_for(
         catalog, DatasetTranslator(catalog)
     ).resolve_implicit_global_asset_job_def()
-    return job, store, Lake(root / ".medallion" / "lake")
+    return job, store, Lake.local(root / ".medallion" / "lake")
 
 
 def evolved(lake: Lake) -> list:

@@ -46,7 +46,7 @@ def test_a_failed_blocking_check_publishes_nothing_and_stops_downstream(
     first, _, checks = run_all(job, instance)
     assert first.success
     assert checks["accepted_values_country"].passed
-    lake = Lake(home / "lake")
+    lake = Lake.local(home / "lake")
     published = lake.current("silver.orders_clean")
 
     # The next delivery carries a country code the rule does not accept.

@@ -20,8 +20,8 @@ import pytest
 from medallion_assets.catalog import load_catalog
 from medallion_assets.control.plane import ControlPlane
 from medallion_assets.io.object_store import key_path
-from medallion_assets.planner.orchestrators import Flow, Task, flows, generate, task_id
 from medallion_assets.lake import Lake
+from medallion_assets.planner.orchestrators import Flow, Task, flows, generate, task_id
 from tests.adapters.minimal import minimal_project, orders
 from tests.conftest import REPO
 
@@ -156,7 +156,7 @@ def test_the_prefect_flow_builds_the_minimal_project_and_does_not_retry_a_blocke
         timeout=900,
     )
     assert done.returncode == 0, (done.stdout + done.stderr)[-5000:]
-    lake = Lake(root / ".medallion" / "lake")
+    lake = Lake.local(root / ".medallion" / "lake")
     for task in flow.tasks:
         version = lake.current(task.table)
         assert version is not None and version.rows >= 1, task.table

@@ -110,7 +110,7 @@ def test_a_profile_leaves_tables_below_its_skip_below_out_of_the_run(tmp_path, m
         "low is below the profile's skip_below (normal)" in m for m in summary.disabled.values()
     )
     assert summary.having("built")  # the rest was built
-    assert Lake(root / ".medallion" / "lake").partitions("gold.daily_events") == []
+    assert Lake.local(root / ".medallion" / "lake").partitions("gold.daily_events") == []
 
 
 def test_a_run_killed_at_any_point_is_finished_by_the_next_as_a_clean_run(clean, tmp_path):
@@ -152,7 +152,7 @@ def test_two_runs_started_together_build_each_table_once(clean, tmp_path):
     assert len(waited) == 1, said
     assert "is running on this project; waiting up to 3600 s" in said[waited[0]]
     assert snapshot(root) == clean
-    lake = Lake(root / ".medallion" / "lake")
+    lake = Lake.local(root / ".medallion" / "lake")
     built = {
         (table, partition): len(lake.versions(table, partition))
         for table in ("bronze.events", "gold.daily_events", "gold.revenue")
@@ -177,7 +177,7 @@ def test_a_step_waits_for_another_builder_of_its_table_then_reuses_or_skips(
     assert busy.table == "gold.revenue"
     assert "still being built by another run after 1 s" in busy.message
     assert summary.success and summary.having("built")  # the rest was built
-    assert Lake(lake_root).current("gold.revenue") is None  # skipped, nothing half-built
+    assert Lake.local(lake_root).current("gold.revenue") is None  # skipped, nothing half-built
     busy = [e for e in plane.store().audit() if e.kind == "busy"]
     assert [e.entity for e in busy] == ["dataset:gold.revenue"]
 
@@ -196,7 +196,7 @@ def test_a_step_waits_for_another_builder_of_its_table_then_reuses_or_skips(
     assert f"table:gold.revenue: run child-run, pid {other.pid} on " in waited
     assert "waiting up to 120 s" in waited
     assert {r.table: r.status for r in summary.results}["gold.revenue"] == "built"
-    assert Lake(lake_root).current("gold.revenue").rows == 3
+    assert Lake.local(lake_root).current("gold.revenue").rows == 3
 
 
 def waits_for_revenue(plane: ControlPlane) -> list:

@@ -12,7 +12,6 @@ from medallion_assets.adapters.resources import ControlResource
 from medallion_assets.adapters.translator import DatasetTranslator
 from medallion_assets.catalog import load_catalog
 from medallion_assets.control.plane import ControlPlane
-from medallion_assets.runtime import lake as lake_module
 from medallion_assets.lake import Lake
 from medallion_assets.testing import read_table
 from tests.adapters.minimal import minimal_project, orders
@@ -32,7 +31,7 @@ def project(tmp_path, monkeypatch):
         root,
         store,
         job,
-        Lake(home / "lake"),
+        Lake.local(home / "lake"),
         ControlPlane.from_env({"MEDALLION_HOME": str(home)}, root),
     )
 
@@ -52,15 +51,15 @@ def test_a_flag_flipped_mid_run_stops_the_run_at_the_next_table(spark, project, 
     store.put(
         "minimal-raw", "orders/b.jsonl", orders({"order_id": 2, "amount": 7, "country": "fr"})
     )
-    publish = lake_module.Lake.publish
+    publish = Lake.publish
 
-    def publish_then_flip(self, staging, table, *args, **kwargs):
-        version = publish(self, staging, table, *args, **kwargs)
-        if table == "bronze.orders":
+    def publish_then_flip(self, spark, staged, *args, **kwargs):
+        version = publish(self, spark, staged, *args, **kwargs)
+        if version.table == "bronze.orders":
             plane.store().set_flag("dataset", "silver.orders_clean", False, "bad rows", "oncall")
         return version
 
-    monkeypatch.setattr(lake_module.Lake, "publish", publish_then_flip)
+    monkeypatch.setattr(Lake, "publish", publish_then_flip)
     second = job.execute_in_process(instance=instance, raise_on_error=False)
 
     assert second.success  # stopped, not failed

@@ -89,7 +89,7 @@ def on_s3(tmp_path, monkeypatch, s3_server):
 
 def test_an_unreachable_source_bucket_is_rerouted_to_its_replica_until_routed_back(spark, on_s3):
     root, store, primary, replica, plane = on_s3
-    job, lake = job_of(root), Lake(root / ".medallion" / "lake")
+    job, lake = job_of(root), Lake.local(root / ".medallion" / "lake")
     instance = dg.DagsterInstance.ephemeral()
     bronze = [table_key("bronze.orders")]
 
@@ -203,7 +203,7 @@ def test_a_missing_upstream_reroutes_to_the_alternate_producer(spark, tmp_path, 
     local.put(
         "minimal-raw", "backup/a.jsonl", orders({"order_id": 9, "amount": 3, "country": "gb"})
     )
-    job, lake = job_of(root), Lake(root / ".medallion" / "lake")
+    job, lake = job_of(root), Lake.local(root / ".medallion" / "lake")
     plane = ControlPlane.from_env({"MEDALLION_HOME": str(root / ".medallion")}, root)
     instance = dg.DagsterInstance.ephemeral()
     assert job.execute_in_process(
@@ -280,7 +280,7 @@ def test_a_table_two_hops_below_a_down_source_recovers_through_its_cheapest_path
             {"order_id": 8, "amount": 5, "country": "gb"},
         ),
     )
-    job, lake = job_of(root), Lake(root / ".medallion" / "lake")
+    job, lake = job_of(root), Lake.local(root / ".medallion" / "lake")
     instance = dg.DagsterInstance.ephemeral()
 
     # The first run finds the bucket gone: the source is marked down and silver, two hops
@@ -326,7 +326,7 @@ def test_a_table_recovers_from_its_backup_read_as_published(spark, tmp_path, mon
     datasets.write_text(
         datasets.read_text() + "    backups: [{table: silver.orders_snapshot, cost: 2}]\n"
     )
-    job, lake = job_of(root), Lake(root / ".medallion" / "lake")
+    job, lake = job_of(root), Lake.local(root / ".medallion" / "lake")
     instance = dg.DagsterInstance.ephemeral()
     assert job.execute_in_process(instance=instance).success
     snapshot = lake.current("silver.orders_snapshot")

@@ -28,9 +28,9 @@ from medallion_assets.adapters.translator import step_name, table_key
 from medallion_assets.catalog import load_catalog
 from medallion_assets.cli import cli
 from medallion_assets.control.plane import ControlPlane
+from medallion_assets.lake import Lake
 from medallion_assets.planner.run_priority import PRIORITY_TAG, PROFILE_TAG
 from medallion_assets.planner.scheduling import system_limits, traits_of
-from medallion_assets.lake import Lake
 from tests.adapters.lineage_runs import lineage_runs
 from tests.adapters.queue_project import (
     SPARK_LIMIT,
@@ -161,7 +161,7 @@ def test_under_focus_a_critical_run_pre_empts_and_overtakes_low_priority_runs(qu
     root, server, instance, receiver = queue
     switch(root, "all", "focus")  # one run at a time; low-priority runs may be pre-empted
     # silver's input first, so the low runs' silver steps build (and sleep) rather than wait
-    lake = Lake(root / ".medallion" / "lake")
+    lake = Lake.local(root / ".medallion" / "lake")
     if lake.current("bronze.orders") is None:
         launch(server, "layer_bronze", {})
         wait_until(lambda: lake.current("bronze.orders"), "bronze.orders published")
@@ -268,7 +268,7 @@ def pool_limit(instance: dg.DagsterInstance, pool: str) -> int | None:
 
 def test_under_balanced_no_system_runs_more_steps_at_once_than_its_limit(balanced):
     root, server, instance = balanced
-    lake = Lake(root / ".medallion" / "lake")
+    lake = Lake.local(root / ".medallion" / "lake")
     # the waves' input: the new_objects sensor builds it from the raw order on its first tick
     wait_until(lambda: lake.current("bronze.orders"), "bronze.orders published")
     # systems.yaml's limit reaches the instance through the system_pools sensor's first tick

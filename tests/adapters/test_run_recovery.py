@@ -138,7 +138,7 @@ def test_a_killed_run_process_is_healed_and_only_its_unfinished_tables_relaunche
     dagster_processes,
 ):
     root, server, instance, _receiver = dagster_processes
-    lake = Lake(root / ".medallion" / "lake")
+    lake = Lake.local(root / ".medallion" / "lake")
     run_id = launch(server, "daily")
     wait_until(lambda: step_started(instance, run_id, "silver__orders_clean"), "silver's start")
     pid = worker_pid(instance, run_id)
@@ -180,7 +180,7 @@ def test_the_kill_switch_sensor_terminates_a_run_whose_executing_table_is_disabl
     dagster_processes, spark
 ):
     root, server, instance, receiver = dagster_processes
-    lake = Lake(root / ".medallion" / "lake")
+    lake = Lake.local(root / ".medallion" / "lake")
     before = lake.current("silver.orders_clean")
     if before is None:  # run alone: give silver a previous version to keep
         bronze = spark.createDataFrame(

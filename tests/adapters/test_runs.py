@@ -15,8 +15,8 @@ from medallion_assets.adapters.sensors import build_sensors
 from medallion_assets.catalog import load_catalog
 from medallion_assets.demo import DemoSettings, generate, write_files
 from medallion_assets.io.object_store import LocalFolderObjectStore
-from medallion_assets.runtime.bronze_ingest import ingest
 from medallion_assets.lake import Lake
+from medallion_assets.runtime.bronze_ingest import ingest
 from medallion_assets.runtime.table_run import TableRun
 from medallion_assets.testing import read_table
 from tests.conftest import copy_demo_project
@@ -67,7 +67,7 @@ def test_a_backfill_of_three_days_builds_each_partition(project, tmp_path: Path)
     )
     assert result.returncode == 0, result.stderr[-3000:]
 
-    lake = Lake(root / ".medallion" / "lake")
+    lake = Lake.local(root / ".medallion" / "lake")
     for table in ("bronze.user_events", "silver.user_events", "gold.daily_user_events"):
         assert lake.partitions(table) == DAYS, table
     events = {f.key: f for f in files if f.key.startswith("user_events/")}
@@ -105,7 +105,7 @@ def test_sensors_request_bronze_for_new_objects_only(project, spark, monkeypatch
     assert [r.partition_key for r in orders.run_requests] == [None]
 
     store = LocalFolderObjectStore(root / ".medallion" / "s3")
-    lake = Lake(root / ".medallion" / "lake")
+    lake = Lake.local(root / ".medallion" / "lake")
     ingest(
         TableRun(
             spark=spark,

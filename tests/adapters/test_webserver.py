@@ -170,7 +170,7 @@ def test_a_run_launched_through_graphql_materializes_the_asset_into_the_lake(
     metadata = {
         e["label"]: e.get("intValue", e.get("text")) for e in materialization["metadataEntries"]
     }
-    current = Lake(medallion_home / "lake").current("bronze.fx_rates")
+    current = Lake.local(medallion_home / "lake").current("bronze.fx_rates")
     assert current is not None and current.run_id == run_id
     assert metadata["lake_version"] == current.version_id
     expected_rows = sum(f.rows for f in demo_files if f.source == "fx_rates")

@@ -55,7 +55,7 @@ def audit_of(root: Path, table: str) -> list:
 
 def test_build_publishes_one_table_then_finds_it_unchanged(spark, project):
     root, _store = project
-    lake = Lake(root / ".medallion" / "lake")
+    lake = Lake.local(root / ".medallion" / "lake")
     done = build(root, "bronze.orders")
     assert done.exit_code == 0, done.output
     assert lake.current("bronze.orders") is not None and lake.current(SILVER) is None
@@ -111,7 +111,7 @@ def test_no_retry_heals_makes_one_attempt_and_leaves_the_retry_to_the_orchestrat
     # the orchestrator's retry: a new process, the healing already done (without --no-retry the
     # step retries itself: tests/adapters/test_healing.py's transient error)
     assert build(root, SILVER, "--no-retry").exit_code == 0
-    assert Lake(root / ".medallion" / "lake").current(SILVER) is not None
+    assert Lake.local(root / ".medallion" / "lake").current(SILVER) is not None
 
 
 def test_a_blocked_table_exits_3(spark, project):
@@ -128,7 +128,7 @@ def test_a_blocked_table_exits_3(spark, project):
 def test_a_permanent_error_exits_3(spark, project):
     root, _store = project
     assert build(root, "bronze.orders").exit_code == 0
-    lake = Lake(root / ".medallion" / "lake")
+    lake = Lake.local(root / ".medallion" / "lake")
     folder = lake.version_path(lake.current("bronze.orders"))
     part = next(folder.glob("part-*.parquet"))
     part.write_bytes(b"")  # a corrupt lake file: no attempt reads it

@@ -34,7 +34,7 @@ def test_a_run_reports_each_table_and_a_rerun_of_a_blocked_table_rebuilds_nothin
     root, store = minimal_project(
         tmp_path, monkeypatch, {"order_id": 1, "amount": 5, "country": "DE"}
     )
-    lake = Lake(root / ".medallion" / "lake")
+    lake = Lake.local(root / ".medallion" / "lake")
 
     first = medallion_run(root)
     assert "[1/3] bronze.orders" in first and "[3/3] gold.revenue" in first

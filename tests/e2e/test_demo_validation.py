@@ -62,7 +62,7 @@ def test_the_vendor_uk_codes_block_silver_and_impact_names_what_was_protected(
     assert rate.metadata["failing_rows"].value == malformed
     assert rate.metadata["total_rows"].value == read
     assert f"{malformed:,} of {read:,} records quarantined" in rate.metadata["message"].value
-    lake = Lake(home / "lake")
+    lake = Lake.local(home / "lake")
     assert lake.current(FEED) is not None
 
     # Silver: the 'UK' codes fail the blocking check; nothing is published.

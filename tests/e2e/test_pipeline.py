@@ -67,7 +67,9 @@ def _pipeline(stack, tmp_path_factory, s3_server, postgres_server):
     with project_instance(root, {}, catalog.profiles) as instance:
         first = run_project(root, log=lambda _m: None, instance=instance)
         first_events = list(receiver.events)
-        lake = Lake(home / "lake")  # the versions the first run published, before later tests'
+        lake = Lake.local(
+            home / "lake"
+        )  # the versions the first run published, before later tests'
         first_versions = {
             (r.table, r.partition): lake.current(r.table, r.partition) for r in first.results
         }
@@ -239,7 +241,7 @@ def warehouse_days(pipeline) -> tuple[dict[str, int], int]:
 
 
 def lake_days(pipeline) -> dict[str, int]:
-    lake = Lake(pipeline["home"] / "lake")
+    lake = Lake.local(pipeline["home"] / "lake")
     table = "gold.daily_user_events"
     return {day: lake.current(table, day).rows for day in lake.partitions(table)}
 
@@ -323,7 +325,7 @@ def test_every_step_sends_start_then_complete_openlineage_events(pipeline):
         steps[(table, facets["medallion"].get("partition"))] = complete
     assert set(steps) == {(r.table, r.partition) for r in first.results}
 
-    lake = Lake(pipeline["home"] / "lake")
+    lake = Lake.local(pipeline["home"] / "lake")
     for result in first.results:
         complete = steps[(result.table, result.partition)]
         dataset = catalog.datasets[result.table]

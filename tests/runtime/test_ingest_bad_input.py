@@ -19,8 +19,8 @@ import pytest
 from medallion_assets.catalog import load_catalog
 from medallion_assets.control.store import ControlStore
 from medallion_assets.io.object_store import Boto3ObjectStore, LocalFolderObjectStore
-from medallion_assets.runtime.bronze_ingest import ingest
 from medallion_assets.lake import Lake
+from medallion_assets.runtime.bronze_ingest import ingest
 from medallion_assets.runtime.raw_files import CorruptObject
 from medallion_assets.runtime.schema_drift import (
     EvolvedColumn,
@@ -52,7 +52,7 @@ class Project:
             (self.root / "sql" / "bronze" / "orders.sql").write_text(bronze_sql)
         self.catalog = load_catalog(self.root, use_cache=False)
         self.store, self.bucket = store, bucket
-        self.lake = Lake(tmp_path / "lake")
+        self.lake = Lake.local(tmp_path / "lake")
         self.control = ControlStore.open(f"sqlite:///{tmp_path / 'control.db'}")
         self.state = self.control.state
         self.landing = tmp_path / "landing"
@@ -298,7 +298,7 @@ def test_read_table_of_a_quarantine_table_holding_bad_utf8(spark, tmp_path):
     """Spark keeps a string's bytes as they came; pandas gets them with U+FFFD instead."""
     from pyspark.sql import functions as F
 
-    lake = Lake(tmp_path / "lake")
+    lake = Lake.local(tmp_path / "lake")
     frame = spark.range(1).select(F.unhex(F.lit("7B6FFF")).cast("string").alias("_corrupt_record"))
     staging, _ = lake.stage_frame(frame, "bronze.orders__quarantine")
     lake.publish(staging, "bronze.orders__quarantine", None, "code", {}, 1)

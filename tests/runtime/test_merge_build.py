@@ -70,7 +70,7 @@ def merge_project(tmp_path: Path):
     (root / "sql" / "silver" / "order_totals.sql").write_text(LIST_MERGE)
     (root / "sql" / "silver" / "order_sums.sql").write_text(POSTGRES_MERGE)
     catalog = load_catalog(root, use_cache=False)
-    return catalog, Lake(tmp_path / "lake")
+    return catalog, Lake.local(tmp_path / "lake")
 
 
 def publish_bronze(spark, lake: Lake, rows: list[tuple[int, str, str]]) -> None:
@@ -202,7 +202,7 @@ def test_a_merge_naming_no_column_fails_its_first_build_naming_the_file(spark, t
         "WHEN NOT MATCHED THEN INSERT VALUES (s.order_id, s.amount)"
     )
     catalog = load_catalog(root, use_cache=False)
-    lake = Lake(tmp_path / "lake")
+    lake = Lake.local(tmp_path / "lake")
     publish_bronze(spark, lake, SOURCE_VERSIONS[0])
     with pytest.raises(MergeNotRunnable, match=r"sql/silver/positional\.sql: .*INSERT \(a, b\)"):
         build_table(

@@ -126,7 +126,7 @@ def client_build_minimal_project(remote: str, root: str) -> dict[str, Any]:
     session = connect_session(remote)
     base = Path(root)
     catalog = load_catalog(base / "project", use_cache=False)
-    store, lake = LocalFolderObjectStore(base / "s3"), Lake(base / "lake")
+    store, lake = LocalFolderObjectStore(base / "s3"), Lake.local(base / "lake")
 
     control = ControlStore.open(f"sqlite:///{base / 'control.db'}")
 
@@ -252,7 +252,7 @@ def test_bronze_silver_and_gold_build_through_the_runtime_on_connect(connect_ser
     assert result["bronze"] == [1, 1, 4]  # new objects, quarantined, records read
     assert result["rows"] == [3, 2, 1]  # bronze, silver, gold
     assert result["again_skipped"] and result["again_version"] == result["gold_version"]
-    lake = Lake(tmp_path / "lake")
+    lake = Lake.local(tmp_path / "lake")
     assert lake.current("gold.revenue").version_id == result["gold_version"]
     revenue = read_table("gold.revenue", lake_root=lake.root)
     assert revenue.to_dict("records") == [{"country": "DE", "revenue": 15}]

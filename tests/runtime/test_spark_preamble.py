@@ -12,9 +12,9 @@ import pytest
 from medallion_assets.catalog import load_catalog
 from medallion_assets.control.store import ControlStore
 from medallion_assets.io.object_store import LocalFolderObjectStore
+from medallion_assets.lake import Lake
 from medallion_assets.planner.reroute import along, routes
 from medallion_assets.runtime.bronze_ingest import ingest
-from medallion_assets.lake import Lake
 from medallion_assets.runtime.table_build import build_table
 from medallion_assets.runtime.table_run import TableRun
 from medallion_assets.testing import read_table
@@ -64,7 +64,7 @@ def test_a_silver_table_with_a_preamble_builds_and_publishes_the_right_rows(spar
         {"order_id": 3, "amount": -1, "country": "fr"},
     ]
     store.put("minimal-raw", "orders/a.jsonl", "\n".join(json.dumps(r) for r in rows).encode())
-    lake = Lake(tmp_path / "lake")
+    lake = Lake.local(tmp_path / "lake")
     ingest_orders(spark, catalog, lake, store, tmp_path)
     built = build_table(TableRun(spark=spark, lake=lake, catalog=catalog, dataset=silver))
     build_table(
@@ -100,7 +100,7 @@ def test_an_alternate_insert_writes_the_tables_columns_by_position(spark, tmp_pa
     store = LocalFolderObjectStore(tmp_path / "s3")
     store.ensure_bucket("minimal-raw")
     store.put("minimal-raw", "orders/a.jsonl", b'{"order_id": 4, "amount": 2, "country": "fr"}\n')
-    lake = Lake(tmp_path / "lake")
+    lake = Lake.local(tmp_path / "lake")
     ingest_orders(spark, catalog, lake, store, tmp_path)
     primary = catalog.datasets["silver.orders_clean"]
     (route,) = [r for r in routes(catalog, primary) if r.alternate is not None]

@@ -188,8 +188,8 @@ def test_reduce_parallelism_halves_the_system_limits_a_step_builds_until_it_expi
     from medallion_assets.adapters.resources import S3Resource
     from medallion_assets.control.healing_actions import HealingContext, reduce_parallelism
     from medallion_assets.control.plane import ControlPlane
-    from medallion_assets.planner.diagnosis import Diagnosis, Failure
     from medallion_assets.lake import Lake
+    from medallion_assets.planner.diagnosis import Diagnosis, Failure
     from medallion_assets.runtime.table_run import TableRun
 
     monkeypatch.setenv("MEDALLION_HOME", str(tmp_path))
@@ -202,7 +202,7 @@ def test_reduce_parallelism_halves_the_system_limits_a_step_builds_until_it_expi
     run = TableRun(
         catalog=demo_catalog,
         dataset=demo_catalog.datasets["bronze.orders"],
-        lake=Lake(tmp_path / "lake"),
+        lake=Lake.local(tmp_path / "lake"),
         run_id="run-1",
         control=store,
     )

@@ -33,7 +33,7 @@ def env(spark, tmp_path_factory):
     root = tmp_path_factory.mktemp("validation") / "project"
     shutil.copytree(MINIMAL, root)
     catalog = load_catalog(root, use_cache=False)
-    lake = Lake(root / "lake")
+    lake = Lake.local(root / "lake")
     return catalog, lake
 
 

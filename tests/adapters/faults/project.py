@@ -110,7 +110,7 @@ def snapshot(root: Path) -> dict[str, Any]:
     """Every lake table's current rows (per partition) and every warehouse table's rows,
     sorted, without the columns that differ between runs by design."""
     catalog = load_catalog(root, use_cache=False)
-    lake = Lake(root / ".medallion" / "lake")
+    lake = Lake.local(root / ".medallion" / "lake")
     tables = [*catalog.datasets]
     tables += [f"{n}__quarantine" for n, d in catalog.datasets.items() if d.layer == "bronze"]
     found: dict[str, Any] = {}
