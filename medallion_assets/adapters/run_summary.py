@@ -208,10 +208,19 @@ def _root_message(error: Any) -> str:
     return "" if error is None else f"{error.cls_name}: {error.message}"
 
 
-def first_line(text: str, limit: int = 300) -> str:
+def first_line(text: str, limit: int = 600) -> str:
     """The line of an error's text worth showing (a Java trace's root cause, not its first
-    line: see ``planner.healing.summary_line``), at most ``limit`` characters."""
-    return summary_line(text or "")[:limit]
+    line: see ``planner.healing.summary_line``), at most ``limit`` characters, cut between
+    words.
+
+    >>> first_line("a path /lake/silver/t/data is not a folder", 30)
+    'a path /lake/silver/t/data …'
+    """
+    line = summary_line(text or "")
+    if len(line) <= limit:
+        return line
+    cut = line[: limit - 2]
+    return (cut.rsplit(" ", 1)[0] if " " in cut else cut) + " …"
 
 
 def counts(results: Iterable[TableResult]) -> dict[str, int]:

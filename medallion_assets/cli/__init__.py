@@ -24,6 +24,7 @@ from medallion_assets.cli.run_cmd import run
 from medallion_assets.cli.schema_cmd import schema
 from medallion_assets.cli.settings_cmd import settings
 from medallion_assets.cli.simulate_cmd import simulate_cmd
+from medallion_assets.cli.table_cmd import table
 from medallion_assets.cli.throttle_cmd import throttle
 from medallion_assets.runtime.errors import ResourceError
 
@@ -76,6 +77,7 @@ for command in (
     control,
     audit,
     settings,
+    table,
 ):
     cli.add_command(command)
 control.add_command(schema)

@@ -112,6 +112,8 @@ class LakeCatalog:
         if self.kind == "jdbc":
             props["type"] = "sql"
             props["uri"] = _sqlalchemy_url(self)
+            # Spark's JDBC catalog makes its own tables (with a column pyiceberg's lack).
+            props["init_catalog_tables"] = "false"
         elif self.kind == "rest":
             props |= {"type": "rest", "uri": self.uri}
         else:

@@ -14,7 +14,9 @@ catalog (a test run's one Spark serves many lakes, one after the other).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -86,6 +88,7 @@ class Footprint:
     files: int
     bytes: int
     columns: tuple[tuple[str, str], ...]
+    paths: tuple[str, ...] = ()  # the data files' locations (file:/… or s3a://…)
 
 
 class Lake:
@@ -153,7 +156,7 @@ class Lake:
         conf = self.catalog.spark_conf()
         own = {k: v for k, v in conf.items() if k.startswith(f"spark.sql.catalog.{SPARK_CATALOG}")}
         if all(spark.conf.get(k, None) == v for k, v in own.items()):
-            return spark
+            return self._initialized(spark)
         if self.catalog.sqlite_file is not None:
             self.catalog.sqlite_file.parent.mkdir(parents=True, exist_ok=True)
         hadoop = spark.sparkContext._jsc.hadoopConfiguration()
@@ -167,6 +170,18 @@ class Lake:
         # The session made its catalog ``lake`` when first used: forget it, so the next use
         # makes it again from the settings above.
         jsession.sessionState().catalogManager().reset()
+        return self._initialized(spark)
+
+    def _initialized(self, spark: SparkSession) -> SparkSession:
+        """``spark`` once the catalog's own tables exist. Iceberg's JDBC catalog creates (and
+        migrates) them when it is first used, which two processes starting together race at
+        (``duplicate column name: iceberg_type``): the first use here is one at a time."""
+        key = self.catalog.uri or self.catalog.warehouse
+        if key in _INITIALIZED:
+            return spark
+        with _INIT_LOCK, _file_lock(self.catalog.sqlite_file):
+            spark.sql(f"SHOW NAMESPACES IN {SPARK_CATALOG}").collect()
+        _INITIALIZED.add(key)
         return spark
 
     # --- what is current ------------------------------------------------------------------------
@@ -409,7 +424,7 @@ class Lake:
         catalog's metadata, no data read)."""
         from pyiceberg.expressions import AlwaysTrue, EqualTo
 
-        files, size = 0, 0
+        files, size, paths = 0, 0, []
         columns: tuple[tuple[str, str], ...] = ()
         for version in found:
             loaded = versions.load(self._metadata, version.table)
@@ -423,6 +438,7 @@ class Lake:
                 loaded.scan(snapshot_id=int(version.version_id), row_filter=where).plan_files()
             )
             files += len(tasks)
+            paths += [t.file.file_path for t in tasks]
             size += sum(t.file.file_size_in_bytes for t in tasks)
             schema = (
                 loaded.schemas().get(snapshot.schema_id)
@@ -430,7 +446,7 @@ class Lake:
                 else loaded.schema()
             )
             columns = tuple((f.name, str(f.field_type)) for f in (schema or loaded.schema()).fields)
-        return Footprint(files, size, columns)
+        return Footprint(files, size, columns, tuple(paths))
 
     def location(self, found: list[Version]) -> str:
         """Where published versions are, for a message."""
@@ -443,9 +459,91 @@ class Lake:
     def history(self, table: str) -> list[versions.HistoryEntry]:
         return versions.history(self._metadata, table) if self._has_catalog() else []
 
-    def rollback(self, spark: SparkSession, table: str, snapshot_id: int) -> None:
+    def rollback(
+        self, spark: SparkSession, table: str, snapshot_id: int, partition: str | None = None
+    ) -> Version:
+        """Make the table (one day of a daily table) what it was at ``snapshot_id``; returns
+        the version now current. A table's ``main`` moves back to the snapshot (one catalog
+        commit). A day is rewritten with its rows as of the snapshot, recorded as built by
+        what built them (the day's version then), so ``main`` and every engine reading it see
+        the day rolled back, and other days keep theirs."""
         self.attach(spark)
-        tables.rollback(spark, table, snapshot_id)
+        if partition is None:
+            if self.is_partitioned(table):
+                raise tables.UnknownSnapshot(
+                    f"{table} is a daily table: name the day to roll back (--partition DAY)"
+                )
+            loaded = versions.load(self._metadata, table)
+            snapshot = loaded.snapshot_by_id(snapshot_id) if loaded is not None else None
+            if snapshot is not None and versions.version_of(table, snapshot) is None:
+                raise tables.UnknownSnapshot(
+                    f"{table}: snapshot {snapshot_id} was not published by medallion (another "
+                    "engine's commit or the table's empty first snapshot); nothing changed; see "
+                    f"`medallion table history {table}`"
+                )
+            tables.rollback(spark, table, snapshot_id)  # UnknownSnapshot when it has none such
+            current = self.current(table)
+            assert current is not None, f"{table}: rolled back but nothing current"
+            return current
+        column = self.partition_column(table)
+        if column is None:
+            raise tables.UnknownSnapshot(f"{table} is not a daily table: leave out the day")
+        tables.require_snapshot(spark, table, snapshot_id)
+        loaded = versions.load(self._metadata, table)
+        assert loaded is not None
+        snapshot = loaded.snapshot_by_id(snapshot_id)
+        source = versions.version_of(table, snapshot) if snapshot is not None else None
+        built_by = source if source is not None and source.partition == partition else None
+        if built_by is None:  # the snapshot of another day's write: the day's version then
+            built_by = self._day_version_at(loaded, table, partition, snapshot_id)
+        produced = Produced(
+            built_by.code_version if built_by else "",
+            built_by.inputs if built_by else {},
+            built_by.run_id if built_by else "",
+            {"rolled_back_to": str(snapshot_id)},
+        )
+        from pyspark.sql import functions as F
+
+        rows = self.read_snapshot(spark, table, snapshot_id).where(
+            F.col(f"`{column}`") == F.lit(partition)
+        )
+        staged = self.stage(
+            spark, rows, table, produced, partition=partition, partition_column=column
+        )
+        return self.publish(spark, staged)
+
+    def _day_version_at(
+        self, loaded: Any, table: str, partition: str, snapshot_id: int
+    ) -> Version | None:
+        """The newest write of ``partition`` at or before ``snapshot_id`` on ``main``."""
+        snapshot = loaded.snapshot_by_id(snapshot_id)
+        for older in versions.ancestors(loaded, snapshot):
+            found = versions.version_of(table, versions.versioned(loaded, older) or older)
+            if found is not None and found.partition == partition:
+                return found
+        return None
+
+
+_INITIALIZED: set[str] = set()  # catalogs this process has seen initialized
+_INIT_LOCK = threading.Lock()
+
+
+@contextmanager
+def _file_lock(sqlite: Path | None) -> Iterator[None]:
+    """An exclusive lock beside an embedded catalog's file, across processes (none for a
+    catalog server, which serializes its own)."""
+    if sqlite is None:
+        yield
+        return
+    import fcntl
+
+    sqlite.parent.mkdir(parents=True, exist_ok=True)
+    with open(sqlite.with_name(sqlite.name + ".init-lock"), "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _catalog_keys(spark: SparkSession) -> list[str]:

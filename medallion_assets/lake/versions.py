@@ -54,6 +54,18 @@ class HistoryEntry:
     partition: str | None
     current: bool
 
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "snapshot_id": self.snapshot_id,
+            "committed_at": self.committed_at,
+            "operation": self.operation,
+            "rows": self.rows,
+            "run_id": self.run_id,
+            "code_version": self.code_version,
+            "partition": self.partition,
+            "current": self.current,
+        }
+
 
 def open_catalog(lake: LakeCatalog) -> Catalog:
     """The lake's catalog for pyiceberg, under the name Spark uses for it; a catalog that
@@ -75,6 +87,9 @@ def load(catalog: Catalog, table: str) -> Table | None:
     except (NoSuchTableError, NoSuchNamespaceError):
         return None
     except Exception as error:
+        text = str(error)
+        if "iceberg_tables" in text and ("no such table" in text or "does not exist" in text):
+            return None  # a catalog Spark has not written a table to yet
         raise _unreachable(str(catalog.properties.get("uri", catalog.name)), error) from None
 
 
@@ -101,7 +116,7 @@ def current_in(loaded: Table, table: str, partition: str | None = None) -> Versi
         ref = loaded.metadata.refs.get(day_tag(partition))
         snapshot = loaded.snapshot_by_id(ref.snapshot_id) if ref is not None else None
     else:
-        snapshot = _versioned(loaded, loaded.current_snapshot())
+        snapshot = versioned(loaded, loaded.current_snapshot())
     return version_of(table, snapshot) if snapshot is not None else None
 
 
@@ -130,8 +145,8 @@ def history(catalog: Catalog, table: str) -> list[HistoryEntry]:
         return []
     head = loaded.current_snapshot()
     entries = []
-    for snapshot in _ancestors(loaded, head):
-        source = _versioned(loaded, snapshot)
+    for snapshot in ancestors(loaded, head):
+        source = versioned(loaded, snapshot)
         summary = _summary(source) if source is not None else {}
         totals = snapshot.summary.additional_properties if snapshot.summary else {}
         entries.append(
@@ -216,7 +231,7 @@ def _summary(snapshot: Snapshot) -> dict[str, str]:
     }
 
 
-def _versioned(loaded: Table, snapshot: Snapshot | None) -> Snapshot | None:
+def versioned(loaded: Table, snapshot: Snapshot | None) -> Snapshot | None:
     """The snapshot holding ``snapshot``'s medallion summary: itself, or the staged snapshot a
     cherry-picked copy was made from."""
     if snapshot is None:
@@ -228,7 +243,7 @@ def _versioned(loaded: Table, snapshot: Snapshot | None) -> Snapshot | None:
     return snapshot
 
 
-def _ancestors(loaded: Table, head: Snapshot | None) -> Iterable[Snapshot]:
+def ancestors(loaded: Table, head: Snapshot | None) -> Iterable[Snapshot]:
     from pyiceberg.table.snapshots import ancestors_of
 
     if head is None:

@@ -201,9 +201,14 @@ BUILTIN_CLASSES: tuple[ErrorClass, ...] = (
             # a damaged footer met while a job reads the file (no inference: recorded schema)
             r"|footer is too large: -?\d+ ?to be read|\(length is too low: \d+\)"
             r"|rows in its Parquet files, not the \d+ published"
+            # a lake table's data file truncated, emptied or deleted under Iceberg's reader
+            r"|Reached the end of stream with \d+ bytes left to read"
+            r"|FileNotFoundException: File \S+\.parquet does not exist"
+            r"|NotFoundException: File does not exist: \S+\.parquet"
         ),
-        fix="the file or object named is corrupt or truncated: re-deliver a raw object under "
-        "its key, or remove a lake table's damaged version folder so the next run rebuilds it",
+        fix="the file or object named is corrupt, truncated or gone: re-deliver a raw object "
+        "under its key, or roll the lake table back to a snapshot before the damage "
+        "(`medallion table history|rollback`), or drop it so the next run rebuilds it",
     ),
     ErrorClass(
         "invalid_name",
@@ -222,7 +227,10 @@ BUILTIN_CLASSES: tuple[ErrorClass, ...] = (
         "path_of_wrong_kind",
         "PATH_OF_WRONG_KIND",
         exceptions=("NotADirectoryError", "FileExistsError", "IsADirectoryError"),
-        message=r"ParentNotDirectoryException|Parent path is not a directory",
+        message=(
+            r"ParentNotDirectoryException|Parent path is not a directory"
+            r"|Destination exists and is not a directory"
+        ),
         fix="a file is where a folder should be (or the reverse): move the path named aside, "
         "then rerun",
     ),
@@ -230,7 +238,10 @@ BUILTIN_CLASSES: tuple[ErrorClass, ...] = (
         "path_not_writable",
         "PATH_NOT_WRITABLE",
         exceptions=("PermissionError", "AccessDeniedException"),
-        message=r"Mkdirs failed to create|Permission denied|Read-only file system",
+        message=(
+            r"Mkdirs failed to create|Permission denied|Read-only file system"
+            r"|\(Operation not permitted\)"
+        ),
         fix="this process may not write the path named (a read-only lake or folder): make it "
         "writable, or point MEDALLION_LAKE / MEDALLION_HOME at a writable folder, then rerun",
     ),

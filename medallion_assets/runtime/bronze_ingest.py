@@ -161,7 +161,9 @@ def ingest(run: TableRun, store: ObjectSource) -> IngestOutcome:
         raise drift  # before reading: nothing is published, the manifest is not moved
     readable = readable_entries(updated)
     previous = lake.current(dataset.name, partition)
-    append = _appendable(previous, dataset.code_version, inputs, manifest, intake.landed)
+    append = _appendable(
+        previous, dataset.code_version, inputs, manifest, intake.landed, f"raw.{name}"
+    )
     batch = {k: e for k, e in readable.items() if k in intake.landed} if append else readable
     good, quarantine, total = _read_landed(spark, source, batch, evolved)
     throttle = getattr(store, "throttle", None)
@@ -285,16 +287,18 @@ def _appendable(
     inputs: Mapping[str, str],
     manifest: Mapping[str, Any],
     landed: Mapping[str, Any],
+    raw: str,
 ) -> bool:
     """Whether the new objects' rows can be appended to the current version: it was built by
-    this code with these evolved columns, and every landed object is new (none replaces an
+    this code with these evolved columns from exactly the objects ingested before (not an
+    older version a rollback made current), and every landed object is new (none replaces an
     ingested one, whose rows would have to go)."""
     if previous is None or previous.code_version != code_version:
         return False
-    evolved = [k for k in inputs if k.endswith("#evolved")]
-    if any(previous.inputs.get(k) != inputs[k] for k in evolved):
+    if previous.inputs.get(raw) != manifest_digest(readable_entries(manifest)):
         return False
-    if any(k.endswith("#evolved") for k in previous.inputs) and not evolved:
+    evolved = f"{raw}#evolved"
+    if previous.inputs.get(evolved) != inputs.get(evolved):
         return False
     return not any(key in manifest for key in landed)
 

@@ -13,6 +13,7 @@ from medallion_assets.adapters.code_location import definitions_for
 from medallion_assets.adapters.translator import DatasetTranslator, table_key
 from medallion_assets.catalog import load_catalog
 from tests.adapters.minimal import minimal_job
+from tests.lake_helpers import publish_frame
 
 pytestmark = pytest.mark.slow
 
@@ -62,9 +63,8 @@ def test_a_permanent_error_fails_fast_without_retries_and_says_why(spark, projec
     assert job.execute_in_process(asset_selection=bronze, instance=instance).success
     # The upstream's published version loses a column the silver SQL reads.
     current = lake.current("bronze.orders")
-    frame = spark.read.parquet(str(lake.version_path(current))).drop("country")
-    staging, _staged = lake.stage_frame(frame, "bronze.orders")
-    lake.publish(staging, "bronze.orders", None, current.code_version, current.inputs, 1)
+    frame = lake.read(spark, [current]).drop("country")
+    publish_frame(lake, spark, frame, "bronze.orders", current.code_version, current.inputs)
 
     result = job.execute_in_process(
         asset_selection=[table_key("silver.orders_clean")], instance=instance, raise_on_error=False

@@ -15,6 +15,7 @@ import pytest
 
 from medallion_assets.adapters.translator import table_key
 from tests.adapters.minimal import minimal_job
+from tests.lake_helpers import data_files
 
 pytestmark = pytest.mark.slow
 
@@ -63,8 +64,8 @@ def test_a_corrupt_lake_file_fails_in_one_attempt_naming_it(spark, project, dama
     """Spark alone would read a zero-byte or deleted file as no rows: the published row count
     and the files' footers must agree before a step reads a version."""
     _job, _instance, lake, _plane = project
-    folder = lake.version_path(lake.current("bronze.orders"))
-    part = next(folder.glob("part-*.parquet"))
+    part = data_files(lake, lake.current("bronze.orders"))[0]
+    folder = part.parent
     data = part.read_bytes()
     if damage == "deleted":
         part.unlink()
@@ -77,14 +78,14 @@ def test_a_corrupt_lake_file_fails_in_one_attempt_naming_it(spark, project, dama
         f"{SILVER}: CORRUPT_OBJECT is permanent (built-in: corrupt_object); failing without "
         "retries: "
     )
-    assert str(folder) in description and "Fix: the file or object named is corrupt" in description
+    assert part.name in description and "Fix: the file or object named is corrupt" in description
     assert "\n" not in description and "\tat " not in description
     assert_one_attempt(log, "CORRUPT_OBJECT")
 
 
 def test_a_file_where_the_staging_folder_should_be_fails_in_one_attempt(spark, project):
     _job, _instance, lake, _plane = project
-    staging = lake.table_dir(SILVER) / "_staging"
+    staging = lake.root / "silver" / "orders_clean" / "data"
     staging.parent.mkdir(parents=True, exist_ok=True)
     staging.write_text("not a folder")
 
@@ -119,7 +120,7 @@ def unwritable():
 
 def test_a_read_only_lake_folder_fails_in_one_attempt_with_one_line(spark, project, unwritable):
     _job, _instance, lake, _plane = project
-    staging = lake.table_dir(SILVER) / "_staging"
+    staging = lake.root / "silver" / "orders_clean" / "data"
     staging.mkdir(parents=True)
     unwritable(staging)  # Spark itself must create the attempt's folder in it, and cannot
 
@@ -138,7 +139,7 @@ def test_medallion_run_lists_each_failed_table_with_its_one_line_reason(spark, p
 
     _job, instance, lake, _plane = project
     root = lake.root.parents[1]
-    staging = lake.table_dir(SILVER) / "_staging"
+    staging = lake.root / "silver" / "orders_clean" / "data"
     staging.parent.mkdir(parents=True, exist_ok=True)
     staging.write_text("not a folder")
 

@@ -95,7 +95,7 @@ def test_an_unreachable_source_bucket_is_rerouted_to_its_replica_until_routed_ba
 
     first = job.execute_in_process(asset_selection=bronze, instance=instance)
     assert first.success
-    rows = spark.read.parquet(str(lake.version_path(lake.current("bronze.orders")))).collect()
+    rows = lake.read(spark, [lake.current("bronze.orders")]).collect()
     assert [(r.order_id, r._source_file) for r in rows] == [
         (1, f"s3://{replica}/copy/orders/a.jsonl")
     ]
@@ -216,7 +216,7 @@ def test_a_missing_upstream_reroutes_to_the_alternate_producer(spark, tmp_path, 
     )
     assert result.success
     version = lake.current("silver.orders_clean")
-    rows = spark.read.parquet(str(lake.version_path(version))).collect()
+    rows = lake.read(spark, [version]).collect()
     assert [(r.order_id, r.country) for r in rows] == [(9, "GB")]
     assert version.inputs == {
         "bronze.orders_backup": lake.current("bronze.orders_backup").version_id
@@ -308,7 +308,7 @@ def test_a_table_two_hops_below_a_down_source_recovers_through_its_cheapest_path
     assert second.success
     left_out = second.asset_materializations_for_node("bronze__orders")[0].metadata
     assert "source:orders down" in left_out["unavailable"].value
-    rows = spark.read.parquet(str(lake.version_path(lake.current("gold.revenue")))).collect()
+    rows = lake.read(spark, [lake.current("gold.revenue")]).collect()
     assert [(r.country, float(r.revenue)) for r in rows] == [("GB", 8.0)]
     assert lake.current("silver.orders_clean").inputs == {
         "bronze.orders_backup": lake.current("bronze.orders_backup").version_id
@@ -343,7 +343,7 @@ def test_a_table_recovers_from_its_backup_read_as_published(spark, tmp_path, mon
     assert result.success
     version = lake.current("silver.orders_clean")
     assert version.inputs == {"silver.orders_snapshot": snapshot.version_id}
-    rows = spark.read.parquet(str(lake.version_path(version))).collect()
+    rows = lake.read(spark, [version]).collect()
     assert [(r.order_id, float(r.amount)) for r in rows] == [(1, 5.0)]
     meta = result.asset_materializations_for_node("silver__orders_clean")[0].metadata
     assert meta["route"].value.startswith("backup_silver_orders_snapshot (backup, cost 2)")

@@ -23,6 +23,7 @@ from medallion_assets.io.object_store import LocalFolderObjectStore
 from medallion_assets.lake import Lake
 from tests.adapters.minimal import minimal_project, orders
 from tests.conftest import REPO
+from tests.lake_helpers import publish_frame
 from tests.lineage_receiver import lineage_receiver
 from tests.webserver import (
     LAUNCH,
@@ -186,8 +187,7 @@ def test_the_kill_switch_sensor_terminates_a_run_whose_executing_table_is_disabl
         bronze = spark.createDataFrame(
             [(7, 1.0, "FR")], "order_id bigint, amount double, country string"
         )
-        staging, _ = lake.stage_frame(bronze, "silver.orders_clean")
-        before = lake.publish(staging, "silver.orders_clean", None, "previous", {}, 1)
+        before = publish_frame(lake, spark, bronze, "silver.orders_clean", "previous", {})
     plane = ControlPlane.from_env({"MEDALLION_HOME": str(root / ".medallion")}, root)
     # A new raw object: bronze changes, so silver rebuilds (and sleeps) instead of reusing.
     store = LocalFolderObjectStore(root / ".medallion" / "s3")

@@ -17,6 +17,7 @@ from medallion_assets.cli import cli
 from medallion_assets.control.plane import ControlPlane
 from medallion_assets.lake import Lake
 from tests.adapters.minimal import minimal_project, orders
+from tests.lake_helpers import data_files
 
 pytestmark = pytest.mark.slow
 
@@ -129,8 +130,8 @@ def test_a_permanent_error_exits_3(spark, project):
     root, _store = project
     assert build(root, "bronze.orders").exit_code == 0
     lake = Lake.local(root / ".medallion" / "lake")
-    folder = lake.version_path(lake.current("bronze.orders"))
-    part = next(folder.glob("part-*.parquet"))
+    part = data_files(lake, lake.current("bronze.orders"))[0]
+    folder = part.parent
     part.write_bytes(b"")  # a corrupt lake file: no attempt reads it
     (folder / f".{part.name}.crc").unlink(missing_ok=True)
     corrupt = build(root, SILVER, "--no-retry")

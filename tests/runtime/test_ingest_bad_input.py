@@ -23,6 +23,7 @@ from medallion_assets.lake import Lake
 from medallion_assets.runtime.bronze_ingest import ingest
 from medallion_assets.runtime.raw_files import CorruptObject
 from medallion_assets.runtime.schema_drift import (
+from tests.lake_helpers import publish_frame
     EvolvedColumn,
     SchemaDrift,
     evolve,
@@ -143,8 +144,8 @@ def test_undecodable_csv_objects_are_set_aside_and_the_rest_of_the_batch_ingests
     manifest = project.state.manifest("orders", None)
     assert manifest["orders/b.csv"]["quarantined"] == named["orders/b.csv"]
     # The version before stays readable, and a rerun has nothing new to do.
-    previous = project.lake.version_path(first.build.version)
-    assert pq.read_table(previous).column("order_id").to_pylist() == [1]
+    previous = project.lake.read_arrow([first.build.version])
+    assert previous.column("order_id").to_pylist() == [1]
     third = project.run(spark, "r3")
     assert third.build.skipped and third.metadata["quarantined_objects"] == 0
     # A fixed upload under the same key is ingested.
@@ -300,7 +301,6 @@ def test_read_table_of_a_quarantine_table_holding_bad_utf8(spark, tmp_path):
 
     lake = Lake.local(tmp_path / "lake")
     frame = spark.range(1).select(F.unhex(F.lit("7B6FFF")).cast("string").alias("_corrupt_record"))
-    staging, _ = lake.stage_frame(frame, "bronze.orders__quarantine")
-    lake.publish(staging, "bronze.orders__quarantine", None, "code", {}, 1)
+    publish_frame(lake, spark, frame, "bronze.orders__quarantine", "code", {})
     table = read_table("bronze.orders__quarantine", lake_root=lake.root)
     assert table["_corrupt_record"].tolist() == ["{o\ufffd"]

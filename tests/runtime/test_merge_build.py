@@ -16,6 +16,7 @@ from medallion_assets.runtime.merge import MergeConflict, MergeNotRunnable
 from medallion_assets.runtime.table_build import build_table
 from medallion_assets.runtime.table_run import TableRun
 from medallion_assets.testing import read_table
+from tests.lake_helpers import publish_frame
 
 MINIMAL = Path(__file__).parents[1] / "catalog" / "minimal_project"
 
@@ -80,8 +81,7 @@ def publish_bronze(spark, lake: Lake, rows: list[tuple[int, str, str]]) -> None:
         "order_id bigint, amount decimal(18,2), country string, _ingested_at timestamp, "
         "_source_file string, _batch_id string",
     )
-    staging, staged = lake.stage_frame(frame, "bronze.orders")
-    lake.publish(staging, "bronze.orders", None, "test", {}, staged.count())
+    publish_frame(lake, spark, frame, "bronze.orders", "test", {})
 
 
 def duckdb_merges(statements: list[str]):

@@ -17,6 +17,7 @@ from medallion_assets.checks.results import MASKED, CheckContext
 from medallion_assets.checks.table_rules import reconciliation_result
 from medallion_assets.checks.validation import validate_frame
 from medallion_assets.lake import Lake
+from tests.lake_helpers import publish_frame
 
 MINIMAL = Path(__file__).parents[1] / "catalog" / "minimal_project"
 NOW = dt.datetime(2026, 11, 21, 12, 0, tzinfo=dt.UTC).timestamp()
@@ -175,8 +176,7 @@ def test_schema_match_and_allowed_evolution(spark, env):
 def test_referential_integrity_against_the_published_parent(spark, env):
     _catalog, lake = env
     parent = spark.createDataFrame([(1,), (2,)], "order_id bigint")
-    staging, _staged = lake.stage_frame(parent, "bronze.orders")
-    lake.publish(staging, "bronze.orders", None, "c", {}, 2)
+    publish_frame(lake, spark, parent, "bronze.orders", "c", {})
     fk = rule(
         kind="referential_integrity",
         columns=["order_id"],

@@ -1,0 +1,107 @@
+"""``medallion table history|rollback``: a lake table's versions (Iceberg snapshots), and
+making an earlier one current again, audited."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import click
+
+from medallion_assets.cli.common import fail, load, operator, project_option, settings_for
+
+
+@click.group("table")
+def table() -> None:
+    """A lake table's versions: list them, roll back to one."""
+
+
+@table.command("history")
+@click.argument("name")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per snapshot.")
+@project_option
+def history(name: str, as_json: bool, project: Path) -> None:
+    """The snapshots of NAME's main branch, newest first: when, operation, the table's rows
+    after it, the run and the code version that wrote it, the day it wrote."""
+    from medallion_assets.lake import Lake
+
+    _known(project, name)
+    entries = Lake.of(settings_for(project)).history(name)
+    if not entries:
+        fail(f"{name} has no published version in the lake yet: run it first")
+    if as_json:
+        for e in entries:
+            click.echo(json.dumps(e.as_dict(), sort_keys=True))
+        return
+    click.echo(
+        f"{'snapshot':<20} {'committed (UTC)':<19} {'operation':<9} {'rows':>10}  "
+        f"{'day':<10} {'code':<12} run"
+    )
+    for e in entries:
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(e.committed_at))
+        mark = " (current)" if e.current else ""
+        click.echo(
+            f"{e.snapshot_id:<20} {when:<19} {e.operation:<9} {e.rows:>10,}  "
+            f"{e.partition or '-':<10} {e.code_version[:12] or '-':<12} {e.run_id or '-'}{mark}"
+        )
+
+
+@table.command("rollback")
+@click.argument("name")
+@click.option("--to", "snapshot", required=True, type=int, help="Snapshot id (see history).")
+@click.option("--partition", default=None, help="The day, for a daily table.")
+@click.option("--reason", required=True, help="Why (kept in the audit log).")
+@click.option("--by", "changed_by", default=None, help="Who (default: user@host).")
+@project_option
+def rollback(
+    name: str,
+    snapshot: int,
+    partition: str | None,
+    reason: str,
+    changed_by: str | None,
+    project: Path,
+) -> None:
+    """Make NAME (its day PARTITION) what it was at a snapshot: readers and the next run see
+    that version as current; a later change of its code or inputs rebuilds it as usual."""
+    from medallion_assets.control.plane import ControlPlane
+    from medallion_assets.lake import Lake
+    from medallion_assets.runtime.spark_session import spark_jars, spark_session
+
+    _known(project, name)
+    settings = settings_for(project)
+    store = ControlPlane.of(settings).store()  # an unusable store: one line before any change
+    lake = Lake.of(settings)
+    if not lake.history(name):
+        fail(f"{name} has no published version in the lake yet: nothing to roll back")
+    spark_jars(settings)
+    from medallion_assets.cli.run_cmd import with_spark_log
+
+    spark = spark_session(with_spark_log(settings))
+    before = lake.current(name, partition)
+    version = lake.rollback(spark, name, snapshot, partition)
+    who = operator(changed_by)
+    where = f"{name}[{partition}]" if partition else name
+    store.record(
+        "rollback",
+        f"dataset:{name}",
+        f"{where} rolled back to snapshot {snapshot} by {who}: {reason}",
+        details={
+            "snapshot": snapshot,
+            "partition": partition,
+            "previous_version": before.version_id if before else None,
+            "version": version.version_id,
+            "by": who,
+        },
+    )
+    click.echo(
+        f"{where} rolled back to snapshot {snapshot}: version {version.version_id} "
+        f"({version.rows:,} rows) is current; audited as by {who}: {reason}"
+    )
+
+
+def _known(project: Path, name: str) -> None:
+    catalog = load(project)
+    if name not in catalog.datasets and not name.endswith("__quarantine"):
+        known = ", ".join(sorted(catalog.datasets)[:8])
+        fail(f"{name} is not a table of this project (e.g. {known}); see `medallion lineage`")
