@@ -34,3 +34,21 @@ def publish_frame(
 def data_files(lake: Lake, version: Version) -> list[Path]:
     """The local Parquet files holding a published version."""
     return [Path(p.removeprefix("file:")) for p in lake.footprint([version]).paths]
+
+
+def abandon_staged_output(lake: Lake, spark: Any, dataset: Any, views: Mapping[str, str]) -> None:
+    """Stage ``dataset``'s output and leave it on its branch, neither published nor dropped:
+    what an attempt killed between staging and publishing leaves behind."""
+    from medallion_assets.runtime.spark_sql import spark_script
+
+    frame = spark_script(dataset.sql, dataset.dialect, dataset.name, views).run(spark)
+    lake.stage(spark, frame, dataset.name, Produced("killed-attempt"))
+
+
+def staging_branches(lake: Lake, table: str) -> list[str]:
+    """The staging branches left on ``table``."""
+    from medallion_assets.lake import tables, versions
+
+    loaded = versions.load(versions.open_catalog(lake.catalog), table)
+    refs = loaded.metadata.refs if loaded is not None else {}
+    return sorted(name for name in refs if name.startswith(tables.STAGE_BRANCH))

@@ -148,14 +148,17 @@ class Lake:
             )
 
     def attach(self, spark: SparkSession) -> SparkSession:
-        """Point ``spark``'s catalog ``lake`` at this lake (a no-op when it is already; a Spark
-        Connect session uses its server's catalog); returns ``spark``."""
+        """Point ``spark``'s catalog ``lake`` at this lake (a no-op when this lake attached it
+        last; a Spark Connect session uses its server's catalog); returns ``spark``. The
+        session's settings alone do not say which catalog it made: a session made with other
+        settings, or given new ones since, made its ``lake`` from those."""
         jsession = getattr(spark, "_jsparkSession", None)
         if jsession is None:
             return spark
         conf = self.catalog.spark_conf()
         own = {k: v for k, v in conf.items() if k.startswith(f"spark.sql.catalog.{SPARK_CATALOG}")}
-        if all(spark.conf.get(k, None) == v for k, v in own.items()):
+        wanted = tuple(sorted(own.items()))
+        if getattr(spark, "_medallion_lake", None) == wanted:
             return self._initialized(spark)
         if self.catalog.sqlite_file is not None:
             self.catalog.sqlite_file.parent.mkdir(parents=True, exist_ok=True)
@@ -170,6 +173,7 @@ class Lake:
         # The session made its catalog ``lake`` when first used: forget it, so the next use
         # makes it again from the settings above.
         jsession.sessionState().catalogManager().reset()
+        spark._medallion_lake = wanted  # type: ignore[attr-defined]
         return self._initialized(spark)
 
     def _initialized(self, spark: SparkSession) -> SparkSession:
@@ -335,6 +339,11 @@ class Lake:
         columns = _storable(columns)
         tables.ensure_table(spark, table, columns, partition_column)
         tables.evolve(spark, table, columns)
+
+    def columns(self, spark: SparkSession, table: str) -> list[str]:
+        """The table's columns, in order."""
+        self.attach(spark)
+        return list(spark.table(tables.identifier(table)).columns)
 
     def clear_staging(self, table: str) -> int:
         """Drop the staging branches attempts killed before their publish left on ``table``

@@ -212,9 +212,11 @@ def empty_day(
 def evolve(spark: SparkSession, table: str, frame: DataFrame, whole: bool = False) -> DataFrame:
     """``frame`` lined up with the table by name: columns it adds are added to the table's
     schema first (one schema change, existing rows read them as NULL); columns it lacks are
-    written as NULL. A write of the ``whole`` table may also change a column's type: widened
-    in place where Iceberg can (int to bigint, float to double), else the column is replaced
-    (older snapshots keep reading their own). Not ``write.spark.accept-any-schema``: with it
+    written as NULL. A write of the ``whole`` table drops the columns it lacks and may change
+    a column's type: widened in place where Iceberg can (int to bigint, float to double), else
+    the column is replaced. Older snapshots keep reading their own schema; readers of ``main``
+    see the new schema from here on, before the write is published (a schema change is not
+    staged on a branch in Iceberg). Not ``write.spark.accept-any-schema``: with it
     Spark leaves MERGE to Iceberg's SQL extensions, which this session does without."""
     from pyspark.sql import functions as F
 
@@ -238,6 +240,10 @@ def evolve(spark: SparkSession, table: str, frame: DataFrame, whole: bool = Fals
         current = spark.table(identifier(table)).schema
     given = {f.name.lower() for f in frame.schema.fields}
     missing = [f for f in current.fields if f.name.lower() not in given]
+    if whole and missing:  # a rewrite of every row: a column it no longer has goes
+        for f in missing:
+            spark.sql(f"ALTER TABLE {identifier(table)} DROP COLUMN `{f.name}`")
+        missing = []
     for f in missing:
         frame = frame.withColumn(f.name, F.lit(None).cast(f.dataType))
     return frame

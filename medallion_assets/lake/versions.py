@@ -73,9 +73,19 @@ def open_catalog(lake: LakeCatalog) -> Catalog:
     from pyiceberg.catalog import load_catalog
 
     try:
-        return load_catalog(SPARK_CATALOG, **lake.pyiceberg_properties())
+        catalog = load_catalog(SPARK_CATALOG, **lake.pyiceberg_properties())
+        catalog.list_namespaces()  # reach it now: a catalog that is down is said here
     except Exception as error:  # SQLAlchemy's, pyiceberg's or the REST client's own errors
-        raise _unreachable(lake.uri or lake.kind, error) from None
+        if not _no_tables_yet(error):
+            raise _unreachable(lake.uri or lake.kind, error) from None
+    return catalog
+
+
+def _no_tables_yet(error: BaseException) -> bool:
+    """Whether ``error`` says the catalog's own tables are not there: a JDBC catalog Spark has
+    not written a table to yet (it makes them; pyiceberg's would lack a column)."""
+    text = str(error)
+    return "iceberg_" in text and ("no such table" in text or "does not exist" in text)
 
 
 def load(catalog: Catalog, table: str) -> Table | None:
@@ -87,9 +97,8 @@ def load(catalog: Catalog, table: str) -> Table | None:
     except (NoSuchTableError, NoSuchNamespaceError):
         return None
     except Exception as error:
-        text = str(error)
-        if "iceberg_tables" in text and ("no such table" in text or "does not exist" in text):
-            return None  # a catalog Spark has not written a table to yet
+        if _no_tables_yet(error):
+            return None
         raise _unreachable(str(catalog.properties.get("uri", catalog.name)), error) from None
 
 

@@ -8,7 +8,7 @@ nothing until the checks pass and the branch is published.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
@@ -60,7 +60,11 @@ def stage_merge(
         raise MergeNotRunnable(f"{dataset.sql_path}: {error}") from None
     partitions = dataset.settings.partitions
     lake.prepare(spark, dataset.name, columns, partitions.column if partitions else None)
-    query = _with_target(statement)
+    try:
+        runnable = spark_clauses(statement, lake.columns(spark, dataset.name))
+    except SqlError as error:
+        raise MergeNotRunnable(f"{dataset.sql_path}: {error}") from None
+    query = _with_target(runnable)
     with merge_errors(dataset):
         staged = lake.stage_sql(spark, dataset.name, query, produced)
     return staged, query
@@ -75,6 +79,53 @@ def spark_merge(
     merge = read_views(statement.expression, views)  # every table but the target itself
     preamble = tuple(spark_sql(read_views(s, views)) for s in spark_preamble(script, dialect))
     return merge, preamble
+
+
+def spark_clauses(merge: exp.Expr, columns: Sequence[str]) -> exp.Expr:
+    """The MERGE with its WHEN clauses in the forms Spark runs: ``DO NOTHING`` (PostgreSQL)
+    becomes a guard on the later clauses of its kind (a row it takes is left as it is, which
+    is what no clause taking it does), and a positional ``INSERT VALUES (...)`` names the
+    table's columns in order.
+
+    >>> import sqlglot
+    >>> m = sqlglot.parse_one("MERGE INTO t USING s ON t.k = s.k WHEN MATCHED AND s.x = 0 "
+    ...     "THEN DO NOTHING WHEN MATCHED THEN DELETE WHEN NOT MATCHED THEN INSERT VALUES "
+    ...     "(s.k, 1)", read="postgres")
+    >>> print(spark_clauses(m, ["k", "n", "extra"]).sql("spark"))  # doctest: +NORMALIZE_WHITESPACE
+    MERGE INTO t USING s ON t.k = s.k WHEN MATCHED AND NOT COALESCE(s.x = 0, FALSE) THEN DELETE
+    WHEN NOT MATCHED THEN INSERT (k, n) VALUES (s.k, 1)
+    """
+    merge = merge.copy()
+    skip: dict[tuple[bool, bool], list[exp.Expr]] = {}  # kind of clause -> DO NOTHING's
+    closed: set[tuple[bool, bool]] = set()  # kinds an unconditional DO NOTHING ends
+    kept = []
+    for when in merge.args["whens"].expressions:
+        kind = (bool(when.args.get("matched")), bool(when.args.get("source")))
+        if kind in closed:
+            continue
+        then, condition = when.args.get("then"), when.args.get("condition")
+        if isinstance(then, exp.Var) and then.name.upper() == "DO NOTHING":
+            if condition is None:
+                closed.add(kind)
+            else:
+                skip.setdefault(kind, []).append(condition.copy())
+            continue
+        guards = [exp.not_(exp.func("COALESCE", c.copy(), exp.false())) for c in skip.get(kind, [])]
+        if guards:
+            when.set("condition", exp.and_(*([condition] if condition else []), *guards))
+        if isinstance(then, exp.Insert) and then.this is None:
+            values = then.expression.expressions if then.expression is not None else []
+            if len(values) > len(columns):
+                raise SqlError(
+                    f"INSERT VALUES gives {len(values)} values but the table has "
+                    f"{len(columns)} columns ({', '.join(columns)}): name the columns "
+                    "(INSERT (a, b) VALUES (...))"
+                )
+            names = [exp.to_identifier(c) for c in columns[: len(values)]]
+            then.set("this", exp.Tuple(expressions=names))
+        kept.append(when)
+    merge.args["whens"].set("expressions", kept)
+    return merge
 
 
 def _with_target(merge: exp.Expr) -> str:

@@ -13,7 +13,7 @@ from medallion_assets.adapters.code_location import definitions_for
 from medallion_assets.adapters.translator import DatasetTranslator, table_key
 from medallion_assets.catalog import load_catalog
 from tests.adapters.minimal import minimal_job
-from tests.lake_helpers import publish_frame
+from tests.lake_helpers import abandon_staged_output, publish_frame, staging_branches
 
 pytestmark = pytest.mark.slow
 
@@ -92,7 +92,9 @@ def test_a_transient_error_is_healed_then_retried_with_backoff(spark, project, m
     def leaves_leftovers_once(spark, lake, catalog, dataset, partition):
         calls["n"] += 1
         if calls["n"] == 1:  # a crashed attempt's staging output, then the crash
-            lake.new_staging(dataset.name, partition).mkdir()
+            abandon_staged_output(
+                lake, spark, dataset, real(spark, lake, catalog, dataset, partition)
+            )
             raise RuntimeError("staging leftovers from a crashed attempt")
         return real(spark, lake, catalog, dataset, partition)
 
@@ -101,15 +103,14 @@ def test_a_transient_error_is_healed_then_retried_with_backoff(spark, project, m
     assert result.success
     assert len(events(result, "STEP_UP_FOR_RETRY")) == 1
     assert lake.current("gold.revenue") is not None
-    staging = lake.table_dir("silver.orders_clean") / "_staging"
-    assert not any(staging.iterdir())  # cleared by the action, then the retry published
+    assert staging_branches(lake, "silver.orders_clean") == []  # cleared, then published
     log = plane.store().audit(entities=["dataset:silver.orders_clean"])
     assert [e.kind for e in log] == ["attempt", "error", "healing", "retry", "attempt", "outcome"]
     assert log[1].message.endswith(
         "STAGING_LEFTOVERS (RuntimeError): staging leftovers from a crashed attempt"
     )
     assert log[2].message.endswith(
-        "clear_staging: removed 1 leftover staging folder(s) of silver.orders_clean"
+        "clear_staging: removed 1 leftover staging branch(es) of silver.orders_clean"
     )
     assert [e.details["attempt"] for e in log] == [1, 1, 1, 1, 2, 2]
 

@@ -17,7 +17,7 @@ from medallion_assets.cli import cli
 from medallion_assets.control.plane import ControlPlane
 from medallion_assets.lake import Lake
 from tests.adapters.minimal import minimal_project, orders
-from tests.lake_helpers import data_files
+from tests.lake_helpers import abandon_staged_output, data_files
 
 pytestmark = pytest.mark.slow
 
@@ -85,7 +85,9 @@ def fail_once_then_build(monkeypatch) -> dict[str, int]:
         if dataset.name == SILVER:
             calls["n"] += 1
             if calls["n"] == 1:
-                lake.new_staging(dataset.name, partition).mkdir()
+                abandon_staged_output(
+                    lake, spark, dataset, real(spark, lake, catalog, dataset, partition)
+                )
                 raise RuntimeError("staging leftovers from a crashed attempt")
         return real(spark, lake, catalog, dataset, partition)
 
@@ -105,7 +107,7 @@ def test_no_retry_heals_makes_one_attempt_and_leaves_the_retry_to_the_orchestrat
     assert calls["n"] == 1  # one attempt, though the policy allows two retries
     log = audit_of(root, SILVER)
     assert [e.kind for e in log] == ["attempt", "error", "healing", "outcome"]
-    assert "clear_staging: removed 1 leftover staging folder" in log[2].message
+    assert "clear_staging: removed 1 leftover staging branch" in log[2].message
     assert log[3].message.endswith("STAGING_LEFTOVERS; the orchestrator retries")
     assert "the orchestrator running medallion build --no-retry retries it" in done.output
 

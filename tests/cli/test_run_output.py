@@ -23,9 +23,14 @@ def medallion_run(root: Path) -> str:
     return result.output
 
 
-def staging_folders(lake: Lake, table: str) -> list[str]:
-    folder = lake.table_dir(table) / "_staging"
-    return sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
+def kept_outputs(lake: Lake, table: str) -> dict[str, int]:
+    """The staging branches and the tags of rejected outputs on ``table``, with snapshots."""
+    from medallion_assets.lake import tables, versions
+
+    loaded = versions.load(versions.open_catalog(lake.catalog), table)
+    prefixes = (tables.STAGE_BRANCH, tables.REJECTED_TAG)
+    refs = loaded.metadata.refs.items() if loaded is not None else ()
+    return {n: r.snapshot_id for n, r in refs if n.startswith(prefixes)}
 
 
 def test_a_run_reports_each_table_and_a_rerun_of_a_blocked_table_rebuilds_nothing(
@@ -51,12 +56,13 @@ def test_a_run_reports_each_table_and_a_rerun_of_a_blocked_table_rebuilds_nothin
     assert "stays current" in report
     assert "NOT RUN: an upstream table did not publish" in second and "gold.revenue" in second
     assert "1 built, 1 blocked, 1 not run; 2 rows written by this run" in second
-    rejected = staging_folders(lake, "silver.orders_clean")
+    rejected = kept_outputs(lake, "silver.orders_clean")
+    assert list(rejected) == ["medallion_rejected_table"]  # kept under a tag, no branch left
 
     third = medallion_run(root)
     assert "still blocked since" in third and "code and inputs unchanged, not rebuilt" in third
     assert "nothing changed: 1 unchanged, 1 blocked, 1 not run; 0 rows written" in third
-    assert staging_folders(lake, "silver.orders_clean") == rejected  # nothing was rebuilt
+    assert kept_outputs(lake, "silver.orders_clean") == rejected  # nothing was rebuilt
 
     outcomes = [
         e.message

@@ -23,7 +23,6 @@ from medallion_assets.lake import Lake
 from medallion_assets.runtime.bronze_ingest import ingest
 from medallion_assets.runtime.raw_files import CorruptObject
 from medallion_assets.runtime.schema_drift import (
-from tests.lake_helpers import publish_frame
     EvolvedColumn,
     SchemaDrift,
     evolve,
@@ -32,6 +31,7 @@ from tests.lake_helpers import publish_frame
 )
 from medallion_assets.runtime.table_run import RunLog, TableRun
 from medallion_assets.testing import read_table
+from tests.lake_helpers import publish_frame
 
 MINIMAL = Path(__file__).parents[1] / "catalog" / "minimal_project"
 CSV_HEADER = "order_id,amount,country\n"
