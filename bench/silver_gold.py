@@ -37,20 +37,26 @@ def flat(name: str) -> str:
     return name.replace(".", "__")
 
 
-def bronze_paths(lake_root: Path, catalog: Any) -> dict[str, dict[str, str]]:
-    """Bronze table -> {day or "": current parquet folder} in a medallion lake."""
+def current_files(lake: Any, name: str, days: list[str] | None = None) -> list[str]:
+    """The Parquet files of ``name``'s current version (of those days) in a medallion lake:
+    an Iceberg snapshot's data files, which plain Spark reads as they are (no deletes)."""
+    return list(lake.footprint(lake.current_versions(name, days)).paths)
+
+
+def bronze_paths(lake_root: Path, catalog: Any) -> dict[str, dict[str, list[str]]]:
+    """Bronze table -> {day or "": its current Parquet files} in a medallion lake."""
     from medallion_assets.lake import Lake
 
     lake = Lake.local(lake_root)
-    found: dict[str, dict[str, str]] = {}
+    found: dict[str, dict[str, list[str]]] = {}
     for name, dataset in catalog.datasets.items():
         if dataset.layer != "bronze":
             continue
         days = lake.partitions(name) if lake.is_partitioned(name) else [""]
-        paths = lake.current_paths(name, days if days != [""] else None)
-        if len(paths) != len(days):
+        files = {day: current_files(lake, name, [day] if day else None) for day in days}
+        if not any(files.values()):
             raise RuntimeError(f"{name} has no published version in the lake {lake_root}")
-        found[name] = {day: str(path) for day, path in zip(days, paths, strict=True)}
+        found[name] = files
     return found
 
 
@@ -63,7 +69,9 @@ def sdp_project(project: Path, lake_root: Path, folder: Path, settings: dict[str
     transformations = folder / "transformations"
     transformations.mkdir(parents=True)
     for name, days in bronze_paths(lake_root, catalog).items():
-        reads = " UNION ALL ".join(f"SELECT * FROM parquet.`{p}`" for p in days.values())
+        reads = " UNION ALL ".join(
+            f"SELECT * FROM parquet.`{p}`" for files in days.values() for p in files
+        )
         text = f"CREATE TEMPORARY VIEW {flat(name)} AS {reads}\n"
         (transformations / f"{flat(name)}.sql").write_text(text, encoding="utf-8")
     for name, dataset in catalog.datasets.items():
@@ -103,7 +111,7 @@ def medallion_outputs(lake_root: Path, catalog: Any) -> dict[str, list[str]]:
 
     lake = Lake.local(lake_root)
     return {
-        name: [str(p) for p in lake.current_paths(name)]
+        name: current_files(lake, name)
         for name, d in catalog.datasets.items()
         if d.layer != "bronze"
     }
@@ -125,14 +133,18 @@ def script(args: argparse.Namespace) -> int:
             views = {}
             for upstream in dataset.upstream:
                 paths = by_day[upstream]
-                chosen = [paths[day]] if day is not None and day in paths else list(paths.values())
+                chosen = (
+                    paths[day]
+                    if day is not None and day in paths
+                    else [p for files in paths.values() for p in files]
+                )
                 self.spark.read.parquet(*chosen).createOrReplaceTempView(flat(upstream))
                 views[upstream] = flat(upstream)
             return views
 
         def build(self, name: str, day: str | None) -> None:
             super().build(name, day)
-            by_day.setdefault(name, {})[day or ""] = self.written[name][-1]
+            by_day.setdefault(name, {})[day or ""] = [self.written[name][-1]]
 
     pipeline = FromBronze(spark, catalog, args.s3 or args.out, args.out)
     days = sorted({d for paths in by_day.values() for d in paths if d})

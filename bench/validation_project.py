@@ -142,9 +142,10 @@ def publish_inputs(spark: Any, lake: Any, catalog: Any, rows: int) -> dict[str, 
         *ingestion,
     )
     counts = {}
+    from medallion_assets.lake import Produced
+
     for table, frame in (("bronze.orders", orders), ("bronze.customers", people)):
-        staging, staged = lake.stage_frame(frame, table)
-        counts[table] = staged.count()
         code = catalog.datasets[table].code_version
-        lake.publish(staging, table, None, code, {"generated": str(rows)}, counts[table])
+        staged = lake.stage(spark, frame, table, Produced(code, {"generated": str(rows)}))
+        counts[table] = lake.publish(spark, staged).rows
     return counts

@@ -12,8 +12,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pyarrow.parquet as pq
-
 from medallion_assets.catalog import load_catalog
 from medallion_assets.io.object_store import LocalFolderObjectStore
 from medallion_assets.io.warehouse import warehouse_from_url
@@ -119,7 +117,7 @@ def snapshot(root: Path) -> dict[str, Any]:
             version = lake.current(table, partition)
             where = f"lake {table}" + (f"[{partition}]" if partition else "")
             found[where] = (
-                None if version is None else _rows(pq.read_table(lake.version_path(version)))
+                None if version is None else _rows(lake.read_arrow([version]))
             )
     warehouse = warehouse_from_url(f"duckdb:///{root / '.medallion' / 'warehouse.duckdb'}")
     try:
