@@ -1,4 +1,4 @@
-"""``python -m bench [A] [B] ... [J]``: run the chosen benchmarks (all by default).
+"""``python -m bench [A] [B] ... [L]``: run the chosen benchmarks (all by default).
 
 Always exits 0: the benchmarks are informational, a missed bar prints FAIL but fails nothing.
 A benchmark that crashes (e.g. our API changed under it) is reported and the others still run.
@@ -15,6 +15,7 @@ from bench import (
     contention_bench,
     dag_bench,
     definitions_bench,
+    lake_bench,
     lineage_bench,
     orchestration_bench,
     sdp_bench,
@@ -36,6 +37,7 @@ BENCHMARKS = {
     "I": simulate_bench.main,
     "J": simulate_accuracy.main,
     "K": spark_start_bench.main,
+    "L": lake_bench.main,
 }
 
 

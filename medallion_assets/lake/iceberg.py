@@ -126,6 +126,10 @@ class Lake:
     def _metadata(self) -> Catalog:
         return versions.open_catalog(self.catalog)
 
+    @cached_property
+    def _refs(self) -> tables.Refs:
+        return tables.Refs(self._metadata)
+
     def _has_catalog(self) -> bool:
         """False for an embedded catalog whose file does not exist yet (no table written):
         opening it would create it."""
@@ -268,6 +272,7 @@ class Lake:
             partition=partition,
             partition_column=partition_column,
             properties=summary,
+            refs=self._refs,
         )
         if partition is not None and partition_column is not None:
             staged = self._own_day(spark, frame, staged, partition_column, summary, mode)
@@ -288,7 +293,7 @@ class Lake:
 
         day = staged.partition
         if staged.changed_partitions > 1:
-            tables.drop_branch(spark, staged.table, staged.branch)
+            self._refs.drop_branch(staged.table, staged.branch)
             value = F.col(f"`{column}`")
             outside = frame.where(value.isNull() | (value != F.lit(day))).count()
             raise RowsOutsideTheDay(
@@ -305,14 +310,14 @@ class Lake:
     ) -> StagedWrite:
         """Run ``statement`` (a MERGE, UPDATE or DELETE on ``{target}``) on a new branch."""
         self.attach(spark)
-        staged = tables.stage_sql(spark, table, statement, produced.summary(None))
+        staged = tables.stage_sql(spark, table, statement, produced.summary(None), refs=self._refs)
         return StagedWrite(staged, tables.read_staged(spark, staged))
 
     def publish(self, spark: SparkSession, staged: StagedWrite) -> Version:
         """Make the staged write current (one catalog commit), then expire the snapshots past
         the newest ``keep_versions`` (a day's current version is tagged and kept)."""
         self.attach(spark)
-        tables.publish(spark, staged.write)
+        tables.publish(spark, staged.write, self._refs)
         tables.expire(spark, staged.write.table, self.keep_versions)
         published = self.current(staged.write.table, staged.write.partition)
         assert published is not None, f"{staged.write.table}: published but not current"
@@ -321,13 +326,13 @@ class Lake:
     def discard(self, spark: SparkSession, staged: StagedWrite) -> None:
         """Forget a staged write (its files go with the next orphan clean-up)."""
         self.attach(spark)
-        tables.drop_branch(spark, staged.write.table, staged.write.branch)
+        self._refs.drop_branch(staged.write.table, staged.write.branch)
 
     def keep_rejected(self, spark: SparkSession, staged: StagedWrite) -> str:
         """Keep a write its checks rejected readable under a tag; returns where it is kept."""
         self.attach(spark)
         write = staged.write
-        tag = tables.keep_rejected(spark, write, write.partition or "table")
+        tag = tables.keep_rejected(write, write.partition or "table", self._refs)
         return f"{tables.identifier(write.table)} VERSION AS OF '{tag}'"
 
     def prepare(

@@ -29,6 +29,7 @@ from medallion_assets.lake.catalog import SPARK_CATALOG
 from medallion_assets.runtime.errors import ResourceError
 
 if TYPE_CHECKING:
+    from pyiceberg.catalog import Catalog
     from pyspark.sql import DataFrame, SparkSession
 
 SUMMARY_PREFIX = "medallion."
@@ -121,13 +122,66 @@ def ref_head(spark: SparkSession, table: str, ref: str = "main") -> int | None:
     return int(rows[0][0]) if rows else None
 
 
-def new_branch(spark: SparkSession, table: str) -> tuple[str, int | None]:
-    """A fresh branch at ``main``'s head; (its name, that head)."""
-    branch = f"{STAGE_BRANCH}{uuid.uuid4().hex[:12]}"
-    java = _java_table(spark, table)
-    head = java.currentSnapshot().snapshotId()
-    java.manageSnapshots().createBranch(branch, head).commit()
-    return branch, int(head)
+class Refs:
+    """Branches and tags of the lake's tables, committed through pyiceberg to the same catalog
+    Spark writes through: the same code for a local session and a Spark Connect one (Iceberg's
+    branch and tag SQL needs its SQL extensions, whose parser breaks Spark 4.1's SQL functions,
+    ``CREATE TEMPORARY FUNCTION ... RETURN``). A commit another writer beat is tried again on
+    the table as it now is."""
+
+    def __init__(self, catalog: Catalog):
+        self.catalog = catalog
+
+    def branch(self, table: str) -> tuple[str, int | None]:
+        """A fresh branch at ``main``'s head; (its name, that head)."""
+        name = f"{STAGE_BRANCH}{uuid.uuid4().hex[:12]}"
+        heads: list[int | None] = []
+
+        def make(loaded: Any, refs: Any) -> None:
+            head = loaded.current_snapshot()
+            heads.append(head.snapshot_id if head is not None else None)
+            refs.create_branch(heads[-1], name)
+
+        self._commit(table, make)
+        return name, heads[-1]
+
+    def drop_branch(self, table: str, name: str) -> None:
+        self._commit(table, lambda loaded, refs: refs.remove_branch(name), name)
+
+    def drop_tag(self, table: str, name: str) -> None:
+        self._commit(table, lambda loaded, refs: refs.remove_tag(name), name)
+
+    def tag(self, table: str, name: str, snapshot_id: int) -> None:
+        """Point tag ``name`` at ``snapshot_id`` (made, or moved)."""
+
+        def point(loaded: Any, refs: Any) -> None:
+            if name in loaded.metadata.refs:
+                refs.remove_tag(name)
+            refs.create_tag(snapshot_id, name)
+
+        self._commit(table, point)
+
+    def _commit(self, table: str, change: Any, only_if: str | None = None) -> None:
+        from pyiceberg.exceptions import CommitFailedException
+
+        for attempt in range(COMMIT_ATTEMPTS):
+            loaded = self.catalog.load_table(table)
+            if only_if is not None and only_if not in loaded.metadata.refs:
+                return
+            try:
+                with loaded.manage_snapshots() as refs:
+                    change(loaded, refs)
+                return
+            except CommitFailedException:
+                if attempt == COMMIT_ATTEMPTS - 1:
+                    raise CommitConflict(
+                        f"{table}: other writers kept changing its branches and tags; "
+                        "run the step again"
+                    ) from None
+                time.sleep(0.05 * (attempt + 1))
+
+
+COMMIT_ATTEMPTS = 8
 
 
 def stage(
@@ -135,6 +189,7 @@ def stage(
     frame: DataFrame,
     table: str,
     *,
+    refs: Refs,
     mode: Mode,
     partition: str | None = None,
     partition_column: str | None = None,
@@ -145,7 +200,7 @@ def stage(
     snapshot's summary as ``medallion.<key>``."""
     ensure_table(spark, table, frame, partition_column)
     frame = evolve(spark, table, frame, whole=mode == "replace" and partition_column is None)
-    branch, head = new_branch(spark, table)
+    branch, head = refs.branch(table)
     writer = frame.writeTo(identifier(table, branch))
     for key, value in summary_options(properties or {}).items():
         writer = writer.option(key, value)
@@ -161,7 +216,7 @@ def stage(
         if ref_head(spark, table, branch) == head:  # nothing committed (no rows)
             stamp(spark, table, branch, properties or {})
     except BaseException:
-        drop_branch(spark, table, branch)
+        refs.drop_branch(table, branch)
         raise
     return staged_on(spark, table, branch, head, partition, partition_column)
 
@@ -171,17 +226,19 @@ def stage_sql(
     table: str,
     statement: str,
     properties: Mapping[str, str] | None = None,
+    *,
+    refs: Refs,
 ) -> Staged:
     """Run ``statement`` (a MERGE, UPDATE or DELETE whose target is written ``{target}``)
     against a new branch of ``table``: the staged write of a statement Iceberg runs itself.
     SQL cannot set a snapshot's summary, so ``properties`` go into an empty append after it
     (the branch's head, its rows the table's)."""
-    branch, head = new_branch(spark, table)
+    branch, head = refs.branch(table)
     try:
         spark.sql(statement.replace("{target}", identifier(table, branch)))
         stamp(spark, table, branch, properties or {})
     except BaseException:
-        drop_branch(spark, table, branch)
+        refs.drop_branch(table, branch)
         raise
     return staged_on(spark, table, branch, head, None)
 
@@ -303,7 +360,7 @@ def read_staged(spark: SparkSession, staged: Staged) -> DataFrame:
     return frame
 
 
-def publish(spark: SparkSession, staged: Staged) -> int:
+def publish(spark: SparkSession, staged: Staged, refs: Refs) -> int:
     """Make the staged write current in one catalog commit; returns ``main``'s new head.
     Drops the staging branch; a day's tag then points at the staged snapshot."""
     name = staged.table
@@ -329,48 +386,24 @@ def publish(spark: SparkSession, staged: Staged) -> int:
             "run the step again"
         )
     if staged.partition is not None:
-        _set_tag(spark, name, day_tag(staged.partition), staged.snapshot_id)
-    drop_branch(spark, name, staged.branch)
+        refs.tag(name, day_tag(staged.partition), staged.snapshot_id)
+    refs.drop_branch(name, staged.branch)
     head = main_head(spark, name)
     assert head is not None
     return head
 
 
-def keep_rejected(spark: SparkSession, staged: Staged, key: str) -> str:
+def keep_rejected(staged: Staged, key: str, refs: Refs) -> str:
     """Keep a staged write its checks rejected readable under a tag (``medallion_rejected_
     <key>``) instead of its branch; returns the tag. ``main`` does not move."""
     tag = REJECTED_TAG + re.sub(r"[^0-9A-Za-z]", "_", key)
-    _set_tag(spark, staged.table, tag, staged.snapshot_id)
-    drop_branch(spark, staged.table, staged.branch)
+    refs.tag(staged.table, tag, staged.snapshot_id)
+    refs.drop_branch(staged.table, staged.branch)
     return tag
 
 
-def drop_branch(spark: SparkSession, table: str, branch: str) -> None:
-    java = _java_table(spark, table)
-    if java.refs().containsKey(branch):
-        java.manageSnapshots().removeBranch(branch).commit()
-
-
-def drop_tag(spark: SparkSession, table: str, tag: str) -> None:
-    java = _java_table(spark, table)
-    if java.refs().containsKey(tag):
-        java.manageSnapshots().removeTag(tag).commit()
-
-
-def _set_tag(spark: SparkSession, table: str, tag: str, snapshot_id: int) -> None:
-    java = _java_table(spark, table)
-    snapshots = java.manageSnapshots()
-    if java.refs().containsKey(tag):
-        snapshots.replaceTag(tag, snapshot_id).commit()
-    else:
-        snapshots.createTag(tag, snapshot_id).commit()
-
-
 def _java_table(spark: SparkSession, table: str) -> Any:
-    """The table in Iceberg's Java API, freshly loaded: branches and tags are made there, since
-    their SQL (``ALTER TABLE ... CREATE BRANCH``) needs Iceberg's SQL extensions, whose parser
-    breaks Spark 4.1's SQL functions (``CREATE TEMPORARY FUNCTION ... RETURN``); every other
-    operation here (writes to a branch, ``CALL`` procedures, MERGE) is Spark's own SQL."""
+    """The table in Iceberg's Java API, freshly loaded (a local session only)."""
     jvm = spark.sparkContext._jvm
     assert jvm is not None
     return jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(
@@ -411,12 +444,20 @@ def rollback(spark: SparkSession, table: str, snapshot_id: int) -> None:
 
 def expire(spark: SparkSession, table: str, keep: int) -> None:
     """Expire ``main``'s snapshots beyond the newest ``keep`` (tagged ones, a day's published
-    version or a rejected write, are kept) and delete the files only they held. Through
-    Iceberg's Java API in the driver: the ``expire_snapshots`` procedure starts a Spark job of
-    hundreds of tasks for every table, however small."""
-    java = _java_table(spark, table)
-    now_ms = int(time.time() * 1000) + 1000
-    java.expireSnapshots().expireOlderThan(now_ms).retainLast(keep).commit()
+    version or a rejected write, are kept) and delete the files only they held. In a local
+    session through Iceberg's Java API in the driver (the ``expire_snapshots`` procedure starts
+    a Spark job of hundreds of tasks for every table, however small); over Spark Connect,
+    which has no JVM here, through the procedure."""
+    older_than = time.time() + 1
+    if getattr(spark, "_jsparkSession", None) is not None:
+        java = _java_table(spark, table)
+        java.expireSnapshots().expireOlderThan(int(older_than * 1000)).retainLast(keep).commit()
+        return
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(older_than))
+    spark.sql(
+        f"CALL {SPARK_CATALOG}.system.expire_snapshots(table => '{_qualified(table)}', "
+        f"older_than => TIMESTAMP '{when}', retain_last => {keep})"
+    ).collect()
 
 
 def _qualified(table: str) -> str:

@@ -154,7 +154,9 @@ def test_two_runs_started_together_build_each_table_once(clean, tmp_path):
     assert snapshot(root) == clean
     lake = Lake.local(root / ".medallion" / "lake")
     built = {
-        (table, partition): len(lake.versions(table, partition))
+        (table, partition): len(
+            [h for h in lake.history(table) if h.code_version and h.partition == partition]
+        )
         for table in ("bronze.events", "gold.daily_events", "gold.revenue")
         for partition in lake.partitions(table) or [None]
     }
@@ -167,7 +169,7 @@ def test_a_step_waits_for_another_builder_of_its_table_then_reuses_or_skips(
     root = faults_project(tmp_path)
     lake_root = root / ".medallion" / "lake"
     plane = ControlPlane.from_env({"MEDALLION_HOME": str(root / ".medallion")}, root)
-    other = hold_lock_in_child(plane.url, lake_root, "table:gold.revenue")
+    other = hold_lock_in_child(plane.url, root / ".medallion", "table:gold.revenue")
     try:
         summary, _ = in_process(root, monkeypatch, MEDALLION_LOCK_WAIT_SECONDS="1")
     finally:
@@ -182,7 +184,7 @@ def test_a_step_waits_for_another_builder_of_its_table_then_reuses_or_skips(
     assert [e.entity for e in busy] == ["dataset:gold.revenue"]
 
     # Now the other builder finishes (is killed) while the step waits: the step goes on.
-    other = hold_lock_in_child(plane.url, lake_root, "table:gold.revenue")
+    other = hold_lock_in_child(plane.url, root / ".medallion", "table:gold.revenue")
     waits = len(waits_for_revenue(plane))
     waiting = threading.Thread(target=kill_when_waited_for, args=(plane, other.pid, waits))
     waiting.start()

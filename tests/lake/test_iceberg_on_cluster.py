@@ -28,7 +28,7 @@ DRIVER = r"""
 import json, sys
 from pathlib import Path
 from pyspark.sql import SparkSession
-from medallion_assets.lake import tables
+from medallion_assets.lake import tables, versions
 from medallion_assets.lake.catalog import LakeCatalog, S3Endpoint
 
 master, jars, catalog, warehouse, endpoint = sys.argv[1:6]
@@ -40,9 +40,12 @@ for key, value in lake.spark_conf().items():
 spark = builder.getOrCreate()
 frame = spark.range(0, 20000, numPartitions=4).selectExpr("id", "id % 7 AS k")
 props = {"run-id": "c1"}
-staged = tables.stage(spark, frame, "silver.on_cluster", mode="replace", properties=props)
+refs = tables.Refs(versions.open_catalog(lake))
+staged = tables.stage(
+    spark, frame, "silver.on_cluster", mode="replace", properties=props, refs=refs
+)
 before = spark.table(tables.identifier("silver.on_cluster")).count()
-tables.publish(spark, staged)
+tables.publish(spark, staged, refs)
 published = spark.table(tables.identifier("silver.on_cluster"))
 after = published.selectExpr("count(*)", "sum(id)").first()
 executors = spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() - 1

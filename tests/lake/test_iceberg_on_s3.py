@@ -40,9 +40,11 @@ def test_a_table_on_s3_catalogued_in_postgresql_publishes_and_reads_back_everywh
     spark, lake = s3_lake
     table = f"gold.revenue_{uuid.uuid4().hex[:6]}"
     frame = spark.createDataFrame([("EU", 10.5), ("US", 20.0)], "region string, revenue double")
-    staged = tables.stage(spark, frame, table, mode="replace", properties={"run-id": "r1"})
+    staged = tables.stage(
+        spark, frame, table, mode="replace", properties={"run-id": "r1"}, refs=spark.medallion_refs
+    )
     assert spark.table(tables.identifier(table)).count() == 0  # staged, not published
-    tables.publish(spark, staged)
+    tables.publish(spark, staged, spark.medallion_refs)
     bucket = lake.warehouse.removeprefix("s3a://").split("/")[0]
     keys = [o["Key"] for o in s3_server.client().list_objects_v2(Bucket=bucket)["Contents"]]
     assert any(key.endswith(".parquet") for key in keys)

@@ -35,6 +35,7 @@ def day_write(spark: Any, day: str, run: str, *ids: int) -> tables.Staged:
         partition=day,
         partition_column="event_date",
         properties=produced_by(run, day, **{"bronze.events": "41"}),
+        refs=spark.medallion_refs,
     )
 
 
@@ -49,18 +50,20 @@ def test_a_staged_write_is_read_exactly_and_invisible_on_main_until_published(la
         "gold.t",
         mode="replace",
         properties=produced_by("run-1"),
+        refs=lake_spark.medallion_refs,
     )
-    tables.publish(lake_spark, first)
+    tables.publish(lake_spark, first, refs=lake_spark.medallion_refs)
     second = tables.stage(
         lake_spark,
         events(lake_spark, (2, "d", "b"), (3, "d", "c")),
         "gold.t",
         mode="replace",
         properties=produced_by("run-2"),
+        refs=lake_spark.medallion_refs,
     )
     assert tables.read_staged(lake_spark, second).count() == 2
     assert main_rows(lake_spark, "gold.t") == [(1, "d", "a")]  # readers still see run 1
-    tables.publish(lake_spark, second)
+    tables.publish(lake_spark, second, refs=lake_spark.medallion_refs)
     assert main_rows(lake_spark, "gold.t") == [(2, "d", "b"), (3, "d", "c")]
     refs = {
         r[0]
@@ -72,12 +75,14 @@ def test_a_staged_write_is_read_exactly_and_invisible_on_main_until_published(la
 def test_days_staged_side_by_side_both_publish_and_each_keeps_its_version(
     lake_spark: Any, local_lake: LakeCatalog
 ):
-    tables.publish(lake_spark, day_write(lake_spark, "2026-01-01", "run-0", 1))
+    tables.publish(
+        lake_spark, day_write(lake_spark, "2026-01-01", "run-0", 1), refs=lake_spark.medallion_refs
+    )
     # Two steps stage two days from the same head; the second publish is rebased (cherry-pick).
     jan2 = day_write(lake_spark, "2026-01-02", "run-a", 2, 3)
     jan3 = day_write(lake_spark, "2026-01-03", "run-b", 4)
-    tables.publish(lake_spark, jan2)
-    tables.publish(lake_spark, jan3)
+    tables.publish(lake_spark, jan2, refs=lake_spark.medallion_refs)
+    tables.publish(lake_spark, jan3, refs=lake_spark.medallion_refs)
     assert [r[0] for r in main_rows(lake_spark, "silver.events")] == [1, 2, 3, 4]
     catalog = versions.open_catalog(local_lake)
     assert versions.partitions(catalog, "silver.events") == [
@@ -97,27 +102,39 @@ def test_days_staged_side_by_side_both_publish_and_each_keeps_its_version(
 
 
 def test_rewriting_a_day_replaces_only_that_day_and_is_idempotent(lake_spark: Any):
-    tables.publish(lake_spark, day_write(lake_spark, "2026-01-01", "r", 1))
-    tables.publish(lake_spark, day_write(lake_spark, "2026-01-02", "r", 2))
+    tables.publish(
+        lake_spark, day_write(lake_spark, "2026-01-01", "r", 1), refs=lake_spark.medallion_refs
+    )
+    tables.publish(
+        lake_spark, day_write(lake_spark, "2026-01-02", "r", 2), refs=lake_spark.medallion_refs
+    )
     for _ in range(2):
-        tables.publish(lake_spark, day_write(lake_spark, "2026-01-02", "r", 5, 6))
+        tables.publish(
+            lake_spark,
+            day_write(lake_spark, "2026-01-02", "r", 5, 6),
+            refs=lake_spark.medallion_refs,
+        )
     assert [r[0] for r in main_rows(lake_spark, "silver.events")] == [1, 5, 6]
 
 
 def test_the_same_day_changed_since_staging_is_a_commit_conflict(lake_spark: Any):
-    tables.publish(lake_spark, day_write(lake_spark, "2026-01-01", "r", 1))
+    tables.publish(
+        lake_spark, day_write(lake_spark, "2026-01-01", "r", 1), refs=lake_spark.medallion_refs
+    )
     mine = day_write(lake_spark, "2026-01-02", "mine", 2)
     theirs = day_write(lake_spark, "2026-01-02", "theirs", 3)
-    tables.publish(lake_spark, theirs)
+    tables.publish(lake_spark, theirs, refs=lake_spark.medallion_refs)
     with pytest.raises(tables.CommitConflict, match=r"silver\.events: another writer changed"):
-        tables.publish(lake_spark, mine)
+        tables.publish(lake_spark, mine, refs=lake_spark.medallion_refs)
     assert [r[0] for r in main_rows(lake_spark, "silver.events")] == [1, 3]
 
 
 def test_a_rejected_write_stays_readable_under_its_tag_and_main_does_not_move(lake_spark: Any):
-    tables.publish(lake_spark, day_write(lake_spark, "2026-01-01", "good", 1))
+    tables.publish(
+        lake_spark, day_write(lake_spark, "2026-01-01", "good", 1), refs=lake_spark.medallion_refs
+    )
     bad = day_write(lake_spark, "2026-01-01", "bad", 1, 1)
-    tag = tables.keep_rejected(lake_spark, bad, "2026-01-01")
+    tag = tables.keep_rejected(bad, "2026-01-01", refs=lake_spark.medallion_refs)
     assert main_rows(lake_spark, "silver.events") == [(1, "2026-01-01", "view")]
     kept = lake_spark.sql(
         f"SELECT * FROM {tables.identifier('silver.events')} VERSION AS OF '{tag}'"
@@ -132,7 +149,15 @@ def test_history_lists_mains_snapshots_and_rollback_makes_an_earlier_one_current
         frame = events(lake_spark, *[(i, "d", "x") for i in ids])
         tables.publish(
             lake_spark,
-            tables.stage(lake_spark, frame, "gold.h", mode="replace", properties=produced_by(run)),
+            tables.stage(
+                lake_spark,
+                frame,
+                "gold.h",
+                mode="replace",
+                properties=produced_by(run),
+                refs=lake_spark.medallion_refs,
+            ),
+            refs=lake_spark.medallion_refs,
         )
     catalog = versions.open_catalog(local_lake)
     newest, oldest = versions.history(catalog, "gold.h")[:2]
@@ -148,8 +173,12 @@ def test_expiry_keeps_the_newest_snapshots_and_every_days_published_version(
     lake_spark: Any, local_lake: LakeCatalog
 ):
     for run in ("r1", "r2", "r3", "r4"):
-        tables.publish(lake_spark, day_write(lake_spark, "2026-01-02", run, 2))
-    tables.publish(lake_spark, day_write(lake_spark, "2026-01-01", "r5", 1))
+        tables.publish(
+            lake_spark, day_write(lake_spark, "2026-01-02", run, 2), refs=lake_spark.medallion_refs
+        )
+    tables.publish(
+        lake_spark, day_write(lake_spark, "2026-01-01", "r5", 1), refs=lake_spark.medallion_refs
+    )
     tables.expire(lake_spark, "silver.events", keep=2)
     catalog = versions.open_catalog(local_lake)
     assert len(versions.history(catalog, "silver.events")) == 2
@@ -159,16 +188,26 @@ def test_expiry_keeps_the_newest_snapshots_and_every_days_published_version(
 
 def test_a_new_column_evolves_the_schema_and_older_rows_read_null(lake_spark: Any):
     first = events(lake_spark, (1, "d", "a"))
-    tables.publish(lake_spark, tables.stage(lake_spark, first, "bronze.e", mode="append"))
+    tables.publish(
+        lake_spark,
+        tables.stage(lake_spark, first, "bronze.e", mode="append", refs=lake_spark.medallion_refs),
+        refs=lake_spark.medallion_refs,
+    )
     wider = lake_spark.createDataFrame([(2, "d", "b", "mobile")], f"{SCHEMA}, device string")
-    tables.publish(lake_spark, tables.stage(lake_spark, wider, "bronze.e", mode="append"))
+    tables.publish(
+        lake_spark,
+        tables.stage(lake_spark, wider, "bronze.e", mode="append", refs=lake_spark.medallion_refs),
+        refs=lake_spark.medallion_refs,
+    )
     assert main_rows(lake_spark, "bronze.e") == [(1, "d", "a", None), (2, "d", "b", "mobile")]
 
 
 def test_pyiceberg_reads_the_rows_spark_published_without_a_jvm(
     lake_spark: Any, local_lake: LakeCatalog
 ):
-    tables.publish(lake_spark, day_write(lake_spark, "2026-01-01", "r", 1, 2))
+    tables.publish(
+        lake_spark, day_write(lake_spark, "2026-01-01", "r", 1, 2), refs=lake_spark.medallion_refs
+    )
     arrow = versions.read(versions.open_catalog(local_lake), "silver.events")
     assert sorted(arrow.column("event_id").to_pylist()) == [1, 2]
     assert sorted(arrow.column("event_id").to_pylist()) == [
@@ -177,8 +216,14 @@ def test_pyiceberg_reads_the_rows_spark_published_without_a_jvm(
 
 
 def test_rollback_to_a_snapshot_the_table_does_not_have_names_the_newest_ones(lake_spark: Any):
-    staged = tables.stage(lake_spark, events(lake_spark, (1, "d", "a")), "gold.r", mode="replace")
-    head = tables.publish(lake_spark, staged)
+    staged = tables.stage(
+        lake_spark,
+        events(lake_spark, (1, "d", "a")),
+        "gold.r",
+        mode="replace",
+        refs=lake_spark.medallion_refs,
+    )
+    head = tables.publish(lake_spark, staged, refs=lake_spark.medallion_refs)
     with pytest.raises(tables.UnknownSnapshot, match=rf"gold\.r has no snapshot 42 .*{head}"):
         tables.rollback(lake_spark, "gold.r", 42)
     assert main_rows(lake_spark, "gold.r") == [(1, "d", "a")]
@@ -225,7 +270,11 @@ def test_the_lake_object_stages_checks_publishes_reuses_and_reads_a_day(
 
 def test_a_merge_runs_as_icebergs_own_on_a_staged_branch(lake_spark: Any):
     first = events(lake_spark, (1, "d", "view"), (2, "d", "view"))
-    tables.publish(lake_spark, tables.stage(lake_spark, first, "silver.m", mode="replace"))
+    tables.publish(
+        lake_spark,
+        tables.stage(lake_spark, first, "silver.m", mode="replace", refs=lake_spark.medallion_refs),
+        refs=lake_spark.medallion_refs,
+    )
     changes = events(lake_spark, (2, "d", "click"), (3, "d", "view"))
     changes.createOrReplaceTempView("medallion_changes")
     staged = tables.stage_sql(
@@ -233,6 +282,7 @@ def test_a_merge_runs_as_icebergs_own_on_a_staged_branch(lake_spark: Any):
         "silver.m",
         "MERGE INTO {target} t USING medallion_changes c ON t.event_id = c.event_id "
         "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *",
+        refs=lake_spark.medallion_refs,
     )
     assert main_rows(lake_spark, "silver.m") == [(1, "d", "view"), (2, "d", "view")]
     assert sorted(tuple(r) for r in tables.read_staged(lake_spark, staged).collect()) == [
@@ -240,7 +290,7 @@ def test_a_merge_runs_as_icebergs_own_on_a_staged_branch(lake_spark: Any):
         (2, "d", "click"),
         (3, "d", "view"),
     ]
-    tables.publish(lake_spark, staged)
+    tables.publish(lake_spark, staged, refs=lake_spark.medallion_refs)
     assert main_rows(lake_spark, "silver.m") == [
         (1, "d", "view"),
         (2, "d", "click"),
@@ -251,8 +301,21 @@ def test_a_merge_runs_as_icebergs_own_on_a_staged_branch(lake_spark: Any):
 def test_a_write_without_a_column_stores_null_there(lake_spark: Any):
     tables.publish(
         lake_spark,
-        tables.stage(lake_spark, events(lake_spark, (1, "d", "a")), "bronze.n", mode="append"),
+        tables.stage(
+            lake_spark,
+            events(lake_spark, (1, "d", "a")),
+            "bronze.n",
+            mode="append",
+            refs=lake_spark.medallion_refs,
+        ),
+        refs=lake_spark.medallion_refs,
     )
     narrower = lake_spark.createDataFrame([(2, "d")], "event_id bigint, event_date string")
-    tables.publish(lake_spark, tables.stage(lake_spark, narrower, "bronze.n", mode="append"))
+    tables.publish(
+        lake_spark,
+        tables.stage(
+            lake_spark, narrower, "bronze.n", mode="append", refs=lake_spark.medallion_refs
+        ),
+        refs=lake_spark.medallion_refs,
+    )
     assert main_rows(lake_spark, "bronze.n") == [(1, "d", "a"), (2, "d", None)]

@@ -116,9 +116,7 @@ def snapshot(root: Path) -> dict[str, Any]:
         for partition in lake.partitions(table) or [None]:
             version = lake.current(table, partition)
             where = f"lake {table}" + (f"[{partition}]" if partition else "")
-            found[where] = (
-                None if version is None else _rows(lake.read_arrow([version]))
-            )
+            found[where] = None if version is None else _rows(lake.read_arrow([version]))
     warehouse = warehouse_from_url(f"duckdb:///{root / '.medallion' / 'warehouse.duckdb'}")
     try:
         for target in catalog.targets.values():
