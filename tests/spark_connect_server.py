@@ -30,6 +30,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from medallion_assets.lake.catalog import LakeCatalog
+
 START_TIMEOUT = 120.0  # seconds; the server usually starts in 10-20 s
 _STARTED = re.compile(r"Spark Connect server started at: [^\s:]+:(\d+)")
 
@@ -40,6 +42,10 @@ class SparkConnectServer:
     pid: int  # the server's JVM
     log: Path
     started_in: float  # seconds from launch until it accepted connections
+    lake: Path  # the embedded lake (catalog inside) its catalog ``lake`` is
+
+    def lake_catalog(self) -> LakeCatalog:
+        return LakeCatalog.parse(f"sqlite:///{self.lake / 'catalog.db'}", str(self.lake))
 
     @property
     def url(self) -> str:
@@ -94,8 +100,16 @@ def _server_env(base: Path) -> dict[str, str]:
 
 
 def _launch(base: Path, env: dict[str, str], port: int) -> subprocess.Popen[bytes]:
-    # What sbin/start-connect-server.sh runs (pyspark 4.1's package does not ship that script).
+    # What sbin/start-connect-server.sh runs (pyspark 4.1's package does not ship that script),
+    # with the lake's jars and its catalog on the server, as a production server has them.
+    from medallion_assets.jvm.jars import jar_folder
+    from medallion_assets.settings import MedallionSettings
+
     script = spark_home() / "sbin" / "spark-daemon.sh"
+    jars = jar_folder(MedallionSettings.from_env(os.environ).jars_folder).jars
+    lake = LakeCatalog.parse(f"sqlite:///{base / 'lake' / 'catalog.db'}", str(base / "lake"))
+    (base / "lake").mkdir(exist_ok=True)
+    lake_conf = [x for k, v in lake.spark_conf().items() for x in ("--conf", f"{k}={v}")]
     command = [
         "bash", str(script), "submit", CONNECT_SERVER_CLASS, "1",
         "--name", "Spark Connect server", "--master", "local[2]",
@@ -103,6 +117,7 @@ def _launch(base: Path, env: dict[str, str], port: int) -> subprocess.Popen[byte
         "--conf", f"spark.connect.grpc.binding.port={port}",
         "--conf", "spark.ui.enabled=false",
         "--conf", "spark.sql.session.timeZone=UTC",
+        "--jars", ",".join(str(j) for j in jars), *lake_conf,
     ]  # fmt: skip
     with (base / "launcher.log").open("wb") as output:
         # The script daemonizes the JVM with nohup; it stays in this new process group.
@@ -198,6 +213,7 @@ def running_spark_connect_server(base: Path) -> Iterator[SparkConnectServer]:
         if pid is None:
             raise RuntimeError(f"Spark Connect server wrote no pid file:\n{_tail(base)}")
         log = _server_log(base) or base / "launcher.log"
-        yield SparkConnectServer(port, pid, log, round(time.monotonic() - started, 1))
+        started_in = round(time.monotonic() - started, 1)
+        yield SparkConnectServer(port, pid, log, started_in, base / "lake")
     finally:
         _stop(base, env, launcher)

@@ -124,6 +124,8 @@ class Lake:
 
     @cached_property
     def _metadata(self) -> Catalog:
+        if self.catalog.sqlite_file is not None:  # the folder of an embedded catalog to open
+            self.catalog.sqlite_file.parent.mkdir(parents=True, exist_ok=True)
         return versions.open_catalog(self.catalog)
 
     @cached_property

@@ -116,7 +116,7 @@ def client_parquet_round_trip(remote: str, folder: str) -> dict[str, Any]:
     }
 
 
-def client_build_minimal_project(remote: str, root: str) -> dict[str, Any]:
+def client_build_minimal_project(remote: str, root: str, lake: str) -> dict[str, Any]:
     from medallion_assets.catalog import load_catalog
     from medallion_assets.control.store import ControlStore
     from medallion_assets.runtime.bronze_ingest import ingest
@@ -126,7 +126,8 @@ def client_build_minimal_project(remote: str, root: str) -> dict[str, Any]:
     session = connect_session(remote)
     base = Path(root)
     catalog = load_catalog(base / "project", use_cache=False)
-    store, lake = LocalFolderObjectStore(base / "s3"), Lake.local(base / "lake")
+    # The server's lake: its catalog is the server's, the client reads the same one.
+    store, lake = LocalFolderObjectStore(base / "s3"), Lake.local(Path(lake))
 
     control = ControlStore.open(f"sqlite:///{base / 'control.db'}")
 
@@ -248,11 +249,16 @@ def test_bronze_silver_and_gold_build_through_the_runtime_on_connect(connect_ser
             broken=1,
         ),
     )
-    result = on_connect(connect_server, "client_build_minimal_project", root=str(tmp_path))
+    result = on_connect(
+        connect_server,
+        "client_build_minimal_project",
+        root=str(tmp_path),
+        lake=str(connect_server.lake),
+    )
     assert result["bronze"] == [1, 1, 4]  # new objects, quarantined, records read
     assert result["rows"] == [3, 2, 1]  # bronze, silver, gold
     assert result["again_skipped"] and result["again_version"] == result["gold_version"]
-    lake = Lake.local(tmp_path / "lake")
+    lake = Lake.local(connect_server.lake)  # the server wrote it; pyiceberg reads it here
     assert lake.current("gold.revenue").version_id == result["gold_version"]
     revenue = read_table("gold.revenue", lake_root=lake.root)
     assert revenue.to_dict("records") == [{"country": "DE", "revenue": 15}]
