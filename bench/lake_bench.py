@@ -4,9 +4,10 @@ L1, ingest: one new raw object of 1,000 records ingested into bronze.orders (the
 ``ingest`` path: listing, manifest, read, checks, staged append, publish) when the table
 already holds 1,000,000 rows, against the same when it holds 1,000. Bar: <= 2x.
 
-L2, MERGE: 1% of the keys of a 1,000,000-row table changed, applied with ``MERGE INTO`` as
-Iceberg's own on a staged branch and published, against rebuilding the same table from the
-same inputs (a whole-table rewrite, what the lake did for a MERGE before). Bar: <= 0.3x.
+L2, MERGE: 1% of the keys of a 1,000,000-row, ten-column table changed, applied with
+``MERGE INTO`` as Iceberg's own (merge-on-read: delete files for the rows changed) on a staged
+branch and published, against rebuilding the same table from the same inputs (a whole-table
+rewrite, what the lake did for a MERGE before). Bar: <= 0.3x.
 
 One Spark session (local, 2 cores) for everything; reps of the two sides interleaved so the
 machine's noise falls on both; medians. Informational: prints PASS/FAIL against the bars,
@@ -110,10 +111,20 @@ def _merge_cost(spark: Any, work: Path) -> tuple[float, float]:
     table = "silver.accounts"
 
     def base() -> Any:
+        """An accounts table of ``BIG`` rows as a silver table is wide: ten columns."""
         return spark.range(BIG).select(
             F.col("id").alias("account_id"),
             (F.col("id") % 1000).cast("decimal(18,2)").alias("balance"),
             F.concat(F.lit("name-"), F.col("id")).alias("name"),
+            F.concat(F.lit("user"), F.col("id"), F.lit("@example.com")).alias("email"),
+            F.element_at(
+                F.array(*map(F.lit, ("DE", "FR", "GB", "US"))), (F.col("id") % 4 + 1).cast("int")
+            ).alias("country"),
+            (F.lit(1_767_225_600) + F.col("id") * 7).cast("timestamp").alias("opened_at"),
+            F.when(F.col("id") % 10 == 0, "closed").otherwise("open").alias("status"),
+            (F.col("id") % 17).cast("int").alias("segment"),
+            (F.col("id") % 5000 * 10).cast("decimal(18,2)").alias("credit_limit"),
+            F.sha2(F.col("id").cast("string"), 256).alias("fingerprint"),
         )
 
     changes = spark.range(0, BIG, 100).select(
@@ -134,10 +145,9 @@ def _merge_cost(spark: Any, work: Path) -> tuple[float, float]:
         times["merge"].append(time.perf_counter() - started)
 
         current = spark.table(identifier(table))
+        balance = (F.col("balance") + F.coalesce(F.col("delta"), F.lit(0))).cast("decimal(18,2)")
         rebuilt = current.join(changes, "account_id", "left").select(
-            "account_id",
-            (F.col("balance") + F.coalesce(F.col("delta"), F.lit(0))).alias("balance"),
-            "name",
+            *[balance.alias(c) if c == "balance" else F.col(c) for c in current.columns]
         )
         started = time.perf_counter()
         lake.publish(spark, lake.stage(spark, rebuilt, table, Produced(f"rebuild-{rep}")))

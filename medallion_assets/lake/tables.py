@@ -98,6 +98,10 @@ def ensure_table(
             raise
     writer = frame.limit(0).writeTo(identifier(table)).using("iceberg")
     writer = writer.tableProperty("format-version", "2")
+    # MERGE, UPDATE and DELETE write delete files for the rows they change instead of
+    # rewriting every data file holding one (copy-on-write): their cost follows the change.
+    for operation in ("merge", "update", "delete"):
+        writer = writer.tableProperty(f"write.{operation}.mode", "merge-on-read")
     if partition_column is not None:
         from pyspark.sql import functions as F
 
@@ -344,8 +348,10 @@ def snapshot_rows(summary: Mapping[str, str], partition: str | None) -> int:
     """
     if f"{SUMMARY_PREFIX}rows" in summary:
         return int(summary[f"{SUMMARY_PREFIX}rows"])
-    key = "added-records" if partition is not None else "total-records"
-    return int(summary.get(key, 0))
+    if partition is not None:
+        return int(summary.get("added-records", 0))
+    # A merge-on-read write's deleted rows stay in the data files, named by position deletes.
+    return int(summary.get("total-records", 0)) - int(summary.get("total-position-deletes", 0))
 
 
 def read_staged(spark: SparkSession, staged: Staged) -> DataFrame:
