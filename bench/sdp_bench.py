@@ -34,6 +34,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -81,8 +82,8 @@ def spark_settings(env: dict[str, str]) -> dict[str, str]:
 
 def template_home(tmp: Path, data: Any) -> Path:
     """A MEDALLION_HOME holding bronze only: a full run, then silver, gold and the warehouse
-    removed (the control store's records of them stay; the lake has no current version, so
-    the next run builds them)."""
+    removed (the control store's records of them stay; the lake's catalog no longer has them,
+    so the next run builds them)."""
     home = tmp / "template"
     env = run_env(home, data.s3_root)
     env["DAGSTER_HOME"] = str(home / "dagster")
@@ -90,6 +91,9 @@ def template_home(tmp: Path, data: Any) -> Path:
     done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"bronze run failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+    # Silver and gold leave the lake's catalog (its embedded SQLite file) and its folder.
+    with sqlite3.connect(home / "lake" / "catalog.db") as catalog:
+        catalog.execute("DELETE FROM iceberg_tables WHERE table_namespace IN ('silver', 'gold')")
     for folder in ("lake/silver", "lake/gold", "dagster"):
         shutil.rmtree(home / folder, ignore_errors=True)
     for name in ("warehouse.duckdb", "warehouse.duckdb.wal"):
