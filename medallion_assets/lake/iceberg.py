@@ -30,6 +30,7 @@ from medallion_assets.runtime.errors import PermanentError, ResourceError
 if TYPE_CHECKING:
     import pyarrow as pa
     from pyiceberg.catalog import Catalog
+    from pyiceberg.table import Table
     from pyspark.sql import DataFrame, SparkSession
 
     from medallion_assets.settings import MedallionSettings
@@ -132,6 +133,10 @@ class Lake:
     def _refs(self) -> tables.Refs:
         return tables.Refs(self._metadata)
 
+    def _load(self, table: str) -> Table | None:
+        """``table`` as pyiceberg loads it (fresh), or None when the lake has no such table."""
+        return versions.load(self._metadata, table) if self._has_catalog() else None
+
     def _has_catalog(self) -> bool:
         """False for an embedded catalog whose file does not exist yet (no table written):
         opening it would create it."""
@@ -197,21 +202,19 @@ class Lake:
     # --- what is current ------------------------------------------------------------------------
 
     def current(self, table: str, partition: str | None = None) -> Version | None:
-        if not self._has_catalog():
-            return None
-        return versions.current(self._metadata, table, partition)
+        loaded = self._load(table)
+        return versions.current_in(loaded, table, partition) if loaded is not None else None
 
     def partitions(self, table: str) -> list[str]:
-        if not self._has_catalog():
-            return []
-        return versions.partitions(self._metadata, table)
+        loaded = self._load(table)
+        return versions.partitions_in(loaded) if loaded is not None else []
 
     def is_partitioned(self, table: str) -> bool:
         return self.partition_column(table) is not None
 
     def partition_column(self, table: str) -> str | None:
         """The column a daily table is partitioned by (identity), else None."""
-        loaded = versions.load(self._metadata, table) if self._has_catalog() else None
+        loaded = self._load(table)
         if loaded is None:
             return None
         fields = loaded.spec().fields
@@ -219,7 +222,7 @@ class Lake:
 
     def current_versions(self, table: str, partitions: list[str] | None = None) -> list[Version]:
         """The current versions: one per day (those that have one), or the table's one."""
-        loaded = versions.load(self._metadata, table) if self._has_catalog() else None
+        loaded = self._load(table)
         if loaded is None:
             return []
         if loaded.spec().fields:
@@ -355,7 +358,7 @@ class Lake:
     def clear_staging(self, table: str) -> int:
         """Drop the staging branches attempts killed before their publish left on ``table``
         (no JVM: the relaunch sensor heals without Spark); returns how many."""
-        loaded = versions.load(self._metadata, table) if self._has_catalog() else None
+        loaded = self._load(table)
         if loaded is None:
             return 0
         names = [n for n in loaded.metadata.refs if n.startswith(tables.STAGE_BRANCH)]
@@ -403,7 +406,7 @@ class Lake:
         columns = {table: self.partition_column(table) for table in {v.table for v in found}}
         parts = []
         for version in found:
-            loaded = versions.load(self._metadata, version.table)
+            loaded = self._load(version.table)
             if loaded is None:
                 raise LookupError(f"the lake has no table {version.table}")
             column = columns[version.table] if version.partition else None
@@ -425,7 +428,7 @@ class Lake:
 
     def read_snapshot_arrow(self, table: str, snapshot_id: int) -> pa.Table:
         """``read_snapshot`` without a JVM."""
-        loaded = versions.load(self._metadata, table) if self._has_catalog() else None
+        loaded = self._load(table)
         if loaded is None:
             raise LookupError(f"the lake {self.where()} has no table {table}")
         if loaded.snapshot_by_id(snapshot_id) is None:
@@ -443,7 +446,7 @@ class Lake:
         files, size, paths = 0, 0, []
         columns: tuple[tuple[str, str], ...] = ()
         for version in found:
-            loaded = versions.load(self._metadata, version.table)
+            loaded = self._load(version.table)
             if loaded is None:
                 continue
             snapshot = loaded.snapshot_by_id(int(version.version_id))
@@ -489,7 +492,7 @@ class Lake:
                 raise tables.UnknownSnapshot(
                     f"{table} is a daily table: name the day to roll back (--partition DAY)"
                 )
-            loaded = versions.load(self._metadata, table)
+            loaded = self._load(table)
             snapshot = loaded.snapshot_by_id(snapshot_id) if loaded is not None else None
             if snapshot is not None and versions.version_of(table, snapshot) is None:
                 raise tables.UnknownSnapshot(
@@ -505,7 +508,7 @@ class Lake:
         if column is None:
             raise tables.UnknownSnapshot(f"{table} is not a daily table: leave out the day")
         tables.require_snapshot(spark, table, snapshot_id)
-        loaded = versions.load(self._metadata, table)
+        loaded = self._load(table)
         assert loaded is not None
         snapshot = loaded.snapshot_by_id(snapshot_id)
         source = versions.version_of(table, snapshot) if snapshot is not None else None
