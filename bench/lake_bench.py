@@ -74,7 +74,6 @@ class _Bronze:
             catalog=self.catalog,
             dataset=self.catalog.datasets["bronze.orders"],
             run_id=run_id,
-            landing_root=self.folder / "landing",
             control=self.control,
         )
         return ingest(run, self.store)

@@ -55,7 +55,7 @@ class MedallionSettings(BaseModel):
     home: Path | None = _setting(
         None,
         "`<project>/.medallion`",
-        "local state: lake, landing, local S3, warehouse file, control store",
+        "local state: lake, local S3, warehouse file, control store",
         "a folder path",
         alias="MEDALLION_HOME",
     )
@@ -362,10 +362,6 @@ class MedallionSettings(BaseModel):
 
         where = folder / EMBEDDED_CATALOG if folder else self.state_home / "lake_catalog.db"
         return f"sqlite:///{where.resolve()}"
-
-    @property
-    def landing_root(self) -> Path:
-        return self.state_home / "landing"
 
     @property
     def s3_root(self) -> Path:

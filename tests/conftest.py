@@ -10,7 +10,7 @@ import pytest
 from medallion_assets.catalog import Catalog, load_catalog
 from medallion_assets.control.state import RuntimeState
 
-pytest_plugins = ["tests.spark_session", "tests.s3_server", "tests.postgres_server"]
+pytest_plugins = ["tests.s3_server", "tests.spark_session", "tests.postgres_server"]
 
 REPO = Path(__file__).resolve().parents[1]
 # The TPC-H / TPC-DS queries the lineage tests read live in the repository (see its README).

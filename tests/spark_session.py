@@ -1,4 +1,10 @@
-"""One real local Spark session per test run (a session takes ~5 s to start)."""
+"""One real local Spark session per test run (a session takes ~5 s to start).
+
+Its s3a file system speaks to the run's moto server (``s3_server``), as a session started by
+``medallion run`` speaks to ``MEDALLION_S3_ENDPOINT``: ingest has Spark read raw objects from
+S3 itself. The driver JVM finds the test credentials in its environment (the AWS chain);
+they are set only while it starts, so no test sees them unless it asks (``s3_env``).
+"""
 
 from __future__ import annotations
 
@@ -7,9 +13,11 @@ import sys
 
 import pytest
 
+from tests.s3_server import REGION, S3Server
+
 
 @pytest.fixture(scope="session")
-def spark():
+def spark(s3_server: S3Server):
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
@@ -17,8 +25,24 @@ def spark():
     from medallion_assets.settings import MedallionSettings
 
     # The environment's Spark variables are not the tests' business: defaults, 2 partitions.
-    settings = MedallionSettings.from_env({"MEDALLION_SPARK_SHUFFLE_PARTITIONS": "2"})
-    session = spark_session(settings)
+    settings = MedallionSettings.from_env(
+        {"MEDALLION_SPARK_SHUFFLE_PARTITIONS": "2", "MEDALLION_S3_ENDPOINT": s3_server.endpoint_url}
+    )
+    credentials = {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_REGION": REGION,
+    }
+    saved = {name: os.environ.get(name) for name in credentials}
+    os.environ.update(credentials)
+    try:
+        session = spark_session(settings)
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()

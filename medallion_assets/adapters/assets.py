@@ -191,7 +191,6 @@ def table_run(
         partition=context.partition_key if context.has_partition_key else None,
         run_id=context.run.run_id,
         log=RunLog(context.log.info, context.log.warning),
-        landing_root=resources.lake.landing_root,
         objects=resources.s3,
         warehouse=resources.warehouse,
         control=plane.store(),

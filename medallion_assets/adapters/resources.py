@@ -98,10 +98,6 @@ class LakeResource(SettingsResource):
             self._lake = self.build()
         return self._lake
 
-    @property
-    def landing_root(self) -> Path:
-        return self.settings.landing_root
-
 
 class S3Resource(SettingsResource):
     """Object storage for raw sources, throttled per system as ``systems.yaml`` says, out of

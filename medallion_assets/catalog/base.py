@@ -96,6 +96,44 @@ def check_encoding(value: str) -> str:
     return info.name
 
 
+# Python's name of an encoding -> the name Spark's CSV reader (Java) knows it by; Spark reads a
+# CSV source in its declared encoding itself (``raw_read``), so only these can be declared.
+_JAVA_CHARSETS = {
+    "utf-8": "UTF-8",
+    "utf-8-sig": "UTF-8",
+    "ascii": "US-ASCII",
+    "utf-16": "UTF-16",
+    "utf-16-le": "UTF-16LE",
+    "utf-16-be": "UTF-16BE",
+    "utf-32": "UTF-32",
+    "utf-32-le": "UTF-32LE",
+    "utf-32-be": "UTF-32BE",
+    **{f"iso8859-{n}": f"ISO-8859-{n}" for n in (1, 2, 3, 4, 5, 6, 7, 8, 9, 13, 15)},
+    **{f"cp{n}": f"windows-{n}" for n in range(1250, 1259)},
+    **{f"cp{n}": f"IBM{n}" for n in (437, 850, 852, 855, 857, 858, 862, 866)},
+    "cp932": "windows-31j",
+    "shift_jis": "Shift_JIS",
+    "euc_jp": "EUC-JP",
+    "euc_kr": "EUC-KR",
+    "gbk": "GBK",
+    "gb2312": "GB2312",
+    "gb18030": "GB18030",
+    "big5": "Big5",
+    "koi8-r": "KOI8-R",
+    "koi8-u": "KOI8-U",
+}
+
+
+def java_charset(encoding: str) -> str | None:
+    """The Java (Spark) name of a Python text encoding, or None when Spark's CSV reader has no
+    such charset.
+
+    >>> java_charset("latin-1"), java_charset("cp1252"), java_charset("mac_roman")
+    ('ISO-8859-1', 'windows-1252', None)
+    """
+    return _JAVA_CHARSETS.get(check_encoding(encoding))
+
+
 def check_bucket(value: str) -> str:
     if not _BUCKET.fullmatch(value) or ".." in value:
         raise ValueError(

@@ -27,6 +27,7 @@ from medallion_assets.catalog.base import (
     check_partition,
     check_prefix,
     check_table_name,
+    java_charset,
 )
 from medallion_assets.catalog.names import (
     check_dataset_tag,
@@ -175,6 +176,12 @@ class Source(Model):
             raise ValueError(
                 f"encoding {self.encoding!r} applies to csv and jsonl sources only; Parquet "
                 "stores its own encoding: remove the encoding key"
+            )
+        if self.format == "csv" and java_charset(self.encoding) is None:
+            raise ValueError(
+                f"Spark cannot read CSV in encoding {self.encoding!r}: declare one of utf-8, "
+                "utf-16, latin-1, cp1252 (any ISO-8859-n, cp125n, Shift_JIS, GBK, Big5, KOI8-R), "
+                "or have the feed converted"
             )
         unknown = [c for c in self.pii_columns if c not in names]
         if unknown:

@@ -5,7 +5,11 @@ AWS S3, moto's S3 server in tests, or a folder on disk (the embedded default)::
 
     store = ThrottledS3(object_store_of(settings), throttle)  # io.throttle
     for obj in store.list("vendor-feeds", "orders/dt=2024-05-01/"):
-        store.download(obj.bucket, obj.key, key_path(landing, obj.key))
+        spark.read.json(store.spark_path(obj.bucket, obj.key))  # read where Spark runs
+
+Bronze ingest lists on the driver and has Spark's executors read each object at its
+``spark_path`` (``s3a://`` for S3, ``file:`` for the local folder): no raw byte passes through
+the driver. ``download`` and ``read`` serve the tools that do want a copy (the demo, tests).
 
 Keys are checked before they touch a local path, so a hostile key such as ``../../etc/x`` is
 refused instead of writing outside the destination folder. Downloads go to a temporary file
@@ -17,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 import tempfile
 import threading
 from collections.abc import Callable, Generator, Iterable, Iterator
@@ -80,6 +85,10 @@ class ObjectStore(Protocol):
     def read(self, bucket: str, key: str, *, on_chunk: OnChunk = no_progress) -> bytes: ...
     def put(self, bucket: str, key: str, data: bytes) -> S3Object: ...
     def ensure_bucket(self, bucket: str) -> None: ...
+    def spark_path(self, bucket: str, key: str, size: int = 0) -> str:
+        """Where Spark reads the object (a Hadoop path, glob characters escaped); ``size``
+        is what a throttled store charges for the read."""
+        ...
 
 
 _UNSAFE: tuple[tuple[Callable[[str], bool], str], ...] = (
@@ -99,6 +108,18 @@ def check_key(key: str) -> str:
         if unsafe(key):
             raise ValueError(f"unsafe S3 key {key!r}: {reason}")
     return key
+
+
+_GLOB = re.compile(r"([\\*?\[\]{}])")
+
+
+def hadoop_literal(path: str) -> str:
+    """``path`` with Hadoop's glob characters escaped, so Spark reads that one file.
+
+    >>> hadoop_literal("s3a://raw/orders/a[1].csv")
+    's3a://raw/orders/a\\\\[1\\\\].csv'
+    """
+    return _GLOB.sub(r"\\\1", path)
 
 
 def key_path(root: Path, key: str) -> Path:
@@ -262,6 +283,9 @@ class Boto3ObjectStore(_StreamingStore):
 
         return obj, chunks()
 
+    def spark_path(self, bucket: str, key: str, size: int = 0) -> str:
+        return hadoop_literal(f"s3a://{check_bucket(bucket)}/{check_key(key)}")
+
     def put(self, bucket: str, key: str, data: bytes) -> S3Object:
         uri = f"s3://{bucket}/{check_key(key)}"
         with _s3_errors(uri, self.endpoint_url):
@@ -326,6 +350,10 @@ class LocalFolderObjectStore(_StreamingStore):
         if not path.is_file():
             raise FileNotFoundError(f"s3://{bucket}/{key} does not exist (NoSuchKey)")
         return self._object(bucket, key, path), _file_chunks(path, self.chunk_size)
+
+    def spark_path(self, bucket: str, key: str, size: int = 0) -> str:
+        path = key_path(self._bucket(bucket), key)
+        return hadoop_literal(f"file:{path.absolute()}")
 
     def put(self, bucket: str, key: str, data: bytes) -> S3Object:
         path = key_path(self._bucket(bucket), key)

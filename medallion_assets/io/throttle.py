@@ -287,6 +287,14 @@ class ThrottledS3:
         self.throttle.requests()
         return self.store.read(bucket, key, on_chunk=self._bytes(on_chunk))
 
+    def spark_path(self, bucket: str, key: str, size: int = 0) -> str:
+        """The object's path for Spark, charged as a read of ``size`` bytes: Spark's executors
+        move the bytes, so the tokens are taken here, before they do."""
+        self.throttle.requests()
+        for start in range(0, size, self.chunk_size):
+            self.throttle.bytes(min(self.chunk_size, size - start))
+        return self.store.spark_path(bucket, key, size)
+
     def put(self, bucket: str, key: str, data: bytes) -> S3Object:
         self.throttle.requests()
         for start in range(0, len(data), self.chunk_size):

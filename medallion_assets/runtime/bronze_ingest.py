@@ -3,11 +3,13 @@ malformed records in quarantine, add ingestion columns, run the bronze SQL, publ
 
 A manifest per source (and partition), in the control store, records every ingested object
 with its ETag, the batch that brought it and when. Only objects that are new or changed are
-downloaded. When only new objects landed and the bronze code and evolved columns are those of
-the current version, their rows are appended (an Iceberg append snapshot: the cost follows the
-change, not the table); otherwise (the first ingest, an object replaced upstream with a new
-ETag, changed SQL) the table is rebuilt from all landed objects. Re-running ingests nothing
-twice and a replaced file replaces its rows instead of adding to them.
+read, by Spark's executors from the objects' own paths (``raw_read``): the driver lists and
+records, and moves no raw bytes. When only new objects came and the bronze code and evolved
+columns are those of the current version, their rows are appended (an Iceberg append
+snapshot: the cost follows the change, not the table); otherwise (the first ingest, an object
+replaced upstream with a new ETag, changed SQL) the table is rebuilt from all objects.
+Re-running ingests nothing twice and a replaced file replaces its rows instead of adding to
+them.
 """
 
 from __future__ import annotations
@@ -25,12 +27,12 @@ from medallion_assets.lake import Produced, Version
 from medallion_assets.runtime.faults import crash_point
 from medallion_assets.runtime.intake import (
     Batch,
-    land_batch,
+    inspect_batch,
     new_objects,
     readable_entries,
     require_readable,
 )
-from medallion_assets.runtime.raw_files import file_columns
+from medallion_assets.runtime.raw_read import files_of, inspect_objects, read_objects
 from medallion_assets.runtime.schema_drift import detect, evolved_columns, evolved_digest
 from medallion_assets.runtime.spark_sql import SparkScript, spark_script, view_name
 from medallion_assets.runtime.table_build import (
@@ -49,11 +51,12 @@ QUARANTINE_DAY = "_partition"  # the day column of a daily source's quarantine t
 
 
 class ObjectSource(Protocol):
-    """What ingest needs from the (throttled) S3 resource."""
+    """What ingest needs from the (throttled) S3 resource: a listing, and where Spark reads
+    each object (``ObjectStore.spark_path``)."""
 
     def list(self, bucket: str, prefix: str) -> list[Any]: ...
 
-    def download(self, bucket: str, key: str, destination: Path) -> Any: ...
+    def spark_path(self, bucket: str, key: str, size: int = 0) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -116,8 +119,6 @@ def ingest(run: TableRun, store: ObjectSource) -> IngestOutcome:
         run.partition,
     )
     replica, log, warn, state = run.replica, run.log.info, run.log.warn, run.state
-    if run.landing_root is None:
-        raise ValueError(f"{dataset.name}: a bronze run needs a landing folder (landing_root)")
     name, source = source_of(catalog, dataset)
     bucket = replica.bucket if replica is not None else source.bucket
     prefix = source_prefix(source, partition, replica)
@@ -126,15 +127,19 @@ def ingest(run: TableRun, store: ObjectSource) -> IngestOutcome:
     keyed = {_primary_key(source, replica, o.key): o for o in listed}
     evolved = evolved_columns(state, name, warn)
     known = tuple(c.name for c in source.columns) + tuple(n for n, _ in evolved)
-    landing = run.landing_root / name / (partition or "_all")
-    intake = land_batch(
-        Batch(store, bucket, source, landing, run.run_id, known),
-        new_objects(keyed, manifest),
-        manifest,
+
+    def inspect(objects: Mapping[str, Any]) -> dict[str, Any]:
+        paths = {k: store.spark_path(o.bucket, o.key, o.size) for k, o in objects.items()}
+        sizes = {paths[k]: o.size for k, o in objects.items()}
+        found = inspect_objects(spark, source, sizes)
+        return {k: found[path] for k, path in paths.items()}
+
+    intake = inspect_batch(
+        Batch(bucket, run.run_id, known), new_objects(keyed, manifest), manifest, inspect
     )
     intake.report(bucket, warn)
     if intake.landed:
-        crash_point("ingest.downloaded", dataset.name, partition)
+        crash_point("ingest.inspected", dataset.name, partition)
     updated = intake.manifest
     inputs = {f"raw.{name}": manifest_digest(readable_entries(updated))}
     if evolved:
@@ -165,7 +170,9 @@ def ingest(run: TableRun, store: ObjectSource) -> IngestOutcome:
         previous, dataset.code_version, inputs, manifest, intake.landed, f"raw.{name}"
     )
     batch = {k: e for k, e in readable.items() if k in intake.landed} if append else readable
-    good, quarantine, total = _read_landed(spark, source, batch, evolved)
+    batch = _with_headers(spark, source, batch, store, updated)
+    files = files_of(batch, source.bucket, store.spark_path)
+    good, quarantine, total = read_objects(spark, source, files, evolved)
     throttle = getattr(store, "throttle", None)
     if throttle is not None:
         throttle.rows(total)  # paces the extract to the source system's rows/s
@@ -195,90 +202,29 @@ def ingest(run: TableRun, store: ObjectSource) -> IngestOutcome:
     return IngestOutcome(outcome, new, quarantined, total, metadata)
 
 
-def _read_landed(
-    spark: Any, source: Source, manifest: dict[str, Any], evolved: list[tuple[str, str]]
-) -> tuple[Any, Any, int]:
-    """(good rows with ingestion columns, malformed records, records read). Columns are the
-    declared ones plus those evolve_schema added; CSV files are read by their header's names,
-    so a column added in the middle of a file does not shift the others."""
-    from pyspark.sql import functions as F
-
-    paths = [entry["landing"] for entry in manifest.values()]
-    columns = [(c.name, c.type) for c in source.columns] + evolved
-    landed = F.regexp_replace(F.col("_metadata.file_path"), "^file:(//)?", "").alias("_landing")
-    wanted = [F.col(_quoted(n)) for n, _ in columns] + [F.col(CORRUPT), landed]
-    if source.format == "parquet":
-        no_corrupt = F.lit(None).cast("string").alias(CORRUPT)
-        frame = spark.read.schema(_ddl(columns)).parquet(*paths)
-        frame = frame.select(*wanted[: len(columns)], no_corrupt, landed)
-    elif source.format == "csv" and source.csv_header:
-        frame = _read_csv_by_header(spark, source, paths, columns, wanted)
-    else:
-        reader = _permissive(spark.read.schema(f"{_ddl(columns)}, `{CORRUPT}` string"))
-        if source.format == "csv":
-            frame = reader.option("header", "false").csv(paths).select(*wanted)
-        else:
-            frame = reader.json(paths).select(*wanted)
-    files = spark.createDataFrame(
-        [
-            (
-                e["landing"],
-                e.get("uri", f"s3://{source.bucket}/{key}"),
-                float(e["ingested_at"]),
-                e["batch_id"],
-            )
-            for key, e in manifest.items()
-        ],
-        "_landing string, _source_file string, _ingested_epoch double, _batch_id string",
-    )
-    frame = frame.join(F.broadcast(files), "_landing")
-    frame = frame.withColumn("_ingested_at", F.col("_ingested_epoch").cast("timestamp"))
-    frame = frame.drop("_landing", "_ingested_epoch").cache()  # Spark needs a cache to filter
-    total = frame.count()  # on the corrupt-record column
-    malformed = frame.where(F.col(CORRUPT).isNotNull())
-    quarantine = malformed.select(CORRUPT, "_source_file", "_ingested_at", "_batch_id")
-    good = frame.where(F.col(CORRUPT).isNull()).drop(CORRUPT)
-    return good, quarantine, total
-
-
-def _ddl(columns: list[tuple[str, str]]) -> str:
-    return ", ".join(f"{_quoted(n)} {t}" for n, t in columns)
-
-
-def _quoted(name: str) -> str:
-    """``name`` as a Spark identifier, whatever it holds."""
-    return "`" + name.replace("`", "``") + "`"
-
-
-def _permissive(reader: Any) -> Any:
-    return reader.option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", CORRUPT)
-
-
-def _read_csv_by_header(
-    spark: Any, source: Source, paths: list[str], columns: list[tuple[str, str]], wanted: list[Any]
-) -> Any:
-    """Read each group of files sharing a header with a schema in that header's order, then
-    line the groups up by column name (a column a file lacks is null)."""
-    from functools import reduce
-
-    from pyspark.sql import functions as F
-
-    types = dict(columns)
-    groups: dict[tuple[str, ...], list[str]] = {}
-    for path in paths:
-        header = tuple(file_columns(Path(path), source) or [n for n, _ in columns])
-        groups.setdefault(header, []).append(path)
-    frames = []
-    for header, members in groups.items():
-        ddl = _ddl([(h, types.get(h, "string")) for h in header])
-        frame = _permissive(spark.read.schema(f"{ddl}, `{CORRUPT}` string"))
-        frame = frame.option("header", "true").option("enforceSchema", "true").csv(members)
-        present = [
-            F.col(_quoted(n)) if n in header else F.lit(None).cast(kind).alias(n)
-            for n, kind in columns
-        ]
-        frames.append(frame.select(*present, *wanted[len(columns) :]))
-    return reduce(lambda a, b: a.unionByName(b), frames)
+def _with_headers(
+    spark: Any,
+    source: Source,
+    batch: dict[str, Any],
+    store: ObjectSource,
+    manifest: dict[str, Any],
+) -> dict[str, Any]:
+    """``batch`` with every CSV entry's header: an entry recorded before headers were kept is
+    inspected again (on the executors) and its header written into ``manifest`` too."""
+    if source.format != "csv" or not source.csv_header:
+        return batch
+    missing = {k: e for k, e in batch.items() if "columns" not in e}
+    if not missing:
+        return batch
+    files = files_of(missing, source.bucket, store.spark_path)
+    sizes = {f.path: int(e.get("size", 1)) for f, e in zip(files, missing.values(), strict=True)}
+    found = inspect_objects(spark, source, sizes)
+    headed = dict(batch)
+    for (key, entry), file in zip(missing.items(), files, strict=True):
+        columns = found[file.path][2]
+        if columns is not None:
+            headed[key] = manifest[key] = {**entry, "columns": columns}
+    return headed
 
 
 def _appendable(

@@ -7,7 +7,7 @@ production path, between the steps whose half-done state a crash could leave beh
 
 | point | reached |
 |---|---|
-| ``ingest.downloaded`` | a bronze ingest has landed new raw objects, nothing published yet |
+| ``ingest.inspected`` | a bronze ingest has checked new raw objects, nothing published yet |
 | ``lake.staged`` | the output is staged on its branch and checked, ``main`` not yet moved to it |
 | ``lake.published`` | the new version is current, the warehouse not yet loaded |
 | ``warehouse.loaded`` | the warehouse load has committed, the step not yet finished |
@@ -27,7 +27,7 @@ from __future__ import annotations
 import os
 import signal
 
-POINTS = ("ingest.downloaded", "lake.staged", "lake.published", "warehouse.loaded")
+POINTS = ("ingest.inspected", "lake.staged", "lake.published", "warehouse.loaded")
 
 
 def crash_point(point: str, table: str, partition: str | None = None) -> None:

@@ -1,18 +1,18 @@
-"""Landing a source's new raw objects: download, check, set aside the corrupt, skip copies.
+"""Taking in a source's new raw objects: check them, set aside the corrupt, skip copies.
 
-Every new or changed object of a listing lands in the local landing folder and gets a manifest
-entry. Three outcomes:
+Every new or changed object of a listing is inspected where Spark reads it (``raw_read``) and
+gets a manifest entry. Three outcomes:
 
 - readable: it decoded in the source's format and encoding and its columns can be columns;
-  the bronze table is rebuilt from every readable entry;
+  its rows go into the bronze table;
 - quarantined (``"quarantined": reason``): it cannot be read (see ``raw_files``); the rest of
   the batch ingests, the object is named in the log and the run's metadata, and it stays out
   until a new upload under its key (a new ETag) replaces it. Setting one object aside instead
   of failing the step is what a data engineer expects of a feed: one vendor's broken file
-  must not hold back the others, and nothing is lost (the object stays in S3 and landing);
+  must not hold back the others, and nothing is lost (the object stays in S3);
 - a duplicate (``"duplicate_of": key``): its content equals an object already ingested under
-  another key of the same manifest (the listing's ETag and size, else the SHA-256 of the
-  download), so its rows would be there twice. A copy under a new key is the usual cause.
+  another key of the same manifest (the listing's ETag and size, else the SHA-256 of its
+  bytes), so its rows would be there twice. A copy under a new key is the usual cause.
 
 Duplicates are looked for within one manifest (a source, or one day of a daily source): a day
 is rebuilt from its own objects, and two days delivering identical files (a header-only CSV of
@@ -24,30 +24,22 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
-from medallion_assets.catalog.models import Source
 from medallion_assets.control.store import iso_utc
-from medallion_assets.runtime.raw_files import (
-    CorruptObject,
-    columns_problem,
-    file_columns,
-    land,
-    sha256_of,
-)
+from medallion_assets.runtime.raw_files import CorruptObject, Inspection, columns_problem
 
 if TYPE_CHECKING:
     from medallion_assets.io.object_store import S3Object
 
 
-# One object's manifest entry, as stored (JSON): etag, size, ingested_at, batch_id, uri, and
-# sha256/landing when landed, quarantined or duplicate_of when set aside.
+# One object's manifest entry, as stored (JSON): etag, size, ingested_at, batch_id, uri, sha256
+# when read, columns when it carries names, quarantined or duplicate_of when set aside.
 Entry = dict[str, Any]
 
 
 def readable(entry: Mapping[str, Any]) -> bool:
-    """Whether a manifest entry's landed file is part of the table.
+    """Whether a manifest entry's object is part of the table.
 
     >>> readable({"etag": "e1"}), readable({"etag": "e2", "duplicate_of": "a.jsonl"})
     (True, False)
@@ -61,7 +53,7 @@ def readable_entries(manifest: Mapping[str, Entry]) -> dict[str, Entry]:
 
 @dataclass(frozen=True)
 class Intake:
-    """What landing a batch did: the updated manifest, and per key what was set aside."""
+    """What taking in a batch did: the updated manifest, and per key what was set aside."""
 
     manifest: dict[str, Entry]
     landed: dict[str, list[str] | None] = field(default_factory=dict)  # key -> its columns
@@ -110,22 +102,18 @@ def require_readable(
     )
 
 
-class Downloader(Protocol):
-    """What landing needs from the (throttled) S3 resource, e.g. ``ThrottledS3``."""
-
-    def download(self, bucket: str, key: str, destination: Path) -> object: ...
-
-
 @dataclass(frozen=True)
 class Batch:
-    """One batch to land: the new objects (primary key -> listed object) of one manifest."""
+    """One batch to take in: the new objects (primary key -> listed object) of one manifest."""
 
-    store: Downloader
-    bucket: str
-    source: Source
-    landing: Path
+    bucket: str  # where the objects are read from (the primary, or the route's replica)
     run_id: str
     known_columns: tuple[str, ...]  # declared + evolved
+
+
+# Inspects objects (primary key -> listed object) where their bytes are read: key ->
+# (SHA-256, why it cannot be read or None, its columns or None). See ``raw_read``.
+Inspector = Callable[[Mapping[str, "S3Object"]], Mapping[str, Inspection]]
 
 
 def new_objects(
@@ -147,22 +135,33 @@ def new_objects(
     return {**fresh, **copies}
 
 
-def land_batch(
-    batch: Batch, fresh: Mapping[str, S3Object], manifest: Mapping[str, Entry]
+def inspect_batch(
+    batch: Batch,
+    fresh: Mapping[str, S3Object],
+    manifest: Mapping[str, Entry],
+    inspect: Inspector,
 ) -> Intake:
-    """Download and check each object of ``fresh`` (sorted by key: the first of two equal new
-    objects is the one ingested), returning the manifest with their entries."""
+    """Check each object of ``fresh`` (sorted by key: the first of two equal new objects is
+    the one ingested), returning the manifest with their entries. An object equal by ETag and
+    size to an ingested one is a copy without reading it; the others are inspected in one
+    pass where their bytes are."""
     updated = dict(manifest)
     by_etag = {
         (e.get("etag"), e.get("size")): k
         for k, e in manifest.items()
         if readable(e) and k not in fresh
     }
-    by_content = _content_index(updated, exclude=fresh)
+    by_content = {
+        e["sha256"]: k
+        for k, e in sorted(manifest.items(), reverse=True)
+        if readable(e) and k not in fresh and "sha256" in e
+    }
+    unseen = {k: o for k, o in fresh.items() if (o.etag, o.size) not in by_etag}
+    inspected = inspect(unseen) if unseen else {}
     intake = Intake(updated)
     now = time.time()
     for key in sorted(fresh):
-        obj, columns = fresh[key], None
+        obj = fresh[key]
         entry: Entry = {
             "etag": obj.etag,
             "size": obj.size,
@@ -170,22 +169,19 @@ def land_batch(
             "batch_id": batch.run_id,
             "uri": f"s3://{batch.bucket}/{obj.key}",
         }
-        same = by_etag.get((obj.etag, obj.size))  # equal ETag and size: no download needed
+        same = by_etag.get((obj.etag, obj.size))  # equal ETag and size: a copy, unread
+        columns = None
         if same is None:
-            destination = batch.landing / key
-            batch.store.download(batch.bucket, obj.key, destination)
-            digest, problem = land(destination, batch.source)
-            entry.update(sha256=digest, landing=str(destination))
-            if problem is None:
-                problem, columns = _columns(destination, batch)
+            digest, problem, columns = inspected[key]
+            entry["sha256"] = digest
+            if problem is None and columns is not None:
+                problem = columns_problem(columns, batch.known_columns)
+                entry["columns"] = columns
             if problem is not None:
                 updated[key] = {**entry, "quarantined": problem}
                 intake.quarantined[key] = problem
                 continue
             same = by_content.get(digest)
-            if same is not None:
-                destination.unlink(missing_ok=True)
-                entry.pop("landing")
         if same is not None and same != key:
             updated[key] = {**entry, "duplicate_of": same}
             intake.duplicates[key] = same
@@ -193,32 +189,6 @@ def land_batch(
         updated[key] = entry
         intake.landed[key] = columns
         by_etag[(obj.etag, obj.size)] = key
-        by_content[entry["sha256"]] = key
+        if "sha256" in entry:
+            by_content.setdefault(entry["sha256"], key)
     return intake
-
-
-def _columns(path: Path, batch: Batch) -> tuple[str | None, list[str] | None]:
-    """(why the file's columns cannot be taken or None, its columns)."""
-    try:
-        columns = file_columns(path, batch.source)
-    except ValueError as error:
-        return str(error), None
-    if columns is None:
-        return None, None
-    return columns_problem(columns, batch.known_columns), columns
-
-
-def _content_index(manifest: dict[str, Entry], exclude: Mapping[str, object]) -> dict[str, str]:
-    """SHA-256 -> key of the readable entries; entries landed before hashes were kept get one
-    from their landed file (written back into ``manifest``)."""
-    index: dict[str, str] = {}
-    for key, entry in sorted(manifest.items()):
-        if key in exclude or not readable(entry):
-            continue
-        digest = entry.get("sha256")
-        if digest is None and Path(entry.get("landing", "")).is_file():
-            digest = sha256_of(Path(entry["landing"]))
-            manifest[key] = {**entry, "sha256": digest}
-        if digest is not None:
-            index.setdefault(digest, key)
-    return index

@@ -1,14 +1,12 @@
-"""Raw objects at the door: is a landed object readable in its source's declared format and
+"""Raw objects at the door: is an object readable in its source's declared format and
 encoding, and what is its content?
 
 A file that cannot be decoded (a UTF-16 export in a UTF-8 feed, a truncated Parquet object, a
 JSON array in a JSON-lines feed, a CSV whose header is binary garbage) is not schema drift: its
 "columns" are noise, and evolving the schema from them would poison every later run. Ingest
-therefore checks each newly landed object here first and sets a corrupt one aside as a whole
-(see ``ingest``); only objects that pass are compared with the declared columns.
-
-Text objects are decoded strictly in the declared encoding and landed as UTF-8, so Spark always
-reads UTF-8 (its own multi-byte decoding of CSV and JSON lines loses or mangles records).
+therefore inspects each new object first, on Spark's executors where the bytes are read
+(``raw_read``), and sets a corrupt one aside as a whole (see ``intake``); only objects that
+pass are compared with the declared columns.
 
 >>> column_name_problem("coupon") is None
 True
@@ -18,18 +16,14 @@ True
 
 from __future__ import annotations
 
-import codecs
+import csv
 import hashlib
+import io
 import json
-import os
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 
-from medallion_assets.catalog.models import Source
 from medallion_assets.runtime.errors import PermanentError
 
-CHUNK = 1024 * 1024
-JSON_SAMPLE_LINES = 200  # records whose keys are read from each new JSON lines file
 MAX_COLUMN_NAME_BYTES = 127  # Redshift's identifier limit, the tightest on the way down
 # Columns ingest adds or Spark reads beside the data; a file's column must not shadow them.
 RESERVED_COLUMNS = ("_ingested_at", "_source_file", "_batch_id", "_corrupt_record", "_metadata")
@@ -54,149 +48,82 @@ class CorruptObject(PermanentError, ValueError):
         )
 
 
-def land_text(path: Path, encoding: str) -> tuple[str, str | None]:
-    """(SHA-256 of the raw bytes, why the file is not text in ``encoding`` or None).
+# (SHA-256 of the bytes, why they cannot be read or None, the columns they carry or None)
+Inspection = tuple[str, str | None, list[str] | None]
 
-    Decodes strictly; a NUL character is refused too (it is how UTF-16 looks to a UTF-8
-    reader). A readable file not in UTF-8 is rewritten in place as UTF-8.
+
+def inspect(data: bytes, format: str, encoding: str, csv_header: bool) -> Inspection:
+    """(SHA-256 of ``data``, why it cannot be read as ``format`` in ``encoding`` or None, the
+    columns it carries in file order or None when it cannot say).
+
+    Runs where Spark reads the object (an executor, see ``raw_read``), so it must not need this
+    package: standard library and pyarrow only. Text is decoded strictly; a NUL character is
+    refused too (it is how UTF-16 looks to a UTF-8 reader). A JSON lines object's columns are
+    the keys of every record, not of a sample.
     """
-    digest = hashlib.sha256()
-    check = _TextCheck(encoding)
-    transcode = codecs.lookup(encoding).name not in ("utf-8", "ascii")
-    copy = path.with_name(f".{path.name}.utf8")
-    try:
-        with path.open("rb") as raw, copy.open("wb") if transcode else _Discard() as out:
-            while chunk := raw.read(CHUNK):
-                digest.update(chunk)  # the whole object, even past a problem
-                out.write(check.feed(chunk).encode())
-            out.write(check.feed(b"", final=True).encode())
-        if transcode and check.problem is None:
-            os.replace(copy, path)
-    finally:
-        copy.unlink(missing_ok=True)
-    return digest.hexdigest(), check.problem
+    digest = hashlib.sha256(data).hexdigest()
+    if format == "parquet":
+        return (digest, *_parquet_columns(data))
+    text, problem = _decoded(data, encoding)
+    if problem is not None:
+        return digest, problem, None
+    if format == "csv":
+        if not csv_header:
+            return digest, None, None
+        return digest, None, next(csv.reader(io.StringIO(text, newline="")), [])
+    return (digest, *_json_keys(text))
 
 
-class _Discard:
-    """A writable that keeps nothing (no transcoded copy is needed)."""
-
-    def __enter__(self) -> _Discard:
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        return None
-
-    def write(self, data: bytes) -> None:
-        return None
-
-
-class _TextCheck:
-    """Strict incremental decoding that remembers the first problem and where it was."""
-
-    def __init__(self, encoding: str):
-        self.encoding = encoding
-        self.decoder = codecs.getincrementaldecoder(encoding)(errors="strict")
-        self.problem: str | None = None
-        self.offset, self.line = 0, 1
-
-    def feed(self, chunk: bytes, final: bool = False) -> str:
-        if self.problem is not None:
-            return ""
-        try:
-            text: str = self.decoder.decode(chunk, final)
-        except UnicodeDecodeError as error:
-            # error.object is what the decoder held (bytes left from the last chunk + chunk)
-            before = error.object[: error.start]
-            at = self.offset - (len(error.object) - len(chunk)) + error.start
-            line = self.line + before.decode(self.encoding, "replace").count("\n")
-            self.problem = (
-                f"it is not valid {self.encoding} (byte {at}, line {line}); declare the "
-                "source's encoding in sources.yaml if it is another"
-            )
-            return ""
-        nul = text.find("\x00")
-        if nul >= 0:
-            self.problem = (
-                f"it holds NUL characters (line {self.line + text.count(chr(10), 0, nul)}): "
-                f"not {self.encoding} text (UTF-16, or a binary file?)"
-            )
-            return ""
-        self.offset += len(chunk)
-        self.line += text.count("\n")
-        return text
-
-
-def land_binary(path: Path) -> tuple[str, str | None]:
-    """(SHA-256, why the file is not a readable Parquet file or None)."""
+def _parquet_columns(data: bytes) -> tuple[str | None, list[str] | None]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    digest = sha256_of(path)
-    if path.stat().st_size == 0:
-        return digest, "it is empty (0 bytes): not a Parquet file"
+    if not data:
+        return "it is empty (0 bytes): not a Parquet file", None
     try:
-        pq.read_schema(path)  # footer and schema: a truncated upload has neither
+        schema = pq.read_schema(pa.BufferReader(data))  # a truncated upload has no footer
     except (pa.ArrowException, OSError) as error:
-        return digest, f"it is not a readable Parquet file ({error})"
-    return digest, None
+        return f"it is not a readable Parquet file ({error})", None
+    return None, list(schema.names)
 
 
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as raw:
-        while chunk := raw.read(CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
+def _decoded(data: bytes, encoding: str) -> tuple[str, str | None]:
+    """(the text without a byte order mark, why ``data`` is not text in ``encoding`` or None)."""
+    try:
+        text = data.decode(encoding)
+    except UnicodeDecodeError as error:
+        line = data[: error.start].decode(encoding, "replace").count("\n") + 1
+        return "", (
+            f"it is not valid {encoding} (byte {error.start}, line {line}); declare the "
+            "source's encoding in sources.yaml if it is another"
+        )
+    text = text.removeprefix("\ufeff")
+    nul = text.find("\x00")
+    if nul >= 0:
+        return "", (
+            f"it holds NUL characters (line {text.count(chr(10), 0, nul) + 1}): "
+            f"not {encoding} text (UTF-16, or a binary file?)"
+        )
+    return text, None
 
 
-def land(path: Path, source: Source) -> tuple[str, str | None]:
-    """(content SHA-256, why the landed object cannot be read or None) for ``source``."""
-    if source.format == "parquet":
-        return land_binary(path)
-    return land_text(path, source.encoding)
-
-
-def file_columns(path: Path, source: Source) -> list[str] | None:
-    """The columns one landed (checked, UTF-8) file carries, in file order; None when the file
-    cannot say (CSV without a header). ValueError when a JSON lines file has lines but none of
-    the first ones is a JSON object."""
-    if source.format == "parquet":
-        import pyarrow.parquet as pq
-
-        return list(pq.read_schema(path).names)
-    if source.format == "csv":
-        if not source.csv_header:
-            return None
-        import csv
-
-        with path.open(newline="", encoding="utf-8-sig") as handle:
-            return next(csv.reader(handle), [])
-    return _json_keys(path)
-
-
-def _json_keys(path: Path) -> list[str]:
+def _json_keys(text: str) -> tuple[str | None, list[str] | None]:
     keys: dict[str, None] = {}
     lines = objects = 0
-    with path.open(encoding="utf-8-sig") as handle:
-        for text in handle:
-            if not text.strip():
-                continue
-            lines += 1
-            if lines > JSON_SAMPLE_LINES:
-                break
-            try:
-                record = json.loads(text)
-            except ValueError:
-                continue  # a malformed record goes to quarantine; it says nothing of columns
-            if isinstance(record, dict):
-                objects += 1
-                keys.update(dict.fromkeys(record))
+    for line in text.split("\n"):
+        if not line.strip():
+            continue
+        lines += 1
+        try:
+            record = json.loads(line)
+        except (ValueError, RecursionError):
+            continue  # a malformed record goes to quarantine; it says nothing of columns
+        if isinstance(record, dict):
+            objects += 1
+            keys.update(dict.fromkeys(record))
     if lines and not objects:
-        raise ValueError(
-            f"none of its first {min(lines, JSON_SAMPLE_LINES)} line(s) is a JSON object: "
-            "not JSON lines (one object per line)"
-        )
-    return list(keys)
+        return "none of its lines is a JSON object: not JSON lines (one object per line)", None
+    return None, list(keys)
 
 
 def column_name_problem(name: str) -> str | None:

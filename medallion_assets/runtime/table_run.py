@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from medallion_assets.catalog import Catalog, Dataset
@@ -81,7 +80,6 @@ class TableRun:
     route: Route | None = None  # None or the primary: the table's own path
     log: RunLog = field(default_factory=RunLog)
     checks: bool = True  # run the dataset's checks on the staged output
-    landing_root: Path | None = None  # bronze: where raw objects are downloaded to
     objects: ObjectStores | None = None  # bronze: the raw sources' object stores
     warehouse: WarehouseAccess | None = None  # gold tables with a target
     control: ControlStore | None = None  # healing (reroute) and audit

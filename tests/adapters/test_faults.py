@@ -32,7 +32,7 @@ RUN_TIMEOUT = 600
 # In run order, all on the first day so each killed run is short: each run's successor gets
 # past the previous point (rebuilding or reusing what it left) and dies at the next.
 CRASH_POINTS = (
-    "ingest.downloaded@bronze.events[2026-01-01]",  # raw objects landed, nothing published
+    "ingest.inspected@bronze.events[2026-01-01]",  # raw objects checked, nothing published
     "lake.staged@bronze.events[2026-01-01]",  # quarantine published, the table's version
     # in place but CURRENT not moved, the manifest not written
     "lake.published@gold.daily_events[2026-01-01]",  # published, warehouse not loaded

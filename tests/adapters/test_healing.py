@@ -229,7 +229,7 @@ def test_csv_files_are_read_by_their_headers_names(spark, tmp_path):
     """A column inserted in the middle of a CSV file, once evolved, lands in its own column
     and does not shift the others; files with the old header read as before."""
     from medallion_assets.catalog.models import Source
-    from medallion_assets.runtime.bronze_ingest import _read_landed
+    from medallion_assets.runtime.raw_read import RawFile, read_objects
 
     old = tmp_path / "old.csv"
     old.write_text("order_id,amount,country\n1,5,de\n")
@@ -248,10 +248,14 @@ def test_csv_files_are_read_by_their_headers_names(spark, tmp_path):
             ],
         }
     )
-    manifest = {
-        p.name: {"landing": str(p), "ingested_at": 0.0, "batch_id": "r"} for p in (old, new)
-    }
-    good, _quarantine, total = _read_landed(spark, source, manifest, [("coupon", "string")])
+    files = [
+        RawFile(f"file:{p}", f"s3://raw-bucket/orders/{p.name}", 0.0, "r", header)
+        for p, header in [
+            (old, ("order_id", "amount", "country")),
+            (new, ("order_id", "coupon", "amount", "country")),
+        ]
+    ]
+    good, _quarantine, total = read_objects(spark, source, files, [("coupon", "string")])
     rows = sorted(
         tuple(r) for r in good.select("order_id", "coupon", "amount", "country").collect()
     )

@@ -26,7 +26,6 @@ def what_the_resources_use(resources) -> dict[str, object]:
     assert isinstance(raw, LocalFolderObjectStore)
     return {
         "lake": resources.lake.lake.root,
-        "landing": resources.lake.landing_root,
         "keep": resources.lake.lake.keep_versions,
         "s3": raw.root,
         "throttled_s3": resources.s3.store("s3_raw").store.root,
@@ -84,7 +83,6 @@ def test_a_variable_changed_during_a_run_does_not_reach_it_the_next_run_reads_it
     assert during == after_change  # the change made during the run did not reach it
     assert during == {
         "lake": first / "lake",
-        "landing": first / "landing",
         "keep": 4,
         "s3": first / "s3",
         "throttled_s3": first / "s3",

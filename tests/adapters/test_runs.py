@@ -112,7 +112,6 @@ def test_sensors_request_bronze_for_new_objects_only(project, spark, monkeypatch
             lake=lake,
             catalog=catalog,
             dataset=catalog.datasets["bronze.orders"],
-            landing_root=root / ".medallion" / "landing",
             control=ControlResource(project_root=str(root)).plane().store(),
         ),
         store,

@@ -233,6 +233,14 @@ CASES: dict[str, Broken] = {
         },
         [("metadata/sources.yaml", None, "applies to csv and jsonl sources only")],
     ),
+    "csv_encoding_spark_cannot_read": Broken(
+        {
+            "metadata/sources.yaml": (MINIMAL / "metadata/sources.yaml")
+            .read_text()
+            .replace("format: jsonl", "format: csv\n    encoding: mac_roman")
+        },
+        [("metadata/sources.yaml", None, "Spark cannot read CSV in encoding 'mac_roman'")],
+    ),
     "unsafe_file_name": Broken(
         {"sql/gold/Revenue-Report.sql": "SELECT 1 AS x\n"},
         [

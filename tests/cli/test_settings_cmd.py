@@ -55,7 +55,7 @@ def test_settings_shows_the_values_in_force_with_passwords_masked(clean_env, tmp
         "value": str(tmp_path / "state"),
         "set": True,
         "default": "<project>/.medallion",
-        "meaning": "local state: lake, landing, local S3, warehouse file, control store",
+        "meaning": "local state: lake, local S3, warehouse file, control store",
     }
     assert rows["MEDALLION_LAKE"]["value"] == str(tmp_path / "state/lake")
     assert rows["MEDALLION_LAKE"]["set"] is False

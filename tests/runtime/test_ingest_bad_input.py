@@ -56,7 +56,6 @@ class Project:
         self.lake = Lake.local(tmp_path / "lake")
         self.control = ControlStore.open(f"sqlite:///{tmp_path / 'control.db'}")
         self.state = self.control.state
-        self.landing = tmp_path / "landing"
         self.logged: list[str] = []
         self.warned: list[str] = []
         store.ensure_bucket(bucket)
@@ -65,6 +64,9 @@ class Project:
         self.store.put(self.bucket, key, data)
 
     def run(self, spark, run_id: str):
+        return self.ingest_through(self.store, spark, run_id)
+
+    def ingest_through(self, store, spark, run_id: str):
         run = TableRun(
             spark=spark,
             lake=self.lake,
@@ -72,10 +74,9 @@ class Project:
             dataset=self.catalog.datasets["bronze.orders"],
             run_id=run_id,
             log=RunLog(self.logged.append, self.warned.append),
-            landing_root=self.landing,
             control=self.control,
         )
-        return ingest(run, self.store)
+        return ingest(run, store)
 
     def rows(self, table: str = "bronze.orders") -> list[int]:
         return sorted(read_table(table, lake_root=self.lake.root)["order_id"].tolist())
@@ -304,3 +305,86 @@ def test_read_table_of_a_quarantine_table_holding_bad_utf8(spark, tmp_path):
     publish_frame(lake, spark, frame, "bronze.orders__quarantine", "code", {})
     table = read_table("bronze.orders__quarantine", lake_root=lake.root)
     assert table["_corrupt_record"].tolist() == ["{o\ufffd"]
+
+
+class SparkReadsOnly:
+    """A raw store that lists and names paths but hands no bytes to the driver: ``download``
+    and ``read`` fail, so an ingest through it proves Spark read the objects itself."""
+
+    def __init__(self, store):
+        self.inner = store
+
+    def list(self, bucket: str, prefix: str):
+        return self.inner.list(bucket, prefix)
+
+    def spark_path(self, bucket: str, key: str, size: int = 0) -> str:
+        return self.inner.spark_path(bucket, key, size)
+
+    def download(self, *_: object, **__: object):
+        raise AssertionError("the driver downloaded a raw object")
+
+    read = download
+
+
+def test_spark_reads_the_raw_objects_where_they_are(spark, tmp_path, store):
+    """Through s3a on moto's S3 server and file: on the local folder, keys with spaces,
+    glob characters and ``%`` included; the driver never reads an object."""
+    project = Project(tmp_path, store, bucket(), "jsonl")
+    keys = ["orders/a b.jsonl", "orders/b[1]{x,y}*.jsonl", "orders/c%20+d=e.jsonl"]
+    for number, key in enumerate(keys, 1):
+        project.put(key, jsonl({"order_id": number, "amount": number, "country": "de"}))
+    outcome = project.ingest_through(SparkReadsOnly(store), spark, "r1")
+    assert project.rows() == [1, 2, 3]
+    assert outcome.metadata["records_read"] == 3
+    bronze = read_table("bronze.orders", lake_root=project.lake.root)
+    assert sorted(bronze["_source_file"]) == sorted(f"s3://{project.bucket}/{k}" for k in keys)
+
+
+def test_rfc4180_csv_quoted_line_breaks_and_doubled_quotes(spark, tmp_path, store):
+    project = Project(tmp_path, store, bucket(), "csv")
+    text = (
+        'order_id,amount,country\r\n1,5,"de\r\nnorth"\r\n2,7,"1 ""Quoted"" Road"\r\n'
+        '3,9,"a\nb, c"\n4,1,gb\n'
+    )
+    project.put("orders/a.csv", text.encode())
+    project.run(spark, "r1")
+    bronze = read_table("bronze.orders", lake_root=project.lake.root).sort_values("order_id")
+    assert bronze["country"].tolist() == ["de\r\nnorth", '1 "Quoted" Road', "a\nb, c", "gb"]
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "latin-1", "cp1252"])
+def test_json_lines_in_a_declared_encoding_are_read(spark, tmp_path, encoding):
+    project = Project(tmp_path, LocalFolderObjectStore(tmp_path / "s3"), bucket(), "jsonl")
+    sources = project.root / "metadata" / "sources.yaml"
+    sources.write_text(
+        sources.read_text().replace("format: jsonl", f"format: jsonl\n    encoding: {encoding}")
+    )
+    project.catalog = load_catalog(project.root, use_cache=False)
+    records = [
+        {"order_id": 1, "amount": 5, "country": "Österreich"},
+        {"order_id": 2, "amount": 7, "country": "Curaçao"},
+    ]
+    text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records) + "{broken\n"
+    project.put("orders/a.jsonl", text.encode(encoding))
+    outcome = project.run(spark, "r1")
+    bronze = read_table("bronze.orders", lake_root=project.lake.root).sort_values("order_id")
+    assert bronze["country"].tolist() == ["Österreich", "Curaçao"]
+    assert outcome.metadata["quarantined_rows"] == 1 and outcome.metadata["records_read"] == 3
+
+
+def test_a_new_key_late_in_a_json_lines_object_is_drift(spark, tmp_path):
+    """Every record's keys are read where the object is, not a sample of the first ones."""
+    project = Project(tmp_path, LocalFolderObjectStore(tmp_path / "s3"), bucket(), "jsonl")
+    records = [{"order_id": i, "amount": 1, "country": "de"} for i in range(300)]
+    records[250]["coupon"] = "LATE"
+    project.put("orders/a.jsonl", jsonl(*records))
+    with pytest.raises(SchemaDrift) as drift:
+        project.run(spark, "r1")
+    assert list(drift.value.new_columns) == ["coupon"]
+
+
+def test_every_csv_encoding_a_source_may_declare_is_a_charset_spark_has(spark):
+    from medallion_assets.catalog.base import _JAVA_CHARSETS
+
+    charset = spark.sparkContext._jvm.java.nio.charset.Charset
+    assert [name for name in _JAVA_CHARSETS.values() if not charset.isSupported(name)] == []

@@ -15,13 +15,7 @@ import pytest
 
 from medallion_assets.catalog.models import Source
 from medallion_assets.control.legacy_state import import_legacy_state
-from medallion_assets.runtime.raw_files import (
-    column_name_problem,
-    columns_problem,
-    file_columns,
-    land,
-    land_text,
-)
+from medallion_assets.runtime.raw_files import column_name_problem, columns_problem, inspect
 from medallion_assets.runtime.schema_drift import (
     evolve,
     evolved_columns,
@@ -49,68 +43,76 @@ def source(format: str = "csv", **extra: object) -> Source:
     )
 
 
-def written(tmp_path: Path, name: str, data: bytes) -> Path:
-    path = tmp_path / name
-    path.write_bytes(data)
-    return path
-
-
-def test_a_utf16_csv_in_a_utf8_source_is_not_text(tmp_path: Path):
-    with_bom = written(tmp_path, "bom.csv", ORDERS_CSV.encode("utf-16"))
-    digest, problem = land(with_bom, source())
+def test_a_utf16_csv_in_a_utf8_source_is_not_text():
+    data = ORDERS_CSV.encode("utf-16")
+    digest, problem, columns = inspect(data, "csv", "utf-8", True)
     assert problem is not None and "not valid utf-8 (byte 0, line 1)" in problem
     assert "declare the source's encoding" in problem
-    assert digest == hashlib.sha256(ORDERS_CSV.encode("utf-16")).hexdigest()
+    assert digest == hashlib.sha256(data).hexdigest() and columns is None
     # Without a BOM, UTF-16 of ASCII text is valid UTF-8 full of NULs.
-    no_bom = written(tmp_path, "le.csv", ORDERS_CSV.encode("utf-16-le"))
-    _, problem = land(no_bom, source())
+    _, problem, _ = inspect(ORDERS_CSV.encode("utf-16-le"), "csv", "utf-8", True)
     assert problem == "it holds NUL characters (line 1): not utf-8 text (UTF-16, or a binary file?)"
 
 
-def test_a_declared_encoding_is_decoded_and_landed_as_utf8(tmp_path: Path):
+def test_a_declared_encoding_is_decoded():
     text = "order_id,amount,country\n1,5,Österreich\n"
-    path = written(tmp_path, "latin.csv", text.encode("latin-1"))
-    digest, problem = land(path, source(encoding="latin-1"))
-    assert problem is None
+    digest, problem, columns = inspect(text.encode("latin-1"), "csv", "latin-1", True)
+    assert problem is None and columns == ["order_id", "amount", "country"]
     assert digest == hashlib.sha256(text.encode("latin-1")).hexdigest()  # of the raw object
-    assert path.read_bytes() == text.encode("utf-8")
-    utf16 = written(tmp_path, "utf16.csv", text.encode("utf-16"))
-    assert land(utf16, source(encoding="utf-16"))[1] is None
-    assert utf16.read_text(encoding="utf-8") == text
-    assert file_columns(utf16, source(encoding="utf-16")) == ["order_id", "amount", "country"]
+    assert inspect(text.encode("utf-16"), "csv", "utf-16", True)[1:] == (
+        None,
+        ["order_id", "amount", "country"],
+    )
+    # A UTF-8 byte order mark is not part of the first column's name.
+    assert inspect(text.encode("utf-8-sig"), "csv", "utf-8", True)[2] == [
+        "order_id",
+        "amount",
+        "country",
+    ]
 
 
-def test_invalid_bytes_are_located_and_the_file_is_left_as_it_was(tmp_path: Path):
+def test_invalid_bytes_are_located():
     data = b"order_id,amount,country\n1,5,de\n2,7,fr\xe9nce\n"
-    path = written(tmp_path, "bad.csv", data)
-    _, problem = land_text(path, "utf-8")
+    problem = inspect(data, "csv", "utf-8", True)[1]
     assert problem is not None and "(byte 37, line 3)" in problem
-    truncated = written(tmp_path, "cut.csv", "a,é".encode()[:-1])
-    assert "not valid utf-8" in str(land_text(truncated, "utf-8")[1])
-    latin = written(tmp_path, "latin.csv", data)
-    assert land_text(latin, "ascii")[1] is not None
-    assert latin.read_bytes() == data
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.csv", "cut.csv", "latin.csv"]
+    assert "not valid utf-8" in str(inspect("a,é".encode()[:-1], "csv", "utf-8", True)[1])
+    assert inspect(data, "csv", "ascii", True)[1] is not None
 
 
-def test_empty_and_truncated_parquet_objects_are_not_parquet(tmp_path: Path):
+def test_a_csv_header_may_quote_its_names_and_a_headerless_file_names_none():
+    data = b'"order id","amount\nEUR",country\n1,5,de\n'
+    assert inspect(data, "csv", "utf-8", True)[2] == ["order id", "amount\nEUR", "country"]
+    assert inspect(data, "csv", "utf-8", False)[1:] == (None, None)
+
+
+def test_empty_and_truncated_parquet_objects_are_not_parquet():
     buffer = io.BytesIO()
     pq.write_table(pa.table({"order_id": [1, 2], "amount": [5, 7]}), buffer)
-    good = written(tmp_path, "good.parquet", buffer.getvalue())
-    assert land(good, source("parquet"))[1] is None
-    empty = written(tmp_path, "empty.parquet", b"")
-    assert land(empty, source("parquet"))[1] == "it is empty (0 bytes): not a Parquet file"
-    cut = written(tmp_path, "cut.parquet", buffer.getvalue()[:-20])
-    problem = land(cut, source("parquet"))[1]
+    assert inspect(buffer.getvalue(), "parquet", "utf-8", False)[1:] == (
+        None,
+        ["order_id", "amount"],
+    )
+    assert inspect(b"", "parquet", "utf-8", False)[1] == (
+        "it is empty (0 bytes): not a Parquet file"
+    )
+    problem = inspect(buffer.getvalue()[:-20], "parquet", "utf-8", False)[1]
     assert problem is not None and problem.startswith("it is not a readable Parquet file (")
 
 
-def test_a_json_array_is_not_json_lines(tmp_path: Path):
-    array = written(tmp_path, "array.jsonl", b'[{"order_id": 1},\n {"order_id": 2}]\n')
-    with pytest.raises(ValueError, match="not JSON lines"):
-        file_columns(array, source("jsonl"))
-    lines = written(tmp_path, "ok.jsonl", b'{"order_id": 1}\n{broken\n\n{"coupon": "X"}\n')
-    assert file_columns(lines, source("jsonl")) == ["order_id", "coupon"]
+def test_a_json_array_is_not_json_lines():
+    array = b'[{"order_id": 1},\n {"order_id": 2}]\n'
+    assert "not JSON lines" in str(inspect(array, "jsonl", "utf-8", False)[1])
+    lines = b'{"order_id": 1}\n{broken\n\n{"coupon": "X"}\n'
+    assert inspect(lines, "jsonl", "utf-8", False)[1:] == (None, ["order_id", "coupon"])
+
+
+def test_every_json_record_names_its_keys_and_a_deep_record_is_only_malformed():
+    records = [{"order_id": i} for i in range(500)] + [{"order_id": 500, "late": True}]
+    data = "".join(json.dumps(r) + "\n" for r in records).encode()
+    assert inspect(data, "jsonl", "utf-8", False)[2] == ["order_id", "late"]
+    deep = b'{"a": ' * 5000 + b"1" + b"}" * 5000
+    with_deep = b'{"order_id": 1}\n' + deep + b"\n"
+    assert inspect(with_deep, "jsonl", "utf-8", False)[1:] == (None, ["order_id"])
 
 
 @pytest.mark.parametrize(

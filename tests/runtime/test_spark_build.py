@@ -38,19 +38,19 @@ def project(tmp_path: Path):
     store = LocalFolderObjectStore(tmp_path / "s3")
     store.ensure_bucket("minimal-raw")
     lake = Lake.local(tmp_path / "lake")
-    return catalog, store, lake, tmp_path / "landing"
+    return catalog, store, lake
 
 
 def run_bronze(spark, project, run_id="r1"):
-    catalog, store, lake, landing = project
-    return ingest(bronze_run(spark, catalog, lake, landing, run_id=run_id), store)
+    catalog, store, lake = project
+    return ingest(bronze_run(spark, catalog, lake, run_id=run_id), store)
 
 
-def bronze_run(spark, catalog, lake: Lake, landing: Path, **more) -> TableRun:
+def bronze_run(spark, catalog, lake: Lake, **more) -> TableRun:
     """The run of bronze.orders, with its manifest in the control store beside the lake."""
     dataset = catalog.datasets["bronze.orders"]
     control = control_store(lake)
-    return table_run(spark, lake, catalog, dataset, landing_root=landing, control=control, **more)
+    return table_run(spark, lake, catalog, dataset, control=control, **more)
 
 
 def table_run(spark, lake: Lake, catalog, dataset, **more) -> TableRun:
@@ -63,7 +63,7 @@ def control_store(lake: Lake) -> ControlStore:
 
 
 def test_bronze_quarantines_malformed_records_and_adds_ingestion_columns(spark, project):
-    _, store, lake, _ = project
+    _, store, lake = project
     store.put(
         "minimal-raw",
         "orders/a.jsonl",
@@ -85,7 +85,7 @@ def test_bronze_quarantines_malformed_records_and_adds_ingestion_columns(spark, 
 
 
 def test_reingesting_the_same_files_adds_nothing_and_is_skipped(spark, project):
-    _, store, lake, _ = project
+    _, store, lake = project
     store.put(
         "minimal-raw", "orders/a.jsonl", orders({"order_id": 1, "amount": 1, "country": "DE"})
     )
@@ -105,7 +105,7 @@ def test_reingesting_the_same_files_adds_nothing_and_is_skipped(spark, project):
 
 
 def test_a_replaced_object_replaces_its_rows(spark, project):
-    _, store, lake, _ = project
+    _, store, lake = project
     store.put(
         "minimal-raw", "orders/a.jsonl", orders({"order_id": 1, "amount": 1, "country": "DE"})
     )
@@ -118,7 +118,7 @@ def test_a_replaced_object_replaces_its_rows(spark, project):
 
 
 def test_silver_and_gold_build_from_published_upstream_and_skip_when_unchanged(spark, project):
-    catalog, store, lake, _ = project
+    catalog, store, lake = project
     store.put(
         "minimal-raw",
         "orders/a.jsonl",
@@ -153,7 +153,7 @@ def test_silver_and_gold_build_from_published_upstream_and_skip_when_unchanged(s
 
 
 def test_a_table_whose_upstream_was_never_published_fails_clearly(spark, project):
-    catalog, _, lake, _ = project
+    catalog, _, lake = project
     with pytest.raises(MissingInput, match=r"bronze\.orders has no published version"):
         build_table(table_run(spark, lake, catalog, catalog.datasets["silver.orders_clean"]))
 
@@ -161,7 +161,7 @@ def test_a_table_whose_upstream_was_never_published_fails_clearly(spark, project
 def published_then_new_order(spark, project, country: str):
     """silver.orders_clean published from order 1 (DE); then order 2 from ``country`` is
     ingested into bronze. Returns the dataset and the first build."""
-    catalog, store, lake, _ = project
+    catalog, store, lake = project
     store.put(
         "minimal-raw", "orders/a.jsonl", orders({"order_id": 1, "amount": 1, "country": "DE"})
     )
@@ -176,7 +176,7 @@ def published_then_new_order(spark, project, country: str):
 
 
 def test_a_failed_blocking_check_keeps_the_previous_version_current(spark, project):
-    catalog, _, lake, _ = project
+    catalog, _, lake = project
     dataset, first = published_then_new_order(spark, project, "X")
     assert first.validation.passed and len(first.validation.results) == 3
 
@@ -200,7 +200,7 @@ def test_a_failed_blocking_check_keeps_the_previous_version_current(spark, proje
 
 
 def test_a_crash_between_staging_and_publish_leaves_the_previous_version_readable(spark, project):
-    catalog, _, lake, _ = project
+    catalog, _, lake = project
     dataset, first = published_then_new_order(spark, project, "FR")
 
     class ProcessKilled(BaseException):
@@ -221,7 +221,7 @@ def test_a_crash_between_staging_and_publish_leaves_the_previous_version_readabl
 
 
 def test_sql_in_another_dialect_is_transpiled_to_spark(spark, project, tmp_path):
-    catalog, store, lake, landing = project
+    catalog, store, lake = project
     root = catalog.root
     (root / "sql/gold/revenue.sql").write_text(
         "-- dialect: redshift\n"
@@ -232,7 +232,7 @@ def test_sql_in_another_dialect_is_transpiled_to_spark(spark, project, tmp_path)
     store.put(
         "minimal-raw", "orders/a.jsonl", orders({"order_id": 1, "amount": 4, "country": "DE"})
     )
-    ingest(bronze_run(spark, catalog, lake, landing), store)
+    ingest(bronze_run(spark, catalog, lake), store)
     build_table(table_run(spark, lake, catalog, catalog.datasets["silver.orders_clean"]))
     build_table(table_run(spark, lake, catalog, catalog.datasets["gold.revenue"]))
     revenue = read_table("gold.revenue", lake_root=lake.root)

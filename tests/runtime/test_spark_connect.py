@@ -138,7 +138,6 @@ def client_build_minimal_project(remote: str, root: str, lake: str) -> dict[str,
             catalog=catalog,
             dataset=catalog.datasets[table],
             run_id="connect-1",
-            landing_root=base / "landing",
             control=control,
         )
 

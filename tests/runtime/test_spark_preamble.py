@@ -88,7 +88,6 @@ def ingest_orders(spark, catalog, lake: Lake, store, tmp_path: Path) -> None:
         lake=lake,
         catalog=catalog,
         dataset=catalog.datasets["bronze.orders"],
-        landing_root=tmp_path / "landing",
         control=ControlStore.open(f"sqlite:///{tmp_path / 'control.db'}"),
     )
     ingest(run, store)

@@ -22,7 +22,6 @@ def test_an_empty_environment_gives_every_default():
     settings = read({})
     assert settings.state_home == PROJECT / ".medallion"
     assert settings.lake_root == PROJECT / ".medallion/lake"
-    assert settings.landing_root == PROJECT / ".medallion/landing"
     assert settings.s3_root == PROJECT / ".medallion/s3"
     assert not settings.uses_s3_api and settings.aws_region == "us-east-1"
     assert settings.effective_warehouse_url == f"duckdb:///{PROJECT}/.medallion/warehouse.duckdb"
@@ -39,7 +38,6 @@ def test_an_empty_environment_gives_every_default():
 def test_medallion_home_moves_everything_derived_from_it():
     settings = read({"MEDALLION_HOME": "/var/state"})
     assert settings.lake_root == Path("/var/state/lake")
-    assert settings.landing_root == Path("/var/state/landing")
     assert settings.s3_root == Path("/var/state/s3")
     assert settings.effective_warehouse_url == "duckdb:////var/state/warehouse.duckdb"
     assert settings.effective_control_url == "sqlite:////var/state/control.db"
@@ -131,7 +129,7 @@ def test_the_settings_are_frozen():
         ("MEDALLION_S3", "minio", "set it to aws"),
         ("MEDALLION_S3_ENDPOINT", "127.0.0.1:9000", "set it to a URL with its scheme"),
         ("MEDALLION_SPARK_REMOTE", "spark:15002", "set it to a Spark Connect URL"),
-        ("MEDALLION_CRASH_AT", "lake.publish@gold.x", "POINT one of ingest.downloaded"),
+        ("MEDALLION_CRASH_AT", "lake.publish@gold.x", "POINT one of ingest.inspected"),
     ],
 )
 def test_a_bad_value_names_the_variable_its_value_and_the_fix(variable, value, fix):

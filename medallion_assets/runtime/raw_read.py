@@ -1,0 +1,245 @@
+"""Raw objects read where Spark runs: the executors inspect each new object's bytes and read
+the source's format from the object's own path (``s3a://`` on S3, ``file:`` for the local
+folder standing in for it). The driver lists, decides and records; no raw byte passes through
+it, so neither its disk nor its network bounds an ingest.
+
+- ``inspect_objects``: one Spark job over the new objects' bytes (``binaryFile``) runs
+  ``raw_files.inspect`` on the executors: content hash, strict decoding, the columns each
+  carries. Only those small results come back to the driver.
+- ``read_objects``: the readable objects in the source's format, with the declared (and
+  evolved) schema, malformed records kept apart, and the ingestion columns. CSV is read as
+  RFC 4180 (quoted fields may hold line breaks and doubled quotes) in the declared encoding;
+  JSON lines in another encoding than UTF-8 are decoded on the executors and parsed by Spark.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import reduce
+from typing import TYPE_CHECKING, Any
+
+from medallion_assets.catalog.base import java_charset
+from medallion_assets.catalog.models import Source
+from medallion_assets.runtime import raw_files
+from medallion_assets.runtime.raw_files import Inspection
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+CORRUPT = "_corrupt_record"
+_UTF8 = ("utf-8", "utf-8-sig", "ascii")  # what Spark's own readers decode without help
+
+
+@dataclass(frozen=True)
+class RawFile:
+    """One readable object: where Spark reads it and what ingest records beside its rows."""
+
+    path: str  # a Hadoop path, glob characters escaped (``ObjectStore.spark_path``)
+    uri: str  # s3://bucket/key, the ``_source_file`` column
+    ingested_at: float
+    batch_id: str
+    columns: tuple[str, ...] | None = None  # a CSV file's header, in file order
+
+
+def reported(path: str) -> str:
+    """The path as Spark reports it for a file it read (``path`` without glob escapes).
+
+    >>> reported("file:/lake/raw/a\\\\[1\\\\].csv")
+    'file:/lake/raw/a[1].csv'
+    """
+    return re.sub(r"\\(.)", r"\1", path)
+
+
+def inspect_objects(
+    spark: SparkSession, source: Source, sizes: Mapping[str, int]
+) -> dict[str, Inspection]:
+    """path -> (SHA-256, why it cannot be read or None, its columns or None), computed by the
+    executors that read each object's bytes (``sizes``: path -> the listed size). An empty
+    object has no bytes to move (Spark skips it): it is inspected here."""
+    fmt, header, encoding = source.format, source.csv_header, source.encoding
+    found = {p: raw_files.inspect(b"", fmt, encoding, header) for p, n in sizes.items() if n == 0}
+    paths = [p for p in sizes if p not in found]
+    if not paths:
+        return found
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    _ship_by_value()
+    check = raw_files.inspect
+
+    result = T.StructType(
+        [
+            T.StructField("sha256", T.StringType()),
+            T.StructField("problem", T.StringType()),
+            T.StructField("columns", T.ArrayType(T.StringType())),
+        ]
+    )
+    frame = spark.read.format("binaryFile").load(list(paths))
+    inspect = F.udf(lambda content: check(bytes(content), fmt, encoding, header), result)
+    rows = frame.select("path", inspect("content").alias("i")).collect()
+    given = {reported(p): p for p in paths}
+    for row in rows:
+        columns = None if row.i.columns is None else list(row.i.columns)
+        found[given[row.path]] = (row.i.sha256, row.i.problem, columns)
+    gone = [reported(p) for p in paths if p not in found]
+    if gone:
+        raise FileNotFoundError(
+            f"{len(gone)} listed object(s) could not be read, first {gone[0]}: deleted or "
+            "replaced since the listing? Run again when the source is stable"
+        )
+    return found
+
+
+def read_objects(
+    spark: SparkSession,
+    source: Source,
+    files: Sequence[RawFile],
+    evolved: Sequence[tuple[str, str]],
+) -> tuple[DataFrame, DataFrame, int]:
+    """(good rows with the ingestion columns, malformed records, records read). Columns are the
+    declared ones plus those evolve_schema added; CSV files are read by their header's names,
+    so a column added in the middle of a file does not shift the others."""
+    from pyspark.sql import functions as F
+
+    columns = [(c.name, c.type) for c in source.columns] + list(evolved)
+    paths = [f.path for f in files]
+    wanted = [F.col(_quoted(n)) for n, _ in columns]
+    if source.format == "parquet":
+        no_corrupt = F.lit(None).cast("string").alias(CORRUPT)
+        frame = spark.read.schema(_ddl(columns)).parquet(*paths)
+        frame = frame.select(*wanted, no_corrupt, _file_of_row())
+    elif source.format == "csv":
+        frame = _read_csv(spark, source, files, columns)
+    elif codecs.lookup(source.encoding).name in _UTF8:
+        reader = _permissive(spark.read.schema(f"{_ddl(columns)}, `{CORRUPT}` string"))
+        frame = reader.json(paths).select(*wanted, F.col(CORRUPT), _file_of_row())
+    else:
+        frame = _read_decoded_json(spark, source, paths, columns)
+    described = spark.createDataFrame(
+        [(reported(f.path), f.uri, float(f.ingested_at), f.batch_id) for f in files],
+        "_path string, _source_file string, _ingested_epoch double, _batch_id string",
+    )
+    frame = frame.join(F.broadcast(described), "_path")
+    frame = frame.withColumn("_ingested_at", F.col("_ingested_epoch").cast("timestamp"))
+    frame = frame.drop("_path", "_ingested_epoch").cache()  # Spark needs a cache to filter
+    total = frame.count()  # on the corrupt-record column
+    malformed = frame.where(F.col(CORRUPT).isNotNull())
+    quarantine = malformed.select(CORRUPT, "_source_file", "_ingested_at", "_batch_id")
+    good = frame.where(F.col(CORRUPT).isNull()).drop(CORRUPT)
+    return good, quarantine, total
+
+
+def _file_of_row() -> Column:
+    """The file a row was read from, as ``reported`` names it: Spark's ``_metadata.file_path``
+    is URL-encoded (``a%20b``), and a literal ``+`` stays as it is."""
+    from pyspark.sql import functions as F
+
+    encoded = F.regexp_replace(F.col("_metadata.file_path"), r"\+", "%2B")
+    return F.url_decode(encoded).alias("_path")
+
+
+def _read_csv(
+    spark: SparkSession,
+    source: Source,
+    files: Sequence[RawFile],
+    columns: list[tuple[str, str]],
+) -> DataFrame:
+    """Each group of files sharing a header read with a schema in that header's order, then
+    lined up by column name (a column a file lacks is null)."""
+    from pyspark.sql import functions as F
+
+    types = dict(columns)
+    declared = tuple(n for n, _ in columns)
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for file in files:
+        header = file.columns if source.csv_header and file.columns else declared
+        groups.setdefault(header, []).append(file.path)
+    frames = []
+    for header, members in groups.items():
+        ddl = _ddl([(h, types.get(h, "string")) for h in header])
+        reader = _permissive(spark.read.schema(f"{ddl}, `{CORRUPT}` string"))
+        frame = (
+            reader.option("header", str(source.csv_header).lower())
+            .option("enforceSchema", "true")
+            .option("multiLine", "true")  # RFC 4180: a quoted field may hold line breaks
+            .option("escape", '"')  # and doubled quotes
+            .option("encoding", java_charset(source.encoding) or "UTF-8")
+            .csv(members)
+        )
+        present = [
+            F.col(_quoted(n)) if n in header else F.lit(None).cast(kind).alias(n)
+            for n, kind in columns
+        ]
+        frames.append(frame.select(*present, F.col(CORRUPT), _file_of_row()))
+    union: DataFrame = reduce(lambda a, b: a.unionByName(b), frames)
+    return union
+
+
+def _read_decoded_json(
+    spark: SparkSession, source: Source, paths: list[str], columns: list[tuple[str, str]]
+) -> DataFrame:
+    """JSON lines in an encoding Spark's JSON reader cannot split by line (UTF-16 ...): the
+    executors decode each object (already checked to decode) and Spark parses each line."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    encoding = source.encoding
+
+    def lines(content):  # type: ignore[no-untyped-def]  # hints would make it a pandas UDF
+        text = bytes(content).decode(encoding).removeprefix("\ufeff")
+        return [line for line in text.split("\n") if line.strip()]
+
+    schema = f"{_ddl(columns)}, `{CORRUPT}` string"
+    options = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT}
+    frame = spark.read.format("binaryFile").load(paths)
+    frame = frame.select(
+        F.col("path").alias("_path"),
+        F.explode(F.udf(lines, T.ArrayType(T.StringType()))("content")).alias("_line"),
+    )
+    parsed = frame.select("_path", F.from_json("_line", schema, options).alias("r"))
+    return parsed.select(*[F.col(f"r.{_quoted(n)}") for n, _ in columns], f"r.{CORRUPT}", "_path")
+
+
+def _ship_by_value() -> None:
+    """Executors unpickle ``raw_files.inspect`` without this package installed: the module's
+    functions travel with the job (they need only the standard library and pyarrow)."""
+    from pyspark import cloudpickle
+
+    cloudpickle.register_pickle_by_value(raw_files)  # type: ignore[no-untyped-call]
+
+
+def _ddl(columns: Sequence[tuple[str, str]]) -> str:
+    return ", ".join(f"{_quoted(n)} {t}" for n, t in columns)
+
+
+def _quoted(name: str) -> str:
+    """``name`` as a Spark identifier, whatever it holds."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _permissive(reader: Any) -> Any:
+    return reader.option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", CORRUPT)
+
+
+def files_of(
+    entries: Mapping[str, Mapping[str, Any]], bucket: str, path_of: Callable[[str, str], str]
+) -> list[RawFile]:
+    """The ``RawFile`` of each manifest entry (primary key -> entry; an entry without a uri
+    was read from ``bucket``); ``path_of(bucket, key)`` gives where Spark reads it."""
+    files = []
+    for key, entry in entries.items():
+        uri = str(entry.get("uri") or f"s3://{bucket}/{key}")
+        columns = entry.get("columns")
+        files.append(
+            RawFile(
+                path_of(*uri.removeprefix("s3://").split("/", 1)),
+                uri,
+                float(entry["ingested_at"]),
+                str(entry["batch_id"]),
+                None if columns is None else tuple(columns),
+            )
+        )
+    return files
