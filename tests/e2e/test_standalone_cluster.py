@@ -1,13 +1,17 @@
-"""The demo pipeline on a Spark standalone cluster: a master and one worker on 127.0.0.1 started
-from the pyspark package (tests/spark_cluster.py), a real `medallion run` process pointed at it
-with MEDALLION_SPARK_MASTER over raw data on a real S3 API (moto's server), and every gold
-table equal to the independent DuckDB computation of the same raw data (tests/e2e/reference.py,
-which the local-mode pipeline test compares against too).
+"""The demo pipeline on a Spark standalone cluster: a master and two workers on 127.0.0.1 started
+from the pyspark package (tests/spark_cluster.py), each worker in a mount namespace where the
+driver's folder (the project, its `.medallion/` state with the lake's catalog, Spark's jars) is
+an empty tmpfs, as on hosts that share nothing with the driver but the network. A real
+`medallion run` process is pointed at it with MEDALLION_SPARK_MASTER; raw data and the lake are
+on a real S3 API (moto's server) through s3a, so the executors read raw objects and write the
+tables themselves. Every gold table equals the independent DuckDB computation of the same raw
+data (tests/e2e/reference.py, which the local-mode pipeline test compares against too).
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -19,6 +23,8 @@ import pytest
 from medallion_assets.catalog import load_catalog
 from medallion_assets.demo import DemoSettings, generate, write_files
 from medallion_assets.io.object_store import Boto3ObjectStore
+from medallion_assets.jvm.jars import MANIFEST, jar_folder
+from medallion_assets.settings import MedallionSettings
 from medallion_assets.testing import read_table
 from tests.conftest import copy_demo_project
 from tests.e2e import reference
@@ -29,11 +35,11 @@ pytestmark = pytest.mark.slow
 RUN_TIMEOUT = 300.0  # seconds; the cluster run takes ~60-90 s on a busy 2-core machine
 
 
-def medallion_env(home: Path, s3_endpoint: str, master: str) -> dict[str, str]:
+def medallion_env(s3_endpoint: str, master: str, **more: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEDALLION_")}
     env.pop("DAGSTER_HOME", None)
     env.update(
-        MEDALLION_HOME=str(home),
+        more,
         MEDALLION_S3_ENDPOINT=s3_endpoint,
         AWS_ACCESS_KEY_ID="testing",
         AWS_SECRET_ACCESS_KEY="testing",
@@ -56,19 +62,33 @@ def completed_apps(cluster: SparkCluster, timeout: float = 30.0) -> list[dict[st
         time.sleep(0.5)
 
 
-def gold_rows(home: Path, table: str) -> list[tuple[Any, ...]]:
-    frame = read_table(table, lake_root=home / "lake")
-    return reference.normalise([tuple(r) for r in frame.itertuples(index=False)])
+def driver_jars(folder: Path) -> Path:
+    """This machine's Spark jars, hard-linked under ``folder`` (a path only the driver sees)."""
+    source = jar_folder(MedallionSettings.from_env(dict(os.environ)).jars_folder)
+    folder.mkdir(parents=True)
+    for jar in source.jars:
+        os.link(jar, folder / jar.name)
+    shutil.copy(source.path / MANIFEST, folder / MANIFEST)
+    return folder
 
 
-def test_the_demo_runs_on_a_standalone_cluster_and_its_gold_equals_the_reference(
+def test_the_demo_runs_on_two_workers_that_cannot_see_the_driver_files_and_equals_the_reference(
     tmp_path, own_s3, monkeypatch
 ):
     s3_server = own_s3
-    for name, value in medallion_env(tmp_path, s3_server.endpoint_url, "").items():
-        if name.startswith("AWS_"):
-            monkeypatch.setenv(name, value)  # boto3 in this process writes the raw data
-    root = copy_demo_project(tmp_path / "cluster-project")
+    driver = tmp_path / "driver"  # what the workers cannot see
+    lake_bucket = "cluster-lake"
+    s3_server.client().create_bucket(Bucket=lake_bucket)
+    env = medallion_env(
+        s3_server.endpoint_url,
+        "",
+        MEDALLION_LAKE=f"s3://{lake_bucket}/lake",
+        MEDALLION_SPARK_JARS=str(driver_jars(driver / "jars")),
+    )
+    for name, value in env.items():
+        if name.startswith(("AWS_", "MEDALLION_")):
+            monkeypatch.setenv(name, value)  # boto3 writes the raw data, read_table reads gold
+    root = copy_demo_project(driver / "theworldshop")  # its state: the default .medallion/
     catalog = load_catalog(root)
     # A clean vendor feed, so that every gold table builds and can be compared.
     clean = DemoSettings(rows=300, days=1, seed=7, vendor_uk_rate=0)
@@ -76,12 +96,11 @@ def test_the_demo_runs_on_a_standalone_cluster_and_its_gold_equals_the_reference
     gold = sorted(n for n in catalog.datasets if n.startswith("gold."))
     assert gold
 
-    home = tmp_path / "cluster-home"
-    with running_spark_cluster(tmp_path / "cluster") as cluster:
+    with running_spark_cluster(tmp_path / "cluster", workers=2, hide=driver) as cluster:
         medallion = str(Path(sys.executable).parent / "medallion")
         done = subprocess.run(
             [medallion, "run", "--project", str(root)],
-            env=medallion_env(home, s3_server.endpoint_url, cluster.master_url),
+            env={**env, "MEDALLION_SPARK_MASTER": cluster.master_url},
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
@@ -90,17 +109,22 @@ def test_the_demo_runs_on_a_standalone_cluster_and_its_gold_equals_the_reference
         printed = done.stdout
         assert done.returncode == 0, printed[-4000:]
         assert f"{len(catalog.datasets)} built;" in printed, printed[-4000:]
+        assert len(cluster.state()["workers"]) == 2
         apps = completed_apps(cluster)
 
-    # The master ran the application, and the worker ran its executor and tasks.
+    # The master ran the application, and each worker ran an executor that ran tasks.
     assert [a["name"] for a in apps] == ["medallion_assets"], apps
     (app_dir,) = cluster.work_dir.iterdir()
     assert app_dir.name == apps[0]["id"]
-    executor_log = "".join(p.read_text(errors="replace") for p in app_dir.glob("*/stderr"))
-    assert "Finished task" in executor_log
+    executors = sorted(app_dir.iterdir())
+    assert len(executors) == 2, executors
+    for executor in executors:
+        assert "Finished task" in (executor / "stderr").read_text(errors="replace"), executor
+    assert not (root / ".medallion" / "lake").exists()  # the tables are on S3 only
 
     client = s3_server.client()
     expected, _malformed = reference.compute(catalog, client)
     for table in gold:
         want = reference.normalise(expected.execute(f"SELECT * FROM {table}").fetchall())
-        assert gold_rows(home, table) == want, table
+        frame = read_table(table, project=root)
+        assert reference.normalise([tuple(r) for r in frame.itertuples(index=False)]) == want
