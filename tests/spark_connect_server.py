@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from medallion_assets.lake.catalog import LakeCatalog
+from medallion_assets.lake.catalog import LakeCatalog, S3Endpoint
 
 START_TIMEOUT = 120.0  # seconds; the server usually starts in 10-20 s
 _STARTED = re.compile(r"Spark Connect server started at: [^\s:]+:(\d+)")
@@ -99,7 +99,9 @@ def _server_env(base: Path) -> dict[str, str]:
     return env
 
 
-def _launch(base: Path, env: dict[str, str], port: int) -> subprocess.Popen[bytes]:
+def _launch(
+    base: Path, env: dict[str, str], port: int, s3: S3Endpoint | None = None
+) -> subprocess.Popen[bytes]:
     # What sbin/start-connect-server.sh runs (pyspark 4.1's package does not ship that script),
     # with the lake's jars and its catalog on the server, as a production server has them.
     from medallion_assets.jvm.jars import jar_folder
@@ -107,8 +109,8 @@ def _launch(base: Path, env: dict[str, str], port: int) -> subprocess.Popen[byte
 
     script = spark_home() / "sbin" / "spark-daemon.sh"
     jars = jar_folder(MedallionSettings.from_env(os.environ).jars_folder).jars
-    lake = LakeCatalog.parse(f"sqlite:///{base / 'lake' / 'catalog.db'}", str(base / "lake"))
-    (base / "lake").mkdir(exist_ok=True)
+    lake = LakeCatalog.parse(f"sqlite:///{base / 'lake' / 'catalog.db'}", str(base / "lake"), s3)
+    (base / "lake").mkdir(parents=True, exist_ok=True)
     lake_conf = [x for k, v in lake.spark_conf().items() for x in ("--conf", f"{k}={v}")]
     command = [
         "bash", str(script), "submit", CONNECT_SERVER_CLASS, "1",
@@ -199,14 +201,21 @@ def _stop(base: Path, env: dict[str, str], launcher: subprocess.Popen[bytes]) ->
 
 
 @contextmanager
-def running_spark_connect_server(base: Path) -> Iterator[SparkConnectServer]:
+def running_spark_connect_server(
+    base: Path, s3_endpoint: str | None = None
+) -> Iterator[SparkConnectServer]:
     """Start a Spark Connect server (``local[2]`` inside) with its pid file and logs under
-    ``base``; stop it on exit."""
+    ``base``; stop it on exit. ``s3_endpoint``: an S3 API the server's s3a reads, with the
+    test credentials in the server's environment (its AWS chain)."""
     if find_java() is None:
         raise FileNotFoundError("Java not found ($JAVA_HOME/bin/java or java on PATH)")
     env = _server_env(base)
+    s3 = None
+    if s3_endpoint is not None:
+        s3 = S3Endpoint(s3_endpoint, "us-east-1")
+        env.update(AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing")
     started = time.monotonic()
-    launcher = _launch(base, env, _free_port())
+    launcher = _launch(base, env, _free_port(), s3)
     try:
         port = _wait_until_started(base, launcher, started)
         pid = _pid(base)

@@ -164,8 +164,8 @@ class Lake:
         session's settings alone do not say which catalog it made: a session made with other
         settings, or given new ones since, made its ``lake`` from those."""
         jsession = getattr(spark, "_jsparkSession", None)
-        if jsession is None:
-            return spark
+        if jsession is None:  # Spark Connect: the server's catalog, first used one at a time
+            return self._initialized(spark)
         conf = self.catalog.spark_conf()
         own = {k: v for k, v in conf.items() if k.startswith(f"spark.sql.catalog.{SPARK_CATALOG}")}
         wanted = tuple(sorted(own.items()))
