@@ -52,3 +52,20 @@ def control_state(tmp_path: Path) -> RuntimeState:
     from medallion_assets.control.store import ControlStore
 
     return ControlStore.open(f"sqlite:///{tmp_path / 'control.db'}").state
+
+
+# The longest tests (one to three minutes each: whole pipelines on a cluster, through Spark
+# Connect, under Prefect, killed and resumed) start first. The two xdist workers then share
+# them from the start, instead of one worker running a three-minute test alone at the end.
+LONGEST_FIRST = (
+    "tests/e2e/",
+    "tests/adapters/test_exports.py",
+    "tests/adapters/test_faults.py",
+    "tests/adapters/test_run_queue.py",
+    "tests/adapters/test_run_recovery.py",
+    "tests/adapters/test_backfill.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    items.sort(key=lambda item: not item.nodeid.startswith(LONGEST_FIRST))

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -23,9 +22,6 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from medallion_assets.io.object_store import LocalFolderObjectStore
-from medallion_assets.lake import Lake
-from medallion_assets.testing import read_table
 from tests.conftest import REPO
 from tests.spark_connect_server import (
     SparkConnectServer,
@@ -116,47 +112,6 @@ def client_parquet_round_trip(remote: str, folder: str) -> dict[str, Any]:
     }
 
 
-def client_build_minimal_project(remote: str, root: str, lake: str) -> dict[str, Any]:
-    from medallion_assets.catalog import load_catalog
-    from medallion_assets.control.store import ControlStore
-    from medallion_assets.runtime.bronze_ingest import ingest
-    from medallion_assets.runtime.table_build import build_table
-    from medallion_assets.runtime.table_run import TableRun
-
-    session = connect_session(remote)
-    base = Path(root)
-    catalog = load_catalog(base / "project", use_cache=False)
-    # The server's lake: its catalog is the server's, the client reads the same one.
-    store, lake = LocalFolderObjectStore(base / "s3"), Lake.local(Path(lake))
-
-    control = ControlStore.open(f"sqlite:///{base / 'control.db'}")
-
-    def run(table: str) -> TableRun:
-        return TableRun(
-            spark=session,
-            lake=lake,
-            catalog=catalog,
-            dataset=catalog.datasets[table],
-            run_id="connect-1",
-            control=control,
-        )
-
-    bronze = ingest(run("bronze.orders"), store)
-    silver = build_table(run("silver.orders_clean"))
-    gold = build_table(run("gold.revenue"))
-    again = build_table(run("gold.revenue"))
-    return {
-        "bronze": [bronze.new_objects, bronze.quarantined, bronze.total_records],
-        "rows": [bronze.build.version.rows, silver.version.rows, gold.version.rows],
-        "gold_version": gold.version.version_id,
-        "again_skipped": again.skipped,
-        "again_version": again.version.version_id,
-    }
-
-
-# --- the test process ---------------------------------------------------------------------------
-
-
 def client_env() -> dict[str, str]:
     env = {
         k: v
@@ -232,35 +187,3 @@ def test_parquet_written_through_connect_reads_back_there_and_here(connect_serve
     assert list(folder.glob("part-*.parquet"))  # the server wrote to this machine's disk
     here = pq.read_table(folder).to_pandas().sort_values("order_id")
     assert here.values.tolist() == expected
-
-
-def test_bronze_silver_and_gold_build_through_the_runtime_on_connect(connect_server, tmp_path):
-    shutil.copytree(MINIMAL, tmp_path / "project")
-    store = LocalFolderObjectStore(tmp_path / "s3")
-    store.ensure_bucket("minimal-raw")
-    store.put(
-        "minimal-raw",
-        "orders/a.jsonl",
-        orders_file(
-            {"order_id": 1, "amount": 10, "country": "de"},
-            {"order_id": 2, "amount": 5, "country": "DE"},
-            {"order_id": 3, "amount": -1, "country": "FR"},
-            broken=1,
-        ),
-    )
-    result = on_connect(
-        connect_server,
-        "client_build_minimal_project",
-        root=str(tmp_path),
-        lake=str(connect_server.lake),
-    )
-    assert result["bronze"] == [1, 1, 4]  # new objects, quarantined, records read
-    assert result["rows"] == [3, 2, 1]  # bronze, silver, gold
-    assert result["again_skipped"] and result["again_version"] == result["gold_version"]
-    lake = Lake.local(connect_server.lake)  # the server wrote it; pyiceberg reads it here
-    assert lake.current("gold.revenue").version_id == result["gold_version"]
-    revenue = read_table("gold.revenue", lake_root=lake.root)
-    assert revenue.to_dict("records") == [{"country": "DE", "revenue": 15}]
-    bronze = read_table("bronze.orders", lake_root=lake.root).sort_values("order_id")
-    assert bronze["_source_file"].unique().tolist() == ["s3://minimal-raw/orders/a.jsonl"]
-    assert bronze["_batch_id"].unique().tolist() == ["connect-1"]
