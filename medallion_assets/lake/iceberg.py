@@ -307,7 +307,7 @@ class Lake:
                 f"SQL produce only rows of its day (e.g. WHERE {column} = the day)"
             )
         if staged.changed_partitions == 0 and mode == "replace":
-            return tables.empty_day(spark, staged, column, summary)
+            return tables.empty_day(spark, staged, column, summary, self._refs)
         return staged
 
     def stage_sql(

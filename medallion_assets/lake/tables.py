@@ -114,18 +114,6 @@ def ensure_table(
         del error
 
 
-def main_head(spark: SparkSession, table: str) -> int | None:
-    return ref_head(spark, table)
-
-
-def ref_head(spark: SparkSession, table: str, ref: str = "main") -> int | None:
-    """The snapshot ``ref`` (a branch) points at."""
-    rows = spark.sql(
-        f"SELECT snapshot_id FROM {identifier(table)}.refs WHERE name = '{ref}'"
-    ).collect()
-    return int(rows[0][0]) if rows else None
-
-
 class Refs:
     """Branches and tags of the lake's tables, committed through pyiceberg to the same catalog
     Spark writes through: the same code for a local session and a Spark Connect one (Iceberg's
@@ -148,6 +136,33 @@ class Refs:
 
         self._commit(table, make)
         return name, heads[-1]
+
+    def head(self, table: str, ref: str = "main") -> int | None:
+        """The snapshot ``ref`` points at (None: no such ref), read from the catalog's metadata
+        (a Spark query of the ``refs`` metadata table costs ten times as much)."""
+        snapshot = self.catalog.load_table(table).metadata.refs.get(ref)
+        return None if snapshot is None else int(snapshot.snapshot_id)
+
+    def staged(
+        self,
+        table: str,
+        branch: str,
+        parent: int | None,
+        partition: str | None,
+        partition_column: str | None = None,
+    ) -> Staged:
+        """The branch's head as a ``Staged`` write (after Spark wrote to it)."""
+        loaded = self.catalog.load_table(table)
+        snapshot = loaded.snapshot_by_id(loaded.metadata.refs[branch].snapshot_id)
+        assert snapshot is not None and snapshot.summary is not None
+        summary = dict(snapshot.summary.additional_properties)
+        rows = snapshot_rows(summary, partition)
+        changed = int(summary.get("changed-partition-count", 0))
+        operation = snapshot.summary.operation.value
+        return Staged(
+            table, branch, snapshot.snapshot_id, parent, partition, operation, rows, changed,
+            partition_column,
+        )  # fmt: skip
 
     def drop_branch(self, table: str, name: str) -> None:
         self._commit(table, lambda loaded, refs: refs.remove_branch(name), name)
@@ -217,12 +232,12 @@ def stage(
             writer.overwrite(F.lit(True))  # every row goes, even when the write has none
         else:
             writer.overwritePartitions()  # the days the rows are in
-        if ref_head(spark, table, branch) == head:  # nothing committed (no rows)
+        if refs.head(table, branch) == head:  # nothing committed (no rows)
             stamp(spark, table, branch, properties or {})
     except BaseException:
         refs.drop_branch(table, branch)
         raise
-    return staged_on(spark, table, branch, head, partition, partition_column)
+    return refs.staged(table, branch, head, partition, partition_column)
 
 
 def stage_sql(
@@ -244,7 +259,7 @@ def stage_sql(
     except BaseException:
         refs.drop_branch(table, branch)
         raise
-    return staged_on(spark, table, branch, head, None)
+    return refs.staged(table, branch, head, None)
 
 
 def stamp(spark: SparkSession, table: str, branch: str, properties: Mapping[str, str]) -> None:
@@ -261,13 +276,14 @@ def empty_day(
     staged: Staged,
     column: str,
     properties: Mapping[str, str],
+    refs: Refs,
 ) -> Staged:
     """A day's overwrite that wrote no rows replaced nothing (Iceberg replaces the days the
     rows are in): delete the day's rows on the branch, so the day's new version is empty."""
     target = identifier(staged.table, staged.branch)
     spark.sql(f"DELETE FROM {target} WHERE `{column}` = '{staged.partition}'")
     stamp(spark, staged.table, staged.branch, properties)
-    return staged_on(spark, staged.table, staged.branch, staged.parent_id, staged.partition, column)
+    return refs.staged(staged.table, staged.branch, staged.parent_id, staged.partition, column)
 
 
 def evolve(spark: SparkSession, table: str, frame: DataFrame, whole: bool = False) -> DataFrame:
@@ -315,28 +331,6 @@ def _same_type(a: Any, b: Any) -> bool:
     return bool(a.simpleString() == b.simpleString())
 
 
-def staged_on(
-    spark: SparkSession,
-    table: str,
-    branch: str,
-    parent: int | None,
-    partition: str | None,
-    partition_column: str | None = None,
-) -> Staged:
-    """The branch's head as a ``Staged`` write (after SQL wrote to it, e.g. a MERGE)."""
-    row = spark.sql(
-        f"SELECT s.snapshot_id, s.operation, s.summary FROM {identifier(table)}.snapshots s "
-        f"JOIN {identifier(table)}.refs r ON s.snapshot_id = r.snapshot_id "
-        f"WHERE r.name = '{branch}'"
-    ).collect()[0]
-    summary = dict(row[2] or {})
-    rows = snapshot_rows(summary, partition)
-    changed = int(summary.get("changed-partition-count", 0))
-    return Staged(
-        table, branch, int(row[0]), parent, partition, str(row[1]), rows, changed, partition_column
-    )
-
-
 def snapshot_rows(summary: Mapping[str, str], partition: str | None) -> int:
     """The rows of the version a snapshot's summary describes: recorded (``medallion.rows``, a
     day's append), else what a day's overwrite added, else the table's rows after it.
@@ -370,17 +364,19 @@ def publish(spark: SparkSession, staged: Staged, refs: Refs) -> int:
     """Make the staged write current in one catalog commit; returns ``main``'s new head.
     Drops the staging branch; a day's tag then points at the staged snapshot."""
     name = staged.table
-    if main_head(spark, name) == staged.parent_id:
-        spark.sql(
+    if refs.head(name) == staged.parent_id:
+        moved = spark.sql(
             f"CALL {SPARK_CATALOG}.system.fast_forward('{_qualified(name)}', 'main', "
             f"'{staged.branch}')"
-        )
+        ).collect()  # (branch, previous head, new head)
+        head = int(moved[0][2])
     elif staged.operation in ("append", "overwrite") and _rebasable(spark, staged):
         try:
-            spark.sql(
+            picked = spark.sql(
                 f"CALL {SPARK_CATALOG}.system.cherrypick_snapshot('{_qualified(name)}', "
                 f"{staged.snapshot_id})"
-            )
+            ).collect()  # (source snapshot, new head)
+            head = int(picked[0][1])
         except Exception as error:
             raise CommitConflict(
                 f"{staged.table}: another writer changed the same data since this write was "
@@ -394,8 +390,6 @@ def publish(spark: SparkSession, staged: Staged, refs: Refs) -> int:
     if staged.partition is not None:
         refs.tag(name, day_tag(staged.partition), staged.snapshot_id)
     refs.drop_branch(name, staged.branch)
-    head = main_head(spark, name)
-    assert head is not None
     return head
 
 
