@@ -217,6 +217,7 @@ def _with_headers(
     if not missing:
         return batch
     files = files_of(missing, source.bucket, store.spark_path)
+    # An entry without a size is read by Spark (only a known 0 is inspected on the driver).
     sizes = {f.path: int(e.get("size", 1)) for f, e in zip(files, missing.values(), strict=True)}
     found = inspect_objects(spark, source, sizes)
     headed = dict(batch)

@@ -151,11 +151,10 @@ def inspect_batch(
         for k, e in manifest.items()
         if readable(e) and k not in fresh
     }
-    by_content = {
-        e["sha256"]: k
-        for k, e in sorted(manifest.items(), reverse=True)
-        if readable(e) and k not in fresh and "sha256" in e
-    }
+    by_content: dict[str, str] = {}  # SHA-256 -> the first key by name holding that content
+    for k, e in sorted(manifest.items()):
+        if readable(e) and k not in fresh and "sha256" in e:
+            by_content.setdefault(e["sha256"], k)
     unseen = {k: o for k, o in fresh.items() if (o.etag, o.size) not in by_etag}
     inspected = inspect(unseen) if unseen else {}
     intake = Intake(updated)
