@@ -56,7 +56,9 @@ def control_state(tmp_path: Path) -> RuntimeState:
 
 # The longest tests (one to three minutes each: whole pipelines on a cluster, through Spark
 # Connect, under Prefect, killed and resumed) start first. The two xdist workers then share
-# them from the start, instead of one worker running a three-minute test alone at the end.
+# them from the start, instead of one worker running a three-minute test alone at the end
+# (pyproject's `--no-loadscope-reorder`: xdist would otherwise send the files with the most
+# tests first, whatever this order says).
 LONGEST_FIRST = (
     "tests/e2e/",
     "tests/adapters/test_exports.py",
