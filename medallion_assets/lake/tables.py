@@ -223,6 +223,12 @@ def stage(
     writer = frame.writeTo(identifier(table, branch))
     for key, value in summary_options(properties or {}).items():
         writer = writer.option(key, value)
+    if partition is not None:
+        # One day's rows: each task writes its own (Iceberg's default for a partitioned table
+        # first shuffles every row of a day into one task, so one core writes the whole day).
+        # Fan-out, so rows of other days that slipped in still write (and are then refused
+        # by the caller, naming them) rather than failing the clustered writer.
+        writer = writer.option("distribution-mode", "none").option("fanout-enabled", "true")
     try:
         if mode == "append":
             writer.append()

@@ -117,6 +117,26 @@ def test_rewriting_a_day_replaces_only_that_day_and_is_idempotent(lake_spark: An
     assert [r[0] for r in main_rows(lake_spark, "silver.events")] == [1, 5, 6]
 
 
+def test_a_days_rows_are_written_by_every_task_that_holds_them(lake_spark: Any):
+    # Iceberg's default for a partitioned table shuffles a day's rows into one task first.
+    frame = events(lake_spark, *[(i, "2026-01-03", "view") for i in range(40)]).repartition(2)
+    staged = tables.stage(
+        lake_spark,
+        frame,
+        "silver.spread",
+        mode="replace",
+        partition="2026-01-03",
+        partition_column="event_date",
+        properties=produced_by("r", "2026-01-03"),
+        refs=lake_spark.medallion_refs,
+    )
+    summary = lake_spark.sql(
+        f"SELECT summary FROM {tables.identifier('silver.spread')}.snapshots "
+        f"WHERE snapshot_id = {staged.snapshot_id}"
+    ).first()[0]
+    assert summary["added-data-files"] == "2" and summary["added-records"] == "40"
+
+
 def test_the_same_day_changed_since_staging_is_a_commit_conflict(lake_spark: Any):
     tables.publish(
         lake_spark, day_write(lake_spark, "2026-01-01", "r", 1), refs=lake_spark.medallion_refs
