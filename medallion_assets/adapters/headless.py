@@ -37,6 +37,7 @@ from medallion_assets.catalog.operations import ProfilesFile
 from medallion_assets.control.plane import ControlPlane
 from medallion_assets.planner.profiles import ALL
 from medallion_assets.planner.run_priority import HOLD_TAG, PROFILE_TAG
+from medallion_assets.runtime import stop
 from medallion_assets.runtime.bronze_ingest import partition_of, source_of
 from medallion_assets.runtime.errors import ResourceError
 from medallion_assets.runtime.run_lock import one_run_at_a_time
@@ -283,14 +284,14 @@ def _run(
     profile = f"profile {priority.source}; " if order else ""
     log(f"{profile}steps run {settings.workers} at a time (--max-workers)")
     if warm_up is not None:
-        warm_up.wait()  # its JVM launch may hold the process's stderr; the runs capture it
+        warm_up.wait()  # its JVM launch may hold the process's stderr
     job = defs.resolve_implicit_global_asset_job_def()
     with reporting_progress(total, log if progress else None) as handler:
         handler.partition_of = _partition_of(instance)
         slots = threading.BoundedSemaphore(settings.workers)  # shared by runs side by side
         steps = _Steps(job, instance, plane, handler, priority.tags())
         by_day = ThreadedExecutor(settings.workers, order, slots=slots, capture_logs=False)
-        rest = ThreadedExecutor(settings.workers, order, slots=slots)
+        rest = ThreadedExecutor(settings.workers, order, slots=slots, capture_logs=False)
         # Each day of the daily tables in turn, on a thread, beside one run of the tables that
         # read no daily table; then, on that thread, those that do, as soon as every day and
         # each of their upstream tables in the run beside are done.
@@ -443,6 +444,7 @@ class _Steps:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def execute(self, tables: list[str], partition: str | None, executor: ThreadedExecutor) -> None:
+        stop.raise_if_requested()  # a stopped medallion run starts no further run
         result = execute_on_threads(
             self.job,
             [table_key(t) for t in tables],
@@ -463,6 +465,7 @@ class _Steps:
             self.summary.waited += [e.message for e in audit if e.kind == "wait"]
             self.summary.results += results
         self.progress_lines.finish(result.run_id, tables)
+        stop.raise_if_requested()
 
     def not_run(self, tables: list[str], why: str) -> None:
         """``tables`` left out of this medallion run, and why."""

@@ -48,6 +48,8 @@ from dagster._core.execution.retries import RetryMode
 from dagster._core.executor.base import Executor
 from dagster._utils.error import serializable_error_info_from_exc_info
 
+from medallion_assets.runtime import stop
+
 log = logging.getLogger(__name__)
 
 
@@ -133,9 +135,10 @@ class ThreadedExecutor(Executor):
         ``slots``: shared by runs executing at the same time in this process (``medallion run``
         runs its days beside the rest), so together they run at most its count of steps.
         ``capture_logs`` off: the process's stdout/stderr are not redirected to the run's compute
-        log (a run beside another one in the process, which captures them: Dagster's capture
-        swaps the process's file descriptors, and two runs swapping them at once would leave
-        them pointing at a finished run's file)."""
+        log (``medallion run``, whose console shows them: Dagster's capture swaps the process's
+        file descriptors, which two runs side by side would leave pointing at a finished run's
+        file, and echoes them through ``tail`` child processes, which a Ctrl-C to the console's
+        process group kills with a traceback of their own)."""
         if max_workers < 1:
             raise ValueError(f"max_workers must be at least 1, got {max_workers}")
         self.max_workers = max_workers
@@ -205,11 +208,12 @@ class ThreadedExecutor(Executor):
             else:
                 yield DagsterEvent.engine_event(
                     job_context,
-                    "stdout/stderr are not captured for this run: it runs beside another run "
-                    "of the same process, whose compute log holds the process's output",
+                    "stdout/stderr are not captured for this run: they are the console of the "
+                    "`medallion run` that runs it, which shows them",
                     EngineEventData(),
                 )
             stack.callback(_mark_interrupted, job_context.run_id, False)
+            stack.enter_context(stop.deferred())  # a signal is acted on between events
             yield from self._loop(job_context, active, running)
 
     def _start_ready(
@@ -258,8 +262,12 @@ class ThreadedExecutor(Executor):
     ) -> Iterator[DagsterEvent]:
         stopping = False
         while running.threads or running.held or (not stopping and not active.is_complete):
-            if not stopping and active.check_for_interrupts():
+            interrupted = active.check_for_interrupts()
+            if interrupted:
+                stop.note_interrupt()
+            if not stopping and (interrupted or stop.requested() is not None):
                 stopping = True
+                _canceling(job_context)
                 active.mark_interrupted()
                 _mark_interrupted(job_context.run_id, True)
                 _cancel_spark_jobs(job_context.run_id)
@@ -299,6 +307,14 @@ class ThreadedExecutor(Executor):
                 active.handle_event(event)
             active.verify_complete(job_context, step_key)
             yield from active.plan_events_iterator(job_context)
+
+
+def _canceling(job_context: PlanExecutionContext) -> None:
+    """Mark the run CANCELING (unless it already is, or is done), so Dagster ends it CANCELED
+    rather than FAILED ("interrupted unexpectedly") once its running steps have stopped."""
+    run = job_context.instance.get_run_by_id(job_context.run_id)
+    if run is not None and run.status == dg.DagsterRunStatus.STARTED:
+        job_context.instance.report_run_canceling(run, message="the run is being stopped")
 
 
 def _capture_logs(

@@ -17,6 +17,7 @@ from medallion_assets.cli.common import (
     project_option,
     settings_for,
 )
+from medallion_assets.runtime.stop import RunStopped, stop_on_signals
 
 if TYPE_CHECKING:
     from medallion_assets.adapters.run_summary import RunSummary
@@ -47,10 +48,8 @@ def run(project: Path, fail_on_blocked: bool, wait_seconds: float, max_workers: 
     go to the Dagster instance of $DAGSTER_HOME, else to <project>/.medallion/dagster, so
     `dagster dev` with that DAGSTER_HOME shows them.
     """
-    from medallion_assets.catalog import load_catalog
     from medallion_assets.lake import Lake
-    from medallion_assets.runtime.run_lock import RunInProgress, one_run_at_a_time
-    from medallion_assets.runtime.spark_session import SparkWarmUp, pool_weights, spark_jars
+    from medallion_assets.runtime.spark_session import spark_jars
 
     settings = settings_for(project)
     if max_workers is not None:  # through the environment too, like the Spark log below
@@ -59,6 +58,25 @@ def run(project: Path, fail_on_blocked: bool, wait_seconds: float, max_workers: 
     settings = with_spark_log(settings)
     spark_jars(settings)  # a missing jar stops the run here, in one line, before any step
     Lake.of(settings).check_layout()  # a lake folder of the old layout: one line too
+    try:
+        with stop_on_signals():
+            summary = _run(project, settings, wait_seconds)
+    except RunStopped as stopped:
+        click.echo(
+            f"error: {stopped}: no table was published half-way (a table being built when it "
+            "came stays as it was); run `medallion run` again to finish",
+            err=True,
+        )
+        sys.exit(stopped.exit_code)
+    _report(project, summary, fail_on_blocked)
+
+
+def _run(project: Path, settings: MedallionSettings, wait_seconds: float) -> RunSummary:
+    """Run the project under its run lock, the Spark driver starting meanwhile."""
+    from medallion_assets.catalog import load_catalog
+    from medallion_assets.runtime.run_lock import RunInProgress, one_run_at_a_time
+    from medallion_assets.runtime.spark_session import SparkWarmUp, pool_weights
+
     try:
         catalog = load_catalog(project)
         with one_run_at_a_time(settings, catalog.project.name, click.echo, wait_seconds):
@@ -84,6 +102,11 @@ def run(project: Path, fail_on_blocked: bool, wait_seconds: float, max_workers: 
     except RunInProgress as busy:
         click.echo(f"error: {busy}", err=True)
         sys.exit(1)
+    return summary
+
+
+def _report(project: Path, summary: RunSummary, fail_on_blocked: bool) -> None:
+    """The run's summary table and its sections; exit 1 when it failed."""
     click.echo("\n" + table(summary))
     for section in (blocked(project, summary), warnings(summary), failed(summary)):
         if section:
