@@ -21,6 +21,7 @@ from medallion_assets.runtime.stop import RunStopped, stop_on_signals
 
 if TYPE_CHECKING:
     from medallion_assets.adapters.run_summary import RunSummary
+    from medallion_assets.catalog import Catalog
     from medallion_assets.settings import MedallionSettings
 
 
@@ -80,6 +81,7 @@ def _run(project: Path, settings: MedallionSettings, wait_seconds: float) -> Run
     try:
         catalog = load_catalog(project)
         with one_run_at_a_time(settings, catalog.project.name, click.echo, wait_seconds):
+            reachable(settings, catalog)
             # The Spark driver starts behind the run lock, while Dagster is imported and the
             # instance loaded: its start-up is off the run's critical path.
             warm_up = SparkWarmUp(settings, pool_weights(catalog.profiles))
@@ -103,6 +105,38 @@ def _run(project: Path, settings: MedallionSettings, wait_seconds: float) -> Run
         click.echo(f"error: {busy}", err=True)
         sys.exit(1)
     return summary
+
+
+def reachable(settings: MedallionSettings, catalog: Catalog) -> None:
+    """Stop before any step, in one line naming it, when the lake's catalog or (for a project
+    that loads tables into it) the warehouse cannot be reached: every step would otherwise
+    fail, each after its retries. The control store was reached for the run lock, and S3 is
+    said when the first source is listed."""
+    from medallion_assets.io.credentials import mask_credentials
+    from medallion_assets.io.warehouse import warehouse_from_url
+    from medallion_assets.lake.versions import open_catalog
+    from medallion_assets.runtime.errors import ResourceError
+
+    lake = settings.iceberg_lake
+    if lake.sqlite_file is not None:  # the embedded catalog: made on the first run
+        lake.sqlite_file.parent.mkdir(parents=True, exist_ok=True)
+    open_catalog(lake)  # a LakeCatalogError naming it, without its password
+    if not any(d.target is not None for d in catalog.datasets.values()):
+        return
+    url = settings.effective_warehouse_url
+    warehouse = warehouse_from_url(url)
+    try:
+        warehouse.reach()
+    except (ConnectionError, OSError, ImportError) as error:
+        # The error names the warehouse (masked) itself: a line holding a masked URL twice
+        # would be masked from the first one's user to the second one's host.
+        said = " ".join(mask_credentials(str(error)).split())
+        raise ResourceError(
+            f"cannot reach the warehouse (MEDALLION_WAREHOUSE_URL): {said}. Check that it is "
+            "up and the URL is right"
+        ) from None
+    finally:
+        warehouse.close()
 
 
 def _report(project: Path, summary: RunSummary, fail_on_blocked: bool) -> None:

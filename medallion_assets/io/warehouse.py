@@ -68,6 +68,7 @@ class Warehouse(Protocol):
     def held(self, target: Target, unit: LoadUnit) -> LoadReport | None: ...
     def row_count(self, warehouse_table: str) -> int: ...
     def read(self, warehouse_table: str) -> pa.Table: ...
+    def reach(self) -> None: ...  # connect now: ConnectionError naming it if it cannot
     def close(self) -> None: ...
 
 
@@ -87,6 +88,9 @@ class _SqlWarehouse:
         if self._session is None:
             self._session = self._open()
         return self._session
+
+    def reach(self) -> None:
+        self.session()
 
     def load(
         self,

@@ -39,6 +39,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Protocol
 
+from medallion_assets.io.credentials import mask_credentials, url_secrets
+from medallion_assets.runtime.errors import ResourceError
+
 POLL_SECONDS = 0.5
 HOLDER_WAIT_SECONDS = 2.0
 
@@ -163,9 +166,20 @@ class AdvisoryLocks:
         import psycopg
 
         key = lock_key(name)
-        with psycopg.connect(
-            self.url, autocommit=True, connect_timeout=10, application_name=_tag(holder)
-        ) as connection:
+        try:
+            connecting = psycopg.connect(
+                self.url, autocommit=True, connect_timeout=10, application_name=_tag(holder)
+            )
+        except psycopg.OperationalError as error:
+            # psycopg's text spans lines; the driver's exception is dropped: a traceback would
+            # print the URL unmasked.
+            reason = " ".join(mask_credentials(str(error), url_secrets(self.url)).split())
+            raise ResourceError(
+                f"cannot connect to the control store {mask_credentials(self.url)} "
+                f"(MEDALLION_CONTROL_URL) to take the lock {name!r}: {reason}. Check that the "
+                "server is up and the URL, user and database are right"
+            ) from None
+        with connecting as connection:
 
             def take() -> bool:
                 row = connection.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()

@@ -102,11 +102,29 @@ def test_an_unreachable_postgresql_control_store_is_one_line_without_the_passwor
     project: Path,
 ):
     url = f"postgresql://etl:S3cr%2Fet@127.0.0.1:{closed_port()}/control"
-    done = medallion(project, "control", "status", MEDALLION_CONTROL_URL=url)
-    line = assert_one_clear_error(
-        done, "cannot connect to the control store", "MEDALLION_CONTROL_URL"
-    )
-    assert "S3cr" not in line and "127.0.0.1" in line
+    for command in (("control", "status"), ("run",)):  # run: its run lock is the first use
+        done = medallion(project, *command, MEDALLION_CONTROL_URL=url)
+        line = assert_one_clear_error(
+            done, "cannot connect to the control store", "MEDALLION_CONTROL_URL"
+        )
+        assert "S3cr" not in line and "127.0.0.1" in line
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("variable", "said"),
+    [
+        ("MEDALLION_LAKE_CATALOG", "the lake's catalog jdbc:postgresql://127.0.0.1:"),
+        ("MEDALLION_WAREHOUSE_URL", "cannot reach the warehouse (MEDALLION_WAREHOUSE_URL)"),
+    ],
+)
+def test_run_with_its_catalog_or_warehouse_down_stops_before_any_step_in_one_line(
+    project: Path, variable: str, said: str
+):
+    (project / ".medallion" / "s3" / "theworldshop-raw").mkdir(parents=True)  # raw is there
+    url = f"postgresql://etl:S3cr%2Fet@127.0.0.1:{closed_port()}/db"
+    line = assert_one_clear_error(medallion(project, "run", **{variable: url}), said)
+    assert "S3cr" not in line and "Connection refused" in line and "Check" in line.title()
 
 
 @pytest.mark.slow
