@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 import dagster as dg
@@ -38,10 +39,10 @@ from medallion_assets.control.plane import ControlPlane
 from medallion_assets.planner.profiles import ALL
 from medallion_assets.planner.run_priority import HOLD_TAG, PROFILE_TAG
 from medallion_assets.runtime import stop
-from medallion_assets.runtime.bronze_ingest import partition_of, source_of
+from medallion_assets.runtime.bronze_ingest import odd_day, partition_of, source_of
 from medallion_assets.runtime.errors import ResourceError
 from medallion_assets.runtime.run_lock import one_run_at_a_time
-from medallion_assets.runtime.spark_session import SparkWarmUp
+from medallion_assets.runtime.spark_session import SparkWarmUp, driver_watch
 from medallion_assets.settings import MedallionSettings
 
 # How long `medallion run` waits for another one on the same project: a whole-project run may
@@ -50,8 +51,16 @@ from medallion_assets.settings import MedallionSettings
 RUN_WAIT_SECONDS = 3600.0
 
 
-def raw_partitions(catalog: Catalog, defs: dg.Definitions) -> list[str]:
-    """Days present in the raw data of every daily-partitioned source."""
+def raw_partitions(
+    catalog: Catalog,
+    defs: dg.Definitions,
+    on_odd: Callable[[str, str], None] = lambda entity, why: None,
+) -> list[str]:
+    """Days present in the raw data of every daily-partitioned source. A folder whose day
+    cannot be one of its table's partitions (not a calendar day, in the future, before the
+    table's ``partitions.start``) is left out and told to ``on_odd`` (the source's entity,
+    why), and the other days run."""
+    today = datetime.now(UTC).date()
     s3 = (defs.resources or {}).get("s3")
     if not isinstance(s3, S3Resource):
         raise TypeError("the project's definitions have no s3 resource")
@@ -70,10 +79,18 @@ def raw_partitions(catalog: Catalog, defs: dg.Definitions) -> list[str]:
                 "with `medallion demo-data`, or check its bucket in metadata/sources.yaml and "
                 "MEDALLION_S3_ENDPOINT / MEDALLION_S3_LOCAL_ROOT"
             ) from error
-        for obj in objects:
-            day = partition_of(source, obj.key)
-            if day is not None:
+        start = dataset.settings.partitions.start
+        found = {d for d in (partition_of(source, o.key) for o in objects) if d is not None}
+        for day in sorted(found):
+            why = odd_day(day, start, today)
+            if why is None:
                 days.add(day)
+            else:
+                on_odd(
+                    f"source:{name}",
+                    f"skipped the raw folder of day {day} under s3://{source.bucket}/"
+                    f"{source.prefix} for {dataset.name}: {why}; its objects are not read",
+                )
     return sorted(days)
 
 
@@ -274,7 +291,12 @@ def _run(
     plain = [n for n in catalog.datasets if n not in daily]
     plane = ControlPlane.of(settings)
     plane.store()  # a store that cannot be used would fail every step alike: say so once, now
-    days = raw_partitions(catalog, defs) if daily else []
+
+    def odd(entity: str, why: str) -> None:
+        log(f"warning: {why}")
+        plane.store().record("skip", entity, why)
+
+    days = raw_partitions(catalog, defs, odd) if daily else []
     started = time.perf_counter()
     total = len(daily) * len(days) + len(plain)
     # One decision for the whole medallion run: the profile in force for the project (the
@@ -286,7 +308,10 @@ def _run(
     if warm_up is not None:
         warm_up.wait()  # its JVM launch may hold the process's stderr
     job = defs.resolve_implicit_global_asset_job_def()
-    with reporting_progress(total, log if progress else None) as handler:
+    # A Spark driver gone mid-run stops the run (every step's Spark calls would fail, each
+    # after its retries): said in one line, as a signal is.
+    gone = driver_watch(lambda why: stop.request_stop(stop.Stop(why)))
+    with reporting_progress(total, log if progress else None) as handler, gone:
         handler.partition_of = _partition_of(instance)
         slots = threading.BoundedSemaphore(settings.workers)  # shared by runs side by side
         steps = _Steps(job, instance, plane, handler, priority.tags())

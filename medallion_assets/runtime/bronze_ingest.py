@@ -18,6 +18,7 @@ import hashlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -97,6 +98,27 @@ def partition_of(source: Source, key: str) -> str | None:
     pattern = re.escape(source.partition).replace(re.escape("{date}"), r"(\d{4}-\d{2}-\d{2})")
     match = re.search(pattern, key)
     return match.group(1) if match else None
+
+
+def odd_day(day: str, start: date, today: date) -> str | None:
+    """Why a raw folder's day cannot be a partition of its daily table, or None when it can.
+
+    >>> for d in ("2026-01-02", "2026-02-30", "2030-06-01", "2025-12-31"):
+    ...     print(odd_day(d, date(2026, 1, 1), date(2026, 3, 1)))
+    None
+    not a day of the calendar
+    in the future (today is 2026-03-01)
+    before the table's partitions.start 2026-01-01
+    """
+    try:
+        when = date.fromisoformat(day)
+    except ValueError:
+        return "not a day of the calendar"
+    if when > today:
+        return f"in the future (today is {today.isoformat()})"
+    if when < start:
+        return f"before the table's partitions.start {start.isoformat()}"
+    return None
 
 
 def manifest_digest(manifest: Mapping[str, Any]) -> str:

@@ -9,13 +9,14 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 from xml.sax.saxutils import escape
 
 if TYPE_CHECKING:
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
     from medallion_assets.catalog.operations import ProfilesFile
@@ -73,7 +74,60 @@ def spark_session(
     with _console_to(None if log is None else str(log)):
         session = builder.getOrCreate()
     session.conf.set("spark.sql.session.timeZone", "UTC")
+    if not settings.spark_remote:
+        _quiet_accumulator_server(session.sparkContext)
     return session
+
+
+def _quiet_accumulator_server(context: SparkContext) -> None:
+    """PySpark's accumulator server (a socket server in the driver's Python) prints a
+    traceback to stderr when its JVM goes away mid-update: the driver watch says that in one
+    line instead (``driver_watch``)."""
+    server = getattr(context, "_accumulatorServer", None)
+    if server is not None:
+        server.handle_error = lambda request, address: None
+
+
+def _ended(code: int) -> str:
+    """How a process ended, from its exit status (negative, or 128 + n from a shell: signal n).
+
+    >>> _ended(-9), _ended(137), _ended(1)
+    ('was killed (SIGKILL)', 'was killed (SIGKILL)', 'exited with code 1')
+    """
+    import signal
+
+    number = -code if code < 0 else code - 128 if code > 128 else None
+    if number is not None and number in signal.Signals._value2member_map_:
+        return f"was killed ({signal.Signals(number).name})"
+    return f"exited with code {code}"
+
+
+@contextmanager
+def driver_watch(on_exit: Callable[[str], None], every: float = 0.5) -> Iterator[None]:
+    """Call ``on_exit`` once, saying how, if the local Spark driver's JVM ends while in the
+    block (killed, out of memory): every Spark call of every step fails from then on, and a
+    run should stop rather than retry each of them. No-op without a local JVM (Spark
+    Connect: the server's failures reach the steps as errors)."""
+    done = threading.Event()
+
+    def watch() -> None:
+        from pyspark import SparkContext
+
+        while not done.wait(every):
+            gateway = getattr(SparkContext, "_gateway", None)
+            process = getattr(gateway, "proc", None)  # set by PySpark's launch_gateway
+            code = process.poll() if process is not None else None
+            if process is not None and code is not None:
+                on_exit(f"the Spark driver (JVM, pid {process.pid}) {_ended(code)}")
+                return
+
+    thread = threading.Thread(target=watch, name="spark-driver-watch", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
 
 
 def spark_jars(settings: MedallionSettings) -> tuple[Path, ...]:

@@ -1,11 +1,11 @@
-"""Stopping a run from outside the process: Ctrl-C (SIGINT), SIGTERM, a closed terminal
-(SIGHUP). Every one ends the same way: no step starts after it, the running steps' Spark jobs
-are cancelled, nothing half-written is published (a staged write that was not published
-stays off ``main``), and the command says in one line what stopped it and exits 130 (Ctrl-C),
-143 (SIGTERM) or 1.
+"""Stopping a run from outside: Ctrl-C (SIGINT), SIGTERM, a closed terminal (SIGHUP), or its
+Spark driver's JVM gone (killed, out of memory). Every one ends the same way: no step starts
+after it, the running steps' Spark jobs are cancelled, nothing half-written is published (a
+staged write that was not published stays off ``main``), and the command says in one line
+what stopped it and exits 130 (Ctrl-C), 143 (SIGTERM) or 1 (SIGHUP, the driver gone).
 
-The first signal is what stopped the run; later ones change nothing. While a Dagster run
-executes, the signal only sets the request, which its executor loop acts on between events
+The first request is what stopped the run; later ones change nothing. While a Dagster run
+executes, a signal only sets the request, which its executor loop acts on between events
 (raising in the middle of a write to the event log could leave a run half-recorded);
 elsewhere (loading the project, starting Spark, between runs) it raises ``RunStopped`` at
 once.
@@ -17,6 +17,7 @@ import signal
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from types import FrameType
 from typing import Any
 
@@ -28,19 +29,33 @@ _state: dict[str, Any] = {"requested": None, "deferred": 0, "installed": False}
 _lock = threading.Lock()
 
 
-class RunStopped(KeyboardInterrupt):
-    """The run was stopped by a signal; ``exit_code`` is the command's."""
+@dataclass(frozen=True)
+class Stop:
+    """What stopped the run (a signal, or its Spark driver gone), and the command's exit code."""
 
-    def __init__(self, signum: int):
-        super().__init__(signum)
-        self.signum = signum
+    reason: str
+    exit_code: int = 1
+    signum: int | None = None
+
+    @classmethod
+    def by_signal(cls, signum: int) -> Stop:
+        code = _EXIT_CODES.get(signal.Signals(signum), 1)
+        return cls(f"stopped by {describe(signum)}", code, signum)
+
+
+class RunStopped(KeyboardInterrupt):
+    """The run was stopped from outside; ``exit_code`` is the command's."""
+
+    def __init__(self, stop: Stop):
+        super().__init__(stop.reason)
+        self.stop = stop
 
     @property
     def exit_code(self) -> int:
-        return _EXIT_CODES.get(signal.Signals(self.signum), 1)
+        return self.stop.exit_code
 
     def __str__(self) -> str:
-        return f"stopped by {describe(self.signum)}"
+        return self.stop.reason
 
 
 def describe(signum: int) -> str:
@@ -53,28 +68,34 @@ def describe(signum: int) -> str:
 
 
 def request(signum: int) -> None:
-    """Record a request to stop (the first one is kept)."""
+    """Record a signal's request to stop (the first request is kept)."""
+    request_stop(Stop.by_signal(signum))
+
+
+def request_stop(stop: Stop) -> None:
+    """Record a request to stop (the first one is kept): a signal, or the Spark driver gone
+    (under ``stop_on_signals`` only: elsewhere the run's own failure says it)."""
     with _lock:
-        if _state["requested"] is None:
-            _state["requested"] = signum
+        if _state["requested"] is None and (stop.signum is not None or _state["installed"]):
+            _state["requested"] = stop
 
 
-def requested() -> int | None:
-    """The signal that asked the process to stop, if one did."""
+def requested() -> Stop | None:
+    """What asked the process to stop, if anything did."""
     return _state["requested"]  # type: ignore[no-any-return]
 
 
 def raise_if_requested() -> None:
     """``RunStopped`` when a stop was requested: between runs and steps."""
-    signum = requested()
-    if signum is not None:
-        raise RunStopped(signum)
+    stop = requested()
+    if stop is not None:
+        raise RunStopped(stop)
 
 
 def _on_signal(signum: int, frame: FrameType | None) -> None:
     request(signum)
     if not _state["deferred"]:
-        raise RunStopped(requested() or signum)
+        raise RunStopped(requested() or Stop.by_signal(signum))
 
 
 def note_interrupt() -> None:
@@ -112,6 +133,7 @@ def stop_on_signals() -> Iterator[None]:
             yield
     finally:
         _state["installed"] = False
+        _state["requested"] = None  # a RunStopped raised out of it carries it
 
 
 @contextmanager
@@ -135,11 +157,13 @@ def deferred() -> Iterator[None]:
 
 __all__ = [
     "RunStopped",
+    "Stop",
     "deferred",
     "describe",
     "note_interrupt",
     "raise_if_requested",
     "request",
+    "request_stop",
     "requested",
     "stop_on_signals",
 ]

@@ -1,7 +1,8 @@
 """Every way a running `medallion run` is stopped ends the same way: one line saying what
 stopped it, the exit code of the signal (130 for Ctrl-C, 143 for SIGTERM, 1 for a closed
-terminal), no traceback, no process of it left behind, none of its Dagster runs left STARTED;
-and the next plain `medallion run` gives what a clean run gives.
+terminal or its Spark driver's JVM killed), no traceback, no process of it left behind, none
+of its Dagster runs left STARTED; and the next plain `medallion run` gives what a clean run
+gives.
 
 The run is the demo's, as a user starts it (its own process group, as a shell gives it), with
 raw data and lake as in the cluster test: raw on a moto S3 server, so the rows can be
@@ -62,10 +63,23 @@ def processes_of_group(group: int) -> list[str]:
     return found
 
 
+def java_of_group(group: int) -> int:
+    """The pid of the Spark driver's JVM in process group ``group``."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            command = (stat.parent / "cmdline").read_bytes().split(b"\0")[0]
+        except (OSError, IndexError):
+            continue
+        if int(fields[2]) == group and command.endswith(b"/java"):
+            return int(stat.parent.name)
+    raise AssertionError(f"no JVM in process group {group}")
+
+
 def stopped_run(project: Path, env: dict[str, str], signum: int, group: bool) -> tuple[int, str]:
-    """Start `medallion run`, send ``signum`` (to its whole process group: Ctrl-C) once a
-    table was built, and return (exit code, everything it printed) once it exited and every
-    process of its group is gone."""
+    """Start `medallion run`, send ``signum`` (to its whole process group: Ctrl-C; SIGKILL: to
+    its Spark driver's JVM) once a table was built, and return (exit code, everything it
+    printed) once it exited and every process of its group is gone."""
     process = subprocess.Popen(
         [MEDALLION, "run", "--project", str(project)],
         env=env,
@@ -82,7 +96,9 @@ def stopped_run(project: Path, env: dict[str, str], signum: int, group: bool) ->
             break
     else:
         pytest.fail("the run ended before building a table:\n" + "".join(printed))
-    if group:
+    if signum == signal.SIGKILL:
+        os.kill(java_of_group(process.pid), signum)
+    elif group:
         os.killpg(process.pid, signum)
     else:
         process.send_signal(signum)
@@ -108,15 +124,16 @@ def test_each_signal_stops_the_run_in_one_line_and_a_plain_rerun_equals_a_clean_
     write_files(generate(catalog, clean), Boto3ObjectStore(own_s3.endpoint_url))
 
     for signum, group, code, said in (
-        (signal.SIGINT, True, 130, "stopped by Ctrl-C (SIGINT)"),
+        (signal.SIGINT, True, 130, r"stopped by Ctrl-C \(SIGINT\)"),
         (signal.SIGTERM, False, 143, "stopped by SIGTERM"),
         (signal.SIGHUP, False, 1, "stopped by SIGHUP"),
+        (signal.SIGKILL, False, 1, r"the Spark driver \(JVM, pid \d+\) was killed \(SIGKILL\)"),
     ):
         exit_code, printed = stopped_run(root, env, signum, group)
         assert exit_code == code, printed[-3000:]
         assert "Traceback" not in printed and "Exception in thread" not in printed, printed
         last = printed.strip().splitlines()[-1]
-        assert last.startswith(f"error: {said}: "), printed[-3000:]
+        assert re.match(f"error: {said}: no table was published half-way", last), printed[-3000:]
 
     instance = dg.DagsterInstance.from_config(str(root / ".medallion" / "dagster"))
     statuses = {run.status for run in instance.get_runs()}

@@ -32,7 +32,7 @@ def test_within_a_run_loop_the_first_signal_is_recorded_and_acted_on_later():
         with stop.deferred():
             os.kill(os.getpid(), signal.SIGTERM)
             os.kill(os.getpid(), signal.SIGINT)  # a later one changes nothing
-            assert stop.requested() == signal.SIGTERM
+            assert stop.requested() == stop.Stop.by_signal(signal.SIGTERM)
         with pytest.raises(stop.RunStopped) as stopped:
             stop.raise_if_requested()
         assert stopped.value.exit_code == 143
@@ -45,4 +45,15 @@ def test_dagsters_capture_of_an_interrupt_stops_only_its_run_outside_a_command()
     assert stop.requested() is None
     with stop.stop_on_signals():
         stop.note_interrupt()
-        assert stop.requested() == signal.SIGINT
+        assert stop.requested() == stop.Stop("stopped by Ctrl-C (SIGINT)", 130, signal.SIGINT)
+
+
+def test_the_spark_driver_gone_stops_a_command_but_not_a_run_of_dagsters_own():
+    gone = stop.Stop("the Spark driver (JVM, pid 7) was killed (SIGKILL)")
+    stop.request_stop(gone)  # a run in Dagster's process: its steps' failures say it
+    assert stop.requested() is None
+    with stop.stop_on_signals():
+        stop.request_stop(gone)
+        with pytest.raises(stop.RunStopped) as stopped:
+            stop.raise_if_requested()
+    assert stopped.value.exit_code == 1 and str(stopped.value) == gone.reason
