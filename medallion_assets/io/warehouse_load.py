@@ -29,9 +29,11 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 import pyarrow as pa
+import pyarrow.compute
 
 from medallion_assets.io import warehouse_sql as sql
 from medallion_assets.io import warehouse_types
+from medallion_assets.runtime.errors import PermanentError
 
 if TYPE_CHECKING:
     from medallion_assets.catalog.models import Target
@@ -330,22 +332,40 @@ def _log(report: LoadReport) -> None:
         log.warning("NOT RECONCILED " + message, *args, *rest)
 
 
+class MergeKeyError(PermanentError, ValueError):
+    """The data cannot be merged on its keys: the same data fails the same way, so it fails at
+    once instead of being retried."""
+
+    error_code = "MERGE_KEY_INVALID"
+    fix = "make the gold SQL give every row a non-null key that no other row has"
+
+
 def check_merge_keys(data: pa.Table, keys: tuple[str, ...] | list[str]) -> None:
     """Merge keys must be present, non-null and unique in the data, or a merge is not idempotent
-    (NULL never matches in the DELETE, and duplicate keys multiply on every reload)."""
+    (NULL never matches in the DELETE, and duplicate keys multiply on every reload). A data
+    error raises ``MergeKeyError`` naming the keys (and a few repeated values)."""
     if not keys:
         raise ValueError("mode 'merge' needs keys: the columns that identify a row")
     for key in keys:
         if key not in data.column_names:
-            raise ValueError(f"merge key {key!r} is not a column of the data")
+            raise MergeKeyError(f"merge key {key!r} is not a column of the data")
         nulls = data.column(key).null_count
         if nulls:
-            raise ValueError(f"merge key {key!r} has {nulls} null value(s); keys must be non-null")
+            raise MergeKeyError(
+                f"merge key {key!r} is NULL in {nulls} of {len(data)} row(s); keys must be "
+                "non-null: filter or fill them in the gold SQL"
+            )
     if len(data) == 0:
         return
-    distinct = data.select(list(keys)).group_by(list(keys)).aggregate([]).num_rows
-    if distinct != len(data):
-        raise ValueError(
-            f"merge keys ({', '.join(keys)}) are not unique in the data: {len(data) - distinct} "
-            "row(s) repeat a key; deduplicate in the gold SQL"
+    counted = data.select(list(keys)).group_by(list(keys)).aggregate([([], "count_all")])
+    repeated = counted.filter(pa.compute.greater(counted.column("count_all"), pa.scalar(1)))
+    if repeated.num_rows:
+        sample = ", ".join(
+            "(" + ", ".join(f"{k}={row[k]!r}" for k in keys) + f") x{row['count_all']}"
+            for row in repeated.slice(0, 3).to_pylist()
+        )
+        raise MergeKeyError(
+            f"merge keys ({', '.join(keys)}) are not unique in the data: "
+            f"{len(data) - counted.num_rows} row(s) repeat a key, e.g. {sample}; deduplicate "
+            "in the gold SQL"
         )

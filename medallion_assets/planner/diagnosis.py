@@ -4,9 +4,10 @@
 (the first rule whose every given field matches wins) and returns a ``Diagnosis``: the error
 code, the actions to run, and then ``retry``, ``fail`` (a permanent error: no retry) or
 ``reroute``. A failure no project rule matches is classified by the built-in classes
-(``BUILTIN_CLASSES``): errors that retrying cannot clear (a corrupt object, an invalid name, a
-path of the wrong kind, a path this process may not write, a project that does not load), and
-any exception that declares ``permanent = True`` or an ``error_code`` on its class
+(``BUILTIN_CLASSES``): errors that retrying cannot clear (a corrupt object, an invalid name,
+data that breaks a type or constraint, a path of the wrong kind, a path this process may not
+write, a project that does not load), and any exception that declares ``permanent = True`` or
+an ``error_code`` on its class
 (``runtime.errors.PermanentError``). The project's rules come first so that a team can still
 say "retry" for one of these. What nothing classifies is ``UNCLASSIFIED`` and retried by the
 retry policy. ``retry_delay`` is the policy's backoff for an attempt. Pure: no I/O, the clock
@@ -222,6 +223,29 @@ BUILTIN_CLASSES: tuple[ErrorClass, ...] = (
         fix="the SQL, the declared schema or an evolved schema names a column Spark rejects "
         "or cannot find: rename it (quote it with backticks, alias it, or revert the evolved "
         "schema) and rerun; retrying cannot change a name",
+    ),
+    ErrorClass(
+        "data_error",
+        "DATA_ERROR",
+        # A warehouse's own data errors (a value its type cannot hold, a NULL in a NOT NULL
+        # column): PostgreSQL and Redshift (DBAPI's DataError), DuckDB. Not every integrity
+        # error: a unique key two writers raced for clears on retry.
+        exceptions=(
+            "DataError",
+            "NotNullViolation",
+            "_duckdb.ConstraintException",
+            "_duckdb.ConversionException",
+            "_duckdb.OutOfRangeException",
+        ),
+        # Spark's, under ANSI SQL: a value its type cannot hold, a cast that cannot be done.
+        message=(
+            r"\[(ARITHMETIC_OVERFLOW|CAST_OVERFLOW|CAST_OVERFLOW_IN_TABLE_INSERT"
+            r"|NUMERIC_VALUE_OUT_OF_RANGE|CAST_INVALID_INPUT|DIVIDE_BY_ZERO|DATETIME_OVERFLOW"
+            r"|NOT_NULL_ASSERT_VIOLATION|INVALID_ARRAY_INDEX|DELTA_NOT_NULL_CONSTRAINT_VIOLATED)[\].]"
+        ),
+        fix="the data breaks a type or constraint (the message names the value or column): "
+        "correct the SQL (a wider type, try_cast, a filter) or the data; retrying the same "
+        "data fails the same way",
     ),
     ErrorClass(
         "path_of_wrong_kind",

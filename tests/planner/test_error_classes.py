@@ -216,3 +216,30 @@ def test_an_undecodable_raw_object_is_permanent_without_any_project_rule():
     diagnosis = diagnose((), Failure.of(error))
     assert (diagnosis.error_code, diagnosis.permanent) == ("CORRUPT_OBJECT", True)
     assert "s3://feeds/a.csv" in Failure.of(error).summary
+
+
+def test_data_that_breaks_a_type_or_constraint_fails_at_once_in_every_engine():
+    import duckdb
+    import psycopg.errors
+
+    connection = duckdb.connect()
+    connection.execute("CREATE TABLE t (k INTEGER NOT NULL PRIMARY KEY, n TINYINT)")
+    connection.execute("INSERT INTO t VALUES (1, 1)")
+    for error in (
+        caught(lambda: connection.execute("INSERT INTO t VALUES (NULL, 1)")),
+        caught(lambda: connection.execute("INSERT INTO t VALUES (1, 2)")),
+        caught(lambda: connection.execute("INSERT INTO t VALUES (2, 300)")),
+        caught(lambda: connection.execute("SELECT CAST('x' AS INTEGER)").fetchall()),
+        psycopg.errors.NotNullViolation('null value in column "k" violates not-null constraint'),
+        psycopg.errors.NumericValueOutOfRange("numeric field overflow"),
+        RuntimeError(
+            '[CAST_OVERFLOW] The value 1e+25D of the type "DOUBLE" cannot be cast to '
+            '"DECIMAL(18,2)" due to an overflow. SQLSTATE: 22003'
+        ),
+        RuntimeError("[ARITHMETIC_OVERFLOW] long overflow. Use 'try_add' SQLSTATE: 22003"),
+    ):
+        diagnosis = diagnose((), Failure.of(error))
+        assert (diagnosis.error_code, diagnosis.then) == ("DATA_ERROR", "fail"), error
+        assert "retrying the same data fails the same way" in diagnosis.fix
+    for transient in (ConnectionResetError(), psycopg.errors.UniqueViolation("a race")):
+        assert diagnose((), Failure.of(transient)).then == "retry"

@@ -28,6 +28,8 @@ from medallion_assets.io.warehouse import (
     Warehouse,
     warehouse_from_url,
 )
+from medallion_assets.io.warehouse_load import MergeKeyError
+from medallion_assets.planner.diagnosis import Failure, diagnose
 
 TABLE = "mart.orders"
 ROLE = "arn:aws:iam::123456789012:role/redshift-load"
@@ -165,13 +167,15 @@ def test_merge_reconciles_against_the_lake_row_count(warehouse):
     assert (wrong.expected_rows, wrong.rows_in_table, wrong.reconciled) == (5, 3, False)
 
 
-def test_merge_refuses_null_or_repeated_keys(warehouse):
+def test_merge_refuses_null_or_repeated_keys_naming_them_and_retrying_is_not_tried(warehouse):
     merge = target("merge", ("order_id",))
-    with pytest.raises(ValueError, match="not unique in the data: 1 row"):
+    with pytest.raises(MergeKeyError, match=r"not unique in the data: 1 row.*\(order_id=1\) x2"):
         warehouse.load(merge, orders((1, "ann", "1.00"), (1, "bob", "2.00")))
     nulls = orders((1, "ann", "1.00")).set_column(0, "order_id", pa.array([None], pa.int64()))
-    with pytest.raises(ValueError, match="'order_id' has 1 null value"):
+    with pytest.raises(MergeKeyError, match="'order_id' is NULL in 1 of 1 row") as null_key:
         warehouse.load(merge, nulls)
+    diagnosis = diagnose((), Failure.of(null_key.value))  # the built-in rules: fail at once
+    assert (diagnosis.error_code, diagnosis.then) == ("MERGE_KEY_INVALID", "fail")
 
 
 # --- idempotence: the load ledger -------------------------------------------------------------
