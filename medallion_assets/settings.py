@@ -164,7 +164,8 @@ class MedallionSettings(BaseModel):
     spark_jit: Literal["auto", "quick", "full"] = _setting(
         "auto",
         "`auto`",
-        "the local Spark driver's JIT: `quick` (C1 only, `-XX:TieredStopAtLevel=1`) or `full` "
+        "the local Spark driver's JIT: `quick` (C1 only, `-XX:TieredStopAtLevel=1`, 240 MB of "
+        "code cache) or `full` "
         "(the JVM's default); `auto`: quick for a `local` master on at most 4 cores",
         "auto, quick or full",
         alias="MEDALLION_SPARK_JIT",

@@ -141,7 +141,11 @@ def spark_jars(settings: MedallionSettings) -> tuple[Path, ...]:
     return jar_folder(settings.jars_folder).jars
 
 
-QUICK_JIT = "-XX:TieredStopAtLevel=1"
+# C1 only; the JVM then reserves a client VM's 48 MB of code cache, which Spark's generated
+# code fills within a demo run ("CodeCache is full. Compiler has been disabled." on the
+# console, and everything after it interpreted): the tiered default's 240 MB instead.
+QUICK_JIT_FLAGS = ("-XX:TieredStopAtLevel=1", "-XX:ReservedCodeCacheSize=240m")
+QUICK_JIT = " ".join(QUICK_JIT_FLAGS)
 # At most this many cores, a local driver's C2 compiler threads compete with its task threads.
 QUICK_JIT_MAX_CORES = 4
 
