@@ -54,6 +54,7 @@ class TableResult:
     message: str = ""  # why it was blocked, failed or not run
     seconds: float | None = None
     retryable: bool = True  # failed: another attempt may succeed (not a permanent error)
+    set_aside: list[tuple[str, str]] = field(default_factory=list)  # raw (key, why) not read
 
     @property
     def label(self) -> str:
@@ -166,6 +167,9 @@ def _materialized(row: TableResult, materialization: Any) -> None:
     row.quarantined = meta.get("quarantined_rows")
     row.warehouse_rows = meta.get("warehouse_rows")
     row.warehouse_loaded = meta.get("warehouse_loaded")
+    for entry in meta.get("quarantined_object_keys") or []:
+        if isinstance(entry, dict):
+            row.set_aside.append((str(entry.get("key", "")), str(entry.get("reason", ""))))
 
 
 def _checked(row: TableResult, evaluation: Any) -> None:

@@ -142,7 +142,12 @@ def reachable(settings: MedallionSettings, catalog: Catalog) -> None:
 def _report(project: Path, summary: RunSummary, fail_on_blocked: bool) -> None:
     """The run's summary table and its sections; exit 1 when it failed."""
     click.echo("\n" + table(summary))
-    for section in (blocked(project, summary), warnings(summary), failed(summary)):
+    for section in (
+        blocked(project, summary),
+        set_aside(summary),
+        warnings(summary),
+        failed(summary),
+    ):
         if section:
             click.echo("\n" + section)
     if summary.disabled:
@@ -224,6 +229,15 @@ def blocked(project: Path, summary: RunSummary) -> str:
             lines.append(f"    protected downstream (not built on it): {', '.join(protected)}")
     lines.append("  `medallion impact TABLE` shows what depends on them.")
     return "\n".join(lines)
+
+
+def set_aside(summary: RunSummary) -> str:
+    """Raw objects this run did not ingest (corrupt, empty, of another format or encoding), each
+    with why: their producer has something to fix; their table was built without them."""
+    lines = [f"  {r.label}: {key}: {why}" for r in summary.results for key, why in r.set_aside]
+    if not lines:
+        return ""
+    return "SET ASIDE: raw objects not ingested (fix and re-deliver them)\n" + "\n".join(lines)
 
 
 def warnings(summary: RunSummary) -> str:

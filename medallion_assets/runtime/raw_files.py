@@ -20,6 +20,7 @@ import csv
 import hashlib
 import io
 import json
+import re
 from collections.abc import Iterable, Mapping
 
 from medallion_assets.runtime.errors import PermanentError
@@ -64,6 +65,18 @@ def inspect(data: bytes, format: str, encoding: str, csv_header: bool) -> Inspec
     digest = hashlib.sha256(data).hexdigest()
     if format == "parquet":
         return (digest, *_parquet_columns(data))
+    if not data:
+        return digest, "it is empty (0 bytes): a delivery that carries no records", None
+    for magic, kind in _COMPRESSED:
+        if magic.match(data):
+            return (
+                digest,
+                (
+                    f"it is {kind}-compressed, but the source declares uncompressed {format}: "
+                    "deliver it uncompressed"
+                ),
+                None,
+            )
     text, problem = _decoded(data, encoding)
     if problem is not None:
         return digest, problem, None
@@ -72,6 +85,17 @@ def inspect(data: bytes, format: str, encoding: str, csv_header: bool) -> Inspec
             return digest, None, None
         return digest, None, next(csv.reader(io.StringIO(text, newline="")), [])
     return (digest, *_json_keys(text))
+
+
+# The first bytes of a compressed file: none is how text starts (bzip2's "BZh" is, so its block
+# magic, the digits of pi, or its end-of-stream magic must follow).
+_COMPRESSED = (
+    (re.compile(rb"\x1f\x8b"), "gzip"),
+    (re.compile(rb"BZh[1-9](\x31\x41\x59\x26\x53\x59|\x17\x72\x45\x38\x50\x90)"), "bzip2"),
+    (re.compile(rb"\x28\xb5\x2f\xfd"), "zstd"),
+    (re.compile(rb"\xfd7zXZ\x00"), "xz"),
+    (re.compile(rb"PK\x03\x04"), "zip"),
+)
 
 
 def _parquet_columns(data: bytes) -> tuple[str | None, list[str] | None]:

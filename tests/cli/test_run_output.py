@@ -72,3 +72,23 @@ def test_a_run_reports_each_table_and_a_rerun_of_a_blocked_table_rebuilds_nothin
         if e.kind == "outcome"
     ]
     assert outcomes[-1] == "bronze.orders: skipped: code and inputs unchanged; current version kept"
+
+
+def test_raw_objects_set_aside_are_named_with_their_reason_on_the_console(
+    spark, tmp_path, monkeypatch
+):
+    import gzip
+
+    root, store = minimal_project(
+        tmp_path, monkeypatch, {"order_id": 1, "amount": 5, "country": "DE"}
+    )
+    store.put("minimal-raw", "orders/empty.jsonl", b"")
+    store.put("minimal-raw", "orders/zipped.jsonl", gzip.compress(orders({"order_id": 2})))
+
+    printed = medallion_run(root)
+
+    section = printed[printed.index("SET ASIDE: raw objects not ingested") :]
+    lines = section.splitlines()[1:3]
+    assert lines[0].startswith("  bronze.orders: orders/empty.jsonl: ") and "empty" in lines[0]
+    assert lines[1].startswith("  bronze.orders: orders/zipped.jsonl: ") and "gzip" in lines[1]
+    assert "1 rows written" not in printed and "3 built" in printed  # the good one was read

@@ -99,6 +99,28 @@ def test_empty_and_truncated_parquet_objects_are_not_parquet():
     assert problem is not None and problem.startswith("it is not a readable Parquet file (")
 
 
+@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
+def test_an_empty_or_compressed_text_object_is_set_aside_saying_which(fmt: str):
+    import bz2
+    import gzip
+    import lzma
+
+    assert inspect(b"", fmt, "utf-8", True)[1] == (
+        "it is empty (0 bytes): a delivery that carries no records"
+    )
+    for data, kind in (
+        (gzip.compress(b"a,b\n1,2\n"), "gzip"),
+        (bz2.compress(b"a,b\n"), "bzip2"),
+        (lzma.compress(b"a,b\n"), "xz"),
+    ):
+        problem = inspect(data, fmt, "utf-8", True)[1]
+        assert problem == (
+            f"it is {kind}-compressed, but the source declares uncompressed {fmt}: deliver it "
+            "uncompressed"
+        )
+    assert inspect(b"BZh,col\n1,2\n", "csv", "utf-8", True)[1] is None  # text that looks like it
+
+
 def test_a_json_array_is_not_json_lines():
     array = b'[{"order_id": 1},\n {"order_id": 2}]\n'
     assert "not JSON lines" in str(inspect(array, "jsonl", "utf-8", False)[1])
