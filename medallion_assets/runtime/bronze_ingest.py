@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from medallion_assets.catalog import Catalog, Dataset
 from medallion_assets.catalog.models import Replica, Source
+from medallion_assets.control.store import iso_utc
 from medallion_assets.lake import Produced, Version
 from medallion_assets.runtime.faults import crash_point
 from medallion_assets.runtime.intake import (
@@ -100,6 +101,20 @@ def partition_of(source: Source, key: str) -> str | None:
     return match.group(1) if match else None
 
 
+class SourceUnavailable(Exception):
+    """A source lists none of the objects ingested from it: an outage to report and retry, not
+    a new truth to publish (bronze would lose their rows)."""
+
+
+def missing_at_source(manifest: Mapping[str, Any], listed: Mapping[str, Any]) -> set[str]:
+    """Keys of the readable objects ingested before that the source no longer lists.
+
+    >>> sorted(missing_at_source({"a": {"etag": "1"}, "b": {"etag": "2"}}, {"a": object()}))
+    ['b']
+    """
+    return {k for k in readable_entries(manifest) if k not in listed}
+
+
 def odd_day(day: str, start: date, today: date) -> str | None:
     """Why a raw folder's day cannot be a partition of its daily table, or None when it can.
 
@@ -147,6 +162,25 @@ def ingest(run: TableRun, store: ObjectSource) -> IngestOutcome:
     manifest = state.manifest(name, partition)
     listed = [o for o in store.list(bucket, prefix) if not o.key.endswith("/")]
     keyed = {_primary_key(source, replica, o.key): o for o in listed}
+    gone = missing_at_source(manifest, keyed)
+    if gone and len(gone) == len(readable_entries(manifest)):
+        raise SourceUnavailable(
+            f"{dataset.name}: s3://{bucket}/{prefix} lists none of the {len(gone)} object(s) "
+            f"ingested from it (e.g. {next(iter(sorted(gone)))}): the source is treated as "
+            "unavailable (an outage, a lifecycle rule, a permission or prefix change), and "
+            "nothing was changed; bronze keeps their rows"
+        )
+    if gone:
+        first = sorted(gone)[0]
+        since = iso_utc(float(manifest[first].get("ingested_at", 0)))
+        message = (
+            f"missing at source: {len(gone)} object(s) ingested before are no longer under "
+            f"s3://{bucket}/{prefix} (e.g. {first}, ingested {since}); their rows stay in "
+            f"{dataset.name}"
+        )
+        warn(message)
+        if run.control is not None:
+            run.control.record("missing", f"source:{name}", message, run_id=run.run_id)
     evolved = evolved_columns(state, name, warn)
     known = tuple(c.name for c in source.columns) + tuple(n for n, _ in evolved)
 
@@ -191,6 +225,13 @@ def ingest(run: TableRun, store: ObjectSource) -> IngestOutcome:
     append = _appendable(
         previous, dataset.code_version, inputs, manifest, intake.landed, f"raw.{name}"
     )
+    if not append and gone:
+        raise SourceUnavailable(
+            f"{dataset.name} must be rebuilt from its raw objects (its code, its evolved columns "
+            f"or a replaced object changed), but {len(gone)} of them are no longer under "
+            f"s3://{bucket}/{prefix} (e.g. {sorted(gone)[0]}): restore them, or keep the code "
+            "that built the current version; nothing was published"
+        )
     batch = {k: e for k, e in readable.items() if k in intake.landed} if append else readable
     batch = _with_headers(spark, source, batch, store, updated)
     files = files_of(batch, source.bucket, store.spark_path)
