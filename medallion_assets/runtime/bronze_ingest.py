@@ -115,6 +115,11 @@ def missing_at_source(manifest: Mapping[str, Any], listed: Mapping[str, Any]) ->
     return {k for k in readable_entries(manifest) if k not in listed}
 
 
+def required_columns(source: Source) -> tuple[str, ...]:
+    """The columns every object of ``source`` must carry: those declared ``nullable: false``."""
+    return tuple(c.name for c in source.columns if not c.nullable)
+
+
 def odd_day(day: str, start: date, today: date) -> str | None:
     """Why a raw folder's day cannot be a partition of its daily table, or None when it can.
 
@@ -191,7 +196,10 @@ def ingest(run: TableRun, store: ObjectSource) -> IngestOutcome:
         return {k: found[path] for k, path in paths.items()}
 
     intake = inspect_batch(
-        Batch(bucket, run.run_id, known), new_objects(keyed, manifest), manifest, inspect
+        Batch(bucket, run.run_id, known, required_columns(source)),
+        new_objects(keyed, manifest),
+        manifest,
+        inspect,
     )
     intake.report(bucket, warn)
     if intake.landed:

@@ -109,6 +109,7 @@ class Batch:
     bucket: str  # where the objects are read from (the primary, or the route's replica)
     run_id: str
     known_columns: tuple[str, ...]  # declared + evolved
+    required_columns: tuple[str, ...] = ()  # declared ``nullable: false``: an object lacks none
 
 
 # Inspects objects (primary key -> listed object) where their bytes are read: key ->
@@ -133,6 +134,21 @@ def new_objects(
     fresh = {k: o for k, o in listed.items() if manifest.get(k, {}).get("etag") != o.etag}
     copies = {k: o for k, o in listed.items() if manifest.get(k, {}).get("duplicate_of") in fresh}
     return {**fresh, **copies}
+
+
+def lacks_required(columns: list[str], required: tuple[str, ...]) -> str | None:
+    """Why an object whose records carry ``columns`` breaks the source's contract: it lacks a
+    column declared ``nullable: false`` (every row would land NULL there). Names compare as
+    Spark does, without case.
+
+    >>> lacks_required(["id", "Amount"], ("id", "amount", "status"))
+    'it lacks the column(s) status that sources.yaml declares nullable: false'
+    """
+    have = {c.lower() for c in columns}
+    missing = [c for c in required if c.lower() not in have]
+    if not missing:
+        return None
+    return f"it lacks the column(s) {', '.join(missing)} that sources.yaml declares nullable: false"
 
 
 def inspect_batch(
@@ -174,7 +190,9 @@ def inspect_batch(
             digest, problem, columns = inspected[key]
             entry["sha256"] = digest
             if problem is None and columns is not None:
-                problem = columns_problem(columns, batch.known_columns)
+                problem = columns_problem(columns, batch.known_columns) or lacks_required(
+                    columns, batch.required_columns
+                )
                 entry["columns"] = columns
             if problem is not None:
                 updated[key] = {**entry, "quarantined": problem}

@@ -384,6 +384,27 @@ def test_a_new_key_late_in_a_json_lines_object_is_drift(spark, tmp_path):
     assert list(drift.value.new_columns) == ["coupon"]
 
 
+@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
+def test_an_object_without_a_non_nullable_column_is_set_aside_not_landed_as_nulls(
+    spark, tmp_path, fmt
+):
+    project = Project(tmp_path, LocalFolderObjectStore(tmp_path / "s3"), bucket(), fmt)
+    if fmt == "jsonl":
+        project.put("orders/a.jsonl", jsonl({"order_id": 1, "amount": 2, "country": "de"}))
+        project.put("orders/b.jsonl", jsonl({"amount": 3, "country": "fr"}))  # no order_id
+    else:
+        project.put("orders/a.csv", (CSV_HEADER + "1,2,de\n").encode())
+        project.put("orders/b.csv", b"amount,country\n3,fr\n")
+    outcome = project.run(spark, "r1")
+    assert read_table("bronze.orders", lake_root=project.lake.root)["order_id"].tolist() == [1]
+    (set_aside,) = outcome.metadata["quarantined_object_keys"]
+    assert set_aside["key"] == f"orders/b.{fmt}"
+    assert set_aside["reason"] == (
+        "it lacks the column(s) order_id that sources.yaml declares nullable: false"
+    )
+    assert any(f"orders/b.{fmt}" in w and "nullable: false" in w for w in project.warned)
+
+
 def test_every_csv_encoding_a_source_may_declare_is_a_charset_spark_has(spark):
     from medallion_assets.catalog.base import _JAVA_CHARSETS
 
