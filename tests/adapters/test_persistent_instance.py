@@ -127,4 +127,5 @@ def test_runs_of_medallion_run_are_the_runs_dagster_dev_shows(tmp_path: Path, mo
     for run in runs:
         tags = {t["key"]: t["value"] for t in run["tags"]}
         assert (tags["dagster/priority"], tags["medallion/profile"]) == ("2", "balanced")
-    assert os.listdir(home / "storage")  # the runs' event logs live in the project's instance
+    # the runs' event logs live in the project's instance, one per run
+    assert {f"{run['runId']}.db" for run in runs} <= set(os.listdir(home / "history" / "runs"))
