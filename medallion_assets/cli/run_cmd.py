@@ -118,8 +118,7 @@ def reachable(settings: MedallionSettings, catalog: Catalog) -> None:
     from medallion_assets.runtime.errors import ResourceError
 
     lake = settings.iceberg_lake
-    if lake.sqlite_file is not None:  # the embedded catalog: made on the first run
-        lake.sqlite_file.parent.mkdir(parents=True, exist_ok=True)
+    lake.make_folder()  # the embedded catalog: made on the first run
     open_catalog(lake)  # a LakeCatalogError naming it, without its password
     if not any(d.target is not None for d in catalog.datasets.values()):
         return

@@ -77,6 +77,11 @@ class LakeCatalog:
         """The SQLite file of an embedded catalog (its folder must exist before Spark opens it)."""
         return Path(self.uri.removeprefix("jdbc:sqlite:")) if "sqlite" in self.uri else None
 
+    def make_folder(self) -> None:
+        """Create the embedded catalog's folder (a first run has none); no-op for a server."""
+        if self.sqlite_file is not None:
+            self.sqlite_file.parent.mkdir(parents=True, exist_ok=True)
+
     def spark_conf(self) -> dict[str, str]:
         """Spark settings that register the lake as catalog ``lake``, and s3a for the warehouse
         and raw objects. No Iceberg SQL extensions: Spark 4's own SQL runs Iceberg's ``CALL``

@@ -125,8 +125,7 @@ class Lake:
 
     @cached_property
     def _metadata(self) -> Catalog:
-        if self.catalog.sqlite_file is not None:  # the folder of an embedded catalog to open
-            self.catalog.sqlite_file.parent.mkdir(parents=True, exist_ok=True)
+        self.catalog.make_folder()  # the folder of an embedded catalog to open
         return versions.open_catalog(self.catalog)
 
     @cached_property
@@ -171,8 +170,7 @@ class Lake:
         wanted = tuple(sorted(own.items()))
         if getattr(spark, "_medallion_lake", None) == wanted:
             return self._initialized(spark)
-        if self.catalog.sqlite_file is not None:
-            self.catalog.sqlite_file.parent.mkdir(parents=True, exist_ok=True)
+        self.catalog.make_folder()
         hadoop = spark.sparkContext._jsc.hadoopConfiguration()
         for key, value in conf.items():
             if key.startswith("spark.hadoop."):

@@ -64,8 +64,7 @@ def spark_session(
             builder = builder.config("spark.scheduler.allocation.file", str(allocation))
         # The catalog `lake` (loaded when first used) and s3a: a Connect server has its own.
         lake = settings.iceberg_lake
-        if lake.sqlite_file is not None:
-            lake.sqlite_file.parent.mkdir(parents=True, exist_ok=True)
+        lake.make_folder()
         for key, value in lake.spark_conf().items():
             builder = builder.config(key, value)
     partitions = str(settings.spark_shuffle_partitions)
