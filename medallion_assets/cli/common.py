@@ -4,6 +4,7 @@ that never shows a password."""
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import sys
 from collections.abc import Callable, Iterable
@@ -113,6 +114,28 @@ def mask_output(secrets: Iterable[str]) -> None:
         stream = getattr(sys, name)
         if not isinstance(stream, MaskedStream):
             setattr(sys, name, MaskedStream(stream, secrets))
+
+
+class _MaskedFile(logging.FileHandler):
+    def __init__(self, path: Path, secrets: Iterable[str]):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        super().__init__(path, delay=True)
+        self.secrets = frozenset(secrets)
+        self.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+
+    def format(self, record: logging.LogRecord) -> str:
+        return mask_credentials(super().format(record), self.secrets)
+
+
+def log_python_to(path: Path, secrets: Iterable[str]) -> None:
+    """Send what libraries log on Python's root logger to ``path`` (masked), never to the
+    console: without a root handler, ``logging.exception`` in a library (py4j, when the Spark
+    driver dies under a call) sets one up on stderr and prints its traceback between the
+    run's lines. Loggers with their own handlers (Dagster's) are left as they are."""
+    root = logging.getLogger()
+    if any(isinstance(handler, _MaskedFile) for handler in root.handlers):
+        return
+    root.addHandler(_MaskedFile(path, secrets))
 
 
 def operator(changed_by: str | None) -> str:

@@ -13,6 +13,7 @@ import click
 from medallion_assets.catalog import CatalogError
 from medallion_assets.cli.common import (
     does_not_load,
+    log_python_to,
     max_workers_option,
     project_option,
     settings_for,
@@ -268,8 +269,10 @@ def _number(value: int | None) -> str:
 
 def with_spark_log(settings: MedallionSettings) -> MedallionSettings:
     """``settings`` with Spark's banners, warnings and Java traces going to a log file (unless
-    one is set), not between the run's lines. Through the environment too, because the run's
+    one is set), not between the run's lines; Python's root log (py4j logs a traceback there
+    when the JVM goes away) goes to ``logs/python.log`` beside it. Through the environment too, because the run's
     resources read their settings from it when the run sets them up."""
+    log_python_to(settings.state_home / "logs/python.log", settings.secrets)
     if settings.spark_log is not None:
         return settings
     spark_log = settings.state_home / "logs/spark.log"

@@ -92,3 +92,33 @@ def test_raw_objects_set_aside_are_named_with_their_reason_on_the_console(
     assert lines[0].startswith("  bronze.orders: orders/empty.jsonl: ") and "empty" in lines[0]
     assert lines[1].startswith("  bronze.orders: orders/zipped.jsonl: ") and "gzip" in lines[1]
     assert "1 rows written" not in printed and "3 built" in printed  # the good one was read
+
+
+def test_a_library_logging_a_traceback_on_the_root_logger_goes_to_the_log_not_the_console(
+    tmp_path,
+):
+    """py4j logs ``Exception while sending command.`` with its traceback on Python's root
+    logger when the Spark driver dies under a call; without a root handler Python prints it
+    on stderr, between the run's lines."""
+    import subprocess
+    import sys
+
+    script = (
+        "import logging, sys\n"
+        "from pathlib import Path\n"
+        "from medallion_assets.cli.run_cmd import with_spark_log\n"
+        "from medallion_assets.settings import MedallionSettings\n"
+        "settings = MedallionSettings.from_env({'MEDALLION_HOME': sys.argv[1]})\n"
+        "with_spark_log(settings)\n"
+        "try:\n"
+        "    raise ConnectionResetError('peer went away, password=hunter2')\n"
+        "except ConnectionResetError:\n"
+        "    logging.exception('Exception while sending command.')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    logged = (tmp_path / "logs/python.log").read_text()
+    assert "Exception while sending command." in logged and "Traceback" in logged
