@@ -270,8 +270,8 @@ def _number(value: int | None) -> str:
 def with_spark_log(settings: MedallionSettings) -> MedallionSettings:
     """``settings`` with Spark's banners, warnings and Java traces going to a log file (unless
     one is set), not between the run's lines; Python's root log (py4j logs a traceback there
-    when the JVM goes away) goes to ``logs/python.log`` beside it. Through the environment too, because the run's
-    resources read their settings from it when the run sets them up."""
+    when the JVM goes away) goes to ``logs/python.log`` beside it. Through the environment
+    too, because the run's resources read their settings from it when the run sets them up."""
     log_python_to(settings.state_home / "logs/python.log", settings.secrets)
     if settings.spark_log is not None:
         return settings
