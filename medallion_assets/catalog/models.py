@@ -86,6 +86,9 @@ class Column(Model):
     type: str = "string"
     nullable: bool = True
     description: str = ""
+    # A double or float column takes NaN, Infinity and -Infinity only when this says so;
+    # otherwise a record holding one is quarantined with the reason.
+    allow_nan: bool = False
 
     @field_validator("name")
     @classmethod
@@ -101,6 +104,18 @@ class Column(Model):
                 "decimal(18,2), date, timestamp"
             )
         return value.lower()
+
+    @model_validator(mode="after")
+    def _allow_nan(self) -> Column:
+        if self.allow_nan and self.type not in FLOATING_TYPES:
+            raise ValueError(
+                f"allow_nan applies to double and float columns; {self.name} is {self.type}: "
+                "remove allow_nan"
+            )
+        return self
+
+
+FLOATING_TYPES = ("double", "float", "real")
 
 
 class Replica(Model):
@@ -134,6 +149,14 @@ class Source(Model):
     csv_header: bool = True
     encoding: str = "utf-8"  # of csv and jsonl objects; an object not valid in it is set aside
     replicas: tuple[Replica, ...] = ()
+    # An object lacking a column declared nullable: false, or holding no value in it, breaks
+    # the contract: it is set aside whole, or (quarantine_rows) read and its rows quarantined.
+    on_contract_break: Literal["set_aside", "quarantine_rows"] = "set_aside"
+    # A value with more decimal places than its decimal(p,s) column: quarantined, or rounded.
+    on_excess_scale: Literal["quarantine", "round"] = "quarantine"
+    # An object ingested before and gone from the source: its rows stay in bronze (keep), or
+    # are removed from it as an audited change of their own (propagate).
+    deletes: Literal["keep", "propagate"] = "keep"
 
     _bucket = field_validator("bucket")(classmethod(lambda cls, v: check_bucket(v)))
     _prefix = field_validator("prefix")(classmethod(lambda cls, v: check_prefix(v)))

@@ -416,7 +416,8 @@ class Lake:
                 parts.append(loaded.scan(snapshot_id=snapshot, row_filter=day).to_arrow())
             else:
                 parts.append(loaded.scan(snapshot_id=snapshot).to_arrow())
-        return pa.concat_tables(parts, promote_options="default")
+        # "permissive": an empty day scans as string, a day with files as large_string
+        return pa.concat_tables(parts, promote_options="permissive")
 
     def read_snapshot(self, spark: SparkSession, table: str, snapshot_id: int) -> DataFrame:
         """The whole table as of one snapshot (``UnknownSnapshot`` when it has none such)."""

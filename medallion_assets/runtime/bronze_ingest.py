@@ -34,7 +34,7 @@ from medallion_assets.runtime.intake import (
     readable_entries,
     require_readable,
 )
-from medallion_assets.runtime.raw_read import files_of, inspect_objects, read_objects
+from medallion_assets.runtime.raw_read import REASON, files_of, inspect_objects, read_objects
 from medallion_assets.runtime.schema_drift import detect, evolved_columns, evolved_digest
 from medallion_assets.runtime.spark_sql import SparkScript, spark_script, view_name
 from medallion_assets.runtime.table_build import (
@@ -116,7 +116,11 @@ def missing_at_source(manifest: Mapping[str, Any], listed: Mapping[str, Any]) ->
 
 
 def required_columns(source: Source) -> tuple[str, ...]:
-    """The columns every object of ``source`` must carry: those declared ``nullable: false``."""
+    """The columns every object of ``source`` must carry, with a value: those declared
+    ``nullable: false``, unless the source quarantines the rows of such an object instead of
+    setting it aside (``on_contract_break: quarantine_rows``)."""
+    if source.on_contract_break == "quarantine_rows":
+        return ()
     return tuple(c.name for c in source.columns if not c.nullable)
 
 
@@ -330,22 +334,30 @@ def _publish(
     mode: Literal["replace", "append"],
 ) -> tuple[BuildOutcome, int]:
     """Stage the quarantine and the table, check the table, then publish both (quarantine
-    first); a rejected or failed ingest publishes neither."""
+    first); a rejected or failed ingest publishes neither. A daily source's rows whose day
+    is not their folder's go to the quarantine (``other_days``)."""
     dataset = run.dataset
     quarantine_table = f"{dataset.name}__quarantine"
     produced = Produced(dataset.code_version, inputs, run.run_id)
+    table = script.run(run.session)
+    partitions = dataset.settings.partitions
+    if run.partition is not None and partitions is not None:
+        table, elsewhere = other_days(table, partitions.column, run.partition)
+        quarantine = quarantine.unionByName(elsewhere)
     if run.partition is not None:  # a daily source's quarantine is kept by day too
         from pyspark.sql import functions as F
 
         quarantine = quarantine.withColumn(QUARANTINE_DAY, F.lit(run.partition))
+    quarantine = quarantine.cache()
     q_staged = stage_output(
         run, quarantine, produced, mode, table=quarantine_table, column=QUARANTINE_DAY
     )
     try:
         quarantined = quarantine.count()  # this batch's: the checks rate what was read now
+        said = report_quarantine(run, quarantine, quarantined)
         checks = run.check_context(quarantine.drop(QUARANTINE_DAY), records_read)
         table_produced = replace(produced, extra={"quarantined_rows": quarantined})
-        staged = stage_output(run, script.run(run.session), table_produced, mode)
+        staged = stage_output(run, table, table_produced, mode)
 
         def publish_quarantine() -> None:
             run.lake.publish(run.session, q_staged)
@@ -356,5 +368,57 @@ def _publish(
     except BaseException:
         run.lake.discard(run.session, q_staged)
         raise
+    finally:
+        quarantine.unpersist()
+    if said and run.control is not None:
+        entity = f"dataset:{dataset.name}"
+        run.control.record("quarantine", entity, said, run_id=run.run_id)
     outcome = BuildOutcome(version, False, "built", {"rows": version.rows}, validation)
     return outcome, quarantined
+
+
+def other_days(table: DataFrame, column: str, day: str) -> tuple[DataFrame, DataFrame]:
+    """(the rows of ``day``, the others as quarantine records): a record filed under another
+    day's folder (a late or early event) would change a day this ingest does not own, and be
+    loaded twice into the warehouse (each day's reload replaces only its own day). It is kept
+    in the quarantine with the reason, and its own day is not touched."""
+    from pyspark.sql import functions as F
+
+    value = F.col(f"`{column}`")
+    own = value.isNotNull() & (value.cast("string") == F.lit(day))
+    present = set(table.columns)
+
+    def kept(name: str, kind: str) -> Any:
+        return F.col(name) if name in present else F.lit(None).cast(kind).alias(name)
+
+    reason = F.concat(
+        F.lit(f"{column} "),
+        F.coalesce(value.cast("string"), F.lit("NULL")),
+        F.lit(f" is not the day of its folder ({day}): filed under the wrong day"),
+    )
+    elsewhere = table.where(~own).select(
+        F.to_json(F.struct(*[F.col(f"`{c}`") for c in table.columns])).alias(CORRUPT),
+        kept("_source_file", "string"),
+        kept("_ingested_at", "timestamp"),
+        kept("_batch_id", "string"),
+        reason.alias(REASON),
+    )
+    return table.where(own), elsewhere
+
+
+def report_quarantine(run: TableRun, quarantine: DataFrame, count: int) -> str | None:
+    """Warn of this batch's quarantined records, counted by reason (reasons name columns and
+    types, never values); the warning, audited once the batch is published."""
+    if not count:
+        return None
+    from pyspark.sql import functions as F
+
+    by_reason = quarantine.groupBy(REASON).count().orderBy(F.desc("count")).collect()
+    said = "; ".join(f"{row['count']} {row[REASON]}" for row in by_reason[:5])
+    more = f"; and {len(by_reason) - 5} other reason(s)" if len(by_reason) > 5 else ""
+    where = f"{run.dataset.name}[{run.partition}]" if run.partition else run.dataset.name
+    message = (
+        f"quarantined {count} record(s) of {where} in {run.dataset.name}__quarantine: {said}{more}"
+    )
+    run.log.warn(message)
+    return message

@@ -109,11 +109,13 @@ class Batch:
     bucket: str  # where the objects are read from (the primary, or the route's replica)
     run_id: str
     known_columns: tuple[str, ...]  # declared + evolved
-    required_columns: tuple[str, ...] = ()  # declared ``nullable: false``: an object lacks none
+    # declared ``nullable: false``: an object lacks none and holds a value in each (else it is
+    # set aside); empty when the source quarantines such rows instead
+    required_columns: tuple[str, ...] = ()
 
 
-# Inspects objects (primary key -> listed object) where their bytes are read: key ->
-# (SHA-256, why it cannot be read or None, its columns or None). See ``raw_read``.
+# Inspects objects (primary key -> listed object) where their bytes are read: key -> its
+# ``Inspection``. See ``raw_read``.
 Inspector = Callable[[Mapping[str, "S3Object"]], Mapping[str, Inspection]]
 
 
@@ -136,19 +138,34 @@ def new_objects(
     return {**fresh, **copies}
 
 
-def lacks_required(columns: list[str], required: tuple[str, ...]) -> str | None:
-    """Why an object whose records carry ``columns`` breaks the source's contract: it lacks a
-    column declared ``nullable: false`` (every row would land NULL there). Names compare as
-    Spark does, without case.
+def lacks_required(
+    columns: list[str], required: tuple[str, ...], valueless: list[str] | None = None
+) -> str | None:
+    """Why an object whose records carry ``columns`` (``valueless``: those with no value in
+    any record) breaks the source's contract: it lacks a column declared ``nullable: false``,
+    or holds no value in it (every row would land NULL there). Names compare as Spark does,
+    without case.
 
     >>> lacks_required(["id", "Amount"], ("id", "amount", "status"))
     'it lacks the column(s) status that sources.yaml declares nullable: false'
+    >>> print(lacks_required(["id", "status"], ("id", "status"), ["Status"]))
+    its column(s) status hold no value in any record, but sources.yaml declares them ...
     """
     have = {c.lower() for c in columns}
     missing = [c for c in required if c.lower() not in have]
-    if not missing:
-        return None
-    return f"it lacks the column(s) {', '.join(missing)} that sources.yaml declares nullable: false"
+    if missing:
+        return (
+            f"it lacks the column(s) {', '.join(missing)} that sources.yaml declares "
+            "nullable: false"
+        )
+    empty = {c.lower() for c in valueless or ()}
+    unfilled = [c for c in required if c.lower() in empty]
+    if unfilled:
+        return (
+            f"its column(s) {', '.join(unfilled)} hold no value in any record, but "
+            "sources.yaml declares them nullable: false"
+        )
+    return None
 
 
 def inspect_batch(
@@ -187,11 +204,11 @@ def inspect_batch(
         same = by_etag.get((obj.etag, obj.size))  # equal ETag and size: a copy, unread
         columns = None
         if same is None:
-            digest, problem, columns = inspected[key]
+            digest, problem, columns, valueless = inspected[key]
             entry["sha256"] = digest
             if problem is None and columns is not None:
                 problem = columns_problem(columns, batch.known_columns) or lacks_required(
-                    columns, batch.required_columns
+                    columns, batch.required_columns, valueless
                 )
                 entry["columns"] = columns
             if problem is not None:

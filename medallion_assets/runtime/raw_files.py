@@ -22,8 +22,12 @@ import io
 import json
 import re
 from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, NamedTuple
 
 from medallion_assets.runtime.errors import PermanentError
+
+if TYPE_CHECKING:
+    from pyarrow.parquet import ColumnChunkMetaData
 
 MAX_COLUMN_NAME_BYTES = 127  # Redshift's identifier limit, the tightest on the way down
 # Columns ingest adds or Spark reads beside the data; a file's column must not shadow them.
@@ -49,13 +53,17 @@ class CorruptObject(PermanentError, ValueError):
         )
 
 
-# (SHA-256 of the bytes, why they cannot be read or None, the columns they carry or None)
-Inspection = tuple[str, str | None, list[str] | None]
+class Inspection(NamedTuple):
+    sha256: str  # of the bytes
+    problem: str | None  # why they cannot be read, or None
+    columns: list[str] | None  # the columns they carry in file order, None when unknown
+    valueless: list[str] | None = None  # columns holding no value in any record (all NULL)
 
 
 def inspect(data: bytes, format: str, encoding: str, csv_header: bool) -> Inspection:
-    """(SHA-256 of ``data``, why it cannot be read as ``format`` in ``encoding`` or None, the
-    columns it carries in file order or None when it cannot say).
+    """What an object is: its SHA-256, why it cannot be read as ``format`` in ``encoding`` (or
+    None), the columns it carries in file order and those of them without a value in any
+    record (None when it cannot say).
 
     Runs where Spark reads the object (an executor, see ``raw_read``), so it must not need this
     package: standard library and pyarrow only. Text is decoded strictly; a NUL character is
@@ -64,27 +72,37 @@ def inspect(data: bytes, format: str, encoding: str, csv_header: bool) -> Inspec
     """
     digest = hashlib.sha256(data).hexdigest()
     if format == "parquet":
-        return (digest, *_parquet_columns(data))
+        return Inspection(digest, *_parquet_columns(data))
     if not data:
-        return digest, "it is empty (0 bytes): a delivery that carries no records", None
+        return Inspection(digest, "it is empty (0 bytes): a delivery that carries no records", None)
     for magic, kind in _COMPRESSED:
         if magic.match(data):
-            return (
-                digest,
-                (
-                    f"it is {kind}-compressed, but the source declares uncompressed {format}: "
-                    "deliver it uncompressed"
-                ),
-                None,
+            why = (
+                f"it is {kind}-compressed, but the source declares uncompressed {format}: "
+                "deliver it uncompressed"
             )
+            return Inspection(digest, why, None)
     text, problem = _decoded(data, encoding)
     if problem is not None:
-        return digest, problem, None
+        return Inspection(digest, problem, None)
     if format == "csv":
         if not csv_header:
-            return digest, None, None
-        return digest, None, next(csv.reader(io.StringIO(text, newline="")), [])
-    return (digest, *_json_keys(text))
+            return Inspection(digest, None, None)
+        return Inspection(digest, None, *_csv_columns(text))
+    return Inspection(digest, *_json_keys(text))
+
+
+def _csv_columns(text: str) -> tuple[list[str], list[str]]:
+    """(the header's names, those whose field is empty on every record: Spark reads an empty
+    field as NULL)."""
+    rows = csv.reader(io.StringIO(text, newline=""))
+    header = next(rows, [])
+    filled = [False] * len(header)
+    for row in rows:
+        for i, value in enumerate(row[: len(header)]):
+            if value:
+                filled[i] = True
+    return header, [name for name, seen in zip(header, filled, strict=True) if not seen]
 
 
 # The first bytes of a compressed file: none is how text starts (bzip2's "BZh" is, so its block
@@ -98,17 +116,36 @@ _COMPRESSED = (
 )
 
 
-def _parquet_columns(data: bytes) -> tuple[str | None, list[str] | None]:
+def _parquet_columns(data: bytes) -> tuple[str | None, list[str] | None, list[str] | None]:
+    """(why it is not Parquet or None, its top-level columns, those whose every value is NULL
+    by the row groups' statistics: a column without statistics is not named)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     if not data:
-        return "it is empty (0 bytes): not a Parquet file", None
+        return "it is empty (0 bytes): not a Parquet file", None, None
     try:
-        schema = pq.read_schema(pa.BufferReader(data))  # a truncated upload has no footer
+        meta = pq.read_metadata(pa.BufferReader(data))  # a truncated upload has no footer
     except (pa.ArrowException, OSError) as error:
-        return f"it is not a readable Parquet file ({error})", None
-    return None, list(schema.names)
+        return f"it is not a readable Parquet file ({error})", None, None
+    names = list(meta.schema.to_arrow_schema().names)
+    valueless = []
+    for c in range(meta.num_columns):
+        path = meta.schema.column(c).path
+        if "." in path or not meta.num_rows:
+            continue  # a nested field, or no rows to speak of
+        nulls = [_null_count(meta.row_group(g).column(c)) for g in range(meta.num_row_groups)]
+        if None not in nulls and sum(n for n in nulls if n is not None) == meta.num_rows:
+            valueless.append(path)
+    return None, names, valueless
+
+
+def _null_count(chunk: ColumnChunkMetaData) -> int | None:
+    """A column chunk's NULL count by its statistics, None when it has none."""
+    stats = chunk.statistics
+    if stats is None or not getattr(stats, "has_null_count", False):
+        return None
+    return stats.null_count
 
 
 def _decoded(data: bytes, encoding: str) -> tuple[str, str | None]:
@@ -131,8 +168,10 @@ def _decoded(data: bytes, encoding: str) -> tuple[str, str | None]:
     return text, None
 
 
-def _json_keys(text: str) -> tuple[str | None, list[str] | None]:
+def _json_keys(text: str) -> tuple[str | None, list[str] | None, list[str] | None]:
+    """(why it is not JSON lines or None, the keys of its records, those null in every one)."""
     keys: dict[str, None] = {}
+    filled: set[str] = set()
     lines = objects = 0
     for line in text.split("\n"):
         if not line.strip():
@@ -145,9 +184,11 @@ def _json_keys(text: str) -> tuple[str | None, list[str] | None]:
         if isinstance(record, dict):
             objects += 1
             keys.update(dict.fromkeys(record))
+            filled.update(k for k, v in record.items() if v is not None)
     if lines and not objects:
-        return "none of its lines is a JSON object: not JSON lines (one object per line)", None
-    return None, list(keys)
+        why = "none of its lines is a JSON object: not JSON lines (one object per line)"
+        return why, None, None
+    return None, list(keys), [k for k in keys if k not in filled]
 
 
 def column_name_problem(name: str) -> str | None:

@@ -22,7 +22,7 @@ from functools import reduce
 from typing import TYPE_CHECKING, Any
 
 from medallion_assets.catalog.base import java_charset
-from medallion_assets.catalog.models import Source
+from medallion_assets.catalog.models import FLOATING_TYPES, Source
 from medallion_assets.runtime import raw_files
 from medallion_assets.runtime.raw_files import Inspection
 
@@ -56,9 +56,9 @@ def reported(path: str) -> str:
 def inspect_objects(
     spark: SparkSession, source: Source, sizes: Mapping[str, int]
 ) -> dict[str, Inspection]:
-    """path -> (SHA-256, why it cannot be read or None, its columns or None), computed by the
-    executors that read each object's bytes (``sizes``: path -> the listed size). An empty
-    object has no bytes to move (Spark skips it): it is inspected here."""
+    """path -> its ``Inspection`` (SHA-256, why it cannot be read, its columns and those without
+    a value), computed by the executors that read each object's bytes (``sizes``: path -> the
+    listed size). An empty object has no bytes to move (Spark skips it): it is inspected here."""
     fmt, header, encoding = source.format, source.csv_header, source.encoding
     found = {p: raw_files.inspect(b"", fmt, encoding, header) for p, n in sizes.items() if n == 0}
     paths = [p for p in sizes if p not in found]
@@ -75,6 +75,7 @@ def inspect_objects(
             T.StructField("sha256", T.StringType()),
             T.StructField("problem", T.StringType()),
             T.StructField("columns", T.ArrayType(T.StringType())),
+            T.StructField("valueless", T.ArrayType(T.StringType())),
         ]
     )
     frame = spark.read.format("binaryFile").load(list(paths))
@@ -83,7 +84,8 @@ def inspect_objects(
     given = {reported(p): p for p in paths}
     for row in rows:
         columns = None if row.i.columns is None else list(row.i.columns)
-        found[given[row.path]] = (row.i.sha256, row.i.problem, columns)
+        valueless = None if row.i.valueless is None else list(row.i.valueless)
+        found[given[row.path]] = Inspection(row.i.sha256, row.i.problem, columns, valueless)
     gone = [reported(p) for p in paths if p not in found]
     if gone:
         raise FileNotFoundError(
@@ -105,6 +107,9 @@ def read_objects(
     from pyspark.sql import functions as F
 
     columns = [(c.name, c.type) for c in source.columns] + list(evolved)
+    # Text holds a decimal's digits as written: read as text, they are checked, then cast.
+    text = source.format != "parquet"
+    read = [(n, "string" if text and decimal_type(t) else t) for n, t in columns]
     paths = [f.path for f in files]
     wanted = [F.col(_quoted(n)) for n, _ in columns]
     if source.format == "parquet":
@@ -112,24 +117,120 @@ def read_objects(
         frame = spark.read.schema(_ddl(columns)).parquet(*paths)
         frame = frame.select(*wanted, no_corrupt, _file_of_row())
     elif source.format == "csv":
-        frame = _read_csv(spark, source, files, columns)
+        frame = _read_csv(spark, source, files, read)
     elif codecs.lookup(source.encoding).name in _UTF8:
-        reader = _permissive(spark.read.schema(f"{_ddl(columns)}, `{CORRUPT}` string"))
+        reader = _permissive(spark.read.schema(f"{_ddl(read)}, `{CORRUPT}` string"))
         frame = reader.json(paths).select(*wanted, F.col(CORRUPT), _file_of_row())
     else:
-        frame = _read_decoded_json(spark, source, paths, columns)
+        frame = _read_decoded_json(spark, source, paths, read)
     described = spark.createDataFrame(
         [(reported(f.path), f.uri, float(f.ingested_at), f.batch_id) for f in files],
         "_path string, _source_file string, _ingested_epoch double, _batch_id string",
     )
     frame = frame.join(F.broadcast(described), "_path")
     frame = frame.withColumn("_ingested_at", F.col("_ingested_epoch").cast("timestamp"))
-    frame = frame.drop("_path", "_ingested_epoch").cache()  # Spark needs a cache to filter
-    total = frame.count()  # on the corrupt-record column
-    malformed = frame.where(F.col(CORRUPT).isNotNull())
-    quarantine = malformed.select(CORRUPT, "_source_file", "_ingested_at", "_batch_id")
-    good = frame.where(F.col(CORRUPT).isNull()).drop(CORRUPT)
+    frame = frame.drop("_path", "_ingested_epoch")
+    frame = frame.withColumn(REASON, _reason(source, columns)).cache()  # Spark needs a cache
+    total = frame.count()  # to filter on the corrupt-record column
+    bad = frame.where(F.col(REASON).isNotNull())
+    raw_values = F.to_json(F.struct(*[F.col(_quoted(n)) for n, _ in read]))
+    quarantine = bad.select(
+        F.coalesce(F.col(CORRUPT), raw_values).alias(CORRUPT),
+        "_source_file",
+        "_ingested_at",
+        "_batch_id",
+        REASON,
+    )
+    good = frame.where(F.col(REASON).isNull()).select(
+        *[_typed(n, t) if (n, t) not in read else F.col(_quoted(n)) for n, t in columns],
+        "_source_file",
+        "_ingested_at",
+        "_batch_id",
+    )
     return good, quarantine, total
+
+
+REASON = "_reason"  # why a quarantined record is there
+_DECIMAL = re.compile(r"(?:decimal|dec|numeric)\s*(?:\(\s*(\d+)\s*(?:,\s*(\d+)\s*)?\))?", re.I)
+
+
+def decimal_type(kind: str) -> tuple[int, int] | None:
+    """(precision, scale) of a Spark decimal type, or None for another type.
+
+    >>> decimal_type("decimal(18,2)"), decimal_type("decimal"), decimal_type("double")
+    ((18, 2), (10, 0), None)
+    """
+    match = _DECIMAL.fullmatch(kind.strip())
+    if match is None:
+        return None
+    return int(match.group(1) or 10), int(match.group(2) or 0)
+
+
+def _typed(name: str, kind: str) -> Column:
+    """A decimal column read as text, as its declared type (rounded to its scale)."""
+    from pyspark.sql import functions as F
+
+    return F.trim(F.col(_quoted(name))).try_cast(kind).alias(name)
+
+
+def _reason(source: Source, columns: Sequence[tuple[str, str]]) -> Column:
+    """Why a record is quarantined, or NULL for a good one: it is malformed (Spark could not
+    parse it with the declared types: bad syntax, nested too deep, too long, a value of the
+    wrong type), a column declared ``nullable: false`` is NULL, a value does not fit its
+    decimal type (too many digits, or more decimal places unless the source rounds), or a
+    double is NaN or infinite where the column does not allow it. Reasons name columns and
+    types, never values (they are warned on the console)."""
+    from pyspark.sql import functions as F
+
+    declared = {c.name: c for c in source.columns}
+    checks: list[tuple[Column, str]] = []
+    for name, kind in columns:
+        value = F.col(_quoted(name))
+        column = declared.get(name)
+        if column is not None and not column.nullable:
+            checks.append((value.isNull(), f"{name} is NULL (declared nullable: false)"))
+        digits = decimal_type(kind) if source.format != "parquet" else None
+        if digits is not None:
+            p, s = digits
+            text = F.trim(value)
+            fits = text.try_cast(f"decimal({p},{s})")
+            checks.append(
+                (text.isNotNull() & text.try_cast("double").isNull(), f"{name} is not a number")
+            )
+            checks.append(
+                (
+                    text.try_cast("double").isNotNull() & fits.isNull(),
+                    f"{name} does not fit {kind} (more than {p - s} digit(s) before the point)",
+                )
+            )
+            wide = 38 - (p - s)
+            if source.on_excess_scale == "quarantine" and wide > s:
+                exact = text.try_cast(f"decimal(38,{wide})")
+                checks.append(
+                    (
+                        fits.isNotNull() & exact.isNotNull() & (exact != fits),
+                        f"{name} has more decimal places than {kind} keeps "
+                        "(declare on_excess_scale: round to round it)",
+                    )
+                )
+        if kind in FLOATING_TYPES and not (column is not None and column.allow_nan):
+            infinite = value.isin(float("inf"), float("-inf")) | F.isnan(value)
+            checks.append(
+                (
+                    value.isNotNull() & infinite,
+                    f"{name} is NaN or infinite (declare allow_nan: true to take them)",
+                )
+            )
+    malformed = (
+        f"malformed: not a {source.format} record with the declared column types (bad syntax, "
+        "nested too deep, too long, or a value of the wrong type)"
+    )
+    reasons = F.concat_ws("; ", *[F.when(test, F.lit(why)) for test, why in checks])
+    return (
+        F.when(F.col(CORRUPT).isNotNull(), F.lit(malformed))
+        .when(reasons != "", reasons)
+        .otherwise(F.lit(None).cast("string"))
+    )
 
 
 def _file_of_row() -> Column:

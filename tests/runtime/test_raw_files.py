@@ -45,21 +45,21 @@ def source(format: str = "csv", **extra: object) -> Source:
 
 def test_a_utf16_csv_in_a_utf8_source_is_not_text():
     data = ORDERS_CSV.encode("utf-16")
-    digest, problem, columns = inspect(data, "csv", "utf-8", True)
+    digest, problem, columns, _ = inspect(data, "csv", "utf-8", True)
     assert problem is not None and "not valid utf-8 (byte 0, line 1)" in problem
     assert "declare the source's encoding" in problem
     assert digest == hashlib.sha256(data).hexdigest() and columns is None
     # Without a BOM, UTF-16 of ASCII text is valid UTF-8 full of NULs.
-    _, problem, _ = inspect(ORDERS_CSV.encode("utf-16-le"), "csv", "utf-8", True)
+    problem = inspect(ORDERS_CSV.encode("utf-16-le"), "csv", "utf-8", True).problem
     assert problem == "it holds NUL characters (line 1): not utf-8 text (UTF-16, or a binary file?)"
 
 
 def test_a_declared_encoding_is_decoded():
     text = "order_id,amount,country\n1,5,Österreich\n"
-    digest, problem, columns = inspect(text.encode("latin-1"), "csv", "latin-1", True)
+    digest, problem, columns, _ = inspect(text.encode("latin-1"), "csv", "latin-1", True)
     assert problem is None and columns == ["order_id", "amount", "country"]
     assert digest == hashlib.sha256(text.encode("latin-1")).hexdigest()  # of the raw object
-    assert inspect(text.encode("utf-16"), "csv", "utf-16", True)[1:] == (
+    assert inspect(text.encode("utf-16"), "csv", "utf-16", True)[1:3] == (
         None,
         ["order_id", "amount", "country"],
     )
@@ -82,13 +82,13 @@ def test_invalid_bytes_are_located():
 def test_a_csv_header_may_quote_its_names_and_a_headerless_file_names_none():
     data = b'"order id","amount\nEUR",country\n1,5,de\n'
     assert inspect(data, "csv", "utf-8", True)[2] == ["order id", "amount\nEUR", "country"]
-    assert inspect(data, "csv", "utf-8", False)[1:] == (None, None)
+    assert inspect(data, "csv", "utf-8", False)[1:3] == (None, None)
 
 
 def test_empty_and_truncated_parquet_objects_are_not_parquet():
     buffer = io.BytesIO()
     pq.write_table(pa.table({"order_id": [1, 2], "amount": [5, 7]}), buffer)
-    assert inspect(buffer.getvalue(), "parquet", "utf-8", False)[1:] == (
+    assert inspect(buffer.getvalue(), "parquet", "utf-8", False)[1:3] == (
         None,
         ["order_id", "amount"],
     )
@@ -125,7 +125,7 @@ def test_a_json_array_is_not_json_lines():
     array = b'[{"order_id": 1},\n {"order_id": 2}]\n'
     assert "not JSON lines" in str(inspect(array, "jsonl", "utf-8", False)[1])
     lines = b'{"order_id": 1}\n{broken\n\n{"coupon": "X"}\n'
-    assert inspect(lines, "jsonl", "utf-8", False)[1:] == (None, ["order_id", "coupon"])
+    assert inspect(lines, "jsonl", "utf-8", False)[1:3] == (None, ["order_id", "coupon"])
 
 
 def test_every_json_record_names_its_keys_and_a_deep_record_is_only_malformed():
@@ -134,7 +134,7 @@ def test_every_json_record_names_its_keys_and_a_deep_record_is_only_malformed():
     assert inspect(data, "jsonl", "utf-8", False)[2] == ["order_id", "late"]
     deep = b'{"a": ' * 5000 + b"1" + b"}" * 5000
     with_deep = b'{"order_id": 1}\n' + deep + b"\n"
-    assert inspect(with_deep, "jsonl", "utf-8", False)[1:] == (None, ["order_id"])
+    assert inspect(with_deep, "jsonl", "utf-8", False)[1:3] == (None, ["order_id"])
 
 
 @pytest.mark.parametrize(
@@ -200,3 +200,14 @@ def test_stored_names_from_before_the_check_are_ignored_and_can_be_reverted(
     assert [c.name for c in read_evolved(state, "orders")] == ["coupon"]
     assert revert(state, "orders") == ["coupon"]
     assert read_evolved(state, "orders") == []
+
+
+def test_columns_without_a_value_in_any_record_are_named_in_every_format():
+    jsonl = b'{"id": 1, "status": null}\n{"id": 2}\n{"id": 3, "note": "x"}\n'
+    assert inspect(jsonl, "jsonl", "utf-8", False).valueless == ["status"]
+    text = b'id,status,note\n1,,"a\nb"\n2,,\n'
+    assert inspect(text, "csv", "utf-8", True).valueless == ["status"]
+    buffer = io.BytesIO()
+    table = pa.table({"id": [1, 2], "status": pa.array([None, None], pa.string())})
+    pq.write_table(table, buffer, row_group_size=1)
+    assert inspect(buffer.getvalue(), "parquet", "utf-8", False).valueless == ["status"]
