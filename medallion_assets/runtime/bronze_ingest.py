@@ -172,14 +172,18 @@ def ingest(run: TableRun, store: ObjectSource) -> IngestOutcome:
     listed = [o for o in store.list(bucket, prefix) if not o.key.endswith("/")]
     keyed = {_primary_key(source, replica, o.key): o for o in listed}
     gone = missing_at_source(manifest, keyed)
-    if gone and len(gone) == len(readable_entries(manifest)):
+    propagate = source.deletes == "propagate" and bool(gone)
+    if gone and len(gone) == len(readable_entries(manifest)) and not propagate:
         raise SourceUnavailable(
             f"{dataset.name}: s3://{bucket}/{prefix} lists none of the {len(gone)} object(s) "
             f"ingested from it (e.g. {next(iter(sorted(gone)))}): the source is treated as "
             "unavailable (an outage, a lifecycle rule, a permission or prefix change), and "
             "nothing was changed; bronze keeps their rows"
         )
-    if gone:
+    known_objects = manifest
+    if propagate:  # forgotten here, their rows go with the rebuild below
+        known_objects = {k: e for k, e in manifest.items() if k not in gone}
+    elif gone:
         first = sorted(gone)[0]
         since = iso_utc(float(manifest[first].get("ingested_at", 0)))
         message = (
@@ -201,8 +205,8 @@ def ingest(run: TableRun, store: ObjectSource) -> IngestOutcome:
 
     intake = inspect_batch(
         Batch(bucket, run.run_id, known, required_columns(source)),
-        new_objects(keyed, manifest),
-        manifest,
+        new_objects(keyed, known_objects),
+        known_objects,
         inspect,
     )
     intake.report(bucket, warn)
@@ -223,7 +227,8 @@ def ingest(run: TableRun, store: ObjectSource) -> IngestOutcome:
         log(reason)
         outcome = skipped(run, current, reason)
         return IngestOutcome(outcome, 0, 0, current.rows, intake.metadata())
-    require_readable(dataset.name, updated, f"s3://{bucket}/", prefix)
+    if not propagate or readable_entries(updated):
+        require_readable(dataset.name, updated, f"s3://{bucket}/", prefix)
     drift = detect(
         name,
         source,
@@ -234,10 +239,10 @@ def ingest(run: TableRun, store: ObjectSource) -> IngestOutcome:
         raise drift  # before reading: nothing is published, the manifest is not moved
     readable = readable_entries(updated)
     previous = lake.current(dataset.name, partition)
-    append = _appendable(
+    append = not propagate and _appendable(
         previous, dataset.code_version, inputs, manifest, intake.landed, f"raw.{name}"
     )
-    if not append and gone:
+    if not append and gone and not propagate:
         raise SourceUnavailable(
             f"{dataset.name} must be rebuilt from its raw objects (its code, its evolved columns "
             f"or a replaced object changed), but {len(gone)} of them are no longer under "
@@ -259,6 +264,8 @@ def ingest(run: TableRun, store: ObjectSource) -> IngestOutcome:
         run, script, quarantine, total, inputs, "append" if append else "replace"
     )
     state.save_manifest(name, partition, manifest, updated, run.run_id)  # only after a publish
+    if propagate:
+        _deleted(run, name, sorted(gone), f"s3://{bucket}/{prefix}")
     new = len(intake.landed)
     log(
         f"ingested {new} new object(s) of {name}; {quarantined} malformed record(s) "
@@ -275,6 +282,22 @@ def ingest(run: TableRun, store: ObjectSource) -> IngestOutcome:
         **intake.metadata(),
     }
     return IngestOutcome(outcome, new, quarantined, total, metadata)
+
+
+def _deleted(run: TableRun, source: str, keys: list[str], where: str) -> None:
+    """Warn of and audit the objects whose deletion at the source was applied to bronze
+    (``deletes: propagate``): their rows are gone from the version just published."""
+    message = (
+        f"deletes propagated: {len(keys)} object(s) gone from {where} (e.g. {keys[0]}) were "
+        f"removed with their rows from {run.dataset.name}, as sources.yaml declares "
+        f"(deletes: propagate)"
+    )
+    run.log.warn(message)
+    if run.control is not None:
+        details = {"objects": keys[:100], "count": len(keys)}
+        run.control.record(
+            "delete", f"source:{source}", message, run_id=run.run_id, details=details
+        )
 
 
 def _with_headers(

@@ -107,6 +107,11 @@ def read_objects(
     from pyspark.sql import functions as F
 
     columns = [(c.name, c.type) for c in source.columns] + list(evolved)
+    ingestion = "_source_file string, _ingested_at timestamp, _batch_id string"
+    if not files:  # every object deleted at a source whose deletes propagate
+        good = spark.createDataFrame([], f"{_ddl(columns)}, {ingestion}")
+        nothing = spark.createDataFrame([], f"`{CORRUPT}` string, {ingestion}, {REASON} string")
+        return good, nothing, 0
     # Text holds a decimal's digits as written: read as text, they are checked, then cast.
     text = source.format != "parquet"
     read = [(n, "string" if text and decimal_type(t) else t) for n, t in columns]

@@ -65,3 +65,35 @@ def test_an_emptied_or_shrunken_source_never_shrinks_bronze(spark, tmp_path, s3_
     with pytest.raises(SourceUnavailable, match="must be rebuilt from its raw objects"):
         project.run(spark, "rebuild")
     assert order_ids(project) == [1, 2, 3, 4]
+
+
+def test_a_source_whose_deletes_propagate_loses_the_rows_of_deleted_objects_as_an_audited_change(
+    spark, tmp_path, s3_env, s3_server
+):
+    project = Project(tmp_path, Boto3ObjectStore(s3_server.endpoint_url), bucket(), "jsonl")
+    sources = project.root / "metadata" / "sources.yaml"
+    sources.write_text(
+        sources.read_text().replace("    columns:", "    deletes: propagate\n    columns:")
+    )
+    project.catalog = load_catalog(project.root, use_cache=False)
+    project.put("orders/a.jsonl", records(1, 2))
+    project.put("orders/b.jsonl", records(3))
+    project.run(spark, "first")
+    client = s3_server.client()
+    client.delete_object(Bucket=project.bucket, Key="orders/b.jsonl")
+
+    outcome = project.run(spark, "one-deleted")
+    assert outcome.metadata["bronze_write"] == "rebuild"
+    assert order_ids(project) == [1, 2]
+    (warning,) = [w for w in project.warned if w.startswith("deletes propagated")]
+    assert "1 object(s) gone from" in warning and "orders/b.jsonl" in warning
+    deletes = [e for e in project.control.audit() if e.kind == "delete"]
+    assert len(deletes) == 1 and deletes[0].details["objects"] == ["orders/b.jsonl"]
+    assert "orders/b.jsonl" not in project.state.manifest("orders", None)
+
+    client.delete_object(Bucket=project.bucket, Key="orders/a.jsonl")  # all gone: applied too
+    project.run(spark, "all-deleted")
+    assert order_ids(project) == []
+    project.put("orders/b.jsonl", records(3))  # back: a new object, ingested again
+    project.run(spark, "back")
+    assert order_ids(project) == [3]
