@@ -259,6 +259,18 @@ BUILTIN_CLASSES: tuple[ErrorClass, ...] = (
         "then rerun",
     ),
     ErrorClass(
+        "disk_full",
+        "DISK_FULL",
+        # The OS's ENOSPC and EDQUOT as Python (errno 28, 122), Java and pyarrow word them.
+        message=(
+            r"No space left on device|\[Errno 28\]|\[errno 28\]|ENOSPC|Disk quota exceeded"
+            r"|\[Errno 122\]|EDQUOT"
+        ),
+        fix="a disk is full: free space on the disk holding the lake (MEDALLION_LAKE), "
+        "MEDALLION_HOME or Spark's scratch folder (spark.local.dir, /tmp by default), or "
+        "point them at a larger one, then rerun; nothing was published half-way",
+    ),
+    ErrorClass(
         "path_not_writable",
         "PATH_NOT_WRITABLE",
         exceptions=("PermissionError", "AccessDeniedException"),

@@ -243,3 +243,18 @@ def test_data_that_breaks_a_type_or_constraint_fails_at_once_in_every_engine():
         assert "retrying the same data fails the same way" in diagnosis.fix
     for transient in (ConnectionResetError(), psycopg.errors.UniqueViolation("a race")):
         assert diagnose((), Failure.of(transient)).then == "retry"
+
+
+def test_a_full_disk_is_permanent_and_says_so():
+    for error in (
+        OSError(28, os.strerror(28)),
+        RuntimeError("[Errno 28] Error writing bytes to file. Detail: [errno 28] No space left"),
+        RuntimeError(
+            "org.apache.spark.SparkException: Job aborted.\nCaused by: "
+            "java.io.IOException: No space left on device\n\tat x.y(Z.java:1)"
+        ),
+        OSError(122, "Disk quota exceeded"),
+    ):
+        diagnosis = diagnose((), Failure.of(error))
+        assert (diagnosis.error_code, diagnosis.then) == ("DISK_FULL", "fail"), error
+        assert "a disk is full" in diagnosis.fix
