@@ -31,10 +31,25 @@ class PostgresServer:
     port: int
     socket_dir: Path
     data_dir: Path
+    pg_ctl: tuple[str, ...] = ()  # how to run pg_ctl (as the server user)
+    options: str = ""
 
     @property
     def dsn(self) -> str:
         return f"postgresql://postgres@{self.host}:{self.port}/postgres"
+
+    def stop(self) -> None:
+        """Stop the server as a crash would (immediate: no checkpoint, clients cut off)."""
+        _run([*self.pg_ctl, "-D", str(self.data_dir), "-m", "immediate", "-w", "stop"], "stop")
+
+    def start(self) -> None:
+        """Start the server again, on its port."""
+        log = self.data_dir.parent / "server.log"
+        _run(
+            [*self.pg_ctl, "-D", str(self.data_dir), "-l", str(log), "-o", self.options,
+             "-w", "-t", "30", "start"],
+            "pg_ctl start",
+        )  # fmt: skip
 
 
 def find_pg_bin() -> Path | None:
@@ -100,7 +115,8 @@ def _start(pg_bin: Path, prefix: list[str], base: Path) -> PostgresServer:
                  "-o", options, "-w", "-t", "30", "start"],
                 "pg_ctl start",
             )  # fmt: skip
-            return PostgresServer("127.0.0.1", port, socket_dir, data_dir)
+            pg_ctl = (*prefix, str(pg_bin / "pg_ctl"))
+            return PostgresServer("127.0.0.1", port, socket_dir, data_dir, pg_ctl, options)
         except RuntimeError as error:
             last_error = error
     log_text = log.read_text(errors="replace") if log.exists() else ""

@@ -8,7 +8,8 @@ results are reported, nothing is published and the step fails, so downstream ass
 do not run. Any other failure is audited, healed and retried or failed by ``retry.py``.
 """
 
-from collections.abc import Iterator
+import functools
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -30,8 +31,13 @@ from medallion_assets.adapters.threads import step_interrupted
 from medallion_assets.adapters.translator import DatasetTranslator, step_name, table_key
 from medallion_assets.catalog import Catalog, Dataset
 from medallion_assets.checks.results import ChecksFailed
+from medallion_assets.control.engine import ControlStoreError
 from medallion_assets.control.plane import ControlPlane
+from medallion_assets.lake.catalog import LakeCatalogError
+from medallion_assets.planner.diagnosis import causes, headline
 from medallion_assets.planner.reroute import PRIMARY
+from medallion_assets.runtime import stop
+from medallion_assets.runtime.stop import Stop
 from medallion_assets.runtime.table_run import RunLog, TableRun
 from medallion_assets.runtime.table_runner import TableOutcome, TableRunner, combined_metadata
 
@@ -67,6 +73,7 @@ def _asset(
         required_resource_keys=RESOURCE_KEYS,
     )
     @masked_step  # nothing the step logs or raises carries a password
+    @stops_the_run_when_its_stores_go
     def _materialize(context: dg.AssetExecutionContext) -> Iterator[StepEvent]:
         plane: ControlPlane = context.resources.control.plane()  # flags and audit share a store
         run = table_run(context, catalog, dataset, plane)
@@ -105,6 +112,34 @@ def _asset(
             heal_and_retry(context, run, audit, error)
 
     return _materialize
+
+
+def stops_the_run_when_its_stores_go(
+    body: Callable[..., Iterator[Any]],
+) -> Callable[..., Iterator[Any]]:
+    """Wrap an asset body so that losing the control store (or the lake's catalog) mid-step
+    stops the whole ``medallion run`` (no further step starts; it says so in one line) instead
+    of failing every later step the same way; the step fails at once, without retries (its
+    retries would need the store). Under ``dagster dev`` the step just fails so."""
+
+    @functools.wraps(body)
+    def step(context: dg.AssetExecutionContext, *args: Any, **kwargs: Any) -> Iterator[Any]:
+        try:
+            yield from body(context, *args, **kwargs)
+        except Exception as error:
+            gone = next((e for e in causes(error) if isinstance(e, STORES_GONE)), None)
+            if gone is None:
+                raise
+            said = headline(gone)
+            stop.request_stop(Stop(f"stopped: {said}", 1))
+            raise dg.Failure(description=said, allow_retries=False) from None
+
+    return step
+
+
+# What a step cannot go on without: the control store (flags, manifests, audit, locks) and the
+# lake's catalog (every read and publish).
+STORES_GONE = (ControlStoreError, LakeCatalogError)
 
 
 def interrupted(dataset: Dataset, audit: Audit) -> dg.Failure:

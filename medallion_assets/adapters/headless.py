@@ -35,6 +35,7 @@ from medallion_assets.adapters.threads import ThreadedExecutor, execute_on_threa
 from medallion_assets.adapters.translator import DatasetTranslator, table_key
 from medallion_assets.catalog import Catalog, load_catalog
 from medallion_assets.catalog.operations import ProfilesFile
+from medallion_assets.control.engine import ControlStoreError
 from medallion_assets.control.plane import ControlPlane
 from medallion_assets.planner.profiles import ALL
 from medallion_assets.planner.run_priority import HOLD_TAG, PROFILE_TAG
@@ -480,7 +481,12 @@ class _Steps:
             tags={**self.tags, **process_tags()},
             run_config=run_config(),
         )
-        audit = self.plane.store().audit(run_id=result.run_id)
+        try:
+            audit = self.plane.store().audit(run_id=result.run_id)
+        except ControlStoreError:
+            if stop.requested() is None:
+                raise
+            audit = []  # the store's loss stopped the run: said by the stop
         skips = {e.entity.removeprefix("dataset:"): e.message for e in audit if e.kind == "skip"}
         busy = {e.entity.removeprefix("dataset:"): e.message for e in audit if e.kind == "busy"}
         results = results_of_run(result, tables, partition, skips, busy)

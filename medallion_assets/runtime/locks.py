@@ -34,7 +34,7 @@ import re
 import socket
 import time
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Protocol
@@ -197,7 +197,9 @@ class AdvisoryLocks:
             try:
                 yield True
             finally:
-                connection.execute("SELECT pg_advisory_unlock(%s)", (key,))
+                # The server or the connection may have gone, and the lock with them.
+                with suppress(psycopg.Error):
+                    connection.execute("SELECT pg_advisory_unlock(%s)", (key,))
 
 
 _HOLDER_SQL = """

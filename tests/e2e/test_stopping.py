@@ -1,12 +1,13 @@
 """Every way a running `medallion run` is stopped ends the same way: one line saying what
 stopped it, the exit code of the signal (130 for Ctrl-C, 143 for SIGTERM, 1 for a closed
-terminal or its Spark driver's JVM killed), no traceback, no process of it left behind, none
-of its Dagster runs left STARTED; and the next plain `medallion run` gives what a clean run
-gives.
+terminal, its Spark driver's JVM killed or its control store lost), no traceback, no process
+of it left behind, none of its Dagster runs left STARTED; and the next plain `medallion run`
+gives what a clean run gives.
 
 The run is the demo's, as a user starts it (its own process group, as a shell gives it), with
 raw data and lake as in the cluster test: raw on a moto S3 server, so the rows can be
-compared with the independent computation (tests/e2e/reference.py)."""
+compared with the independent computation (tests/e2e/reference.py); its control store is
+PostgreSQL."""
 
 from __future__ import annotations
 
@@ -16,9 +17,12 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import dagster as dg
+import psycopg
 import pytest
 
 from medallion_assets.catalog import load_catalog
@@ -80,6 +84,23 @@ def stopped_run(project: Path, env: dict[str, str], signum: int, group: bool) ->
     """Start `medallion run`, send ``signum`` (to its whole process group: Ctrl-C; SIGKILL: to
     its Spark driver's JVM) once a table was built, and return (exit code, everything it
     printed) once it exited and every process of its group is gone."""
+
+    def send(process: subprocess.Popen[str]) -> None:
+        if signum == signal.SIGKILL:
+            os.kill(java_of_group(process.pid), signum)
+        elif group:
+            os.killpg(process.pid, signum)
+        else:
+            process.send_signal(signum)
+
+    return interrupted_run(project, env, send)
+
+
+def interrupted_run(
+    project: Path, env: dict[str, str], interrupt: Callable[[subprocess.Popen[str]], None]
+) -> tuple[int, str]:
+    """Start `medallion run`, ``interrupt`` it once a table was built, and return (exit code,
+    everything it printed) once it exited and every process of its group is gone."""
     process = subprocess.Popen(
         [MEDALLION, "run", "--project", str(project)],
         env=env,
@@ -96,12 +117,7 @@ def stopped_run(project: Path, env: dict[str, str], signum: int, group: bool) ->
             break
     else:
         pytest.fail("the run ended before building a table:\n" + "".join(printed))
-    if signum == signal.SIGKILL:
-        os.kill(java_of_group(process.pid), signum)
-    elif group:
-        os.killpg(process.pid, signum)
-    else:
-        process.send_signal(signum)
+    interrupt(process)
     printed.append(process.stdout.read())
     code = process.wait(timeout=120)
     deadline = time.monotonic() + 30
@@ -112,10 +128,15 @@ def stopped_run(project: Path, env: dict[str, str], signum: int, group: bool) ->
 
 
 def test_each_signal_stops_the_run_in_one_line_and_a_plain_rerun_equals_a_clean_run(
-    tmp_path, own_s3, monkeypatch
+    tmp_path, own_s3, monkeypatch, postgres_server
 ):
     root = copy_demo_project(tmp_path / "theworldshop")
     env = run_env(root, own_s3.endpoint_url)
+    database = f"stopping_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(postgres_server.dsn, autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {database}")
+    control_url = postgres_server.dsn.rsplit("/", 1)[0] + f"/{database}"
+    env["MEDALLION_CONTROL_URL"] = control_url  # a store the run can lose
     for name, value in env.items():
         if name.startswith(("AWS_", "MEDALLION_")):
             monkeypatch.setenv(name, value)  # boto3 writes the raw data, read_table reads gold
@@ -134,6 +155,20 @@ def test_each_signal_stops_the_run_in_one_line_and_a_plain_rerun_equals_a_clean_
         assert "Traceback" not in printed and "Exception in thread" not in printed, printed
         last = printed.strip().splitlines()[-1]
         assert re.match(f"error: {said}: no table was published half-way", last), printed[-3000:]
+
+    # The control store lost mid-run (PostgreSQL stopped as a crash would, back once the run
+    # ended): the run stops at the first step that needs it, in one line naming it.
+    try:
+        exit_code, printed = interrupted_run(root, env, lambda _: postgres_server.stop())
+    finally:
+        postgres_server.start()
+    assert exit_code == 1, printed[-3000:]
+    assert "Traceback" not in printed, printed
+    last = printed.strip().splitlines()[-1]
+    assert last.startswith(
+        f"error: stopped: cannot connect to the control store {control_url} (MEDALLION_CONTROL_URL)"
+    ), printed[-3000:]
+    assert last.endswith("run `medallion run` again to finish"), last
 
     instance = dg.DagsterInstance.from_config(str(root / ".medallion" / "dagster"))
     statuses = {run.status for run in instance.get_runs()}
