@@ -70,7 +70,10 @@ Identifier = Annotated[str, Field(min_length=1, max_length=127)]
 class Model(BaseModel):
     """Base for every metadata model: frozen, unknown keys forbidden."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
+    # A field's docstring is its description: the metadata reference (docs/) shows it.
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, str_strip_whitespace=True, use_attribute_docstrings=True
+    )
 
 
 def check_dialect(value: str | None) -> str | None:
