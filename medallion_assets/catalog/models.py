@@ -41,11 +41,17 @@ from medallion_assets.catalog.rules import Rule
 
 class ProjectFile(Model):
     name: str
+    """The project's name; `catalog show` and the flows `medallion export` writes carry it."""
     description: str = ""
+    """What the project is, in words."""
     dialect: str = "spark"
+    """Dialect the SQL files are in (spark, redshift, postgres ...); a table may override it."""
     owners: tuple[str, ...] = ()
+    """Owners (`team:<name>` or an e-mail) of every table that names none in datasets.yaml."""
     default_criticality: Criticality = "normal"
+    """Criticality of every table that sets none in datasets.yaml."""
     compute_system: str = "spark"
+    """The system (systems.yaml) that runs every build: each step holds one of its slots."""
 
     _dialect = field_validator("dialect")(classmethod(lambda cls, v: check_dialect(v)))
     _owners = field_validator("owners")(classmethod(lambda cls, v: check_owners(v)))
@@ -56,19 +62,27 @@ class ProjectFile(Model):
 
 class Throttle(Model):
     max_concurrent_jobs: int | None = Field(default=None, ge=1)
+    """Steps using the system at once over all runs (its Dagster pool's limit); none: no limit."""
     rows_per_second: float | None = Field(default=None, gt=0)
+    """Rows/s extracted from or loaded into it, shared by every step and run; none: no limit."""
     bytes_per_second: float | None = Field(default=None, gt=0)
+    """Bytes/s read from or written to it, shared by every step and run; none: no limit."""
     requests_per_second: float | None = Field(default=None, gt=0)
+    """Requests/s to it (listings, reads, writes), shared by every step and run; none: no limit."""
 
 
 class System(Model):
     kind: Literal["s3", "spark", "redshift", "postgres", "duckdb"]
+    """s3 object storage, spark compute, or a redshift, postgres or duckdb warehouse."""
     description: str = ""
+    """What the system is, in words."""
     throttle: Throttle = Throttle()
+    """The limits the runtime keeps to on this system; left out, it has none."""
 
 
 class SystemsFile(Model):
     systems: dict[str, System]
+    """Every system the project reads, runs on or loads into, by name (its Dagster pool's name)."""
 
     @field_validator("systems")
     @classmethod
@@ -83,12 +97,18 @@ class SystemsFile(Model):
 
 class Column(Model):
     name: str
+    """The column's name in the raw records (lower-case letters, digits and _)."""
     type: str = "string"
+    """Spark SQL type, e.g. bigint or decimal(18,2); a value that does not fit is quarantined."""
     nullable: bool = True
+    """false: a record with no value here is quarantined (a whole object: see on_contract_break)."""
     description: str = ""
-    # A double or float column takes NaN, Infinity and -Infinity only when this says so;
-    # otherwise a record holding one is quarantined with the reason.
+    """What the column holds, in words."""
     allow_nan: bool = False
+    (
+        "true: a double or float column takes NaN, Infinity and -Infinity; otherwise a record "
+        "holding one is quarantined with the reason."
+    )
 
     @field_validator("name")
     @classmethod
@@ -120,10 +140,15 @@ FLOATING_TYPES = ("double", "float", "real")
 
 class Replica(Model):
     name: str
+    """The replica's name: its route's name, and `replica:<name>` to mark it down."""
     system: str
+    """The system (systems.yaml) holding the replica's bucket; its limits pace reads of it."""
     bucket: str
+    """The S3 bucket holding the copy."""
     prefix: str
+    """Its folder in that bucket, e.g. customers/ (ending in / if the source is partitioned)."""
     cost: float = Field(default=1.0, gt=0)
+    """Its cost relative to the primary's 1; recovery takes the cheapest available path."""
 
     @field_validator("bucket")
     @classmethod
@@ -138,25 +163,44 @@ class Replica(Model):
 
 class Source(Model):
     system: str
+    """The system (systems.yaml) holding the bucket; its limits pace the ingest."""
     bucket: str
+    """The S3 bucket the raw objects land in."""
     prefix: str
+    """The source's folder in the bucket, e.g. orders/ (relative: no leading /)."""
     format: Literal["jsonl", "csv", "parquet"]
+    """How the objects are written: JSON lines, CSV (RFC 4180) or Parquet."""
     partition: str | None = None
+    """Daily folders under the prefix, e.g. dt={date} ({date}: YYYY-MM-DD); none: no days."""
     description: str = ""
+    """What the source holds, in words; its raw asset's description in Dagster."""
     owners: tuple[str, ...] = ()
+    """Who owns the source (`team:<name>` or an e-mail); shown on its raw asset."""
     columns: tuple[Column, ...]
+    """The declared schema: records are read with exactly these columns, plus the ingestion ones."""
     pii_columns: tuple[str, ...] = ()
+    """Columns holding personal data: masked in check samples, traced by `medallion trace-pii`."""
     csv_header: bool = True
-    encoding: str = "utf-8"  # of csv and jsonl objects; an object not valid in it is set aside
+    """true: each CSV object starts with a header row, read by name; false: in declared order."""
+    encoding: str = "utf-8"
+    (
+        "Text encoding of csv and jsonl objects (e.g. utf-8, utf-16, latin-1); an object not valid "
+        "in it is set aside."
+    )
     replicas: tuple[Replica, ...] = ()
-    # An object lacking a column declared nullable: false, or holding no value in it, breaks
-    # the contract: it is set aside whole, or (quarantine_rows) read and its rows quarantined.
+    """Copies of the source in other buckets, read when the primary one is down."""
     on_contract_break: Literal["set_aside", "quarantine_rows"] = "set_aside"
-    # A value with more decimal places than its decimal(p,s) column: quarantined, or rounded.
+    (
+        "An object lacking a column declared nullable: false, or holding no value in it: set aside "
+        "whole (set_aside), or read and its rows quarantined (quarantine_rows)."
+    )
     on_excess_scale: Literal["quarantine", "round"] = "quarantine"
-    # An object ingested before and gone from the source: its rows stay in bronze (keep), or
-    # are removed from it as an audited change of their own (propagate).
+    """A value with more decimal places than its decimal(p,s) column: quarantined, or rounded."""
     deletes: Literal["keep", "propagate"] = "keep"
+    (
+        "An object ingested before and gone from the source: its rows stay in bronze (keep), or "
+        "are removed from it as an audited change of their own (propagate)."
+    )
 
     _bucket = field_validator("bucket")(classmethod(lambda cls, v: check_bucket(v)))
     _prefix = field_validator("prefix")(classmethod(lambda cls, v: check_prefix(v)))
@@ -217,6 +261,7 @@ class Source(Model):
 
 class SourcesFile(Model):
     sources: dict[str, Source]
+    """The raw S3 sources by name; SQL reads one as raw.<name>."""
 
     @field_validator("sources")
     @classmethod
@@ -231,13 +276,28 @@ class SourcesFile(Model):
 
 class Target(Model):
     table: str
+    """The gold table loaded into the warehouse after it publishes."""
     system: str
+    """The warehouse system (systems.yaml: redshift, postgres or duckdb) it is loaded into."""
     warehouse_table: str
+    """The table in the warehouse, 'schema.table' (or a bare table name) in lower case."""
     mode: Literal["replace", "append", "merge"] = "replace"
+    (
+        "replace: every row is replaced; append: each new lake version is appended once; merge: "
+        "the rows of the staged keys are replaced. A daily partition's load replaces its day in "
+        "any mode."
+    )
     keys: tuple[str, ...] = ()
+    (
+        "Columns that identify a row: what merge replaces by (required for it); in any mode a key "
+        "held twice fails reconciliation."
+    )
     dist_key: str | None = None
+    """Redshift DISTKEY of the warehouse table when it is created; other warehouses ignore it."""
     sort_keys: tuple[str, ...] = ()
+    """Redshift SORTKEY of the warehouse table when it is created; other warehouses ignore it."""
     description: str = ""
+    """What the load is for, in words."""
 
     _table = field_validator("table")(classmethod(lambda cls, v: check_table_name(v)))
 
@@ -259,6 +319,7 @@ class Target(Model):
 
 class TargetsFile(Model):
     targets: tuple[Target, ...]
+    """The gold tables loaded into a warehouse, one entry per table."""
 
 
 # --- validation.yaml --------------------------------------------------------------------------
@@ -266,6 +327,7 @@ class TargetsFile(Model):
 
 class ValidationFile(Model):
     rule_sets: dict[str, tuple[Rule, ...]]
+    """Reusable lists of rules by name; a dataset applies a set with `checks: [<name>]`."""
 
 
 # --- datasets.yaml ----------------------------------------------------------------------------
@@ -273,17 +335,24 @@ class ValidationFile(Model):
 
 class Partitioning(Model):
     type: Literal["daily"] = "daily"
+    """One partition per day, the only kind: the table is built and loaded a day at a time."""
     column: str
+    """The date column holding each row's day; a day's build may write only rows of its day."""
     start: date
+    """The table's first day (YYYY-MM-DD); raw folders of earlier days are skipped."""
 
 
 class Alternate(Model):
     """Another producer of the same table: a SQL file reading other inputs, with a cost."""
 
     name: str
+    """The route's name, as `medallion control route` and `recovery-paths` show it."""
     sql: str
+    """Its SQL file, relative to sql/, e.g. alternates/silver/orders_from_backup.sql."""
     cost: float = Field(default=1.0, gt=0)
+    """Its cost relative to the primary's 1; recovery takes the cheapest available path."""
     description: str = ""
+    """When and why to use this producer, in words."""
 
 
 class Backup(Model):
@@ -291,9 +360,13 @@ class Backup(Model):
     table can be recovered by reading it, at a cost. Its columns must be this table's."""
 
     table: str
+    """The project table holding the copy (with this table's columns), read as it is published."""
     cost: float = Field(default=1.0, gt=0)
-    name: str | None = None  # the route's name; default backup_<layer>_<table>
+    """Its cost relative to the primary's 1; recovery takes the cheapest available path."""
+    name: str | None = None
+    """The route's name; default backup_<layer>_<table>."""
     description: str = ""
+    """What the copy is, in words."""
 
     @property
     def route_name(self) -> str:
@@ -302,17 +375,32 @@ class Backup(Model):
 
 class DatasetSettings(Model):
     description: str = ""
+    """What the table holds; its Dagster description (default: the SQL file's leading comments)."""
     criticality: Criticality | None = None
+    """How much it matters (step order, run priority, skip_below); default: default_criticality."""
     owners: tuple[str, ...] = ()
+    """Who owns the table (`team:<name>` or an e-mail); default: the project's owners."""
     tags: tuple[str, ...] = ()
+    """Labels (Dagster tags tag_<tag>) that select.tags and `--select tag:<tag>` pick tables by."""
     pii_columns: tuple[str, ...] = ()
+    """Columns holding personal data: masked in check samples, traced by `medallion trace-pii`."""
     partitions: Partitioning | None = None
+    """Daily partitions: built, checked and loaded a day at a time; none: built as a whole."""
     checks: tuple[str, ...] = ()
+    """Names of rule sets (validation.yaml) whose rules also apply to this table."""
     rules: tuple[Rule, ...] = ()
+    """This table's own validation rules, each an asset check run before the table publishes."""
     retry_policy: str | None = None
+    (
+        "Retry policy (policies.yaml) of its steps; default: its run's pipeline's, else the "
+        "project's."
+    )
     dialect: str | None = None
+    """SQL dialect of its file, over the project's; a first line `-- dialect: <name>` wins."""
     alternates: tuple[Alternate, ...] = ()
+    """Other SQL files that can produce the table when its primary route is down."""
     backups: tuple[Backup, ...] = ()
+    """Other project tables holding a copy of this one, read when it cannot be built."""
 
     _dialect = field_validator("dialect")(classmethod(lambda cls, v: check_dialect(v)))
     _owners = field_validator("owners")(classmethod(lambda cls, v: check_owners(v)))
@@ -327,6 +415,7 @@ class DatasetSettings(Model):
 
 class DatasetsFile(Model):
     datasets: dict[str, DatasetSettings]
+    """Settings per table, by '<layer>.<table>'; a table not listed takes the defaults."""
 
     @field_validator("datasets")
     @classmethod
@@ -341,14 +430,21 @@ class DatasetsFile(Model):
 
 class Exposure(Model):
     name: str
+    """The consumer's name; it is the lineage node exposure.<name>."""
     type: Literal["dashboard", "ml_model", "reverse_etl", "application", "report"]
+    """What kind of consumer it is (its Dagster asset's kind)."""
     description: str = ""
+    """What it is and who uses it, in words."""
     owners: tuple[str, ...]
+    """Who owns it (`team:<name>` or an e-mail); `medallion impact` names them."""
     criticality: Criticality = "normal"
+    """How much it matters; `medallion impact --fail-on` counts it."""
     depends_on: tuple[str, ...]
+    """The project tables it reads; it sits downstream of them in lineage and impact."""
     url: str | None = None
-    # "HH:MM" UTC: every day, what it reads must be ready by then (medallion simulate)
+    """Where to find it; shown in its Dagster asset's metadata."""
     deadline: str | None = None
+    """HH:MM (UTC) by which what it reads must be ready each day; `medallion simulate` checks it."""
 
     _name = field_validator("name")(classmethod(lambda cls, v: check_identifier(v)))
 
@@ -376,3 +472,4 @@ class Exposure(Model):
 
 class ExposuresFile(Model):
     exposures: tuple[Exposure, ...]
+    """Consumers outside the warehouse (dashboards, models, applications), as lineage nodes."""

@@ -60,7 +60,7 @@ def fields(model: type[BaseModel], prefix: str = "") -> Iterator[tuple[str, str,
         key = info.alias or name
         path = f"{prefix}{key}"
         annotation = info.annotation
-        meaning = (info.description or notes.get(name, "")).replace("|", "\\|")
+        meaning = " ".join((info.description or notes.get(name, "")).split()).replace("|", "\\|")
         yield path, _kind(annotation), _default(info), meaning
         for sub_prefix, sub in _nested(annotation, path):
             if sub is not model:
@@ -94,7 +94,8 @@ def _literal_kind(model: type[BaseModel]) -> str | None:
     info = model.model_fields.get("kind")
     if info is None:
         return None
-    values = typing.get_args(info.annotation) if typing.get_origin(info.annotation) is Literal else ()
+    literal = typing.get_origin(info.annotation) is Literal
+    values = typing.get_args(info.annotation) if literal else ()
     return "/".join(str(v) for v in values) or None
 
 
@@ -167,7 +168,7 @@ def _comments(model: type[BaseModel]) -> dict[str, str]:
         if not isinstance(node, ast.AnnAssign) or not isinstance(node.target, ast.Name):
             continue
         line = lines[node.lineno - 1]
-        above = []
+        above: list[str] = []
         number = node.lineno - 2
         while number >= 0 and lines[number].strip().startswith("#"):
             above.insert(0, lines[number].strip().lstrip("#").strip())

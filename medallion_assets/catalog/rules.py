@@ -28,11 +28,17 @@ SELF_PLACEHOLDER = "__medallion_checked_table__"
 
 
 class _Rule(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
+    # As ``base.Model``: a field's docstring is its description (the metadata reference).
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, str_strip_whitespace=True, use_attribute_docstrings=True
+    )
 
     name: str | None = None
+    """Its Dagster asset check's name; default: the kind and its columns, e.g. not_null_order_id."""
     severity: Severity = "error"
+    """error: a failure keeps the table from publishing; warn: recorded, and the table publishes."""
     description: str = ""
+    """What the check guards, in words; its Dagster description (default: a summary of the rule)."""
     if TYPE_CHECKING:  # each rule declares its own ``kind`` literal (the union's discriminator)
         kind: str
 
@@ -68,8 +74,11 @@ class _Rule(BaseModel):
 
 class RowCountRule(_Rule):
     kind: Literal["row_count"]
+    """row_count: fails when the table has fewer rows than min or more than max."""
     min: int | None = Field(default=None, ge=0)
+    """Fewest rows the table may have."""
     max: int | None = Field(default=None, ge=0)
+    """Most rows the table may have."""
 
     @model_validator(mode="after")
     def _bounds(self) -> RowCountRule:
@@ -82,6 +91,7 @@ class RowCountRule(_Rule):
 
 class _ColumnsRule(_Rule):
     columns: tuple[str, ...] = Field(min_length=1)
+    """The columns checked (unique: together, as one key)."""
 
     def referenced_columns(self) -> tuple[str, ...]:
         return self.columns
@@ -89,14 +99,17 @@ class _ColumnsRule(_Rule):
 
 class NotNullRule(_ColumnsRule):
     kind: Literal["not_null"]
+    """not_null: fails when a row has a null in any of its columns."""
 
 
 class UniqueRule(_ColumnsRule):
     kind: Literal["unique"]
+    """unique: fails when two rows share the values of its columns (a null counts as a value)."""
 
 
 class _ColumnRule(_Rule):
     column: str
+    """The column checked."""
 
     def referenced_columns(self) -> tuple[str, ...]:
         return (self.column,)
@@ -104,7 +117,9 @@ class _ColumnRule(_Rule):
 
 class AcceptedValuesRule(_ColumnRule):
     kind: Literal["accepted_values"]
+    """accepted_values: fails when a non-null value of the column is not among values."""
     values: tuple[str | int | float | bool, ...] = Field(min_length=1)
+    """The allowed values; quote codes YAML reads as booleans, e.g. "NO"."""
 
     @model_validator(mode="after")
     def _no_yaml_booleans_among_codes(self) -> AcceptedValuesRule:
@@ -120,10 +135,15 @@ class AcceptedValuesRule(_ColumnRule):
 
 class RangeRule(_ColumnRule):
     kind: Literal["range"]
+    """range: fails when a non-null value of the column is outside min..max."""
     min: float | None = None
+    """Lowest value allowed; none: no lower bound."""
     max: float | None = None
+    """Highest value allowed; none: no upper bound."""
     min_inclusive: bool = True
+    """true: min itself is allowed; false: values must be above it."""
     max_inclusive: bool = True
+    """true: max itself is allowed; false: values must be below it."""
 
     @model_validator(mode="after")
     def _bounds(self) -> RangeRule:
@@ -136,7 +156,9 @@ class RangeRule(_ColumnRule):
 
 class RegexRule(_ColumnRule):
     kind: Literal["regex"]
+    """regex: fails when a non-null value of the column does not match pattern."""
     pattern: str
+    """Regex each non-null value must match from its start (end it with $ for a full match)."""
 
     @field_validator("pattern")
     @classmethod
@@ -153,8 +175,11 @@ class FreshnessRule(_Rule):
     ``max_age_hours`` old when the table is checked."""
 
     kind: Literal["freshness"]
+    """freshness: fails when the newest value of column is more than max_age_hours old."""
     column: str | None = None
+    """Timestamp column whose newest value is measured; default _ingested_at (the last ingest)."""
     max_age_hours: float = Field(gt=0)
+    """How old, in hours, the newest value may be when the table is checked."""
 
     @property
     def timestamp_column(self) -> str:
@@ -171,14 +196,20 @@ class FreshnessRule(_Rule):
 
 class SchemaRule(_Rule):
     kind: Literal["schema"]
+    """schema: fails when a column the SQL derives is missing or has another type."""
     allow_new_nullable_columns: bool = True
+    """true: columns beyond the expected ones pass; false: a new column fails the check."""
 
 
 class ReferentialIntegrityRule(_Rule):
     kind: Literal["referential_integrity"]
+    """referential_integrity: fails when a non-null key of columns is missing from to_table."""
     columns: tuple[str, ...] = Field(min_length=1)
+    """This table's key columns."""
     to_table: str
+    """The project table the keys must exist in."""
     to_columns: tuple[str, ...] = Field(min_length=1)
+    """The columns of to_table that match columns, in the same order."""
 
     @model_validator(mode="after")
     def _same_width(self) -> ReferentialIntegrityRule:
@@ -198,7 +229,9 @@ class SqlAssertionRule(_Rule):
     other tables of the project by name (they must exist)."""
 
     kind: Literal["sql"]
+    """sql: fails when query returns rows (they are the failures)."""
     query: str
+    """Spark SQL SELECT reading the checked table as {table}; each row it returns is a failure."""
 
     @field_validator("query")
     @classmethod
@@ -237,14 +270,18 @@ class QuarantineRateRule(_Rule):
     """Bronze only: malformed records sent to quarantine, as a fraction of records read."""
 
     kind: Literal["quarantine_rate"]
+    """quarantine_rate (bronze only): fails when too large a fraction of records is malformed."""
     max_fraction: float = Field(ge=0, le=1)
+    """Largest fraction (0-1) of the records read that may be malformed, e.g. 0.005."""
 
 
 class ReconciliationRule(_Rule):
     """After a warehouse load: lake rows == warehouse rows (within ``tolerance`` rows)."""
 
     kind: Literal["reconciliation"]
+    """reconciliation (a target's table): fails when the rows loaded differ from the lake's."""
     tolerance: int = Field(default=0, ge=0)
+    """Rows by which warehouse and lake counts may differ; a key of the target held twice fails."""
 
 
 Rule = Annotated[

@@ -17,12 +17,15 @@ from medallion_assets.lineage.scan import ScanResult, scan_directory
 
 
 class _TableOrSubcommand(click.Group):
-    """``lineage scan DIR`` is a subcommand; anything else is ``lineage TABLE``."""
+    """``lineage scan DIR`` is a subcommand; anything else is ``lineage TABLE`` (the hidden
+    default command, which the command reference documents as ``lineage``)."""
+
+    default_command = "show"
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         wants_help = "--help" in args or "-h" in args
         if args and args[0] not in self.commands and not (args[0].startswith("-") and wants_help):
-            args = ["show", *args]
+            args = [self.default_command, *args]
         return super().parse_args(ctx, args)
 
 

@@ -1,5 +1,5 @@
 """``medallion settings``: every variable the runtime reads, its value in force, default and
-meaning; ``--format markdown`` prints the table the README documents them with."""
+meaning; ``--format markdown`` prints the table docs/reference/settings.md documents them with."""
 
 from __future__ import annotations
 

@@ -24,6 +24,7 @@ from medallion_assets.testing import read_table
 from tests.adapters.lineage_runs import lineage_runs
 from tests.conftest import copy_demo_project
 from tests.e2e import reference
+from tests.e2e.readme_tour import follow_the_tour
 from tests.lineage_receiver import check_event, lineage_receiver, openlineage_env
 
 pytestmark = pytest.mark.slow
@@ -396,3 +397,12 @@ def test_the_events_column_lineage_is_medallion_lineages(pipeline):
             assert found == expected, table
         compared += 1
     assert compared == len(pipeline["first"].results)
+
+
+def test_the_readme_tour_works_as_written_on_the_demo_that_ran(pipeline):
+    """Last in this file: it adds a table and edits the project's rules."""
+    import os
+
+    env = {**os.environ, "MEDALLION_SPARK_SHUFFLE_PARTITIONS": "2"}
+    env["DAGSTER_HOME"] = str(pipeline["instance"].root_directory)
+    follow_the_tour(pipeline["root"], env)
