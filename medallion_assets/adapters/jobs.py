@@ -85,18 +85,17 @@ def build_schedules(
     catalog: Catalog, jobs: list[dg.UnresolvedAssetJobDefinition], translator: DatasetTranslator
 ) -> list[dg.ScheduleDefinition]:
     """One schedule per pipeline job, on the pipeline's cron (a daily job at its time of day,
-    for the day that just ended). Each tick reads the kill switch: switched-off tables are left
+    for the day that just ended), stopped unless the pipeline says ``schedule_running: true``. Each tick reads the kill switch: switched-off tables are left
     out of the request, and a tick with nothing left to run is skipped with the reason."""
     by_name = {job.name: job for job in jobs}
     schedules: list[dg.ScheduleDefinition] = []
     for pipeline_id, pipeline in catalog.pipelines.items():
         if pipeline.schedule is None:
             continue
-        status = (
-            dg.DefaultScheduleStatus.RUNNING
-            if pipeline.enabled
-            else dg.DefaultScheduleStatus.STOPPED
-        )
+        # Stopped unless the pipeline asks to run from the start: opening the UI on a project
+        # launches nothing by itself (the control plane's sensors run; they launch no work).
+        running = pipeline.enabled and pipeline.schedule_running
+        status = dg.DefaultScheduleStatus.RUNNING if running else dg.DefaultScheduleStatus.STOPPED
         plain, daily = _split(catalog, catalog.pipeline_datasets(pipeline_id))
         if pipeline_id in by_name:
             schedules.append(

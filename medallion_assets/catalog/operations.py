@@ -219,9 +219,12 @@ class Pipeline(Model):
     description: str = ""
     """What the pipeline does; its jobs' description in Dagster and in exported flows."""
     enabled: bool = True
-    """false: its schedule starts stopped; `medallion export` and `simulate` leave it out."""
+    """false: its schedule stays stopped; `medallion export` and `simulate` leave it out."""
     schedule: str | None = None
     """Cron schedule (five fields, UTC) its runs start on; none: it runs only when launched."""
+    schedule_running: bool = False
+    """true: its schedule runs from the moment the code location loads; false: it waits, stopped,
+    for an operator to start it in the UI (a first `dagster dev` launches nothing by itself)."""
     owners: tuple[str, ...] = ()
     """Who owns the pipeline (`team:<name>` or an e-mail); the owner of its exported DAG."""
     tags: tuple[str, ...] = ()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import dagster as dg
@@ -269,3 +270,24 @@ def test_a_daily_schedule_requests_the_day_that_just_ended(defs, tmp_path, monke
     assert request.partition_key == "2026-11-20"
     assert request.tags["pipeline"] == "ingest"
     assert {".".join(k.path) for k in request.asset_selection} == {"bronze.user_events"}
+
+
+def test_schedules_wait_stopped_unless_their_pipeline_says_schedule_running(defs, demo_catalog):
+    """Opening the UI on a project launches nothing by itself: the demo's schedules are all
+    stopped; a pipeline with ``schedule_running: true`` (and enabled) starts running."""
+    from medallion_assets.adapters.jobs import build_jobs, build_schedules
+
+    assert {s.default_status for s in defs.schedules} == {dg.DefaultScheduleStatus.STOPPED}
+    pipelines = {
+        pid: p.model_copy(update={"schedule_running": pid == "ingest"})
+        for pid, p in demo_catalog.pipelines.items()
+    }
+    catalog = replace(demo_catalog, pipelines=pipelines)
+    running = {
+        s.name
+        for s in build_schedules(catalog, build_jobs(catalog), DatasetTranslator(catalog))
+        if s.default_status == dg.DefaultScheduleStatus.RUNNING
+    }
+    assert running == {"ingest_schedule", "ingest__daily_schedule"} & {
+        s.name for s in defs.schedules
+    }
