@@ -54,20 +54,29 @@ def control_state(tmp_path: Path) -> RuntimeState:
     return ControlStore.open(f"sqlite:///{tmp_path / 'control.db'}").state
 
 
-# The longest tests (one to three minutes each: whole pipelines on a cluster, through Spark
-# Connect, under Prefect, killed and resumed) start first. The two xdist workers then share
-# them from the start, instead of one worker running a three-minute test alone at the end
-# (pyproject's `--no-loadscope-reorder`: xdist would otherwise send the files with the most
-# tests first, whatever this order says).
+# The longest test files, longest first (by `--durations` of a CI run: whole pipelines on a
+# cluster, through Spark Connect, under Prefect, stopped, killed and resumed), start first.
+# The two xdist workers then share them from the start, instead of one worker running a
+# three-minute file alone at the end (pyproject's `--no-loadscope-reorder`: xdist would
+# otherwise send the files with the most tests first, whatever this order says).
 LONGEST_FIRST = (
-    "tests/e2e/",
+    "tests/e2e/test_pipeline.py",
+    "tests/e2e/test_stopping.py",
+    "tests/e2e/test_spark_connect_demo.py",
+    "tests/adapters/test_run_queue.py",
     "tests/adapters/test_exports.py",
     "tests/adapters/test_faults.py",
-    "tests/adapters/test_run_queue.py",
+    "tests/e2e/test_standalone_cluster.py",
     "tests/adapters/test_run_recovery.py",
     "tests/adapters/test_backfill.py",
+    "tests/adapters/test_runs.py",
+    "tests/e2e/",
 )
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    items.sort(key=lambda item: not item.nodeid.startswith(LONGEST_FIRST))
+    def rank(item: pytest.Item) -> int:
+        starts = [i for i, prefix in enumerate(LONGEST_FIRST) if item.nodeid.startswith(prefix)]
+        return starts[0] if starts else len(LONGEST_FIRST)
+
+    items.sort(key=rank)  # stable: within a file, the file's own order

@@ -105,6 +105,7 @@ def _launch(
     # What sbin/start-connect-server.sh runs (pyspark 4.1's package does not ship that script),
     # with the lake's jars and its catalog on the server, as a production server has them.
     from medallion_assets.jvm.jars import jar_folder
+    from medallion_assets.runtime.spark_session import QUICK_JIT
     from medallion_assets.settings import MedallionSettings
 
     script = spark_home() / "sbin" / "spark-daemon.sh"
@@ -119,6 +120,9 @@ def _launch(
         "--conf", f"spark.connect.grpc.binding.port={port}",
         "--conf", "spark.ui.enabled=false",
         "--conf", "spark.sql.session.timeZone=UTC",
+        # C1 only, as medallion's own local driver on a small machine: C2 compiling on 2 cores
+        # slowed the demo through this server by half.
+        "--driver-java-options", QUICK_JIT,
         "--jars", ",".join(str(j) for j in jars), *lake_conf,
     ]  # fmt: skip
     with (base / "launcher.log").open("wb") as output:

@@ -168,13 +168,15 @@ def _report(project: Path, summary: RunSummary, fail_on_blocked: bool) -> None:
     from medallion_assets.definitions import PACKAGE_PROJECT
 
     root = Path(project).resolve()
-    # workspace.yaml loads the package's own project unless MEDALLION_PROJECT names another.
+    # The code location loads the package's own project unless MEDALLION_PROJECT names another;
+    # a project without a workspace.yaml (a user's own) is loaded from the installed module.
     elsewhere = "" if root == PACKAGE_PROJECT else f"MEDALLION_PROJECT={root} "
+    workspace = root / "workspace.yaml"
+    where = f"-w {workspace}" if workspace.is_file() else "-m medallion_assets.definitions"
     click.echo(
         "\nOpen the asset graph, runs and checks in the Dagster UI:\n"
         f"  {elsewhere}DAGSTER_HOME={dagster_home(project)} "
-        f"{Path(sys.executable).parent / 'dagster'} dev "
-        f"-w {Path(project).resolve() / 'workspace.yaml'}\n"
+        f"{Path(sys.executable).parent / 'dagster'} dev {where}\n"
         "  then browse http://127.0.0.1:3000"
     )
 

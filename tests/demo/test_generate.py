@@ -7,6 +7,7 @@ generator's own encoder.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
@@ -379,10 +380,15 @@ def test_demo_data_command_refuses_an_s3_target_with_a_bucket(demo_project: Path
 def test_demo_data_command_writes_to_the_s3_endpoint_creating_the_buckets(
     demo_project: Path, s3_server: S3Server, s3_env: dict[str, str]
 ):
+    client = s3_server.client()
+    for bucket in ("theworldshop-raw", "theworldshop-vendor-drop"):  # another test's objects
+        with contextlib.suppress(client.exceptions.NoSuchBucket):  # (the server is shared)
+            for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket):
+                for found in page.get("Contents", []):
+                    client.delete_object(Bucket=bucket, Key=found["Key"])
     args = ["--rows", "50", "--days", "1", "--target", "s3://", "--project", str(demo_project)]
     result = CliRunner().invoke(demo_data, args)
     assert result.exit_code == 0, result.output
-    client = s3_server.client()
     listing = client.list_objects_v2(Bucket="theworldshop-vendor-drop")
     assert [o["Key"] for o in listing["Contents"]] == [
         "address-validation/batch=0001/part-00000.csv"

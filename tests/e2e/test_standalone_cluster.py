@@ -24,6 +24,7 @@ from medallion_assets.catalog import load_catalog
 from medallion_assets.demo import DemoSettings, generate, write_files
 from medallion_assets.io.object_store import Boto3ObjectStore
 from medallion_assets.jvm.jars import MANIFEST, jar_folder
+from medallion_assets.runtime.spark_session import QUICK_JIT
 from medallion_assets.settings import MedallionSettings
 from medallion_assets.testing import read_table
 from tests.conftest import copy_demo_project
@@ -96,11 +97,22 @@ def test_the_demo_runs_on_two_workers_that_cannot_see_the_driver_files_and_equal
     gold = sorted(n for n in catalog.datasets if n.startswith("gold."))
     assert gold
 
+    # The driver's and the executors' JVMs compile with C1 only, as medallion's local driver
+    # does on a small machine (its own setting for the driver; Spark's defaults file, which
+    # the driver's spark-submit reads, for the executors): C2 on these 2 cores slowed the run.
+    defaults = tmp_path / "spark-conf"
+    defaults.mkdir()
+    (defaults / "spark-defaults.conf").write_text(f"spark.executor.extraJavaOptions {QUICK_JIT}\n")
     with running_spark_cluster(tmp_path / "cluster", workers=2, hide=driver) as cluster:
         medallion = str(Path(sys.executable).parent / "medallion")
         done = subprocess.run(
             [medallion, "run", "--project", str(root)],
-            env={**env, "MEDALLION_SPARK_MASTER": cluster.master_url},
+            env={
+                **env,
+                "MEDALLION_SPARK_MASTER": cluster.master_url,
+                "MEDALLION_SPARK_JIT": "quick",
+                "SPARK_CONF_DIR": str(defaults),
+            },
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
