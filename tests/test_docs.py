@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from medallion_assets.catalog.metadata_files import METADATA_FILES
-from medallion_assets.catalog.reference import fields, metadata_reference
+from medallion_assets.catalog.reference import SCHEMAS, fields, json_schemas, metadata_reference
 from medallion_assets.cli import cli
 from medallion_assets.cli.reference import settings_reference
 from tests.conftest import copy_demo_project
@@ -53,6 +53,22 @@ def test_the_references_are_what_their_generators_write(name, generate):
     written, generated = (REPO / "docs" / "reference" / name).read_text(), generate()
     diff = "".join(difflib.unified_diff(written.splitlines(True), generated.splitlines(True)))
     assert written == generated, f"docs/reference/{name} is stale: run {REGENERATE}\n{diff}"
+
+
+def test_the_json_schemas_shipped_are_what_the_models_give_and_take_the_demos_files():
+    import json
+
+    import jsonschema
+    import yaml
+
+    generated = json_schemas()
+    shipped = {p.name: p.read_text() for p in SCHEMAS.glob("*.schema.json")}
+    assert shipped == generated, f"stale: run {REGENERATE}"
+    for name, text in generated.items():
+        demo = REPO / "metadata" / name.replace(".schema.json", ".yaml")
+        # as an editor's YAML 1.2 reads it: a date is text
+        document = json.loads(json.dumps(yaml.safe_load(demo.read_text()), default=str))
+        jsonschema.validate(document, json.loads(text))
 
 
 def test_every_metadata_field_is_explained():

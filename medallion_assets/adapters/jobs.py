@@ -85,8 +85,9 @@ def build_schedules(
     catalog: Catalog, jobs: list[dg.UnresolvedAssetJobDefinition], translator: DatasetTranslator
 ) -> list[dg.ScheduleDefinition]:
     """One schedule per pipeline job, on the pipeline's cron (a daily job at its time of day,
-    for the day that just ended), stopped unless the pipeline says ``schedule_running: true``. Each tick reads the kill switch: switched-off tables are left
-    out of the request, and a tick with nothing left to run is skipped with the reason."""
+    for the day that just ended), stopped unless the pipeline says ``schedule_running: true``.
+    Each tick reads the kill switch: switched-off tables are left out of the request, and a
+    tick with nothing left to run is skipped with the reason."""
     by_name = {job.name: job for job in jobs}
     schedules: list[dg.ScheduleDefinition] = []
     for pipeline_id, pipeline in catalog.pipelines.items():

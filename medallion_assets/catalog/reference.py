@@ -4,7 +4,8 @@ field's description, else the comment beside it in the model's source), then an 
 
     python -m medallion_assets.catalog.reference docs/reference/metadata.md
 
-writes it; a test fails when the file in the repository is not what this generates.
+writes it, and the JSON Schema of each file into the package (``catalog/schemas/``, for
+editors); a test fails when a file in the repository is not what this generates.
 """
 
 from __future__ import annotations
@@ -191,12 +192,35 @@ def _excerpt(text: str, most: int = 40) -> str:
     return "\n".join([*lines[:cut], "# ..."])
 
 
+SCHEMAS = Path(__file__).resolve().parent / "schemas"  # shipped in the package
+
+
+def json_schemas() -> dict[str, str]:
+    """File name -> the JSON Schema of each metadata file, for editors (a YAML file's first
+    line ``# yaml-language-server: $schema=<path>`` makes VS Code complete and check it)."""
+    import json
+
+    found = {}
+    for stem, model in METADATA_FILES.items():
+        schema = {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$id": f"medallion_assets/catalog/schemas/{stem}.schema.json",
+            **model.model_json_schema(),
+            "title": f"metadata/{stem}.yaml",
+        }
+        found[f"{stem}.schema.json"] = json.dumps(schema, indent=2, sort_keys=True) + "\n"
+    return found
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print("usage: python -m medallion_assets.catalog.reference OUT.md", file=sys.stderr)
         return 2
     root = Path(__file__).resolve().parents[2]
     Path(argv[0]).write_text(metadata_reference(root))
+    SCHEMAS.mkdir(exist_ok=True)
+    for name, text in json_schemas().items():
+        (SCHEMAS / name).write_text(text)
     return 0
 
 
