@@ -12,7 +12,7 @@ import functools
 import re
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
 from sqlglot import exp
 from sqlglot.errors import ParseError
 
@@ -74,6 +74,12 @@ class Model(BaseModel):
     model_config = ConfigDict(
         extra="forbid", frozen=True, str_strip_whitespace=True, use_attribute_docstrings=True
     )
+
+
+def example(**values: JsonValue) -> ConfigDict:
+    """A model's example: error messages show it as the shape to write, and editors show it
+    from the JSON Schema (``examples``)."""
+    return ConfigDict(json_schema_extra={"examples": [values]})
 
 
 def check_dialect(value: str | None) -> str | None:

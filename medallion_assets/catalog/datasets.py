@@ -204,6 +204,8 @@ def _alternates(
             )
         raw = {f"raw.{s}" for s in known.sources}
         for upstream in lineage.sources:
+            if upstream.startswith("raw.") and not known.sources_loaded:
+                continue
             if upstream == name or (upstream not in tables and upstream not in raw):
                 issues.append(
                     CatalogIssue(

@@ -69,7 +69,7 @@ def _load(root: Path, use_cache: bool) -> Catalog:
 
     cache = LineageCache(root / CACHE_DIR) if use_cache else None
     primary = analyze([f for _, f in sql.primary], base_schema, cache=cache, save_cache=False)
-    tables, table_issues = _tables(sql, primary, sources)
+    tables, table_issues = _tables(sql, primary, sources, sources_file is not None)
     issues.extend(table_issues)
     issues.extend(_duplicate_columns(tables))
     derived = {t: fl.output_schema() for t, (_, fl) in tables.items()}
@@ -86,6 +86,7 @@ def _load(root: Path, use_cache: bool) -> Catalog:
     known = KnownNames(
         datasets={t: (tuple(s) if s is not None else None) for t, s in derived.items()},
         sources={name: tuple(c.name for c in s.columns) for name, s in sources.items()},
+        sources_loaded=sources_file is not None,
     )
     issues.extend(ReferenceChecker(files, known).check_all())
     datasets, dataset_issues = build_datasets(files, project, tables, sql, alternates, known)
@@ -105,7 +106,7 @@ def _raw_schema(source: models.Source) -> dict[str, str]:
 
 
 def _tables(
-    sql: ProjectSql, analysis: Analysis, sources: dict[str, models.Source]
+    sql: ProjectSql, analysis: Analysis, sources: dict[str, models.Source], sources_loaded: bool
 ) -> tuple[dict[str, tuple[SqlFile, FileLineage]], list[CatalogIssue]]:
     """Dataset name -> (file, lineage); issues for SQL errors, misnamed targets, duplicates,
     unknown tables and cycles."""
@@ -157,6 +158,8 @@ def _tables(
     raw = {f"raw.{name}" for name in sources}
     for name, (sql_file, lineage) in tables.items():
         for source in lineage.sources:
+            if source.startswith("raw.") and not sources_loaded:
+                continue  # sources.yaml did not validate: its own problems are said instead
             if source not in tables and source not in raw:
                 issues.append(_unknown_table(sql_file.label, source, tables, raw))
         issues.extend(

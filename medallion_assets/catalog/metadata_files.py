@@ -8,12 +8,10 @@ from __future__ import annotations
 
 import difflib
 import re
-import types
-import typing
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar, Union
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
@@ -21,6 +19,7 @@ from pydantic_core import ErrorDetails
 from medallion_assets.catalog import models, operations
 from medallion_assets.catalog.errors import CatalogError, CatalogIssue
 from medallion_assets.catalog.rules import RULE_KINDS
+from medallion_assets.catalog.shapes import annotation_at, example, shape, unwrap
 from medallion_assets.catalog.yaml_source import Loc, YamlDocument, read_yaml
 
 # file stem -> (model, top-level key holding the content, empty value when the file is absent)
@@ -185,7 +184,29 @@ def _explain(item: ErrorDetails, loc: Loc, model: type[BaseModel]) -> tuple[str,
         return str(item["msg"]).removeprefix("Value error, "), ""
     if kind in _STRICT_TYPES:
         return _strict_type(kind, item.get("input"), loc)
-    return f"{item['msg']} (got {item.get('input')!r})", "give a value of the expected type"
+    return _wrong_shape(item, loc, model)
+
+
+def _wrong_shape(item: ErrorDetails, loc: Loc, model: type[BaseModel]) -> tuple[str, str]:
+    """What the field expects, in the project's words, and a line of that shape."""
+    annotation = annotation_at(model, loc)
+    if annotation is None:
+        return f"{item['msg']} (got {_what(item.get('input'))})", "see docs/reference/metadata.md"
+    key = next((str(p) for p in reversed(loc) if isinstance(p, str)), "")
+    line = example(annotation, "" if loc and isinstance(loc[-1], int) else key)
+    return f"expected {shape(annotation)}, got {_what(item.get('input'))}", f"e.g. {line}"
+
+
+def _what(value: object) -> str:
+    if isinstance(value, dict):
+        return f"a mapping of {', '.join(map(str, list(value)[:3]))}" if value else "{}"
+    if isinstance(value, list | tuple):
+        return f"a list of {len(value)}" if value else "[]"
+    if value is None:
+        return "nothing"
+    if isinstance(value, str):
+        return f"the text {value[:60]!r}"
+    return f"{type(value).__name__} {value!r}"
 
 
 # Pydantic's error types for a scalar of the wrong YAML type, and what the field wants.
@@ -229,41 +250,10 @@ def _reads_as(kind: str, text: str) -> bool:
 
 def _allowed_keys(model: type[BaseModel], loc: Loc) -> list[str]:
     """Field names of the model found at ``loc`` inside ``model``; [] when it can't be told."""
-    current: object = model
-    for part in loc:
-        current = _unwrap(current)
-        if isinstance(current, type) and issubclass(current, BaseModel):
-            field = current.model_fields.get(str(part))
-            if field is None:
-                return []
-            current = field.annotation
-            continue
-        origin = typing.get_origin(current)
-        args = typing.get_args(current)
-        if origin in (tuple, list) and args:
-            current = args[0]
-        elif origin is dict and len(args) == 2:
-            current = args[1]
-        else:
-            return []
-    current = _unwrap(current)
+    current = unwrap(annotation_at(model, loc))
     if isinstance(current, type) and issubclass(current, BaseModel):
         return list(current.model_fields)
     return []
-
-
-def _unwrap(annotation: object) -> object:
-    """Strip ``Annotated`` and ``X | None``; a union of several models yields no single model."""
-    while True:
-        if typing.get_origin(annotation) is typing.Annotated:
-            annotation = typing.get_args(annotation)[0]
-            continue
-        if typing.get_origin(annotation) in (Union, types.UnionType):
-            members = [a for a in typing.get_args(annotation) if a is not type(None)]
-            if len(members) == 1:
-                annotation = members[0]
-                continue
-        return annotation
 
 
 def read_control_file(root: Path) -> operations.ControlFile:

@@ -27,6 +27,7 @@ from medallion_assets.catalog.base import (
     check_partition,
     check_prefix,
     check_table_name,
+    example,
     java_charset,
 )
 from medallion_assets.catalog.names import (
@@ -61,6 +62,8 @@ class ProjectFile(Model):
 
 
 class Throttle(Model):
+    model_config = example(max_concurrent_jobs=4, requests_per_second=100)
+
     max_concurrent_jobs: int | None = Field(default=None, ge=1)
     """Steps using the system at once over all runs (its Dagster pool's limit); none: no limit."""
     rows_per_second: float | None = Field(default=None, gt=0)
@@ -72,6 +75,10 @@ class Throttle(Model):
 
 
 class System(Model):
+    model_config = example(
+        kind="s3", description="Landing bucket", throttle={"max_concurrent_jobs": 8}
+    )
+
     kind: Literal["s3", "spark", "redshift", "postgres", "duckdb"]
     """s3 object storage, spark compute, or a redshift, postgres or duckdb warehouse."""
     description: str = ""
@@ -96,6 +103,8 @@ class SystemsFile(Model):
 
 
 class Column(Model):
+    model_config = example(name="id", type="bigint", nullable=False)
+
     name: str
     """The column's name in the raw records (lower-case letters, digits and _)."""
     type: str = "string"
@@ -139,6 +148,14 @@ FLOATING_TYPES = ("double", "float", "real")
 
 
 class Replica(Model):
+    model_config = example(
+        name="sales_replica",
+        system="s3_replica",
+        bucket="my-bucket-replica",
+        prefix="sales/",
+        cost=2.5,
+    )
+
     name: str
     """The replica's name: its route's name, and `replica:<name>` to mark it down."""
     system: str
@@ -162,6 +179,15 @@ class Replica(Model):
 
 
 class Source(Model):
+    model_config = example(
+        system="s3_raw",
+        bucket="my-bucket",
+        prefix="sales/",
+        format="jsonl",
+        partition="dt={date}",
+        columns=[{"name": "id", "type": "bigint", "nullable": False}],
+    )
+
     system: str
     """The system (systems.yaml) holding the bucket; its limits pace the ingest."""
     bucket: str
@@ -275,6 +301,10 @@ class SourcesFile(Model):
 
 
 class Target(Model):
+    model_config = example(
+        table="gold.sales", system="warehouse", warehouse_table="analytics.sales"
+    )
+
     table: str
     """The gold table loaded into the warehouse after it publishes."""
     system: str
@@ -334,6 +364,8 @@ class ValidationFile(Model):
 
 
 class Partitioning(Model):
+    model_config = example(column="order_date", start="2026-01-01")
+
     type: Literal["daily"] = "daily"
     """One partition per day, the only kind: the table is built and loaded a day at a time."""
     column: str
@@ -343,6 +375,8 @@ class Partitioning(Model):
 
 
 class Alternate(Model):
+    model_config = example(name="from_backup", sql="alternates/silver/orders.sql", cost=2)
+
     """Another producer of the same table: a SQL file reading other inputs, with a cost."""
 
     name: str
@@ -356,6 +390,8 @@ class Alternate(Model):
 
 
 class Backup(Model):
+    model_config = example(table="silver.orders_snapshot", cost=3)
+
     """A project table holding a copy of this one (a snapshot, another region's build): the
     table can be recovered by reading it, at a cost. Its columns must be this table's."""
 
@@ -374,6 +410,8 @@ class Backup(Model):
 
 
 class DatasetSettings(Model):
+    model_config = example(criticality="high", owners=["team:sales"], checks=["orders"])
+
     description: str = ""
     """What the table holds; its Dagster description (default: the SQL file's leading comments)."""
     criticality: Criticality | None = None
@@ -429,6 +467,10 @@ class DatasetsFile(Model):
 
 
 class Exposure(Model):
+    model_config = example(
+        name="sales_dashboard", type="dashboard", owners=["team:sales"], depends_on=["gold.sales"]
+    )
+
     name: str
     """The consumer's name; it is the lineage node exposure.<name>."""
     type: Literal["dashboard", "ml_model", "reverse_etl", "application", "report"]

@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from medallion_assets.catalog.base import Criticality, Layer, Model, check_identifier
+from medallion_assets.catalog.base import Criticality, Layer, Model, check_identifier, example
 from medallion_assets.catalog.cron import check_cron
 from medallion_assets.catalog.names import check_owners, check_pipeline_id
 
@@ -126,6 +126,10 @@ class PoliciesFile(Model):
 
 
 class ControlFlag(Model):
+    model_config = example(
+        scope="dataset", name="silver.orders", enabled=False, reason="vendor outage"
+    )
+
     scope: Literal["pipeline", "layer", "dataset", "source", "target"]
     """What the flag switches: a pipeline, a layer, a dataset, a source or a target."""
     name: str
@@ -152,6 +156,8 @@ _DEFAULT_PRIORITY: dict[Criticality, int] = {"critical": 3, "high": 2, "normal":
 
 
 class ProfileSettings(Model):
+    model_config = example(max_concurrent_runs=2)
+
     max_concurrent_runs: int = Field(ge=1)
     """Most runs under this profile that the run queue starts at once."""
     criticality_priority: dict[Criticality, int] = Field(
@@ -171,6 +177,8 @@ class ProfileSettings(Model):
 
 
 class Profile(Model):
+    model_config = example(settings={"max_concurrent_runs": 2})
+
     description: str = ""
     """What the profile is for, in words."""
     settings: ProfileSettings
@@ -199,6 +207,8 @@ class ProfilesFile(Model):
 
 
 class PipelineSelection(Model):
+    model_config = example(layers=["bronze", "silver"])
+
     layers: tuple[Layer, ...] = ()
     """Every table of these layers."""
     tags: tuple[str, ...] = ()
@@ -214,6 +224,10 @@ class PipelineSelection(Model):
 
 
 class Pipeline(Model):
+    model_config = example(
+        id="daily_sales", schedule="0 6 * * *", select={"layers": ["bronze", "silver", "gold"]}
+    )
+
     id: str
     """Its id: names its Dagster jobs and schedules, and `pipeline:<id>` in the kill switch."""
     description: str = ""

@@ -45,6 +45,7 @@ class KnownNames:
 
     datasets: Mapping[str, tuple[str, ...] | None]  # None: columns unknown (unexpanded star)
     sources: Mapping[str, tuple[str, ...]]
+    sources_loaded: bool = True  # false: sources.yaml did not validate (its problems are said)
 
 
 def _suggest(name: str, candidates: Iterable[str]) -> str:
@@ -366,9 +367,10 @@ class ReferenceChecker:
         targets = self._model("targets")
         pools: dict[str, Iterable[str]] = {
             "dataset": self.known.datasets,
-            "source": self.known.sources,
             "layer": ("bronze", "silver", "gold"),
         }
+        if self.known.sources_loaded:
+            pools["source"] = self.known.sources
         if isinstance(pipelines, PipelinesFile):
             pools["pipeline"] = [p.id for p in pipelines.pipelines]
         if isinstance(targets, TargetsFile):

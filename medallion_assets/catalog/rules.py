@@ -98,6 +98,11 @@ class _ColumnsRule(_Rule):
 
 
 class NotNullRule(_ColumnsRule):
+    # The rule an error message shows as the shape to write (see base.example).
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"kind": "not_null", "columns": ["id"]}]}
+    )
+
     kind: Literal["not_null"]
     """not_null: fails when a row has a null in any of its columns."""
 
