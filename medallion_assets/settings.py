@@ -381,6 +381,19 @@ class MedallionSettings(BaseModel):
         return f"duckdb:///{self.state_home / 'warehouse.duckdb'}"
 
     @property
+    def warehouse_kind(self) -> str:
+        """The kind of the warehouse in force (duckdb, postgres, redshift), as Dagster's asset
+        kinds name it; what a target's system says is its intent, this is where loads go.
+
+        >>> MedallionSettings.from_env({}).warehouse_kind
+        'duckdb'
+        >>> MedallionSettings.from_env({"MEDALLION_WAREHOUSE_URL": "postgresql://h/db"}).warehouse_kind
+        'postgres'
+        """
+        scheme = self.effective_warehouse_url.partition("://")[0].lower()
+        return "postgres" if scheme in ("postgresql", "postgres") else scheme
+
+    @property
     def effective_control_url(self) -> str:
         """The control store URL in force."""
         if self.control_url:

@@ -28,8 +28,14 @@ from medallion_assets.adapters.openlineage_events import StepLineage
 from medallion_assets.adapters.retry import Audit, heal_and_retry
 from medallion_assets.adapters.step_order import below_profile
 from medallion_assets.adapters.threads import step_interrupted
-from medallion_assets.adapters.translator import DatasetTranslator, step_name, table_key
+from medallion_assets.adapters.translator import (
+    DatasetTranslator,
+    step_name,
+    table_key,
+    table_schema,
+)
 from medallion_assets.catalog import Catalog, Dataset
+from medallion_assets.catalog.describe import column_descriptions
 from medallion_assets.checks.results import ChecksFailed
 from medallion_assets.control.engine import ControlStoreError
 from medallion_assets.control.plane import ControlPlane
@@ -273,6 +279,12 @@ def skip(
     )
 
 
+def published_schema(run: TableRun) -> dg.TableSchema:
+    """The columns of the table as published, with their types and descriptions."""
+    name = run.dataset.name
+    return table_schema(run.lake.schema(name), column_descriptions(run.catalog, name))
+
+
 def materialize_dataset(
     context: dg.AssetExecutionContext,
     runner: TableRunner,
@@ -294,13 +306,16 @@ def materialize_dataset(
             raise blocked(failed) from failed
     checks = [c for o in outcomes for c in o.checks]
     results = list(check_results(dataset, checks, selected_checks(context)))
+    # The published table's own columns and types: the UI shows them on the asset.
+    schema = {"dagster/column_schema": published_schema(run)}
     if len(outcomes) == 1:
         (outcome,) = outcomes
         yield dg.MaterializeResult(
             data_version=dg.DataVersion(outcome.version.version_id),
-            metadata=outcome.metadata,  # mappings and lists show as JSON
+            metadata={**outcome.metadata, **schema},  # mappings and lists show as JSON
             check_results=results,
         )
     else:
-        yield dg.MaterializeResult(metadata=combined_metadata(outcomes), check_results=results)
+        metadata = {**combined_metadata(outcomes), **schema}
+        yield dg.MaterializeResult(metadata=metadata, check_results=results)
     raise_on_blocking(dataset, checks)

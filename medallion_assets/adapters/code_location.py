@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -32,6 +33,7 @@ from medallion_assets.adapters.step_order import executor_for
 from medallion_assets.adapters.translator import DatasetTranslator
 from medallion_assets.catalog import Catalog, load_catalog
 from medallion_assets.runtime.table_runner import TableRunner
+from medallion_assets.settings import MedallionSettings
 
 
 def build_definitions(
@@ -48,7 +50,10 @@ def build_definitions(
     """
     with collector_paused():
         catalog = load_catalog(project_root)
-        defs = definitions_for(catalog, translator_class(catalog), runner=runner)
+        # The kinds of warehouse-loaded tables say where loads go now (DuckDB on the defaults).
+        warehouse = MedallionSettings.from_env(os.environ, project_root).warehouse_kind
+        translator = translator_class(catalog, warehouse_kind=warehouse)
+        defs = definitions_for(catalog, translator, runner=runner)
         defs.resolve_asset_graph()
         defs.resolve_all_job_defs()  # cached on defs: the code server's own call reuses it
     return defs

@@ -258,7 +258,7 @@ def build_table(
     with project_instance(project_root, profiles=catalog.profiles) as instance:
         mark_lost_runs_failed(instance, log)
         apply_pool_limits(instance, system_limits(catalog), log)
-        defs = definitions_for(catalog, DatasetTranslator(catalog))
+        defs = definitions_for(catalog, DatasetTranslator(catalog, settings.warehouse_kind))
         plane = ControlPlane.of(settings)
         plane.store()
         priority = priority_of(catalog, plane, [table], ALL)
@@ -286,7 +286,7 @@ def _run(
 ) -> RunSummary:
     mark_lost_runs_failed(instance, log)
     apply_pool_limits(instance, system_limits(catalog), log)
-    translator = DatasetTranslator(catalog)
+    translator = DatasetTranslator(catalog, settings.warehouse_kind)
     defs = definitions_for(catalog, translator)
     daily = [n for n, d in catalog.datasets.items() if d.settings.partitions is not None]
     plain = [n for n in catalog.datasets if n not in daily]

@@ -6,9 +6,12 @@ and tested without Spark. Subclass ``DatasetTranslator`` to change keys, groups 
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 import dagster as dg
 
 from medallion_assets.catalog import Catalog, Dataset
+from medallion_assets.catalog.describe import column_descriptions
 from medallion_assets.catalog.models import Exposure, Source
 from medallion_assets.catalog.rules import Rule
 
@@ -22,6 +25,23 @@ def rule_summary(rule: Rule) -> str:
     shown = ", ".join(f"{k}={v}" for k, v in fields.items() if v not in (None, [], ()))
     blocking = "blocks publishing" if rule.blocking else "warns"
     return f"{rule.kind}({shown}); {blocking} when it fails"
+
+
+def table_schema(
+    columns: Sequence[tuple[str, str | None]], descriptions: Mapping[str, str]
+) -> dg.TableSchema:
+    """Dagster's column schema: each column's type (blank where the SQL does not tell it
+    before a run; a materialization carries the published table's) and description."""
+    return dg.TableSchema(
+        columns=[
+            dg.TableColumn(
+                name,
+                "" if kind in (None, "unknown") else kind,
+                description=descriptions.get(name) or None,
+            )
+            for name, kind in columns
+        ]
+    )
 
 
 def table_key(table: str) -> dg.AssetKey:
@@ -40,8 +60,12 @@ def step_table(step_key: str | None) -> str:
 
 
 class DatasetTranslator:
-    def __init__(self, catalog: Catalog):
+    def __init__(self, catalog: Catalog, warehouse_kind: str | None = None):
+        """``warehouse_kind``: the warehouse in force (``MedallionSettings.warehouse_kind``);
+        None: each target's system kind."""
         self.catalog = catalog
+        self.warehouse_kind = warehouse_kind
+        self._descriptions: dict[str, dict[str, str]] = {}
         # Tables PII reaches unhashed: tagged pii even when the metadata does not say so.
         self._pii_tables = {
             r.column.rsplit(".", 1)[0] for r in catalog.lineage.pii_trace() if r.exposed
@@ -117,11 +141,11 @@ class DatasetTranslator:
         return tags
 
     def kinds(self, dataset: Dataset) -> set[str]:
-        kinds = {"spark", "parquet"}
+        kinds = {"spark", "iceberg"}
         if dataset.layer == "bronze":
             kinds.add("s3")
         if dataset.target is not None:
-            kind = self.catalog.systems[dataset.target.system].kind
+            kind = self.warehouse_kind or self.catalog.systems[dataset.target.system].kind
             kinds.add(kind if kind in WAREHOUSE_KINDS else "warehouse")
         return kinds
 
@@ -140,8 +164,9 @@ class DatasetTranslator:
             "sql": dg.MetadataValue.md(f"```sql\n{dataset.sql.strip()}\n```"),
             "sql_path": dataset.sql_path,
             "dialect": dataset.dialect,
-            "dagster/column_schema": dg.TableSchema(
-                columns=[dg.TableColumn(c.column, c.type or "unknown") for c in columns]
+            "dagster/column_schema": table_schema(
+                [(c.column, c.type) for c in columns],
+                column_descriptions(self.catalog, dataset.name, self._descriptions),
             ),
             "dagster/column_lineage": dg.TableColumnLineage(deps_by_column=lineage),
         }
@@ -171,8 +196,9 @@ class DatasetTranslator:
             metadata={
                 "location": f"s3://{source.bucket}/{source.prefix}",
                 "partition": source.partition or "",
-                "dagster/column_schema": dg.TableSchema(
-                    columns=[dg.TableColumn(c.name, c.type) for c in source.columns]
+                "dagster/column_schema": table_schema(
+                    [(c.name, c.type) for c in source.columns],
+                    {c.name: c.description for c in source.columns},
                 ),
             },
         )

@@ -9,6 +9,41 @@ from typing import Any
 from medallion_assets.catalog.catalog import Catalog, Dataset
 
 
+def column_descriptions(
+    catalog: Catalog, table: str, known: dict[str, dict[str, str]] | None = None
+) -> dict[str, str]:
+    """Column -> description of ``table``: a source's from sources.yaml; a column taken from
+    one upstream column, unchanged or under its own name (a cast, a trim), keeps that column's
+    description, layer after layer. ``known`` keeps what was found, for a caller asking about
+    many tables.
+
+    >>> from medallion_assets.catalog import load_catalog
+    >>> column_descriptions(load_catalog("."), "silver.orders_usd")["order_ts"]
+    'When the order was placed (UTC).'
+    """
+    return _descriptions(catalog, table, {} if known is None else known)
+
+
+def _descriptions(catalog: Catalog, table: str, known: dict[str, dict[str, str]]) -> dict[str, str]:
+    if table in known:
+        return known[table]
+    found: dict[str, str] = {}
+    if table.startswith("raw."):
+        source = catalog.sources.get(table[4:])
+        found = {c.name: c.description for c in source.columns if c.description} if source else {}
+    elif table in catalog.datasets:
+        for column in catalog.datasets[table].columns:
+            if len(column.sources) != 1:
+                continue
+            upstream, name = column.sources[0].rsplit(".", 1)
+            if column.transform in ("direct", "star") or name == column.column:
+                said = _descriptions(catalog, upstream, known).get(name)
+                if said:
+                    found[column.column] = said
+    known[table] = found
+    return found
+
+
 def describe(catalog: Catalog) -> dict[str, Any]:
     return {
         "project": catalog.project.name,

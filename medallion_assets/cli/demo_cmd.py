@@ -57,20 +57,40 @@ _DEFAULTS = DemoSettings()
     "created if missing. Default: where the runtime reads raw data ($MEDALLION_S3_ENDPOINT, "
     "else $MEDALLION_S3_LOCAL_ROOT, else <project>/.medallion/s3).",
 )
+@click.option(
+    "--with-vendor-errors",
+    is_flag=True,
+    help="The vendor's address feed writes 'UK' for some GB addresses, as real feeds do: the ISO "
+    "country check blocks silver.addresses_validated (by default the feed is clean and every "
+    "table builds).",
+)
 @project_option
 def demo_data(
-    rows: int, seed: int, days: int, start_date: datetime | None, target: str | None, project: Path
+    rows: int,
+    seed: int,
+    days: int,
+    start_date: datetime | None,
+    target: str | None,
+    with_vendor_errors: bool,
+    project: Path,
 ) -> None:
     """Generate TheWorldShop's raw S3 data for every source in sources.yaml, deterministically.
 
     Orders reference real customers and products, FX rates cover every currency and day, and
-    about 0.75% of jsonl/csv records are deliberately malformed (bronze quarantines them); the
-    vendor's address feed writes 'UK' for some GB addresses, which the ISO country check on
-    silver.addresses_validated is meant to catch.
+    about 0.75% of jsonl/csv records are deliberately malformed (bronze quarantines them, and
+    the run says how many). With --with-vendor-errors the vendor's address feed also writes
+    'UK' for some GB addresses, which the ISO country check on silver.addresses_validated
+    catches: that table is blocked.
     """
     catalog = load(project)
     start = start_date.date() if start_date else partitions_start(catalog)
-    settings = DemoSettings(rows=rows, seed=seed, days=days, start=start)
+    settings = DemoSettings(
+        rows=rows,
+        seed=seed,
+        days=days,
+        start=start,
+        vendor_uk_rate=0.15 if with_vendor_errors else 0,
+    )
     store, where = object_store(target, project)
     files = generate(catalog, settings)
     try:

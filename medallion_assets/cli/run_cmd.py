@@ -20,6 +20,8 @@ from medallion_assets.cli.common import (
 )
 from medallion_assets.runtime.stop import RunStopped, stop_on_signals
 
+EXIT_BLOCKED = 3  # as `medallion build`: blocking checks kept a table from publishing
+
 if TYPE_CHECKING:
     from medallion_assets.adapters.run_summary import RunSummary
     from medallion_assets.catalog import Catalog
@@ -29,10 +31,10 @@ if TYPE_CHECKING:
 @click.command("run")
 @project_option
 @click.option(
-    "--fail-on-blocked",
+    "--allow-blocked",
     is_flag=True,
-    help="Exit 1 also when the only failures are blocking checks that kept bad data from "
-    "publishing (by default those exit 0 and are listed).",
+    help="Exit 0 when the only failures are blocking checks that kept bad data from publishing "
+    "(by default those exit 3, as `medallion build` does, and the run is a failure in Dagster).",
 )
 @click.option(
     "--wait",
@@ -43,7 +45,7 @@ if TYPE_CHECKING:
     help="Seconds to wait for another `medallion run` on this project before giving up.",
 )
 @max_workers_option
-def run(project: Path, fail_on_blocked: bool, wait_seconds: float, max_workers: int | None) -> None:
+def run(project: Path, allow_blocked: bool, wait_seconds: float, max_workers: int | None) -> None:
     """Materialize every asset of the project on the configured components, headless.
 
     Daily-partitioned tables run for each day found in their raw data, then the rest. Runs
@@ -70,7 +72,7 @@ def run(project: Path, fail_on_blocked: bool, wait_seconds: float, max_workers: 
             err=True,
         )
         sys.exit(stopped.exit_code)
-    _report(project, summary, fail_on_blocked)
+    _report(project, summary, allow_blocked)
 
 
 def _run(project: Path, settings: MedallionSettings, wait_seconds: float) -> RunSummary:
@@ -139,8 +141,9 @@ def reachable(settings: MedallionSettings, catalog: Catalog) -> None:
         warehouse.close()
 
 
-def _report(project: Path, summary: RunSummary, fail_on_blocked: bool) -> None:
-    """The run's summary table and its sections; exit 1 when it failed."""
+def _report(project: Path, summary: RunSummary, allow_blocked: bool) -> None:
+    """The run's summary table, its sections and how to open the UI; exit 1 when a table
+    failed, 3 when blocking checks were the only failures (unless ``allow_blocked``)."""
     click.echo("\n" + table(summary))
     for section in (
         blocked(project, summary),
@@ -161,9 +164,23 @@ def _report(project: Path, summary: RunSummary, fail_on_blocked: bool) -> None:
     if waited:
         click.echo("\nWAITED: another run was building these tables")
         click.echo("\n".join(f"  {line}" for line in waited))
-    if summary.having("failed") or (fail_on_blocked and summary.having("blocked")):
+    _open_the_ui(project)
+    if summary.having("failed"):
         click.echo("error: the run failed; see the messages above", err=True)
         sys.exit(1)
+    blocked_tables = {r.table for r in summary.having("blocked")}
+    if blocked_tables and not allow_blocked:
+        # One meaning in both places: Dagster fails a step whose blocking check fails, so a
+        # blocked table is a failed run there and here (the data did not move forward).
+        click.echo(
+            f"error: blocking checks kept {len(blocked_tables)} table(s) from publishing (see "
+            "BLOCKED above; the versions before stay current)",
+            err=True,
+        )
+        sys.exit(EXIT_BLOCKED)
+
+
+def _open_the_ui(project: Path) -> None:
     from medallion_assets.adapters.headless import dagster_home
     from medallion_assets.definitions import PACKAGE_PROJECT
 

@@ -86,8 +86,9 @@ class DemoSettings:
     seed: int = 42
     days: int = 3
     start: date = date(2026, 1, 1)
-    # Share of the vendor's GB rows written 'UK' (0: a clean feed, nothing for the check to block)
-    vendor_uk_rate: float = 0.15
+    # Share of the vendor's GB rows written 'UK', which the ISO check on
+    # silver.addresses_validated blocks (0: a clean feed; `demo-data --with-vendor-errors`)
+    vendor_uk_rate: float = 0.0
 
     def __post_init__(self) -> None:
         if self.rows < 1 or self.days < 1:

@@ -348,6 +348,14 @@ class Lake:
         tables.ensure_table(spark, table, columns, partition_column)
         tables.evolve(spark, table, columns)
 
+    def schema(self, table: str) -> list[tuple[str, str]]:
+        """The table's columns with their Iceberg types, read without a JVM; [] when the lake
+        has no such table."""
+        loaded = self._load(table)
+        if loaded is None:
+            return []
+        return [(field.name, str(field.field_type)) for field in loaded.schema().fields]
+
     def columns(self, spark: SparkSession, table: str) -> list[str]:
         """The table's columns, in order."""
         self.attach(spark)

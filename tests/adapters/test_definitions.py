@@ -111,6 +111,37 @@ def test_spec_carries_kinds_owners_tags_code_version_and_column_lineage(graph, d
         assert deps == set(column.sources)
 
 
+@pytest.mark.parametrize(
+    ("url", "kind"),
+    [(None, "duckdb"), ("postgresql://u:p@localhost/db", "postgres")],
+)
+def test_a_loaded_table_is_of_the_kind_of_the_warehouse_in_force(
+    demo_project, monkeypatch, url, kind
+):
+    """The demo's targets say redshift; on the embedded defaults loads go to DuckDB."""
+    from medallion_assets.adapters.code_location import build_definitions
+
+    if url is None:
+        monkeypatch.delenv("MEDALLION_WAREHOUSE_URL", raising=False)
+    else:
+        monkeypatch.setenv("MEDALLION_WAREHOUSE_URL", url)
+    graph = build_definitions(demo_project).resolve_asset_graph()
+    kinds = set(graph.get(key("gold.revenue_by_region")).kinds)
+    assert {kind, "spark", "iceberg"} <= kinds and "redshift" not in kinds
+    assert "parquet" not in set(graph.get(key("silver.orders_usd")).kinds)
+
+
+def test_columns_keep_their_source_description_through_the_layers(graph):
+    """A column taken from one upstream column keeps what sources.yaml says of it; a column
+    whose type the SQL does not tell is blank, never "unknown"."""
+    for table in ("bronze.orders", "silver.orders_usd"):
+        columns = {
+            c.name: c for c in graph.get(key(table)).metadata["dagster/column_schema"].columns
+        }
+        assert columns["order_ts"].description == "When the order was placed (UTC)."
+        assert all(c.type != "unknown" for c in columns.values())
+
+
 def test_bronze_is_tagged_s3_and_pii_flows_into_tags(graph):
     customers = graph.get(key("bronze.customers"))
     assert "s3" in customers.kinds

@@ -75,6 +75,11 @@ def test_a_runner_subclass_passed_to_build_definitions_executes_every_table(
     # What the base runner did is still done: published, loaded into the warehouse.
     assert lake.current("gold.revenue") is not None
     assert metadata["gold/revenue"]["warehouse_loaded"].value == "loaded"
+    # The UI's columns are the published table's, typed, not the SQL's guesses.
+    schema = metadata["bronze/orders"]["dagster/column_schema"].value
+    types = {c.name: c.type for c in schema.columns}
+    assert types["order_id"] == "long" and types["amount"] == "decimal(18, 2)", types
+    assert all(types.values()), types
 
 
 def test_a_failed_step_is_retried_by_its_policy_alone_at_the_policys_delays(

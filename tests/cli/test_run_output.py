@@ -17,9 +17,9 @@ from tests.adapters.minimal import minimal_project, orders
 pytestmark = pytest.mark.slow
 
 
-def medallion_run(root: Path) -> str:
-    result = CliRunner().invoke(cli, ["run", "--project", str(root)])
-    assert result.exit_code == 0, result.output
+def medallion_run(root: Path, exit_code: int = 0, *options: str) -> str:
+    result = CliRunner().invoke(cli, ["run", "--project", str(root), *options])
+    assert result.exit_code == exit_code, result.output
     return result.output
 
 
@@ -47,7 +47,9 @@ def test_a_run_reports_each_table_and_a_rerun_of_a_blocked_table_rebuilds_nothin
 
     # The next delivery carries a country code the blocking rule does not accept.
     store.put("minimal-raw", "orders/b.jsonl", orders({"order_id": 2, "amount": 7, "country": "X"}))
-    second = medallion_run(root)
+    # Blocked means what it means in Dagster (the step failed): exit 3, as `medallion build`.
+    second = medallion_run(root, 3)
+    assert "error: blocking checks kept 1 table(s) from publishing" in second
     assert "Traceback" not in second and "dagster - ERROR" not in second
     assert "[2/3] silver.orders_clean" in second and "blocked" in second
     report = second[second.index("BLOCKED:") :]
@@ -59,7 +61,7 @@ def test_a_run_reports_each_table_and_a_rerun_of_a_blocked_table_rebuilds_nothin
     rejected = kept_outputs(lake, "silver.orders_clean")
     assert list(rejected) == ["medallion_rejected_table"]  # kept under a tag, no branch left
 
-    third = medallion_run(root)
+    third = medallion_run(root, 0, "--allow-blocked")
     assert "still blocked since" in third and "code and inputs unchanged, not rebuilt" in third
     assert "nothing changed: 1 unchanged, 1 blocked, 1 not run; 0 rows written" in third
     assert kept_outputs(lake, "silver.orders_clean") == rejected  # nothing was rebuilt

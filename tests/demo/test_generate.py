@@ -31,7 +31,7 @@ from medallion_assets.demo.generate import arrow_type, malformed_count
 from medallion_assets.io.object_store import LocalFolderObjectStore
 from tests.s3_server import S3Server
 
-SETTINGS = DemoSettings(rows=400, seed=7, days=3, start=date(2026, 1, 1))
+SETTINGS = DemoSettings(rows=400, seed=7, days=3, start=date(2026, 1, 1), vendor_uk_rate=0.15)
 TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z")
 INTEGER = re.compile(r"-?\d+")
 DECIMAL = re.compile(r"-?\d+(\.\d+)?")
@@ -368,6 +368,23 @@ def test_demo_data_command_writes_the_files_and_prints_a_summary(demo_project: P
     assert lines[1].split() == ["source", "files", "rows", "malformed", "bytes", "location"]
     assert any(line.startswith("user_events ") and str(target) in line for line in lines)
     assert lines[-1].startswith("total")
+
+
+def test_the_vendor_writes_uk_only_when_asked(demo_project: Path, tmp_path):
+    """A first run of the demo is green; the data problem that blocks a table is on request."""
+
+    def uk_rows(*extra: str) -> int:
+        target = tmp_path / ("s3" + "".join(extra))
+        args = ["--rows", "200", "--days", "2", "--target", str(target), *extra]
+        result = CliRunner().invoke(demo_data, [*args, "--project", str(demo_project)])
+        assert result.exit_code == 0, result.output
+        feed = target / "theworldshop-vendor-drop"
+        rows = [r for p in feed.rglob("*.csv") for r in csv.DictReader(io.StringIO(p.read_text()))]
+        assert rows
+        return sum(r.get("country_code") == "UK" for r in rows)
+
+    assert uk_rows() == 0
+    assert uk_rows("--with-vendor-errors") > 0
 
 
 def test_demo_data_command_refuses_an_s3_target_with_a_bucket(demo_project: Path):

@@ -34,7 +34,7 @@ def test_the_vendor_uk_codes_block_silver_and_impact_names_what_was_protected(
     for name in ("MEDALLION_LAKE", "MEDALLION_S3_ENDPOINT", "MEDALLION_WAREHOUSE_URL"):
         monkeypatch.delenv(name, raising=False)
     catalog = load_catalog(root)
-    files = generate(catalog, DemoSettings(rows=400, days=1, seed=7))  # the default 'UK' rate
+    files = generate(catalog, DemoSettings(rows=400, days=1, seed=7, vendor_uk_rate=0.15))
     write_files(files, LocalFolderObjectStore(home / "s3"))
     malformed = sum(f.malformed for f in files if f.source == "address_validation_feed")
     read = sum(f.rows + f.malformed for f in files if f.source == "address_validation_feed")
