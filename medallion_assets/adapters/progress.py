@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -54,6 +55,8 @@ class ProgressHandler(logging.Handler):
         # (table, partition) -> how its step ended, for a run waiting on another's tables.
         self._ended: dict[tuple[str, str | None], str] = {}
         self._changed = threading.Condition(self._lines)
+        # (run, table) -> (when its step started, the seconds last said): steps under way.
+        self._running: dict[tuple[str, str], tuple[float, int]] = {}
 
     def finish(self, run_id: str, tables: Iterable[str]) -> None:
         """A line for each table of the run that never ran: Dagster does not start a step whose
@@ -79,6 +82,19 @@ class ProgressHandler(logging.Handler):
                 self._changed.wait(poll_s)
             return {t: self._ended.get((t, None), "not run") for t in wanted}
 
+    def still_running(self, now: float) -> None:
+        """A line for each step that has run 10 s, then every 30 s: a long step (or the
+        first, while Spark starts) is never silence."""
+        with self._lines:
+            for key, (started, said) in list(self._running.items()):
+                ran = now - started
+                if ran >= (10 if said == 0 else said + 30):
+                    self._running[key] = (started, int(ran))
+                    run, table = key
+                    partition = self.partition_of(run) if run else None
+                    label = f"{table}[{partition}]" if partition else table
+                    self.emit_line(f"        {label}: running for {int(ran)} s")
+
     def emit(self, record: logging.LogRecord) -> None:
         meta = getattr(record, "dagster_meta", None) or {}
         event = meta.get("dagster_event")
@@ -89,6 +105,10 @@ class ProgressHandler(logging.Handler):
 
     def _event(self, run: str, event: Any) -> None:
         kind, table = event.event_type_value, step_table(event.step_key)
+        if kind in ("STEP_START", "STEP_RESTARTED"):
+            self._running[run, table] = (time.monotonic(), 0)
+        elif kind in ("STEP_SUCCESS", "STEP_FAILURE", "STEP_UP_FOR_RETRY"):
+            self._running.pop((run, table), None)
         if kind == "ASSET_MATERIALIZATION":
             metadata = event.step_materialization_data.materialization.metadata
             status = "unchanged" if _value(metadata.get("skipped")) else "built"
@@ -138,9 +158,19 @@ def reporting_progress(
     handler = ProgressHandler(total, emit_line)
     logger = logging.getLogger(LOGGER_NAME)
     logger.addHandler(handler)
+    done = threading.Event()
+
+    def tick() -> None:
+        while not done.wait(1.0):
+            handler.still_running(time.monotonic())
+
+    ticker = threading.Thread(target=tick, name="medallion-progress", daemon=True)
+    if emit_line is not None:
+        ticker.start()
     try:
         yield handler
     finally:
+        done.set()
         logger.removeHandler(handler)
 
 

@@ -190,7 +190,7 @@ def _checked(row: TableResult, evaluation: Any) -> None:
 def _failed(row: TableResult, event: Any) -> None:
     data = event.step_failure_data
     row.status, text = failure_outcome(data)
-    row.message = text if row.status == "blocked" else first_line(text)
+    row.message = text if row.status == "blocked" else first_line(text, 2000)
     user = data.user_failure_data
     retryable = user.metadata.get(RETRYABLE) if user is not None else None
     row.retryable = row.status != "blocked" and (retryable is None or bool(retryable.value))

@@ -87,7 +87,7 @@ def _run(project: Path, settings: MedallionSettings, wait_seconds: float) -> Run
             reachable(settings, catalog)
             # The Spark driver starts behind the run lock, while Dagster is imported and the
             # instance loaded: its start-up is off the run's critical path.
-            warm_up = SparkWarmUp(settings, pool_weights(catalog.profiles))
+            warm_up = SparkWarmUp(settings, pool_weights(catalog.profiles), say=click.echo)
             try:
                 from medallion_assets.adapters.headless import run_project
 
@@ -272,7 +272,7 @@ def failed(summary: RunSummary) -> str:
     out = []
     if summary.having("failed"):
         out.append("FAILED: these tables did not publish (full detail: the run in dagster dev)")
-        out += [f"  {r.label}: {r.message}" for r in summary.having("failed")]
+        out += [wrapped(r.label, r.message) for r in summary.having("failed")]
     stopped = sorted({r.label for r in summary.having("not run")})
     if stopped:
         out.append(
@@ -280,6 +280,20 @@ def failed(summary: RunSummary) -> str:
             + ", ".join(stopped)
         )
     return "\n".join(out)
+
+
+def wrapped(label: str, message: str, width: int = 100) -> str:
+    """``  label: message`` wrapped between words, the message whole (its table's name said
+    once).
+
+    >>> print(wrapped("gold.t", "gold.t: a long reason " * 3, 40))
+      gold.t: a long reason gold.t: a long
+        reason gold.t: a long reason
+    """
+    import textwrap
+
+    text = f"{label}: {message.removeprefix(label.split(' ')[0] + ': ')}"
+    return textwrap.fill(text, width, initial_indent="  ", subsequent_indent="    ")
 
 
 def _number(value: int | None) -> str:

@@ -6,14 +6,18 @@ from import-time reads.
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 from xml.sax.saxutils import escape
+
+from medallion_assets.io.credentials import mask_credentials
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
@@ -75,7 +79,40 @@ def spark_session(
     session.conf.set("spark.sql.session.timeZone", "UTC")
     if not settings.spark_remote:
         _quiet_accumulator_server(session.sparkContext)
+    query_context_logs_to(log, settings.secrets)
     return session
+
+
+# PySpark's loggers of a failed query's context: each prints the Java stack trace as one JSON
+# record on stderr, between the run's lines (and in `dagster dev`'s console); the step's error
+# already says what failed and where in the SQL.
+QUERY_CONTEXT_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
+
+
+class _Masked(logging.Filter):
+    def __init__(self, secrets: frozenset[str]):
+        super().__init__()
+        self.secrets = secrets
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg, record.args = mask_credentials(record.getMessage(), self.secrets), ()
+        return True
+
+
+def query_context_logs_to(path: Path | None, secrets: frozenset[str] = frozenset()) -> None:
+    """Send PySpark's query-context records to ``path`` (Spark's log, masked), or nowhere."""
+    from pyspark.logger import PySparkLogger
+
+    for name in QUERY_CONTEXT_LOGGERS:
+        logger = PySparkLogger.getLogger(name)
+        for old in list(logger.handlers):
+            logger.removeHandler(old)
+        handler: logging.Handler = logging.NullHandler()
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            handler = logging.FileHandler(path, delay=True)
+            handler.addFilter(_Masked(secrets))
+        logger.addHandler(handler)
 
 
 def _quiet_accumulator_server(context: SparkContext) -> None:
@@ -250,18 +287,31 @@ class SparkWarmUp:
     log (``_console_to``): callers wait before anything else redirects the process's output
     (a Dagster run's compute-log capture)."""
 
-    def __init__(self, settings: MedallionSettings, weights: Mapping[str, int]):
+    def __init__(
+        self,
+        settings: MedallionSettings,
+        weights: Mapping[str, int],
+        say: Callable[[str], None] | None = None,
+    ):
+        """``say``: told when the start begins and ends (the first start on a machine takes
+        tens of seconds, which would otherwise be silence)."""
         self.error: BaseException | None = None
+        self._say = say or (lambda _line: None)
+        where = settings.spark_remote or settings.spark_master
+        self._say(f"starting Spark ({mask_credentials(where)}) ...")
         self._thread = threading.Thread(
             target=self._start, args=(settings, dict(weights)), name="spark-warm-up", daemon=True
         )
         self._thread.start()
 
     def _start(self, settings: MedallionSettings, weights: Mapping[str, int]) -> None:
+        started = time.perf_counter()
         try:
             spark_session(settings, weights or None)
         except BaseException as error:  # the first step meets it again and reports it
             self.error = error
+            return
+        self._say(f"Spark started in {time.perf_counter() - started:.1f} s")
 
     def wait(self) -> None:
         self._thread.join()

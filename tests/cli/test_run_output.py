@@ -124,3 +124,36 @@ def test_a_library_logging_a_traceback_on_the_root_logger_goes_to_the_log_not_th
     assert done.stderr == ""
     logged = (tmp_path / "logs/python.log").read_text()
     assert "Exception while sending command." in logged and "Traceback" in logged
+
+
+def test_a_failing_cast_is_one_whole_message_and_its_java_record_goes_to_the_spark_log(
+    spark, tmp_path, monkeypatch
+):
+    """Spark logs a failed query's context (the whole Java stack trace, as JSON) on stderr
+    through its own logger; the console keeps the one reason, whole, wrapped between words."""
+    import logging
+
+    root, _store = minimal_project(
+        tmp_path, monkeypatch, {"order_id": 1, "amount": 5, "country": "DE"}
+    )
+    # `medallion run` points Spark's log at its project through the environment (for the run's
+    # resources): an earlier test's run in this process left its own there.
+    monkeypatch.delenv("MEDALLION_SPARK_LOG", raising=False)
+    (root / "sql/gold/revenue.sql").write_text(
+        "SELECT country, sum(amount) AS revenue, CAST(country AS INT) AS n\n"
+        "FROM silver.orders_clean GROUP BY country\n"
+    )
+    printed = medallion_run(root, 1)
+
+    assert "starting Spark (" in printed and "Spark started in" in printed
+    assert "SQLQueryContextLogger" not in printed and "\tat org.apache" not in printed
+    assert "Traceback" not in printed
+    failed = printed[printed.index("FAILED:") : printed.index("Open the asset graph")]
+    assert "  gold.revenue: DATA_ERROR is permanent" in failed  # its name said once
+    assert "[CAST_INVALID_INPUT]" in failed and "…" not in failed  # the message whole
+    assert all(len(line) <= 100 for line in failed.splitlines())
+    logged = (root / ".medallion/logs/spark.log").read_text()
+    assert "SQLQueryContextLogger" in logged and "CAST_INVALID_INPUT" in logged
+    for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
+        handlers = logging.getLogger(name).handlers
+        assert handlers and all(type(h) is not logging.StreamHandler for h in handlers)
