@@ -1,24 +1,20 @@
-"""The code location: ``defs`` is built from the project's ``sql/`` and ``metadata/``.
+"""The code location: ``defs`` is the ``MedallionProject`` component of the project.
 
-``workspace.yaml`` loads this module. The project is the folder holding this package (the
-TheWorldShop demo), or ``MEDALLION_PROJECT`` when Dagster builds the definitions.
+``workspace.yaml``, ``dagster dev -m medallion_assets.definitions`` and ``medallion dev``
+load this module; ``dg`` loads the same component from ``defs/demo/defs.yaml``. The project
+is ``$MEDALLION_PROJECT``, else the TheWorldShop demo beside the package.
 """
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import dagster as dg
 
-from medallion_assets.adapters.code_location import build_definitions
-from medallion_assets.settings import MedallionSettings
+from medallion_assets.adapters.component import PACKAGE_PROJECT, MedallionProject
 
-PACKAGE_PROJECT = Path(__file__).resolve().parent.parent
+__all__ = ["PACKAGE_PROJECT", "defs"]
 
 
 @dg.definitions
 def defs() -> dg.Definitions:
     # The settings are read here only for the project; each run reads its own at set-up.
-    settings = MedallionSettings.from_env(os.environ, PACKAGE_PROJECT)
-    return build_definitions(settings.project or PACKAGE_PROJECT)
+    return MedallionProject().definitions(PACKAGE_PROJECT)

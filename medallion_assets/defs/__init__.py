@@ -1,0 +1,1 @@
+"""The code location's components (``dg list defs``): each folder's ``defs.yaml`` is one."""
