@@ -86,6 +86,7 @@ def definitions_for(
     jobs = build_jobs(catalog)
     root = str(catalog.root.resolve())
     throttles = {name: system.throttle.model_dump() for name, system in catalog.systems.items()}
+    env = os.environ
     return dg.Definitions(
         assets=[*build_assets(catalog, translator, runner), *external],
         jobs=[*jobs, build_control_job(catalog)],
@@ -98,12 +99,15 @@ def definitions_for(
             build_pools_sensor(catalog),
             build_priority_sensor(catalog, jobs),
         ],
+        # Each shows the settings it uses, as EnvVars where the environment sets them.
         resources={
-            "spark": SparkResource(project_root=root),
-            "control": ControlResource(project_root=root),
-            "lake": LakeResource(project_root=root),
-            "s3": S3Resource(project_root=root, throttles=throttles),
-            "warehouse": WarehouseResource(project_root=root, throttles=throttles),
+            "spark": SparkResource.with_environment(env, project_root=root),
+            "control": ControlResource.with_environment(env, project_root=root),
+            "lake": LakeResource.with_environment(env, project_root=root),
+            "s3": S3Resource.with_environment(env, project_root=root, throttles=throttles),
+            "warehouse": WarehouseResource.with_environment(
+                env, project_root=root, throttles=throttles
+            ),
         },
         # Steps on threads over the run's one Spark (adapters/threads.py), up to
         # MEDALLION_MAX_WORKERS (default: the cores) at a time, in the profile's order.

@@ -4,16 +4,23 @@ Each reads the settings (``MedallionSettings``: every ``MEDALLION_*`` variable, 
 ``medallion settings``) when a run sets it up (``setup_for_execution``), never at import, and
 every method uses what it read then: a variable changed while the run goes on does not reach
 it. A resource used outside a run (a tool calling it directly) reads them when called.
+
+The settings each resource depends on are its fields too, so the UI shows them (Deployment >
+Resources) and a run's launchpad can set them: ``with_environment`` gives each field set in
+the environment as ``dg.EnvVar(<its variable>)`` (Dagster shows the variable's name, never
+its value: URLs with passwords stay hidden); a field left unset means the variable's default.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 import dagster as dg
-from pydantic import PrivateAttr
+from dagster_pyspark import PySparkResource
+from pydantic import Field, PrivateAttr
 
 from medallion_assets.lake import Lake
 from medallion_assets.settings import MedallionSettings
@@ -31,23 +38,68 @@ if TYPE_CHECKING:
 class SettingsResource(dg.ConfigurableResource):  # type: ignore[type-arg]
     """A resource that reads the project's settings once, when a run sets it up."""
 
-    project_root: str
+    project_root: str = Field(description="The project folder (sql/ and metadata/).")
+
+    # Field -> the setting (a MedallionSettings field) it shows and sets.
+    SETTINGS: ClassVar[dict[str, str]] = {}
 
     _settings: MedallionSettings | None = PrivateAttr(default=None)
 
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
-        self._settings = MedallionSettings.from_env(os.environ, Path(self.project_root))
+        self._settings = self._read()
 
     @property
     def settings(self) -> MedallionSettings:
         """The settings read at set-up; read now when the resource was not set up by a run."""
         if self._settings is not None:
             return self._settings
-        return MedallionSettings.from_env(os.environ, Path(self.project_root))
+        return self._read()
+
+    def _read(self) -> MedallionSettings:
+        """The environment's settings, with this resource's fields over their variables."""
+        given: dict[str, str] = {}
+        for name, setting in self.SETTINGS.items():
+            value = getattr(self, name)
+            if isinstance(value, dg.EnvVar):  # outside a run Dagster has not resolved it
+                value = value.get_value()
+            if value is not None:
+                given[variable_of(setting)] = str(value)
+        return MedallionSettings.from_env({**os.environ, **given}, Path(self.project_root))
+
+    @classmethod
+    def with_environment(cls, env: Mapping[str, str], **fields: Any) -> Self:
+        """The resource with each of its settings that ``env`` sets as ``dg.EnvVar``."""
+        shown = {
+            name: dg.EnvVar(variable_of(setting))
+            for name, setting in cls.SETTINGS.items()
+            if env.get(variable_of(setting))
+        }
+        return cls(**fields, **shown)
+
+
+def variable_of(setting: str) -> str:
+    """``warehouse_url`` -> ``MEDALLION_WAREHOUSE_URL``: the variable a setting is read from."""
+    alias = MedallionSettings.model_fields[setting].alias
+    assert alias is not None, setting
+    return alias
+
+
+def _shown(setting: str) -> Any:
+    """A resource field for the setting: its meaning and default, as `medallion settings`."""
+    field = MedallionSettings.model_fields[setting]
+    extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
+    return Field(
+        default=None,
+        description=f"{field.description}; default: {extra.get('default_text', 'unset')} "
+        f"(${variable_of(setting)})",
+    )
 
 
 class ControlResource(SettingsResource):
     """The control plane: effective flags (read at each call) and the audit log."""
+
+    SETTINGS = {"control_url": "control_url"}
+    control_url: str | None = _shown("control_url")
 
     def plane(self) -> ControlPlane:
         from medallion_assets.control.plane import ControlPlane
@@ -55,8 +107,27 @@ class ControlResource(SettingsResource):
         return ControlPlane.of(self.settings)
 
 
-class SparkResource(SettingsResource):
-    """The Spark session of the run: local, a master URL, or Spark Connect."""
+class SparkResource(SettingsResource, PySparkResource):
+    """The Spark session of the run: local, a master URL, or Spark Connect; dagster-pyspark's
+    ``PySparkResource``, whose ``spark_config`` adds Spark settings to the driver it starts.
+    The session starts when a step first asks for it, not when the run sets the resource up."""
+
+    SETTINGS = {s: s for s in ("spark_master", "spark_remote", "spark_driver_memory")}
+    spark_config: dict[str, Any] = Field(
+        default_factory=dict,
+        description="More Spark settings for the driver this process starts, e.g. "
+        "{spark.executor.memory: 4g}.",
+    )
+    spark_master: str | None = _shown("spark_master")
+    spark_remote: str | None = _shown("spark_remote")
+    spark_driver_memory: str | None = _shown("spark_driver_memory")
+
+    def setup_for_execution(self, context: dg.InitResourceContext) -> None:
+        SettingsResource.setup_for_execution(self, context)  # no session yet: see session()
+
+    @property
+    def spark_session(self) -> Any:
+        return self.session()
 
     def session(self) -> SparkSession:
         from pyspark import SparkContext
@@ -64,7 +135,9 @@ class SparkResource(SettingsResource):
         from medallion_assets.runtime.spark_session import spark_session
 
         starting = SparkContext._active_spark_context is None  # the pools are set at start
-        return spark_session(self.settings, self.pool_weights() if starting else None)
+        return spark_session(
+            self.settings, self.pool_weights() if starting else None, self.spark_config
+        )
 
     def pool_weights(self) -> dict[str, int]:
         """The steps' FAIR pools weighted as the active profile ranks criticality."""
@@ -83,6 +156,12 @@ class SparkResource(SettingsResource):
 
 
 class LakeResource(SettingsResource):
+    """The Iceberg lake: its warehouse folder or bucket, and its catalog."""
+
+    SETTINGS = {"lake_location": "lake", "lake_catalog": "lake_catalog"}
+    lake_location: str | None = _shown("lake")
+    lake_catalog: str | None = _shown("lake_catalog")
+
     _lake: Lake | None = PrivateAttr(default=None)
 
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
@@ -103,7 +182,12 @@ class S3Resource(SettingsResource):
     """Object storage for raw sources, throttled per system as ``systems.yaml`` says, out of
     the budgets every step and run share (``control.rate_budgets``)."""
 
+    SETTINGS = {s: s for s in ("s3", "s3_endpoint", "s3_local_root", "aws_region")}
     throttles: dict[str, dict[str, float | None]]  # system -> Throttle fields
+    s3: str | None = _shown("s3")
+    s3_endpoint: str | None = _shown("s3_endpoint")
+    s3_local_root: str | None = _shown("s3_local_root")
+    aws_region: str | None = _shown("aws_region")
 
     def store(self, system: str) -> ThrottledS3:
         from medallion_assets.io.object_store import object_store_of
@@ -122,7 +206,9 @@ class S3Resource(SettingsResource):
 class WarehouseResource(SettingsResource):
     """The warehouse gold tables load into: DuckDB file, PostgreSQL or Redshift."""
 
+    SETTINGS = {"warehouse_url": "warehouse_url"}
     throttles: dict[str, dict[str, float | None]]
+    warehouse_url: str | None = _shown("warehouse_url")
 
     def url(self) -> str:
         return self.settings.effective_warehouse_url

@@ -31,14 +31,17 @@ APP_NAME = "medallion_assets"
 
 
 def spark_session(
-    settings: MedallionSettings, pool_weights: Mapping[str, int] | None = None
+    settings: MedallionSettings,
+    pool_weights: Mapping[str, int] | None = None,
+    conf: Mapping[str, object] | None = None,
 ) -> SparkSession:
     """Get or create the process's Spark session for these settings: ``spark_remote`` (Spark
     Connect) when set, else ``spark_master``. The driver JVM's console output (banners, log4j
     warnings, Java traces) goes to ``spark_log`` when set instead of the terminal.
     ``pool_weights`` (a FAIR scheduler pool per criticality, e.g. ``{"critical": 3, "low": 1}``)
     take effect when this call starts the Spark driver: a critical table's jobs then get a
-    larger share of the executors than a low one's while both run."""
+    larger share of the executors than a low one's while both run. ``conf``: more Spark
+    settings for the driver this call starts (a PySparkResource's ``spark_config``)."""
     # Workers must run the interpreter that has pyspark and the project installed.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -73,6 +76,8 @@ def spark_session(
             builder = builder.config(key, value)
     partitions = str(settings.spark_shuffle_partitions)
     builder = builder.config("spark.sql.shuffle.partitions", partitions)
+    for extra_key, extra_value in (conf or {}).items():
+        builder = builder.config(extra_key, str(extra_value))
     log = settings.spark_log if not settings.spark_remote else None
     with _console_to(None if log is None else str(log)):
         session = builder.getOrCreate()

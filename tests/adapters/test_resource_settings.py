@@ -108,3 +108,46 @@ def test_a_bad_setting_fails_the_run_at_set_up_naming_the_variable(monkeypatch, 
     error = result.get_run_failure_event().job_failure_data.error.to_string()
     assert "MEDALLION_KEEP_VERSIONS='none' is not valid: set it to a whole number" in error
     assert "the step must not start" not in error
+
+
+def test_the_code_location_shows_each_resources_settings_as_env_vars_never_values(
+    demo_project, monkeypatch
+):
+    """Deployment > Resources lists what configures S3, the lake, the warehouse and Spark:
+    a variable set in the environment appears by name (a URL with a password never by value),
+    an unset one as unset; Spark is dagster-pyspark's PySparkResource."""
+    from dagster_pyspark import PySparkResource
+
+    from medallion_assets.adapters.code_location import build_definitions
+
+    for name in variables():
+        monkeypatch.delenv(name, raising=False)
+    secret = "postgresql://etl:hunter2@warehouse.internal/analytics"
+    monkeypatch.setenv("MEDALLION_WAREHOUSE_URL", secret)
+    monkeypatch.setenv("MEDALLION_SPARK_MASTER", "local[1]")
+    monkeypatch.setenv("MEDALLION_HOME", str(demo_project / ".medallion"))
+    defs = build_definitions(demo_project)
+    resources = defs.resources or {}
+    assert isinstance(resources["spark"], PySparkResource)
+    assert isinstance(resources["warehouse"].warehouse_url, dg.EnvVar)
+    assert resources["warehouse"].warehouse_url.env_var_name == "MEDALLION_WAREHOUSE_URL"
+    assert resources["spark"].spark_master.env_var_name == "MEDALLION_SPARK_MASTER"
+    assert resources["s3"].s3_endpoint is None and resources["lake"].lake_location is None
+    # What the UI shows: each resource's configured values as the code location serves them.
+    top = defs.get_repository_def().get_top_level_resources()
+    shown = {key: top[key].config_schema.as_field().default_value for key in top}
+    assert shown["warehouse"]["warehouse_url"] == {"env": "MEDALLION_WAREHOUSE_URL"}
+    assert "hunter2" not in repr(shown)
+    # The resource uses the variable's value when the run (or a tool) reads it.
+    assert resources["warehouse"].url() == secret
+    assert resources["spark"].settings.spark_master == "local[1]"
+
+
+def test_a_field_given_in_the_launchpad_wins_over_the_environment(tmp_path, monkeypatch):
+    for name in variables():
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("MEDALLION_WAREHOUSE_URL", "duckdb:///from-env.duckdb")
+    resource = WarehouseResource(
+        project_root=str(tmp_path), throttles={}, warehouse_url="duckdb:///given.duckdb"
+    )
+    assert resource.url() == "duckdb:///given.duckdb"
