@@ -34,9 +34,10 @@ def _source_sensor(catalog: Catalog, dataset: Dataset) -> dg.SensorDefinition:
         name=f"new_objects__{name}",
         asset_selection=[table_key(dataset.name)],
         minimum_interval_seconds=60,
-        default_status=dg.DefaultSensorStatus.RUNNING,
+        # Stopped until an operator starts it: opening the UI launches no run by itself.
+        default_status=dg.DefaultSensorStatus.STOPPED,
         description=f"Requests {dataset.name} when s3://{source.bucket}/{source.prefix} "
-        "has objects not yet ingested.",
+        "has objects not yet ingested (start it in the UI: Automation).",
     )
     def _sensor(
         context: dg.SensorEvaluationContext,

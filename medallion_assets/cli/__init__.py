@@ -13,8 +13,10 @@ from medallion_assets.cli.catalog_cmd import catalog
 from medallion_assets.cli.common import does_not_load
 from medallion_assets.cli.control_cmd import audit, control
 from medallion_assets.cli.demo_cmd import demo_data
+from medallion_assets.cli.dev_cmd import dev
 from medallion_assets.cli.export_cmd import export
 from medallion_assets.cli.graph_cmds import impact, split, trace_pii
+from medallion_assets.cli.init_cmd import init
 from medallion_assets.cli.jars_cmd import jars
 from medallion_assets.cli.lineage_cmd import lineage
 from medallion_assets.cli.plan_cmd import plan
@@ -60,6 +62,7 @@ def cli(context: click.Context) -> None:
 
 
 for command in (
+    init,
     lineage,
     impact,
     recovery_paths,
@@ -72,6 +75,7 @@ for command in (
     demo_data,
     jars,
     run,
+    dev,
     build,
     export,
     control,

@@ -181,19 +181,14 @@ def _report(project: Path, summary: RunSummary, allow_blocked: bool) -> None:
 
 
 def _open_the_ui(project: Path) -> None:
-    from medallion_assets.adapters.headless import dagster_home
-    from medallion_assets.definitions import PACKAGE_PROJECT
+    import shlex
 
     root = Path(project).resolve()
-    # The code location loads the package's own project unless MEDALLION_PROJECT names another;
-    # a project without a workspace.yaml (a user's own) is loaded from the installed module.
-    elsewhere = "" if root == PACKAGE_PROJECT else f"MEDALLION_PROJECT={root} "
-    workspace = root / "workspace.yaml"
-    where = f"-w {workspace}" if workspace.is_file() else "-m medallion_assets.definitions"
+    # `medallion dev` opens the same Dagster instance this run was recorded in, on any project.
+    here = root == Path.cwd().resolve()
     click.echo(
         "\nOpen the asset graph, runs and checks in the Dagster UI:\n"
-        f"  {elsewhere}DAGSTER_HOME={dagster_home(project)} "
-        f"{Path(sys.executable).parent / 'dagster'} dev {where}\n"
+        f"  medallion dev{'' if here else ' --project ' + shlex.quote(str(root))}\n"
         "  then browse http://127.0.0.1:3000"
     )
 

@@ -309,6 +309,9 @@ def test_schedules_wait_stopped_unless_their_pipeline_says_schedule_running(defs
     from medallion_assets.adapters.jobs import build_jobs, build_schedules
 
     assert {s.default_status for s in defs.schedules} == {dg.DefaultScheduleStatus.STOPPED}
+    # The sensors that launch work wait stopped too; the control plane's own keep running.
+    launching = {s.name: s.default_status for s in defs.sensors if s.name.startswith("new_objects")}
+    assert launching and set(launching.values()) == {dg.DefaultSensorStatus.STOPPED}
     pipelines = {
         pid: p.model_copy(update={"schedule_running": pid == "ingest"})
         for pid, p in demo_catalog.pipelines.items()

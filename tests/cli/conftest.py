@@ -33,3 +33,19 @@ def project(
 def medallion(project: Path, *args: str) -> Result:
     result = CliRunner().invoke(cli, [*args, "--project", str(project)])
     return result
+
+
+@pytest.fixture
+def embedded_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The embedded defaults, as a new user has them: no MEDALLION_* variable and no
+    DAGSTER_HOME, so state, raw data and the instance live under the project itself."""
+    import os
+
+    for name in list(os.environ):
+        if name.startswith("MEDALLION_") or name == "DAGSTER_HOME":
+            monkeypatch.delenv(name)
+
+
+def invoke(*args: str) -> Result:
+    """``medallion ARGS`` as a user types it, through click."""
+    return CliRunner().invoke(cli, list(args))
