@@ -1,4 +1,4 @@
-"""``python -m bench [A] [B] ... [L]``: run the chosen benchmarks (all by default).
+"""``python -m bench [A] [B] ... [M]``: run the chosen benchmarks (all by default).
 
 Always exits 0: the benchmarks are informational, a missed bar prints FAIL but fails nothing.
 A benchmark that crashes (e.g. our API changed under it) is reported and the others still run.
@@ -21,6 +21,7 @@ from bench import (
     sdp_bench,
     simulate_accuracy,
     simulate_bench,
+    small_project_bench,
     spark_start_bench,
     validation_bench,
 )
@@ -38,6 +39,7 @@ BENCHMARKS = {
     "J": simulate_accuracy.main,
     "K": spark_start_bench.main,
     "L": lake_bench.main,
+    "M": small_project_bench.main,
 }
 
 

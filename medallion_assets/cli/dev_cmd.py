@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from medallion_assets.cli.common import fail, load, project_option
+from medallion_assets.cli.common import fail, load, project_option, settings_for
 
 if TYPE_CHECKING:
     from medallion_assets.catalog.operations import ProfilesFile
@@ -24,7 +24,14 @@ QUIET = "ignore:Function `dev_command` is superseded"  # a PYTHONWARNINGS filter
 @project_option
 @click.option("--port", type=click.IntRange(1, 65535), default=3000, show_default=True)
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address the UI listens on.")
-def dev(project: Path, port: int, host: str) -> None:
+@click.option(
+    "--log-level",
+    type=click.Choice(["critical", "error", "warning", "info", "debug"]),
+    default="warning",
+    show_default=True,
+    help="What Dagster's webserver and daemon print (info: every sensor tick and run launch).",
+)
+def dev(project: Path, port: int, host: str, log_level: str) -> None:
     """Open the Dagster UI on the project (`dagster dev`): asset graph, runs, checks, schedules.
 
     It uses the Dagster instance `medallion run` records into ($DAGSTER_HOME, else
@@ -43,11 +50,15 @@ def dev(project: Path, port: int, host: str) -> None:
     home = instance_home(project, catalog.profiles)
     dagster = Path(sys.executable).parent / "dagster"
     command = [str(dagster), "dev", "-m", "medallion_assets.definitions"]
-    command += ["-h", host, "-p", str(port)]
+    command += ["-h", host, "-p", str(port), "--log-level", log_level]
     env = {
         **os.environ,
         "DAGSTER_HOME": str(home),
         "MEDALLION_PROJECT": str(project.resolve()),
+        # The runs' Spark drivers print their banners, log4j lines and Java traces there, not
+        # on this console (as `medallion run` does).
+        "MEDALLION_SPARK_LOG": os.environ.get("MEDALLION_SPARK_LOG")
+        or str(settings_for(project).state_home / "logs" / "spark.log"),
         # Dagster's advice to use `dg dev` instead: dg needs a Python package with a
         # [tool.dg] pyproject.toml, which a medallion project folder is not; the filter hides
         # that one warning, in every child process.

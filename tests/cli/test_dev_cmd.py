@@ -18,6 +18,7 @@ import yaml
 from tests.cli.conftest import invoke
 from tests.webserver import DagsterWebserver, GraphQLError, free_port, stop_process_group
 
+IDLE_SECONDS = 25.0
 START_TIMEOUT = 180.0  # seconds: dagster dev starts a webserver, a daemon and a code server
 
 
@@ -92,6 +93,11 @@ def test_dev_opens_the_ui_on_the_project_and_the_instance_medallion_run_uses(tmp
     try:
         server = DagsterWebserver(f"http://127.0.0.1:{port}", root, log, 0.0)
         answer = wait_for_assets(server, process)
+        # Idle, the console stays readable: the daemon's sensors tick every 5-60 s, and at
+        # the default log level none of their ticks is a line (the bar: 5 lines a minute).
+        before = len(log.read_text().splitlines())
+        time.sleep(IDLE_SECONDS)
+        idle = log.read_text().splitlines()[before:]
     finally:
         stop_process_group(process, grace=5.0)
 
@@ -110,6 +116,7 @@ def test_dev_opens_the_ui_on_the_project_and_the_instance_medallion_run_uses(tmp
     url = f"http://127.0.0.1:{port}"
     assert said.startswith(f"Dagster UI of project shop at {url} (instance {home})")
     assert "dg dev" not in said  # Dagster's advice to use another command is not shown
+    assert len(idle) <= 2, "\n".join(idle)  # 5 a minute would be ~2 in 25 s
 
 
 def wait_for_assets(server: DagsterWebserver, process: subprocess.Popen[bytes]) -> dict:
