@@ -184,7 +184,34 @@ def _explain(item: ErrorDetails, loc: Loc, model: type[BaseModel]) -> tuple[str,
         return str(item["msg"]).removeprefix("Value error, "), ""
     if kind in _STRICT_TYPES:
         return _strict_type(kind, item.get("input"), loc)
-    return _wrong_shape(item, loc, model)
+    if kind in _BOUNDS:
+        return _out_of_bounds(kind, item, loc)
+    if kind.endswith("_type"):  # a mapping for a list, a word for a column, ...
+        return _wrong_shape(item, loc, model)
+    return f"{item['msg']} (got {_what(item.get('input'))})", "see docs/reference/metadata.md"
+
+
+# Pydantic's error types for a number out of its field's bounds: (words, the ctx key).
+_BOUNDS = {
+    "greater_than": ("more than", "gt"),
+    "greater_than_equal": ("at least", "ge"),
+    "less_than": ("less than", "lt"),
+    "less_than_equal": ("at most", "le"),
+}
+
+
+def _out_of_bounds(kind: str, item: ErrorDetails, loc: Loc) -> tuple[str, str]:
+    """``0`` where the field takes at least 1: say the bound and a value within it."""
+    words, key = _BOUNDS[kind]
+    limit = item.get("ctx", {}).get(key)
+    field = loc[-1] if loc and isinstance(loc[-1], str) else "the value"
+    within = {"gt": 1, "ge": limit, "lt": 0, "le": limit}[key] if limit is not None else None
+    if key == "gt" and isinstance(limit, int | float):
+        within = limit + 1
+    if key == "lt" and isinstance(limit, int | float):
+        within = limit - 1
+    fix = f"e.g. {field}: {within}" if within is not None else f"give {words} {limit}"
+    return f"{item.get('input')!r} is not allowed: {field} must be {words} {limit}", fix
 
 
 def _wrong_shape(item: ErrorDetails, loc: Loc, model: type[BaseModel]) -> tuple[str, str]:

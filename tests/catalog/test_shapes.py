@@ -119,6 +119,30 @@ def _model_loc(field: str, model: type[BaseModel]) -> tuple[object, ...]:
     return tuple(parts)
 
 
+@pytest.mark.parametrize(
+    ("line", "said"),
+    [
+        (
+            "max_concurrent_jobs: 0",
+            "0 is not allowed: max_concurrent_jobs must be at least 1 "
+            "(fix: e.g. max_concurrent_jobs: 1)",
+        ),
+        (
+            "rows_per_second: -5",
+            "-5 is not allowed: rows_per_second must be more than 0.0 "
+            "(fix: e.g. rows_per_second: 1.0)",
+        ),
+    ],
+)
+def test_a_number_out_of_bounds_says_the_bound_and_a_value_within(
+    tmp_path: Path, line: str, said: str
+):
+    systems = "systems:\n  s3_raw:\n    kind: s3\n    throttle:\n      " + line + "\n"
+    systems += "  spark: {kind: spark}\n  warehouse: {kind: duckdb}\n"
+    problems = _problems(tmp_path, "metadata/systems.yaml", systems)
+    assert any(said in p for p in problems), "\n".join(problems)
+
+
 def test_a_broken_sources_file_is_not_repeated_by_every_reader(tmp_path: Path):
     broken = _COLUMNS_AS_MAPPING + "    owners: team:data\n"
     problems = _problems(tmp_path, "metadata/sources.yaml", broken)
