@@ -152,7 +152,7 @@ def test_medallion_run_lists_each_failed_table_with_its_one_line_reason(spark, p
     done = CliRunner().invoke(cli, ["run", "--project", str(root)])
     assert done.exit_code == 1
     assert "FAILED: these tables did not publish" in done.output
-    assert f"  {SILVER}: {SILVER}: PATH_OF_WRONG_KIND is permanent" in done.output
+    assert f"  {SILVER}: PATH_OF_WRONG_KIND is permanent" in done.output  # named once
 
 
 def test_names_real_spark_rejects_are_permanent_invalid_names(spark, tmp_path):

@@ -118,6 +118,29 @@ def scheduled_tags(server: DagsterWebserver, schedule: str) -> dict[str, str]:
     return {t["key"]: t["value"] for t in request["tags"]}
 
 
+START_SENSOR = """
+mutation($selector: SensorSelector!) {
+  startSensor(sensorSelector: $selector) {
+    __typename
+    ... on Sensor { sensorState { status } }
+    ... on PythonError { message }
+  }
+}
+"""
+
+
+def start_sensor(server: DagsterWebserver, sensor: str) -> None:
+    """Start a sensor that waits stopped, as an operator does in the UI (Automation)."""
+    selector = {
+        "repositoryLocationName": LOCATION,
+        "repositoryName": repository(server),
+        "sensorName": sensor,
+    }
+    answer = server.graphql(START_SENSOR, {"selector": selector})["startSensor"]
+    assert answer["__typename"] == "Sensor", answer
+    assert answer["sensorState"]["status"] == "RUNNING", answer
+
+
 def launch(server: DagsterWebserver, job: str, tags: dict[str, str]) -> str:
     params = {
         "selector": {
@@ -269,7 +292,9 @@ def pool_limit(instance: dg.DagsterInstance, pool: str) -> int | None:
 def test_under_balanced_no_system_runs_more_steps_at_once_than_its_limit(balanced):
     root, server, instance = balanced
     lake = Lake.local(root / ".medallion" / "lake")
-    # the waves' input: the new_objects sensor builds it from the raw order on its first tick
+    # the waves' input: the new_objects sensor (stopped until started, as in the UI) builds it
+    # from the raw order on its first tick
+    start_sensor(server, "new_objects__orders")
     wait_until(lambda: lake.current("bronze.orders"), "bronze.orders published")
     # systems.yaml's limit reaches the instance through the system_pools sensor's first tick
     wait_until(lambda: pool_limit(instance, "spark") == SPARK_LIMIT, "spark's pool limit")
