@@ -81,7 +81,9 @@ def _load(root: Path, use_cache: bool) -> Catalog:
     )
     if cache is not None:
         cache.save()  # once, after both analyses: a save keeps only the entries used so far
-    issues.extend(CatalogIssue(e.file, "sql", e.message, "fix the SQL") for e in alternates.errors)
+    issues.extend(
+        CatalogIssue(e.file, "sql", e.message, sql_fix(e.message)) for e in alternates.errors
+    )
 
     known = KnownNames(
         datasets={t: (tuple(s) if s is not None else None) for t, s in derived.items()},
@@ -110,7 +112,7 @@ def _tables(
 ) -> tuple[dict[str, tuple[SqlFile, FileLineage]], list[CatalogIssue]]:
     """Dataset name -> (file, lineage); issues for SQL errors, misnamed targets, duplicates,
     unknown tables and cycles."""
-    issues = [CatalogIssue(e.file, "sql", e.message, "fix the SQL") for e in analysis.errors]
+    issues = [CatalogIssue(e.file, "sql", e.message, sql_fix(e.message)) for e in analysis.errors]
     tables: dict[str, tuple[SqlFile, FileLineage]] = {}
     for layer, sql_file in sql.primary:
         lineage = analysis.lineage.get(sql_file.label)
@@ -182,6 +184,27 @@ def _tables(
             )
         )
     return tables, issues
+
+
+def sql_fix(message: str) -> str:
+    """What to do about a SQL file the analysis refused; most messages say it themselves.
+
+    >>> sql_fix("holds no SQL statement")
+    'write one query (SELECT ...) or one write (CREATE TABLE, INSERT, MERGE), or remove the file'
+    """
+    if "holds no SQL statement" in message:
+        return (
+            "write one query (SELECT ...) or one write (CREATE TABLE, INSERT, MERGE), or "
+            "remove the file"
+        )
+    if "does not parse" in message:
+        return (
+            "correct the SQL where the message points; if it is another dialect, say so in a "
+            "first line `-- dialect: <name>` or in project.yaml's dialect:"
+        )
+    if ": use " in message or "; " in message:
+        return ""  # the message says what to write instead
+    return "correct the SQL as the message says (docs/project.md lists what a file may hold)"
 
 
 def _duplicate_columns(tables: Mapping[str, tuple[SqlFile, FileLineage]]) -> list[CatalogIssue]:

@@ -61,8 +61,10 @@ def read_yaml(path: Path, label: str) -> tuple[YamlDocument | None, list[Catalog
         mark = getattr(error, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
         problem = getattr(error, "problem", None) or str(error)
+        opened = getattr(error, "context_mark", None)
+        where = f" (in the block that starts at line {opened.line + 1})" if opened else ""
         return None, [
-            CatalogIssue(label, "", f"malformed YAML: {problem}", "fix the YAML syntax", line)
+            CatalogIssue(label, "", f"malformed YAML: {problem}{where}", yaml_fix(problem), line)
         ]
     if node is None:
         return YamlDocument(path, label, None), []
@@ -70,6 +72,49 @@ def read_yaml(path: Path, label: str) -> tuple[YamlDocument | None, list[Catalog
     lines: dict[Loc, int] = {}
     data = _Builder(label, lines, issues).build(node, ())
     return YamlDocument(path, label, data, lines), issues
+
+
+# What PyYAML's problem most often means in a hand-written metadata file, and what to do.
+_YAML_FIXES = (
+    (
+        "cannot start any token",
+        "indent with spaces (YAML takes no tabs), and quote a value that starts with @ or `",
+    ),
+    (
+        "mapping values are not allowed",
+        "a value holding ': ' needs quotes (description: \"a: b\"), or a key is indented "
+        "under a value on the line above",
+    ),
+    (
+        "expected '-' indicator",
+        "a list's items each start with '- ' at one indentation; a key among them needs the "
+        "indentation of its mapping",
+    ),
+    (
+        "expected key",
+        "line the keys of one mapping up in one column (spaces), and give list items '- ' at "
+        "their parent's indentation",
+    ),
+    ("undefined alias", "a value starting with '*' or '&' needs quotes: \"*\""),
+    ("end of stream", "close the quote or bracket opened above"),
+    ("expected ',' or ']'", "close the [ list ] or put a ',' between its items"),
+    ("expected ',' or '}'", "close the { mapping } or put a ',' between its entries"),
+)
+
+
+def yaml_fix(problem: str) -> str:
+    """What to do about a YAML syntax problem, in words.
+
+    >>> yaml_fix("found character that cannot start any token")
+    'indent with spaces (YAML takes no tabs), and quote a value that starts with @ or `'
+    """
+    for found, fix in _YAML_FIXES:
+        if found in problem:
+            return fix
+    return (
+        "check this line and the ones above it: indentation in spaces, 'key: value', list "
+        "items as '- ', quotes and brackets closed"
+    )
 
 
 # No metadata file needs more than a handful of levels. libyaml's composer recurses in C (a

@@ -167,3 +167,25 @@ def test_each_model_example_is_valid_yaml_of_that_model(tmp_path: Path, model: t
     written = _load(tmp_path, example(model, "value"))
     assert isinstance(written, dict)
     model.model_validate(written["value"], strict=True)
+
+
+@pytest.mark.parametrize(
+    ("file", "content", "fix"),
+    [
+        ("metadata/datasets.yaml", "datasets:\n\tgold.revenue: {}\n", "indent with spaces"),
+        (
+            "metadata/datasets.yaml",
+            "datasets:\n  gold.revenue:\n    description: totals: per country\n",
+            "a value holding ': ' needs quotes",
+        ),
+        ("metadata/datasets.yaml", "datasets:\n  gold.revenue: {owners: [a, b}\n", "close the"),
+        ("sql/gold/revenue.sql", "", "write one query (SELECT ...)"),
+        ("sql/gold/revenue.sql", "SELEC country FROM silver.orders_clean", "-- dialect:"),
+    ],
+)
+def test_a_syntax_error_says_what_to_do_not_fix_it(
+    tmp_path: Path, file: str, content: str, fix: str
+):
+    problems = [p for p in _problems(tmp_path, file, content) if p.startswith(file)]
+    assert problems and fix in problems[0], "\n".join(problems)
+    assert "(fix: fix the" not in problems[0]
