@@ -14,7 +14,7 @@ from typing import Any, NoReturn, ParamSpec, TextIO, TypeVar
 import click
 
 from medallion_assets.catalog import Catalog, CatalogError, load_catalog
-from medallion_assets.io.credentials import mask_credentials
+from medallion_assets.io.credentials import MaskedFileHandler, mask_credentials
 from medallion_assets.settings import MedallionSettings
 
 P = ParamSpec("P")
@@ -116,15 +116,18 @@ def mask_output(secrets: Iterable[str]) -> None:
             setattr(sys, name, MaskedStream(stream, secrets))
 
 
-class _MaskedFile(logging.FileHandler):
+class _MaskedFile(MaskedFileHandler):
+    """Python's root log of a command (marks the handler so a second call adds none)."""
+
     def __init__(self, path: Path, secrets: Iterable[str]):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        super().__init__(path, delay=True)
-        self.secrets = frozenset(secrets)
+        super().__init__(path, secrets)
         self.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
 
-    def format(self, record: logging.LogRecord) -> str:
-        return mask_credentials(super().format(record), self.secrets)
+
+def spark_log_of(settings: MedallionSettings) -> Path:
+    """Where a command sends Spark's console output: ``$MEDALLION_SPARK_LOG``, else
+    ``<state>/logs/spark.log``, beside Python's own log."""
+    return settings.spark_log or settings.state_home / "logs" / "spark.log"
 
 
 def log_python_to(path: Path, secrets: Iterable[str]) -> None:

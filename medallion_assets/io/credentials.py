@@ -30,8 +30,10 @@ and exception) and ``cli.common.mask_output`` (the CLI's stdout and stderr).
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, quote_plus, unquote, urlsplit
 
@@ -58,6 +60,19 @@ _KEY_VALUE = re.compile(
     r"""(?P<value>'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|[^\s&#'"]+)""",
     re.IGNORECASE,
 )
+
+
+class MaskedFileHandler(logging.FileHandler):
+    """A log file whose every formatted record (message, traceback, a JSON record's fields)
+    has its passwords hidden, as ``mask_credentials`` hides them."""
+
+    def __init__(self, path: Path, secrets: Iterable[str] = ()):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        super().__init__(path, delay=True)
+        self.secrets = frozenset(secrets)
+
+    def format(self, record: logging.LogRecord) -> str:
+        return mask_credentials(super().format(record), self.secrets)
 
 
 def mask_credentials(text: str, secrets: Iterable[str] = ()) -> str:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from xml.sax.saxutils import escape
 
-from medallion_assets.io.credentials import mask_credentials
+from medallion_assets.io.credentials import MaskedFileHandler, mask_credentials
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
@@ -94,16 +94,6 @@ def spark_session(
 QUERY_CONTEXT_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
 
 
-class _Masked(logging.Filter):
-    def __init__(self, secrets: frozenset[str]):
-        super().__init__()
-        self.secrets = secrets
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        record.msg, record.args = mask_credentials(record.getMessage(), self.secrets), ()
-        return True
-
-
 def query_context_logs_to(path: Path | None, secrets: frozenset[str] = frozenset()) -> None:
     """Send PySpark's query-context records to ``path`` (Spark's log, masked), or nowhere."""
     from pyspark.logger import PySparkLogger
@@ -112,12 +102,11 @@ def query_context_logs_to(path: Path | None, secrets: frozenset[str] = frozenset
         logger = PySparkLogger.getLogger(name)
         for old in list(logger.handlers):
             logger.removeHandler(old)
-        handler: logging.Handler = logging.NullHandler()
-        if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            handler = logging.FileHandler(path, delay=True)
-            handler.addFilter(_Masked(secrets))
-        logger.addHandler(handler)
+        # PySparkLogger gives a handler its JSON formatter; the record (its Java trace
+        # included) is masked as a whole.
+        logger.addHandler(
+            logging.NullHandler() if path is None else MaskedFileHandler(path, secrets)
+        )
 
 
 def _quiet_accumulator_server(context: SparkContext) -> None:

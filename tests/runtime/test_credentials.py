@@ -252,3 +252,28 @@ def test_the_masked_stream_masks_what_reaches_it_and_refuses_bytes():
     with pytest.raises(TypeError):
         stream.write(secret.encode())  # type: ignore[arg-type]
     assert not hasattr(stream, "buffer")
+
+
+def test_a_masked_log_file_hides_passwords_in_the_traceback_and_a_json_record_too(tmp_path):
+    """PySpark's query-context logger writes the Java trace in the record's exception (a JSON
+    formatter's field): the file masks the record as written, not only its message."""
+    import logging
+
+    from pyspark.logger.logger import JSONFormatter
+
+    from medallion_assets.io.credentials import MaskedFileHandler
+
+    handler = MaskedFileHandler(tmp_path / "logs" / "spark.log", ["hunter2-secret"])
+    handler.setFormatter(JSONFormatter())
+    logger = logging.getLogger("test.masked.file")
+    logger.addHandler(handler)
+    try:
+        raise RuntimeError("jdbc:postgresql://etl:hunter2-secret@db/lake refused")
+    except RuntimeError:
+        logger.exception("query failed for hunter2-secret")
+    finally:
+        logger.removeHandler(handler)
+        handler.close()
+    written = (tmp_path / "logs" / "spark.log").read_text()
+    assert "query failed" in written and "refused" in written
+    assert "hunter2" not in written
