@@ -90,10 +90,12 @@ class ProgressHandler(logging.Handler):
                 ran = now - started
                 if ran >= (10 if said == 0 else said + 30):
                     self._running[key] = (started, int(ran))
-                    run, table = key
-                    partition = self.partition_of(run) if run else None
-                    label = f"{table}[{partition}]" if partition else table
-                    self.emit_line(f"        {label}: running for {int(ran)} s")
+                    self.emit_line(f"        {self._label(*key)}: running for {int(ran)} s")
+
+    def _label(self, run: str, table: str) -> str:
+        """``table``, or ``table[day]`` in a run of one day."""
+        partition = self.partition_of(run) if run else None
+        return f"{table}[{partition}]" if partition else table
 
     def emit(self, record: logging.LogRecord) -> None:
         meta = getattr(record, "dagster_meta", None) or {}
@@ -136,7 +138,7 @@ class ProgressHandler(logging.Handler):
         partition = self.partition_of(run) if run else None
         self._ended[table, partition] = status
         self._changed.notify_all()
-        label = f"{table}[{partition}]" if partition else table
+        label = self._label(run, table)
         rows_text = "" if rows is None else f"{rows:,} rows"
         time_text = "" if seconds is None else f"{seconds:.1f} s"
         self.emit_line(

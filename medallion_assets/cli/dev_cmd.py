@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from medallion_assets.cli.common import fail, load, project_option, settings_for
+from medallion_assets.cli.common import fail, load, project_option, settings_for, spark_log_of
 
 if TYPE_CHECKING:
     from medallion_assets.catalog.operations import ProfilesFile
@@ -57,7 +57,7 @@ def dev(project: Path, port: int, host: str, log_level: str) -> None:
         "MEDALLION_PROJECT": str(project.resolve()),
         # The runs' Spark drivers print their banners, log4j lines and Java traces there, not
         # on this console (as `medallion run` does).
-        "MEDALLION_SPARK_LOG": str(spark_log(project)),
+        "MEDALLION_SPARK_LOG": str(spark_log_of(settings_for(project))),
         # Dagster's advice to use `dg dev` instead: dg needs a Python package with a
         # [tool.dg] pyproject.toml, which a medallion project folder is not; the filter hides
         # that one warning, in every child process.
@@ -75,12 +75,6 @@ def dev(project: Path, port: int, host: str, log_level: str) -> None:
         os.execve(dagster, command, env)
     except OSError as error:
         fail(f"could not start {dagster}: {error}; is dagster-webserver installed in this venv?")
-
-
-def spark_log(project: Path) -> Path:
-    """``$MEDALLION_SPARK_LOG``, else ``<state>/logs/spark.log`` (where `medallion run` puts it)."""
-    settings = settings_for(project)
-    return settings.spark_log or settings.state_home / "logs" / "spark.log"
 
 
 def instance_home(project: Path, profiles: ProfilesFile | None) -> Path:

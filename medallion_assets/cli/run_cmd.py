@@ -17,6 +17,7 @@ from medallion_assets.cli.common import (
     max_workers_option,
     project_option,
     settings_for,
+    spark_log_of,
 )
 from medallion_assets.runtime.stop import RunStopped, stop_on_signals
 
@@ -267,7 +268,7 @@ def failed(summary: RunSummary) -> str:
     out = []
     if summary.having("failed"):
         out.append("FAILED: these tables did not publish (full detail: the run in dagster dev)")
-        out += [wrapped(r.label, r.message) for r in summary.having("failed")]
+        out += [wrapped(r.label, r.message, r.table) for r in summary.having("failed")]
     stopped = sorted({r.label for r in summary.having("not run")})
     if stopped:
         out.append(
@@ -277,17 +278,18 @@ def failed(summary: RunSummary) -> str:
     return "\n".join(out)
 
 
-def wrapped(label: str, message: str, width: int = 100) -> str:
-    """``  label: message`` wrapped between words, the message whole (its table's name said
-    once).
+def wrapped(label: str, message: str, table: str, width: int = 100) -> str:
+    """``  label: message`` wrapped between words, the message whole (its table's name, which
+    a step's error starts with, said once).
 
-    >>> print(wrapped("gold.t", "gold.t: a long reason " * 3, 40))
-      gold.t: a long reason gold.t: a long
-        reason gold.t: a long reason
+    >>> print(wrapped("gold.t[2026-01-02]", "gold.t: a long reason " * 3, "gold.t", 40))
+      gold.t[2026-01-02]: a long reason
+        gold.t: a long reason gold.t: a long
+        reason
     """
     import textwrap
 
-    text = f"{label}: {message.removeprefix(label.split(' ')[0] + ': ')}"
+    text = f"{label}: {message.removeprefix(table + ': ')}"
     return textwrap.fill(text, width, initial_indent="  ", subsequent_indent="    ")
 
 
@@ -303,6 +305,6 @@ def with_spark_log(settings: MedallionSettings) -> MedallionSettings:
     log_python_to(settings.state_home / "logs/python.log", settings.secrets)
     if settings.spark_log is not None:
         return settings
-    spark_log = settings.state_home / "logs/spark.log"
+    spark_log = spark_log_of(settings)
     os.environ["MEDALLION_SPARK_LOG"] = str(spark_log)
     return settings.model_copy(update={"spark_log": spark_log})
