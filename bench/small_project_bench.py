@@ -89,41 +89,28 @@ def _init(where: Path) -> Path:
     return project
 
 
-def _ours(project: Path) -> dict[str, float]:
+def _timed(command: list[str], project: Path, spark_said: str) -> tuple[float, float, str]:
+    """(wall seconds, Spark's start as the process said it, its output) of one cold process."""
     started = time.perf_counter()
-    done = subprocess.run(
-        [MEDALLION, "run", "--project", str(project)],
-        env=_env(project),
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    done = subprocess.run(command, env=_env(project), capture_output=True, text=True, timeout=900)
     wall = time.perf_counter() - started
     if done.returncode != 0:
-        raise RuntimeError(f"medallion run failed: {done.stdout[-2000:]}{done.stderr[-2000:]}")
-    spark = re.search(r"Spark started in ([\d.]+) s", done.stdout)
-    steps = [float(s) for s in re.findall(r"^\[\d+/\d+\].*?([\d.]+) s$", done.stdout, re.M)]
-    return {
-        "wall": wall,
-        "spark": float(spark.group(1)) if spark else float("nan"),
-        "steps": sum(steps),
-    }
+        raise RuntimeError(f"{command[:3]} failed: {done.stdout[-2000:]}{done.stderr[-2000:]}")
+    spark = re.search(spark_said, done.stdout)
+    return wall, float(spark.group(1)) if spark else float("nan"), done.stdout
+
+
+def _ours(project: Path) -> dict[str, float]:
+    command = [MEDALLION, "run", "--project", str(project)]
+    wall, spark, said = _timed(command, project, r"Spark started in ([\d.]+) s")
+    steps = [float(s) for s in re.findall(r"^\[\d+/\d+\].*?([\d.]+) s$", said, re.M)]
+    return {"wall": wall, "spark": spark, "steps": sum(steps)}
 
 
 def _plain(project: Path, out: Path) -> dict[str, float]:
-    started = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, "-c", _PLAIN, str(project), str(out)],
-        env=_env(project),
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    wall = time.perf_counter() - started
-    if done.returncode != 0:
-        raise RuntimeError(f"plain script failed: {done.stderr[-2000:]}")
-    spark = re.search(r"SPARK ([\d.]+)", done.stdout)
-    return {"wall": wall, "spark": float(spark.group(1)) if spark else float("nan")}
+    command = [sys.executable, "-c", _PLAIN, str(project), str(out)]
+    wall, spark, _said = _timed(command, project, r"SPARK ([\d.]+)")
+    return {"wall": wall, "spark": spark}
 
 
 def _seconds(code: str, *args: str) -> float:

@@ -188,6 +188,11 @@ def _explain(item: ErrorDetails, loc: Loc, model: type[BaseModel]) -> tuple[str,
         return _out_of_bounds(kind, item, loc)
     if kind.endswith("_type"):  # a mapping for a list, a word for a column, ...
         return _wrong_shape(item, loc, model)
+    return _as_pydantic_says(item)
+
+
+def _as_pydantic_says(item: ErrorDetails) -> tuple[str, str]:
+    """A problem this module has no words of its own for: Pydantic's, and where to look."""
     return f"{item['msg']} (got {_what(item.get('input'))})", "see docs/reference/metadata.md"
 
 
@@ -205,12 +210,11 @@ def _out_of_bounds(kind: str, item: ErrorDetails, loc: Loc) -> tuple[str, str]:
     words, key = _BOUNDS[kind]
     limit = item.get("ctx", {}).get(key)
     field = loc[-1] if loc and isinstance(loc[-1], str) else "the value"
-    within = {"gt": 1, "ge": limit, "lt": 0, "le": limit}[key] if limit is not None else None
-    if key == "gt" and isinstance(limit, int | float):
-        within = limit + 1
-    if key == "lt" and isinstance(limit, int | float):
-        within = limit - 1
-    fix = f"e.g. {field}: {within}" if within is not None else f"give {words} {limit}"
+    if isinstance(limit, int | float):
+        within = {"gt": limit + 1, "ge": limit, "lt": limit - 1, "le": limit}[key]
+        fix = f"e.g. {field}: {within}"
+    else:
+        fix = f"give {words} {limit}"
     return f"{item.get('input')!r} is not allowed: {field} must be {words} {limit}", fix
 
 
@@ -218,7 +222,7 @@ def _wrong_shape(item: ErrorDetails, loc: Loc, model: type[BaseModel]) -> tuple[
     """What the field expects, in the project's words, and a line of that shape."""
     annotation = annotation_at(model, loc)
     if annotation is None:
-        return f"{item['msg']} (got {_what(item.get('input'))})", "see docs/reference/metadata.md"
+        return _as_pydantic_says(item)
     key = next((str(p) for p in reversed(loc) if isinstance(p, str)), "")
     line = example(annotation, "" if loc and isinstance(loc[-1], int) else key)
     return f"expected {shape(annotation)}, got {_what(item.get('input'))}", f"e.g. {line}"

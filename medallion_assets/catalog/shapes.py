@@ -19,7 +19,8 @@ from typing import Literal, Union
 
 from pydantic import BaseModel
 
-Loc = tuple[object, ...]
+from medallion_assets.catalog.yaml_source import Loc
+
 _PLAIN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./:@-]*")  # written unquoted in a flow mapping
 _MAX_OPTIONAL = 4  # optional keys named in a shape; the reference lists them all
 
