@@ -87,6 +87,13 @@ def _asset(
             if not switched_off(context, catalog, dataset, plane):
                 yield from check_current_version(context, with_spark(context, run))
             return
+        if not partitions_of(context, dataset):
+            start = dataset.settings.partitions.start if dataset.settings.partitions else None
+            context.log.info(
+                f"{dataset.name}: nothing to build: the run's days are before the table's "
+                f"partitions.start {start}"
+            )
+            return
         lineage = StepLineage.start(context, catalog, dataset, run)  # None: OpenLineage off
         if switched_off(context, catalog, dataset, plane):
             if lineage:
@@ -229,7 +236,10 @@ def table_run(
         catalog=catalog,
         dataset=dataset,
         lake=resources.lake.lake,
-        partition=context.partition_key if context.has_partition_key else None,
+        # a whole table run within a daily run (one job holds both) has no partition
+        partition=context.partition_key
+        if context.has_partition_key and dataset.settings.partitions is not None
+        else None,
         run_id=context.run.run_id,
         log=RunLog(context.log.info, context.log.warning),
         objects=resources.s3,
@@ -295,7 +305,7 @@ def materialize_dataset(
     partition's run did goes into ``outcomes``."""
     dataset = run.dataset
     outcomes = [] if outcomes is None else outcomes
-    for partition in partitions_of(context):
+    for partition in partitions_of(context, dataset):
         try:
             outcomes.append(runner.run(run.for_partition(partition)))
         except ChecksFailed as failed:

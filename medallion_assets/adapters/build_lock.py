@@ -21,10 +21,11 @@ from medallion_assets.runtime.locks import Holder, build_locks, table_lock_name
 from medallion_assets.runtime.table_run import step_partitions
 
 
-def partitions_of(context: dg.AssetExecutionContext) -> list[str | None]:
+def partitions_of(context: dg.AssetExecutionContext, dataset: Dataset) -> list[str | None]:
     """The partitions the step builds, in order (``runtime.table_run.step_partitions``)."""
     keys = context.partition_keys if context.has_partition_key_range else None
-    return step_partitions(context.partition_key if context.has_partition_key else None, keys)
+    key = context.partition_key if context.has_partition_key else None
+    return step_partitions(dataset.settings.partitions, key, keys)
 
 
 @contextmanager
@@ -33,7 +34,7 @@ def build_lock(
 ) -> Iterator[bool]:
     """Hold the locks of every partition the step builds (in sorted order, so two steps of
     one table cannot deadlock); yields False when they could not all be taken in time."""
-    partitions = sorted(partitions_of(context), key=lambda p: p or "")
+    partitions = sorted(partitions_of(context, dataset), key=lambda p: p or "")
     # The run's settings, read when its resources were set up.
     settings = context.resources.lake.settings
     locks = build_locks(plane.url, settings.state_home)

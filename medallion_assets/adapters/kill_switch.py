@@ -145,10 +145,9 @@ def pipeline_schedule(
     pipeline_id: str,
     job: "UnresolvedAssetJobDefinition",
     cron: str,
-    tables: list[str],
+    tables: tuple[list[str], list[str]],  # the pipeline's whole tables, its daily ones
     status: dg.DefaultScheduleStatus,
-    partitions: dg.PartitionsDefinition[str]
-    | None = None,  # the job's partitions definition, for a daily job
+    partitions: dg.PartitionsDefinition[str] | None = None,  # the daily tables' partitions
 ) -> dg.ScheduleDefinition:
 
     @dg.schedule(
@@ -160,26 +159,44 @@ def pipeline_schedule(
     )
     def _tick(context: dg.ScheduleEvaluationContext, control: ControlResource) -> Any:
         plane = control.plane()
-        off = plane.disabled(catalog, tables, [pipeline_id])
-        wanted = [t for t in tables if t not in off]
-        if not wanted:
+        plain, daily = tables
+        off = plane.disabled(catalog, [*plain, *daily], [pipeline_id])
+        if len(off) == len(plain) + len(daily):
             reasons = "; ".join(d.describe() for d in off.values())
             return dg.SkipReason(f"every table of {job.name} is switched off: {reasons}")
-        partition = None
-        if partitions is not None:
+        when = context.scheduled_execution_time
+        requests = []
+        wanted = [t for t in plain if t not in off]
+        if wanted:
+            stamp = when.isoformat() if when else "now"
+            requests.append(_request(catalog, plane, pipeline_id, wanted, f"{stamp}", None))
+        wanted = [t for t in daily if t not in off]
+        if wanted and partitions is not None:
             # The day that just ended, as of the tick's scheduled time (not the clock's now).
-            with dg.partition_loading_context(effective_dt=context.scheduled_execution_time):
-                partition = partitions.get_last_partition_key()
-            if partition is None:
-                return dg.SkipReason(f"no complete day yet for {job.name}")
-        return dg.RunRequest(
-            asset_selection=[table_key(t) for t in wanted],
-            partition_key=partition,
-            # read now: `medallion control profile` changes the next tick's priority
-            tags={"pipeline": pipeline_id, **priority_tags(catalog, plane, wanted, pipeline_id)},
-        )
+            with dg.partition_loading_context(effective_dt=when):
+                day = partitions.get_last_partition_key()
+            if day is not None:  # the run key launches each day once, at its first tick
+                requests.append(_request(catalog, plane, pipeline_id, wanted, day, day))
+        return requests or dg.SkipReason(f"no complete day yet for {job.name}")
 
     return _tick
+
+
+def _request(
+    catalog: Catalog,
+    plane: ControlPlane,
+    pipeline_id: str,
+    tables: list[str],
+    key: str,
+    partition: str | None,
+) -> dg.RunRequest:
+    return dg.RunRequest(
+        run_key=f"{pipeline_id}:{key}",
+        asset_selection=[table_key(t) for t in tables],
+        partition_key=partition,
+        # read now: `medallion control profile` changes the next tick's priority
+        tags={"pipeline": pipeline_id, **priority_tags(catalog, plane, tables, pipeline_id)},
+    )
 
 
 def build_run_audit_sensors() -> list[Any]:

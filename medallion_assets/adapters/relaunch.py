@@ -149,12 +149,7 @@ def relaunch_request(
     if not plan.tables:
         store.record("outcome", "run", "nothing to relaunch", run_id=run.run_id)
         return None
-    partitioned = any(catalog.datasets[t].settings.partitions for t in plan.tables)
-    job_name = (
-        run.job_name
-        if run.job_name in job_names
-        else RELAUNCH_JOB + ("__daily" if partitioned else "")
-    )
+    job_name = run.job_name if run.job_name in job_names else RELAUNCH_JOB
     tags = {k: v for k, v in run.tags.items() if k in _COPIED_TAGS}
     tags.update({ORIGIN_TAG: relaunch.origin, ATTEMPT_TAG: str(relaunch.attempt)})
     tags.update(priority_tags(catalog, plane, plan.tables, pipeline))

@@ -70,6 +70,17 @@ class DatasetTranslator:
         self._pii_tables = {
             r.column.rsplit(".", 1)[0] for r in catalog.lineage.pii_trace() if r.exposed
         }
+        # One daily partitions definition for the whole project, from its earliest start:
+        # Dagster puts a pipeline's (or a layer's) tables in one job only when they share one.
+        # A table's own later start still holds: its earlier days build nothing (assets.py).
+        starts = [
+            d.settings.partitions.start
+            for d in catalog.datasets.values()
+            if d.settings.partitions is not None
+        ]
+        self._daily = (
+            dg.DailyPartitionsDefinition(start_date=min(starts).isoformat()) if starts else None
+        )
 
     def get_asset_spec(self, dataset: Dataset) -> dg.AssetSpec:
         return dg.AssetSpec(
@@ -175,11 +186,10 @@ class DatasetTranslator:
             metadata["load_mode"] = dataset.target.mode
         return metadata
 
-    def partitions_def(self, dataset: Dataset) -> dg.PartitionsDefinition | None:
-        partitions = dataset.settings.partitions
-        if partitions is None:
-            return None
-        return dg.DailyPartitionsDefinition(start_date=partitions.start.isoformat())
+    def partitions_def(self, dataset: Dataset) -> dg.PartitionsDefinition[str] | None:
+        """The project's daily partitions for a daily table (from the project's earliest
+        ``partitions.start``), None for a table built as a whole."""
+        return None if dataset.settings.partitions is None else self._daily
 
     def get_source_spec(self, name: str, source: Source) -> dg.AssetSpec:
         return dg.AssetSpec(

@@ -38,7 +38,6 @@ DAGSTER_RESERVED = frozenset(
 CODE_LOCATION_JOBS = frozenset(
     {"layer_bronze", "layer_silver", "layer_gold", "medallion_control", "medallion_relaunch"}
 )
-DAILY_JOB_SUFFIX = "__daily"  # a pipeline's job of daily-partitioned tables is <id>__daily
 # Tag values (a system's name is the ``system`` tag) and tag key sections.
 _TAG = re.compile(r"^[A-Za-z0-9_.-]{1,63}$")
 TAG_PREFIX = "tag_"  # a dataset's tag ``finance`` becomes the Dagster tag key ``tag_finance``
@@ -84,7 +83,7 @@ def check_system_name(value: str) -> str:
 
 
 def check_pipeline_id(value: str) -> str:
-    """A pipeline's id names its Dagster jobs (``<id>`` and ``<id>__daily``) and schedules."""
+    """A pipeline's id names its Dagster job (``<id>``) and schedule (``<id>_schedule``)."""
     if value in DAGSTER_RESERVED:
         raise ValueError(
             f"pipeline id {value!r} is a name Dagster reserves for jobs: use another id, "
@@ -94,11 +93,6 @@ def check_pipeline_id(value: str) -> str:
         raise ValueError(
             f"pipeline id {value!r} is the name of a job the code location defines itself: "
             f"use another id, e.g. '{value}_pipeline'"
-        )
-    if value.endswith(DAILY_JOB_SUFFIX):
-        raise ValueError(
-            f"pipeline id {value!r} ends with '{DAILY_JOB_SUFFIX}', which names the daily job "
-            "of another pipeline: use another id"
         )
     return value
 

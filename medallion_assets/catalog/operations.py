@@ -229,13 +229,16 @@ class Pipeline(Model):
     )
 
     id: str
-    """Its id: names its Dagster jobs and schedules, and `pipeline:<id>` in the kill switch."""
+    """Its id: names its Dagster job (`<id>`) and schedule (`<id>_schedule`), and
+    `pipeline:<id>` in the kill switch."""
     description: str = ""
     """What the pipeline does; its jobs' description in Dagster and in exported flows."""
     enabled: bool = True
     """false: its schedule stays stopped; `medallion export` and `simulate` leave it out."""
     schedule: str | None = None
-    """Cron schedule (five fields, UTC) its runs start on; none: it runs only when launched."""
+    """Cron schedule (five fields, UTC) its runs start on: each tick runs its whole tables, and
+    its daily ones for the day that just ended (once per day); none: it runs only when
+    launched."""
     schedule_running: bool = False
     """true: its schedule runs from the moment the code location loads; false: it waits, stopped,
     for an operator to start it in the UI (a first `dagster dev` launches nothing by itself)."""

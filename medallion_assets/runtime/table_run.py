@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Protocol
 
 from medallion_assets.catalog import Catalog, Dataset
-from medallion_assets.catalog.models import Replica
+from medallion_assets.catalog.models import Partitioning, Replica
 from medallion_assets.checks.results import CheckContext
 from medallion_assets.lake import Lake
 from medallion_assets.planner.reroute import PRIMARY, Route, along
@@ -146,18 +146,26 @@ class TableRun:
 
 
 def step_partitions(
-    partition_key: str | None, partition_keys: Sequence[str] | None
+    partitioning: Partitioning | None,
+    partition_key: str | None,
+    partition_keys: Sequence[str] | None,
 ) -> list[str | None]:
-    """The partitions a step builds, in order: its one key, each key of its range (a backfill
-    run as one step), or None for an unpartitioned table.
+    """The partitions a step of a table partitioned so builds, in order: its one key, each key
+    of its range (a backfill run as one step), or None for an unpartitioned table. Days before
+    the table's own ``start`` are left out (the project's partitions begin at its earliest
+    start), so a step may have nothing to build.
 
-    >>> step_partitions(None, ["2026-01-01", "2026-01-02"])
-    ['2026-01-01', '2026-01-02']
-    >>> step_partitions(None, None)
+    >>> from datetime import date
+    >>> daily = Partitioning(type="daily", column="day", start=date(2026, 1, 2))
+    >>> step_partitions(daily, None, ["2026-01-01", "2026-01-02"])
+    ['2026-01-02']
+    >>> step_partitions(daily, "2026-01-01", None)
+    []
+    >>> step_partitions(None, "2026-01-01", None)  # a whole table in a daily run
     [None]
     """
-    if partition_key is not None:
-        return [partition_key]
-    if partition_keys:
-        return list(partition_keys)
-    return [None]
+    keys = [partition_key] if partition_key is not None else list(partition_keys or ())
+    if partitioning is None or not keys:
+        return [None]
+    first = partitioning.start.isoformat()
+    return [key for key in keys if key >= first]

@@ -4,6 +4,7 @@ engine's dependencies, and jobs, schedules and sensors from metadata. Nothing he
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from dataclasses import replace
@@ -12,7 +13,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from medallion_assets.adapters.code_location import definitions_for
+from medallion_assets.adapters.code_location import build_definitions, definitions_for
 from medallion_assets.adapters.translator import CHECK_DEP, DatasetTranslator
 from tests.conftest import REPO
 
@@ -150,29 +151,63 @@ def test_bronze_is_tagged_s3_and_pii_flows_into_tags(graph):
 
 
 def test_daily_partitioned_tables_have_daily_partitions(graph, demo_catalog):
+    starts = [
+        d.settings.partitions.start for d in demo_catalog.datasets.values() if d.settings.partitions
+    ]
     for name, dataset in demo_catalog.datasets.items():
         node = graph.get(key(name))
         if dataset.settings.partitions is None:
             assert node.partitions_def is None, name
         else:
             assert isinstance(node.partitions_def, dg.DailyPartitionsDefinition), name
-            assert node.partitions_def.start.date() == dataset.settings.partitions.start
+            assert node.partitions_def.start.date() == min(starts)
+
+
+def test_daily_tables_with_different_starts_share_one_job_and_schedule(tmp_path, monkeypatch):
+    """A pipeline's daily tables may start on different days: the project's daily partitions
+    begin at the earliest start, so every job (pipeline, layer, relaunch) still resolves."""
+    root = tmp_path / "p"
+    shutil.copytree(REPO / "sql", root / "sql")
+    shutil.copytree(REPO / "metadata", root / "metadata")
+    path = root / "metadata" / "datasets.yaml"
+    lines = path.read_text().splitlines(keepends=True)
+    gold = next(i for i, line in enumerate(lines) if line.strip() == "gold.daily_user_events:")
+    later = next(i for i, line in enumerate(lines) if "partitions:" in line and i > gold)
+    lines[later] = lines[later].replace("2026-01-01", "2026-02-01")
+    path.write_text("".join(lines))
+    defs = build_definitions(root)
+    jobs = {job.name: job for job in defs.resolve_all_job_defs()}
+    assert {"analytics", "layer_gold", "layer_silver", "medallion_relaunch"} <= set(jobs)
+    assert str(jobs["analytics"].partitions_def.start.date()) == "2026-01-01"
+    # the later table's own start holds: a day before it builds nothing, said so
+    monkeypatch.setenv("MEDALLION_HOME", str(tmp_path / "home"))
+    instance = dg.DagsterInstance.ephemeral()
+    result = jobs["analytics"].execute_in_process(
+        instance=instance,
+        partition_key="2026-01-15",
+        asset_selection=[dg.AssetKey(["gold", "daily_user_events"])],
+    )
+    assert result.success
+    assert not result.get_asset_materialization_events()
+    logs = instance.all_logs(result.run_id)
+    said = [e.user_message for e in logs if "nothing to build" in e.user_message]
+    assert said and "partitions.start 2026-02-01" in said[0]
 
 
 def test_jobs_per_pipeline_and_layer_and_schedules_from_cron(defs, demo_catalog):
     jobs = {job.name: job for job in defs.resolve_all_job_defs()}
     for pipeline_id in demo_catalog.pipelines:
-        assert pipeline_id in jobs or f"{pipeline_id}__daily" in jobs
+        assert pipeline_id in jobs
     for layer in ("bronze", "silver", "gold"):
         assert f"layer_{layer}" in jobs
     ingest = jobs["ingest"]
     selected = {".".join(k.path) for k in ingest.asset_layer.selected_asset_keys}
-    assert selected == {
-        n
-        for n in demo_catalog.pipeline_datasets("ingest")
-        if demo_catalog.datasets[n].settings.partitions is None
-    }
+    # one job holds the pipeline's whole tables and its daily ones
+    assert selected == set(demo_catalog.pipeline_datasets("ingest"))
     schedules = {s.name: s for s in defs.schedules}
+    assert set(schedules) == {
+        f"{p}_schedule" for p, pipeline in demo_catalog.pipelines.items() if pipeline.schedule
+    }
     for pipeline_id, pipeline in demo_catalog.pipelines.items():
         if pipeline.schedule and pipeline_id in jobs:
             assert schedules[f"{pipeline_id}_schedule"].cron_schedule == pipeline.schedule
@@ -284,23 +319,37 @@ def test_the_retry_policy_in_force_is_the_datasets_then_the_pipelines_then_the_p
     assert policy_of(demo_catalog, orders, "no_such_pipeline") == policies["standard"]
 
 
-def test_a_daily_schedule_requests_the_day_that_just_ended(defs, tmp_path, monkeypatch):
+def test_a_pipelines_schedule_requests_its_tables_and_the_day_that_just_ended(
+    defs, demo_catalog, tmp_path, monkeypatch
+):
     from datetime import UTC, datetime
 
     from medallion_assets.adapters.resources import ControlResource
 
     monkeypatch.setenv("MEDALLION_HOME", str(tmp_path))
     monkeypatch.delenv("MEDALLION_CONTROL_URL", raising=False)
-    schedule = next(s for s in defs.schedules if s.name == "ingest__daily_schedule")
+    schedule = next(s for s in defs.schedules if s.name == "ingest_schedule")
     context = dg.build_schedule_context(
         scheduled_execution_time=datetime(2026, 11, 21, 0, 5, tzinfo=UTC),
         resources={"control": ControlResource(project_root=str(REPO))},
         repository_def=defs.get_repository_def(),
     )
-    (request,) = schedule.evaluate_tick(context).run_requests
-    assert request.partition_key == "2026-11-20"
-    assert request.tags["pipeline"] == "ingest"
-    assert {".".join(k.path) for k in request.asset_selection} == {"bronze.user_events"}
+    whole, day = schedule.evaluate_tick(context).run_requests
+    assert whole.partition_key is None and day.partition_key == "2026-11-20"
+    assert whole.tags["pipeline"] == day.tags["pipeline"] == "ingest"
+    assert {".".join(k.path) for k in day.asset_selection} == {"bronze.user_events"}
+    assert {".".join(k.path) for k in whole.asset_selection} == {
+        n for n in demo_catalog.pipeline_datasets("ingest") if n != "bronze.user_events"
+    }
+    # the day is the run key: every later tick of the same day asks for it again, and
+    # Dagster launches it once
+    later = dg.build_schedule_context(
+        scheduled_execution_time=datetime(2026, 11, 21, 6, 5, tzinfo=UTC),
+        resources={"control": ControlResource(project_root=str(REPO))},
+        repository_def=defs.get_repository_def(),
+    )
+    again = schedule.evaluate_tick(later).run_requests
+    assert again[1].run_key == day.run_key and again[0].run_key != whole.run_key
 
 
 def test_schedules_wait_stopped_unless_their_pipeline_says_schedule_running(defs, demo_catalog):
@@ -322,6 +371,4 @@ def test_schedules_wait_stopped_unless_their_pipeline_says_schedule_running(defs
         for s in build_schedules(catalog, build_jobs(catalog), DatasetTranslator(catalog))
         if s.default_status == dg.DefaultScheduleStatus.RUNNING
     }
-    assert running == {"ingest_schedule", "ingest__daily_schedule"} & {
-        s.name for s in defs.schedules
-    }
+    assert running == {"ingest_schedule"} & {s.name for s in defs.schedules}

@@ -18,11 +18,10 @@ import pytest
 from click.testing import CliRunner
 
 from medallion_assets.adapters.code_location import build_definitions
-from medallion_assets.adapters.jobs import DAILY_SUFFIX
 from medallion_assets.adapters.kill_switch import CONTROL_JOB
 from medallion_assets.adapters.relaunch import RELAUNCH_JOB
 from medallion_assets.catalog import CatalogError, load_catalog
-from medallion_assets.catalog.names import CODE_LOCATION_JOBS, DAGSTER_RESERVED, DAILY_JOB_SUFFIX
+from medallion_assets.catalog.names import CODE_LOCATION_JOBS, DAGSTER_RESERVED
 from medallion_assets.cli import cli
 from tests.catalog.test_broken_projects import CASES, MINIMAL, build
 from tests.catalog.test_cron import generated as generated_schedules
@@ -40,7 +39,6 @@ def test_the_catalogs_reserved_names_are_the_ones_dagster_and_the_code_location_
     assert {CONTROL_JOB, RELAUNCH_JOB, "layer_bronze", "layer_silver", "layer_gold"} == set(
         CODE_LOCATION_JOBS
     )
-    assert DAILY_SUFFIX == DAILY_JOB_SUFFIX
 
 
 @pytest.mark.parametrize("kind", sorted(CASES))
