@@ -10,29 +10,39 @@ it) are computed here and nowhere else. A bad value is an error naming the varia
 (PosixPath('/srv/state/lake'), 3)
 >>> MedallionSettings.from_env({"MEDALLION_KEEP_VERSIONS": "two"})  # doctest: +ELLIPSIS
 Traceback (most recent call last):
-medallion_assets.settings.SettingsError: MEDALLION_KEEP_VERSIONS='two' is not valid: set it ...
+medallion_assets.errors.SettingsError: MEDALLION_KEEP_VERSIONS='two' is not valid: set it ...
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic.config import JsonDict
 
-from medallion_assets.runtime.errors import ResourceError
-from medallion_assets.runtime.faults import POINTS as CRASH_POINTS
+from medallion_assets.credentials import (
+    MASK,
+    mask_credentials,
+    secret_forms,
+    spark_connect_tokens,
+    url_secrets,
+)
+from medallion_assets.errors import SettingsError
+from medallion_assets.faults import CRASH_POINT_FIX
+from medallion_assets.faults import POINTS as CRASH_POINTS
 
-if TYPE_CHECKING:
-    from medallion_assets.lake.catalog import LakeCatalog
-
-
-class SettingsError(ResourceError):
-    """An environment variable holds a value the runtime cannot use; names it and the fix."""
+EMBEDDED_CATALOG = "catalog.db"  # the SQLite catalog inside a local lake's folder
+# The Maven pom of the Spark jars (``medallion jars`` fetches them): its content names the
+# machine's jar folder.
+SPARK_JARS_POM = Path(__file__).parent / "jvm" / "spark-jars.pom.xml"
+_S3_URI = re.compile(r"^s3a?://(?P<bucket>[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9])(?P<prefix>/.*)?$")
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
 
 
 def _setting(
@@ -241,8 +251,8 @@ class MedallionSettings(BaseModel):
         None,
         "unset",
         "crash tests only: `POINT[@TABLE[DAY]]` kills the run process with SIGKILL there "
-        "(`runtime/faults.py` lists the points)",
-        f"POINT[@TABLE[DAY]] with POINT one of {', '.join(CRASH_POINTS)}",
+        "(`medallion_assets/faults.py` lists the points)",
+        CRASH_POINT_FIX,
         alias="MEDALLION_CRASH_AT",
     )
 
@@ -255,12 +265,7 @@ class MedallionSettings(BaseModel):
     @classmethod
     def _lake_location(cls, value: str | None) -> str | None:
         if value is not None:
-            from medallion_assets.lake.catalog import LakeCatalogError, warehouse_uri
-
-            try:
-                warehouse_uri(value)
-            except LakeCatalogError:
-                raise ValueError("not a folder or an S3 location") from None
+            lake_location(value)  # raises ValueError
         return value
 
     @field_validator("crash_at")
@@ -325,9 +330,7 @@ class MedallionSettings(BaseModel):
     def jars_folder(self) -> Path:
         """``$MEDALLION_SPARK_JARS``, else a folder per machine user named after the pom's
         content, so a change of versions fetches into a new folder."""
-        from medallion_assets.jvm.jars import default_folder
-
-        return self.spark_jars if self.spark_jars is not None else default_folder(Path.home())
+        return self.spark_jars if self.spark_jars is not None else jars_folder(Path.home())
 
     @property
     def lake_root(self) -> Path | None:
@@ -343,24 +346,12 @@ class MedallionSettings(BaseModel):
         return self.lake is not None and self.lake.startswith(("s3://", "s3a://"))
 
     @property
-    def iceberg_lake(self) -> LakeCatalog:
-        """The lake's Iceberg catalog and warehouse (``MEDALLION_LAKE_CATALOG``,
-        ``MEDALLION_LAKE``), reached through the S3 endpoint when one is set."""
-        from medallion_assets.lake.catalog import LakeCatalog, S3Endpoint
-
-        warehouse = self.lake or str(self.state_home / "lake")
-        endpoint = S3Endpoint(self.s3_endpoint, self.aws_region) if self.s3_endpoint else None
-        return LakeCatalog.parse(self.effective_lake_catalog, warehouse, endpoint)
-
-    @property
     def effective_lake_catalog(self) -> str:
         """The lake catalog URL in force."""
         if self.lake_catalog:
             return self.lake_catalog
         # The embedded catalog lives in the lake's folder: the folder is the whole lake.
         folder = self.lake_root
-        from medallion_assets.lake.catalog import EMBEDDED_CATALOG
-
         where = folder / EMBEDDED_CATALOG if folder else self.state_home / "lake_catalog.db"
         return f"sqlite:///{where.resolve()}"
 
@@ -428,9 +419,37 @@ class MedallionSettings(BaseModel):
     @property
     def secrets(self) -> frozenset[str]:
         """The passwords and tokens these settings hold, in every form they may be printed in."""
-        from medallion_assets.io.credentials import known_secrets
+        found: set[str] = set()
+        for url in (self.warehouse_url, self.control_url, self.lake_catalog):
+            found |= url_secrets(url or "")
+        found |= secret_forms(self.pg_password or "")
+        found |= spark_connect_tokens(self.spark_remote or "")
+        return frozenset(found)
 
-        return known_secrets(self)
+
+def lake_location(value: str) -> str:
+    """``MEDALLION_LAKE`` as the warehouse location Spark writes to: ``file:/abs/path`` for a
+    local folder, ``s3a://bucket/prefix`` for ``s3://`` (or ``s3a://``); anything else with a
+    scheme is refused (ValueError), since a Spark cluster's executors must reach the same files.
+
+    >>> lake_location("s3://shop-lake/prod/")
+    's3a://shop-lake/prod'
+    """
+    text = value.strip()
+    if _SCHEME.match(text):
+        match = _S3_URI.match(text)
+        if match is None:
+            raise ValueError("not a folder or an S3 location")
+        prefix = (match.group("prefix") or "").rstrip("/")
+        return f"s3a://{match.group('bucket')}{prefix}"
+    return f"file:{Path(text).expanduser().resolve()}"
+
+
+def jars_folder(home: Path, pom: Path = SPARK_JARS_POM) -> Path:
+    """``~/.cache/medallion/spark-jars-<first 12 hex of the pom's sha256>``: a change of the
+    pom's versions fetches into a new folder."""
+    digest = hashlib.sha256(pom.read_bytes()).hexdigest()[:12]
+    return home / ".cache" / "medallion" / f"spark-jars-{digest}"
 
 
 def variables() -> dict[str, str]:
@@ -470,8 +489,6 @@ def _extra(name: str, key: str) -> str:
 def _explain(error: ValidationError, given: Mapping[str, str]) -> str:
     """One line per bad variable: its value (masked when it may hold a password) and what a
     valid one looks like."""
-    from medallion_assets.io.credentials import MASK, mask_credentials, spark_connect_tokens
-
     lines = []
     for problem in error.errors():
         variable = str(problem["loc"][0]) if problem["loc"] else "settings"

@@ -37,11 +37,11 @@ from medallion_assets.catalog import Catalog, load_catalog
 from medallion_assets.catalog.operations import ProfilesFile
 from medallion_assets.control.engine import ControlStoreError
 from medallion_assets.control.plane import ControlPlane
+from medallion_assets.errors import ResourceError
 from medallion_assets.planner.profiles import ALL
 from medallion_assets.planner.run_priority import HOLD_TAG, PROFILE_TAG
 from medallion_assets.runtime import stop
 from medallion_assets.runtime.bronze_ingest import odd_day, partition_of, source_of
-from medallion_assets.runtime.errors import ResourceError
 from medallion_assets.runtime.run_lock import one_run_at_a_time
 from medallion_assets.runtime.spark_session import SparkWarmUp, driver_watch
 from medallion_assets.settings import MedallionSettings

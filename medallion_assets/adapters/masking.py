@@ -14,7 +14,7 @@ from typing import Any
 
 import dagster as dg
 
-from medallion_assets.io.credentials import mask_credentials, masked_exception
+from medallion_assets.credentials import mask_credentials, masked_exception
 
 
 class MaskingFilter(logging.Filter):

@@ -28,7 +28,7 @@ from medallion_assets.cli.settings_cmd import settings
 from medallion_assets.cli.simulate_cmd import simulate_cmd
 from medallion_assets.cli.table_cmd import table
 from medallion_assets.cli.throttle_cmd import throttle
-from medallion_assets.runtime.errors import ResourceError
+from medallion_assets.errors import ResourceError
 
 
 class MedallionGroup(click.Group):

@@ -14,7 +14,7 @@ from typing import Any, NoReturn, ParamSpec, TextIO, TypeVar
 import click
 
 from medallion_assets.catalog import Catalog, CatalogError, load_catalog
-from medallion_assets.io.credentials import MaskedFileHandler, mask_credentials
+from medallion_assets.credentials import MaskedFileHandler, mask_credentials
 from medallion_assets.settings import MedallionSettings
 
 P = ParamSpec("P")

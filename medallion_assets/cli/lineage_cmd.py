@@ -216,6 +216,7 @@ def export(fmt: str, out: Path | None, send: bool, project: Path) -> None:
 
     from medallion_assets.cli.common import settings_for
     from medallion_assets.io.openlineage import LineageEmitter, configured
+    from medallion_assets.lake.catalog import LakeCatalog
     from medallion_assets.lineage.openlineage import DEFAULT_NAMESPACE, Naming, static_events
     from medallion_assets.lineage.openlineage import warehouse_naming as warehouse
 
@@ -224,7 +225,7 @@ def export(fmt: str, out: Path | None, send: bool, project: Path) -> None:
     namespace, prefix = warehouse(settings.effective_warehouse_url)
     naming = Naming(
         os.environ.get("OPENLINEAGE_NAMESPACE") or DEFAULT_NAMESPACE,
-        settings.iceberg_lake.warehouse,
+        LakeCatalog.of(settings).warehouse,
         namespace,
         prefix,
     )

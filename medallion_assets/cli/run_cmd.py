@@ -116,12 +116,13 @@ def reachable(settings: MedallionSettings, catalog: Catalog) -> None:
     that loads tables into it) the warehouse cannot be reached: every step would otherwise
     fail, each after its retries. The control store was reached for the run lock, and S3 is
     said when the first source is listed."""
-    from medallion_assets.io.credentials import mask_credentials
+    from medallion_assets.credentials import mask_credentials
+    from medallion_assets.errors import ResourceError
     from medallion_assets.io.warehouse import warehouse_from_url
+    from medallion_assets.lake.catalog import LakeCatalog
     from medallion_assets.lake.versions import open_catalog
-    from medallion_assets.runtime.errors import ResourceError
 
-    lake = settings.iceberg_lake
+    lake = LakeCatalog.of(settings)
     lake.make_folder()  # the embedded catalog: made on the first run
     open_catalog(lake)  # a LakeCatalogError naming it, without its password
     if not any(d.target is not None for d in catalog.datasets.values()):

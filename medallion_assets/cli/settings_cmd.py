@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from medallion_assets.cli.common import project_option, settings_for
-from medallion_assets.io.credentials import MASK, mask_credentials
+from medallion_assets.credentials import MASK, mask_credentials
 from medallion_assets.settings import MedallionSettings, documented, is_secret
 
 

@@ -21,8 +21,8 @@ from sqlalchemy import create_engine, event, exc
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import NullPool
 
-from medallion_assets.io.credentials import encoded_url, mask_credentials, url_secrets
-from medallion_assets.runtime.errors import ResourceError
+from medallion_assets.credentials import encoded_url, mask_credentials, url_secrets
+from medallion_assets.errors import ResourceError
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection, Engine

@@ -36,8 +36,8 @@ from botocore.exceptions import ClientError
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
 from medallion_assets.catalog.base import check_bucket
-from medallion_assets.io.credentials import mask_credentials
-from medallion_assets.runtime.errors import ResourceError
+from medallion_assets.credentials import mask_credentials
+from medallion_assets.errors import ResourceError
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client

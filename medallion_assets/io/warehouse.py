@@ -23,8 +23,8 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 import pyarrow as pa
 
+from medallion_assets.credentials import encoded_url, mask_credentials, url_secrets
 from medallion_assets.io import warehouse_sql as sql
-from medallion_assets.io.credentials import encoded_url, mask_credentials, url_secrets
 from medallion_assets.io.warehouse_load import (
     BATCH_ROWS,
     LoadReport,

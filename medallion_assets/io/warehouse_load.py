@@ -31,9 +31,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 import pyarrow as pa
 import pyarrow.compute
 
+from medallion_assets.errors import PermanentError
 from medallion_assets.io import warehouse_sql as sql
 from medallion_assets.io import warehouse_types
-from medallion_assets.runtime.errors import PermanentError
 
 if TYPE_CHECKING:
     from medallion_assets.catalog.models import Target

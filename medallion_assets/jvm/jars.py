@@ -14,7 +14,6 @@ versions. Maven resolves once and the pom's plugin settings leave those out.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import shutil
@@ -25,9 +24,10 @@ import xml.etree.ElementTree as ElementTree
 from dataclasses import dataclass
 from pathlib import Path
 
-from medallion_assets.runtime.errors import ResourceError
+from medallion_assets.errors import ResourceError
+from medallion_assets.settings import SPARK_JARS_POM, jars_folder
 
-POM = Path(__file__).with_name("spark-jars.pom.xml")
+POM = SPARK_JARS_POM
 MANIFEST = "MANIFEST.txt"
 FETCH_COMMAND = "medallion jars"
 _NS = {"m": "http://maven.apache.org/POM/4.0.0"}
@@ -51,8 +51,7 @@ class JarFolder:
 
 def default_folder(home: Path, pom: Path = POM) -> Path:
     """``~/.cache/medallion/spark-jars-<first 12 hex of the pom's sha256>``."""
-    digest = hashlib.sha256(pom.read_bytes()).hexdigest()[:12]
-    return home / ".cache" / "medallion" / f"spark-jars-{digest}"
+    return jars_folder(home, pom)
 
 
 def direct_jars(pom: Path = POM) -> tuple[str, ...]:

@@ -32,12 +32,11 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import unquote, urlsplit
 
-from medallion_assets.runtime.errors import ResourceError
+from medallion_assets.errors import ResourceError
+from medallion_assets.settings import EMBEDDED_CATALOG, MedallionSettings, lake_location
 
 SPARK_CATALOG = "lake"  # the Spark catalog name: tables are lake.<layer>.<table>
-EMBEDDED_CATALOG = "catalog.db"  # the SQLite catalog inside a local lake's folder
-_S3_URI = re.compile(r"^s3a?://(?P<bucket>[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9])(?P<prefix>/.*)?$")
-_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
+__all__ = ["EMBEDDED_CATALOG", "SPARK_CATALOG", "LakeCatalog", "LakeCatalogError", "S3Endpoint"]
 
 
 class LakeCatalogError(ResourceError):
@@ -62,6 +61,15 @@ class LakeCatalog:
     user: str = ""
     password: str = ""
     s3: S3Endpoint | None = None
+
+    @classmethod
+    def of(cls, settings: MedallionSettings) -> LakeCatalog:
+        """The lake's Iceberg catalog and warehouse (``MEDALLION_LAKE_CATALOG``,
+        ``MEDALLION_LAKE``), reached through the S3 endpoint when one is set."""
+        warehouse = settings.lake or str(settings.state_home / "lake")
+        s3 = settings.s3_endpoint
+        endpoint = S3Endpoint(s3, settings.aws_region) if s3 else None
+        return cls.parse(settings.effective_lake_catalog, warehouse, endpoint)
 
     @classmethod
     def parse(cls, catalog: str, warehouse: str, s3: S3Endpoint | None = None) -> LakeCatalog:
@@ -133,24 +141,19 @@ class LakeCatalog:
 
 
 def warehouse_uri(value: str) -> str:
-    """``MEDALLION_LAKE`` as the warehouse location Spark writes to: ``file:/abs/path`` for a
-    local folder, ``s3a://bucket/prefix`` for ``s3://`` (or ``s3a://``); anything else with a
-    scheme is refused, since a Spark cluster's executors must reach the same files.
+    """``MEDALLION_LAKE`` as the warehouse location Spark writes to (``settings.lake_location``),
+    or LakeCatalogError saying what to set.
 
     >>> warehouse_uri("s3://shop-lake/prod/")
     's3a://shop-lake/prod'
     """
-    text = value.strip()
-    if _SCHEME.match(text):
-        match = _S3_URI.match(text)
-        if match is None:
-            raise LakeCatalogError(
-                f"MEDALLION_LAKE={value!r} is not a folder or an S3 location: set a local folder "
-                "(e.g. /srv/lake) or s3://BUCKET/PREFIX"
-            )
-        prefix = (match.group("prefix") or "").rstrip("/")
-        return f"s3a://{match.group('bucket')}{prefix}"
-    return f"file:{Path(text).expanduser().resolve()}"
+    try:
+        return lake_location(value)
+    except ValueError:
+        raise LakeCatalogError(
+            f"MEDALLION_LAKE={value!r} is not a folder or an S3 location: set a local folder "
+            "(e.g. /srv/lake) or s3://BUCKET/PREFIX"
+        ) from None
 
 
 def s3a_conf(s3: S3Endpoint | None) -> dict[str, str]:

@@ -22,10 +22,10 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from medallion_assets.errors import PermanentError, ResourceError
 from medallion_assets.lake import tables, versions
 from medallion_assets.lake.catalog import EMBEDDED_CATALOG, SPARK_CATALOG, LakeCatalog
 from medallion_assets.lake.versions import Version
-from medallion_assets.runtime.errors import PermanentError, ResourceError
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -104,7 +104,7 @@ class Lake:
     @classmethod
     def of(cls, settings: MedallionSettings) -> Lake:
         """The lake the settings name (``MEDALLION_LAKE``, ``MEDALLION_LAKE_CATALOG``)."""
-        return cls(settings.iceberg_lake, keep_versions=settings.keep_versions)
+        return cls(LakeCatalog.of(settings), keep_versions=settings.keep_versions)
 
     @classmethod
     def local(cls, folder: Path, keep_versions: int = 3) -> Lake:

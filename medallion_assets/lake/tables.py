@@ -25,8 +25,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from medallion_assets.errors import ResourceError
 from medallion_assets.lake.catalog import SPARK_CATALOG
-from medallion_assets.runtime.errors import ResourceError
 
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog

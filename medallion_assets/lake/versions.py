@@ -103,7 +103,7 @@ def load(catalog: Catalog, table: str) -> Table | None:
 
 
 def _unreachable(where: str, error: BaseException) -> LakeCatalogError:
-    from medallion_assets.io.credentials import mask_credentials
+    from medallion_assets.credentials import mask_credentials
 
     text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
     text = text.split(") ", 1)[-1] if text.startswith("(") else text  # SQLAlchemy's "(driver)"

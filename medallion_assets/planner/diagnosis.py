@@ -8,7 +8,7 @@ code, the actions to run, and then ``retry``, ``fail`` (a permanent error: no re
 data that breaks a type or constraint, a path of the wrong kind, a path this process may not
 write, a project that does not load), and any exception that declares ``permanent = True`` or
 an ``error_code`` on its class
-(``runtime.errors.PermanentError``). The project's rules come first so that a team can still
+(``errors.PermanentError``). The project's rules come first so that a team can still
 say "retry" for one of these. What nothing classifies is ``UNCLASSIFIED`` and retried by the
 retry policy. ``retry_delay`` is the policy's backoff for an attempt. Pure: no I/O, the clock
 and the random source are arguments.

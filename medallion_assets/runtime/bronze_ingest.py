@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from medallion_assets.catalog import Catalog, Dataset
 from medallion_assets.catalog.models import Replica, Source
 from medallion_assets.control.store import iso_utc
+from medallion_assets.faults import crash_point
 from medallion_assets.lake import Produced, Version
-from medallion_assets.runtime.faults import crash_point
 from medallion_assets.runtime.intake import (
     Batch,
     inspect_batch,

@@ -39,8 +39,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Protocol
 
-from medallion_assets.io.credentials import mask_credentials, url_secrets
-from medallion_assets.runtime.errors import ResourceError
+from medallion_assets.credentials import mask_credentials, url_secrets
+from medallion_assets.errors import ResourceError
 
 POLL_SECONDS = 0.5
 HOLDER_WAIT_SECONDS = 2.0

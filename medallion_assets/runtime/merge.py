@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING
 from sqlglot import exp
 
 from medallion_assets.catalog import Dataset
+from medallion_assets.errors import PermanentError
 from medallion_assets.lake import Produced, StagedWrite
 from medallion_assets.lineage.merge_clauses import merge_spec
 from medallion_assets.lineage.script import spark_preamble, spark_sql
 from medallion_assets.lineage.statement import SqlError, parse_script
-from medallion_assets.runtime.errors import PermanentError
 from medallion_assets.runtime.merge_sql import CONFLICT_MARKER, defined_columns_sql
 from medallion_assets.runtime.spark_sql import read_views
 

@@ -24,7 +24,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, NamedTuple
 
-from medallion_assets.runtime.errors import PermanentError
+from medallion_assets.errors import PermanentError
 
 if TYPE_CHECKING:
     from pyarrow.parquet import ColumnChunkMetaData

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from xml.sax.saxutils import escape
 
-from medallion_assets.io.credentials import MaskedFileHandler, mask_credentials
+from medallion_assets.credentials import MaskedFileHandler, mask_credentials
+from medallion_assets.lake.catalog import LakeCatalog
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
@@ -70,7 +71,7 @@ def spark_session(
             allocation = fair_pools(settings.state_home / "spark", pool_weights)
             builder = builder.config("spark.scheduler.allocation.file", str(allocation))
         # The catalog `lake` (loaded when first used) and s3a: a Connect server has its own.
-        lake = settings.iceberg_lake
+        lake = LakeCatalog.of(settings)
         lake.make_folder()
         for key, value in lake.spark_conf().items():
             builder = builder.config(key, value)

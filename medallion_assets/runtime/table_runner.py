@@ -26,10 +26,10 @@ from medallion_assets.catalog.rules import ReconciliationRule
 from medallion_assets.checks.results import CheckResult
 from medallion_assets.checks.table_rules import reconciliation_message, reconciliation_result
 from medallion_assets.control.state import LoadRecord
+from medallion_assets.faults import crash_point
 from medallion_assets.io.warehouse import LoadUnit
 from medallion_assets.lake import Version
 from medallion_assets.runtime.bronze_ingest import ingest
-from medallion_assets.runtime.faults import crash_point
 from medallion_assets.runtime.table_build import BuildOutcome, build_table
 from medallion_assets.runtime.table_run import TableRun
 

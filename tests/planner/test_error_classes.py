@@ -12,6 +12,7 @@ import pytest
 
 from medallion_assets.catalog import CatalogError, load_catalog
 from medallion_assets.catalog.operations import HealingRule
+from medallion_assets.errors import PermanentError
 from medallion_assets.planner.diagnosis import (
     UNCLASSIFIED,
     Failure,
@@ -19,7 +20,6 @@ from medallion_assets.planner.diagnosis import (
     headline,
     summary_line,
 )
-from medallion_assets.runtime.errors import PermanentError
 from tests.conftest import copy_demo_project
 
 

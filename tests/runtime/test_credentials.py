@@ -13,13 +13,12 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from medallion_assets import credentials
 from medallion_assets.cli.common import MaskedStream
-from medallion_assets.io import credentials
-from medallion_assets.io.credentials import (
+from medallion_assets.credentials import (
     MASK,
     MaskedError,
     encoded_url,
-    known_secrets,
     mask_credentials,
     masked_exception,
     url_password,
@@ -73,7 +72,7 @@ def test_a_url_in_an_error_message_is_masked(user, pw, host, port, db):
 @settings(max_examples=200)
 def test_the_settings_passwords_are_masked_anywhere_in_any_printed_form(user, pw, port, db):
     url = f"postgresql://{user}:{quote(pw, safe='')}@db.example.com:{port}/{db}"
-    secrets = known_secrets(MedallionSettings.from_env({"MEDALLION_WAREHOUSE_URL": url}))
+    secrets = MedallionSettings.from_env({"MEDALLION_WAREHOUSE_URL": url}).secrets
     # A driver's message quoting the password bare, percent-encoded, and in a URL.
     text = f"auth failed for {pw!r} ({quote(pw, safe='')}) at {url}"
     masked = mask_credentials(text, secrets)
@@ -261,7 +260,7 @@ def test_a_masked_log_file_hides_passwords_in_the_traceback_and_a_json_record_to
 
     from pyspark.logger.logger import JSONFormatter
 
-    from medallion_assets.io.credentials import MaskedFileHandler
+    from medallion_assets.credentials import MaskedFileHandler
 
     handler = MaskedFileHandler(tmp_path / "logs" / "spark.log", ["hunter2-secret"])
     handler.setFormatter(JSONFormatter())

@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from medallion_assets.catalog.models import Target, Throttle
-from medallion_assets.io.credentials import mask_credentials
+from medallion_assets.credentials import mask_credentials
 from medallion_assets.io.throttle import SystemThrottle
 from medallion_assets.io.warehouse import (
     DuckDBWarehouse,

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from medallion_assets.lake.catalog import LakeCatalog
 from medallion_assets.settings import MedallionSettings, SettingsError, documented, variables
 
 PROJECT = Path("/srv/shop")
@@ -89,8 +90,8 @@ def test_each_variable_overrides_its_default():
     assert settings.crash_at == "lake.published@gold.revenue[2026-01-02]"
     assert all(settings.is_set(name) for name in variables())
     assert {"wh-pass", "ctl-pass", "libpq-pass", "spark-token", "ice-pass"} <= settings.secrets
-    assert settings.iceberg_lake.uri == "jdbc:postgresql://db/lake"
-    assert settings.iceberg_lake.warehouse == "file:/lake"
+    assert LakeCatalog.of(settings).uri == "jdbc:postgresql://db/lake"
+    assert LakeCatalog.of(settings).warehouse == "file:/lake"
 
 
 def test_the_project_is_the_given_one_else_medallion_project_else_the_current_folder():
@@ -189,13 +190,13 @@ def test_only_the_settings_object_reads_medallion_variables_from_the_environment
     }
     # faults.py reads MEDALLION_CRASH_AT at the crash point, parsed by the settings object
     # (see its docstring for why).
-    assert readers <= {"settings.py", "runtime/faults.py"}
+    assert readers <= {"settings.py", "faults.py"}
 
 
 def test_a_misspelt_crash_point_is_an_error_at_the_point_not_a_run_that_never_crashes(
     monkeypatch,
 ):
-    from medallion_assets.runtime.faults import crash_point
+    from medallion_assets.faults import crash_point
 
     monkeypatch.setenv("MEDALLION_CRASH_AT", "lake.publish@gold.revenue")
     with pytest.raises(
@@ -210,11 +211,11 @@ def test_a_misspelt_crash_point_is_an_error_at_the_point_not_a_run_that_never_cr
 
 def test_the_lake_is_a_folder_or_s3_and_anything_else_is_refused_naming_the_variable():
     assert (
-        read({}).iceberg_lake.uri
+        LakeCatalog.of(read({})).uri
         == f"jdbc:sqlite:{(PROJECT / '.medallion/lake/catalog.db').resolve()}"
     )
     on_s3 = read({"MEDALLION_LAKE": "s3://shop-lake/prod"})
-    assert on_s3.iceberg_lake.warehouse == "s3a://shop-lake/prod"
+    assert LakeCatalog.of(on_s3).warehouse == "s3a://shop-lake/prod"
     assert on_s3.lake_root is None  # no local folder: Spark writes the tables through s3a
     with pytest.raises(SettingsError, match=r"MEDALLION_LAKE='gs://b/lake' is not valid"):
         read({"MEDALLION_LAKE": "gs://b/lake"})

@@ -27,17 +27,22 @@ from __future__ import annotations
 import os
 import signal
 
+from medallion_assets.errors import SettingsError
+
 POINTS = ("ingest.inspected", "lake.staged", "lake.published", "warehouse.loaded")
+CRASH_POINT_FIX = f"POINT[@TABLE[DAY]] with POINT one of {', '.join(POINTS)}"
 
 
 def crash_point(point: str, table: str, partition: str | None = None) -> None:
     """Kill this process with SIGKILL when ``MEDALLION_CRASH_AT`` names this point."""
-    if not os.environ.get("MEDALLION_CRASH_AT"):  # the usual case: one dictionary lookup
+    wanted = os.environ.get("MEDALLION_CRASH_AT")
+    if not wanted:  # the usual case: one dictionary lookup
         return
-    from medallion_assets.settings import MedallionSettings
-
-    wanted = MedallionSettings.from_env({"MEDALLION_CRASH_AT": os.environ["MEDALLION_CRASH_AT"]})
-    name, _, where = (wanted.crash_at or "").partition("@")
+    name, _, where = wanted.strip().partition("@")
+    if name not in POINTS:  # said when a run starts too (MedallionSettings.crash_at)
+        raise SettingsError(
+            f"MEDALLION_CRASH_AT={wanted!r} is not valid: set it to {CRASH_POINT_FIX}, or unset it"
+        )
     here = table + (f"[{partition}]" if partition else "")
     if name == point and where in ("", table, here):
         os.kill(os.getpid(), signal.SIGKILL)

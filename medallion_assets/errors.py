@@ -27,3 +27,7 @@ class PermanentError(Exception):
 
 class ResourceError(Exception):
     """A runtime resource cannot be used; the message names it, its setting and the fix."""
+
+
+class SettingsError(ResourceError):
+    """An environment variable holds a value the runtime cannot use; names it and the fix."""

@@ -3,7 +3,7 @@
 ``mask_credentials`` is the one place text is cleaned before it is printed, logged, stored in
 the audit log or put in an exception. It works two ways, because neither is enough alone:
 
-- **Known secrets.** The secrets of the settings in force (``known_secrets(settings)``: the
+- **Known secrets.** The secrets of the settings in force (``MedallionSettings.secrets``: the
   passwords of the warehouse, control store and lake catalog URLs, ``$PGPASSWORD``, a Spark
   Connect token) are replaced wherever they appear, in any form they may be printed in (as
   written, decoded, percent-encoded). This is the reliable way for free text: a driver's error
@@ -34,11 +34,8 @@ import logging
 import re
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import quote, quote_plus, unquote, urlsplit
-
-if TYPE_CHECKING:
-    from medallion_assets.settings import MedallionSettings
 
 MASK = "***"
 # Known secrets shorter than this are masked only where structure shows them: replacing every
@@ -183,18 +180,6 @@ def url_secrets(url: str) -> frozenset[str]:
     parts = split_credentials(url)
     written = {parts[2]} if parts is not None else set()
     return secret_forms(password) | written
-
-
-def known_secrets(settings: MedallionSettings) -> frozenset[str]:
-    """The secrets of the settings in force, in every form they may be printed in: the
-    passwords of the warehouse, control store and lake catalog URLs, ``$PGPASSWORD``, a Spark
-    Connect token."""
-    found: set[str] = set()
-    for url in (settings.warehouse_url, settings.control_url, settings.lake_catalog):
-        found |= url_secrets(url or "")
-    found |= secret_forms(settings.pg_password or "")
-    found |= spark_connect_tokens(settings.spark_remote or "")
-    return frozenset(found)
 
 
 def spark_connect_tokens(url: str) -> frozenset[str]:
