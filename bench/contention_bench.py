@@ -136,7 +136,7 @@ def run_figures(dagster_home: Path, run_ids: set[str]) -> list[RunFigures]:
     """``run_ids``' runs, in launch order."""
     import dagster as dg
 
-    from medallion_assets.planner.run_priority import PROFILE_TAG
+    from medallion_assets.profiles.priority import PROFILE_TAG
 
     instance = dg.DagsterInstance.from_config(str(dagster_home))
     try:
@@ -207,8 +207,8 @@ def run_scenario(scenario: Scenario, tmp: Path, data: ShopData, template: Path) 
     from medallion_assets.adapters.headless import instance_settings
     from medallion_assets.catalog import load_catalog
     from medallion_assets.lake import Lake
-    from medallion_assets.planner.scheduling import system_limits
     from medallion_assets.settings import MedallionSettings
+    from medallion_assets.simulate.scheduling import system_limits
 
     catalog = load_catalog(data.project)
     work = tmp / scenario.name

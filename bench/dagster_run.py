@@ -63,7 +63,7 @@ def instrument(
 ) -> None:
     from medallion_assets.adapters import assets as factory
     from medallion_assets.adapters import headless
-    from medallion_assets.io import throttle
+    from medallion_assets.throttles import throttle
 
     watch.wrap(headless, "load_catalog", "load_catalog")
     watch.wrap(headless, "definitions_for", "definitions_for")

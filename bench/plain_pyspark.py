@@ -67,7 +67,7 @@ class PlainPipeline:
         out: Path,
         jvm_clock: Callable[[], float] = lambda: 0.0,
     ):
-        from medallion_assets.runtime.spark_sql import spark_query
+        from medallion_assets.lineage.spark_sql import spark_query
 
         self.spark, self.catalog, self.s3_root, self.out = spark, catalog, s3_root, out
         self.jvm_clock = jvm_clock

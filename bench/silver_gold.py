@@ -63,7 +63,7 @@ def bronze_paths(lake_root: Path, catalog: Any) -> dict[str, dict[str, list[str]
 def sdp_project(project: Path, lake_root: Path, folder: Path, settings: dict[str, str]) -> Path:
     """Write the SDP project for the silver and gold of ``project``; the spec's path."""
     from medallion_assets.catalog import load_catalog
-    from medallion_assets.runtime.spark_sql import spark_script
+    from medallion_assets.lineage.spark_sql import spark_script
 
     catalog = load_catalog(project)
     transformations = folder / "transformations"

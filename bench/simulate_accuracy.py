@@ -5,7 +5,7 @@
 TheWorldShop (``shop_data.prepare``) is built twice from empty, each time by `medallion run` into
 a home and a Dagster instance of its own: the first run is the past (its event log gives the
 durations, as `medallion simulate` reads them from the project's instance), the second is the
-run predicted. The prediction is ``planner.simulate.simulate_runs`` over the second run's own
+run predicted. The prediction is ``simulate.simulate.simulate_runs`` over the second run's own
 runs (each run's tables, all requested at once as `medallion run` requests them, under the
 active profile, with the machine's workers), with each table's duration from the first run:
 
@@ -101,8 +101,8 @@ def real_runs(dagster_home: Path) -> RealRun:
 def main() -> None:
     from medallion_assets.adapters.history import lineage_inputs, step_history
     from medallion_assets.catalog import load_catalog
-    from medallion_assets.planner.simulate import simulate_runs
     from medallion_assets.settings import MedallionSettings
+    from medallion_assets.simulate.simulate import simulate_runs
 
     print(report.heading(f"J: simulate vs a real demo run ({ROWS:,} orders, {DAYS} days)"))
     with tempfile.TemporaryDirectory(prefix="bench-j-") as tmp_text:

@@ -7,7 +7,7 @@ TheWorldShop's two profiles, per-system limits, and seeded durations of 5-60 s.
 The catalog is loaded once (not timed); then, gc collected before each call, timed in this
 process:
 
-- focus and balanced: ``planner.simulate.simulate`` over one day (every run of every pipeline)
+- focus and balanced: ``simulate.simulate.simulate`` over one day (every run of every pipeline)
 - with an outage: balanced with a quarter of the raw sources down from 06:00 (recovery plans)
 - baseline: one run of every table with unit durations through ``SchedulingPolicy.simulate``,
   which ``medallion plan`` shows: the scheduling core the day's simulation repeats per run
@@ -56,8 +56,8 @@ def _schedule(root: Path, sinks: list[str]) -> None:
 
 def main() -> None:
     from medallion_assets.catalog import load_catalog
-    from medallion_assets.planner.scheduling import SchedulingPolicy
-    from medallion_assets.planner.simulate import Outage, simulate
+    from medallion_assets.simulate.scheduling import SchedulingPolicy
+    from medallion_assets.simulate.simulate import Outage, simulate
 
     print(report.heading(f"I. simulate a day of a synthetic {TABLES:,}-table project"))
     with tempfile.TemporaryDirectory(prefix="medallion-bench-i-") as tmp:

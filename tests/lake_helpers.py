@@ -39,7 +39,7 @@ def data_files(lake: Lake, version: Version) -> list[Path]:
 def abandon_staged_output(lake: Lake, spark: Any, dataset: Any, views: Mapping[str, str]) -> None:
     """Stage ``dataset``'s output and leave it on its branch, neither published nor dropped:
     what an attempt killed between staging and publishing leaves behind."""
-    from medallion_assets.runtime.spark_sql import spark_script
+    from medallion_assets.lineage.spark_sql import spark_script
 
     frame = spark_script(dataset.sql, dataset.dialect, dataset.name, views).run(spark)
     lake.stage(spark, frame, dataset.name, Produced("killed-attempt"))

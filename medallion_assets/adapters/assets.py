@@ -38,10 +38,10 @@ from medallion_assets.catalog import Catalog, Dataset
 from medallion_assets.catalog.describe import column_descriptions
 from medallion_assets.checks.results import ChecksFailed
 from medallion_assets.control.engine import ControlStoreError
-from medallion_assets.control.plane import ControlPlane
+from medallion_assets.control_plane import ControlPlane
+from medallion_assets.errors import causes, headline
 from medallion_assets.lake.catalog import LakeCatalogError
-from medallion_assets.planner.diagnosis import causes, headline
-from medallion_assets.planner.reroute import PRIMARY
+from medallion_assets.recovery.reroute import PRIMARY
 from medallion_assets.runtime import stop
 from medallion_assets.runtime.stop import Stop
 from medallion_assets.runtime.table_run import RunLog, TableRun
@@ -208,9 +208,9 @@ def _build_step(
 
 def route_around_down(run: TableRun, plane: ControlPlane) -> str:
     """With nodes down (marked down, or switched off), set the routes recovery takes around them
-    before the attempt (``control.recovery``); why no available path produces the table, or ""
+    before the attempt (``recovery.recover``); why no available path produces the table, or ""
     when one does. Nothing down: nothing read but the down nodes."""
-    from medallion_assets.control.recovery import down_now, recover
+    from medallion_assets.recovery.recover import down_now, recover
 
     store = plane.store()
     if not down_now(run.catalog, store, plane.flags()):

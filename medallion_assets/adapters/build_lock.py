@@ -16,7 +16,7 @@ from contextlib import ExitStack, contextmanager
 import dagster as dg
 
 from medallion_assets.catalog import Dataset
-from medallion_assets.control.plane import ControlPlane
+from medallion_assets.control_plane import ControlPlane
 from medallion_assets.runtime.locks import Holder, build_locks, table_lock_name
 from medallion_assets.runtime.table_run import step_partitions
 

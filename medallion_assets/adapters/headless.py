@@ -36,10 +36,10 @@ from medallion_assets.adapters.translator import DatasetTranslator, table_key
 from medallion_assets.catalog import Catalog, load_catalog
 from medallion_assets.catalog.operations import ProfilesFile
 from medallion_assets.control.engine import ControlStoreError
-from medallion_assets.control.plane import ControlPlane
+from medallion_assets.control_plane import ControlPlane
 from medallion_assets.errors import ResourceError
-from medallion_assets.planner.profiles import ALL
-from medallion_assets.planner.run_priority import HOLD_TAG, PROFILE_TAG
+from medallion_assets.profiles.priority import HOLD_TAG, PROFILE_TAG
+from medallion_assets.profiles.profiles import ALL
 from medallion_assets.runtime import stop
 from medallion_assets.runtime.bronze_ingest import odd_day, partition_of, source_of
 from medallion_assets.runtime.run_lock import one_run_at_a_time

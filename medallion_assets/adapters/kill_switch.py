@@ -17,8 +17,8 @@ from medallion_assets.adapters.priority import priority_tags
 from medallion_assets.adapters.resources import ControlResource
 from medallion_assets.adapters.translator import step_table, table_key
 from medallion_assets.catalog import Catalog
-from medallion_assets.control.plane import ControlPlane
-from medallion_assets.planner.kill_switch import parse_entity
+from medallion_assets.control_plane import ControlPlane
+from medallion_assets.kill_switch.switch import parse_entity
 
 if TYPE_CHECKING:
     from dagster._core.definitions.unresolved_asset_job_definition import (

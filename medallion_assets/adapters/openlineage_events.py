@@ -1,4 +1,4 @@
-"""OpenLineage events from every table step (``lineage/openlineage.py`` names and facets).
+"""OpenLineage events from every table step (``openlineage/events.py`` names and facets).
 
 A step attempt is one OpenLineage run of the table's job: START when it begins; COMPLETE with
 each output's schema, column lineage, data quality assertions, statistics and version, and
@@ -35,7 +35,7 @@ from openlineage.client.facet_v2 import (
 
 from medallion_assets.catalog import Catalog, Dataset
 from medallion_assets.io.openlineage import LineageEmitter
-from medallion_assets.lineage.openlineage import (
+from medallion_assets.openlineage.events import (
     DEFAULT_NAMESPACE,
     PRODUCER,
     Naming,

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping  # no "from __future__ import anno
 import dagster as dg
 
 from medallion_assets.catalog import Catalog
-from medallion_assets.planner.scheduling import system_limits as system_limits  # re-exported
+from medallion_assets.simulate.scheduling import system_limits as system_limits  # re-exported
 
 POOLS_SENSOR = "system_pools"
 

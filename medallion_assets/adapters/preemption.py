@@ -7,7 +7,7 @@ Each tick (every few seconds, in the daemon):
    asset backfill's run) gets ``dagster/priority`` and ``medallion/profile`` as a request of
    the project would have (``adapters.priority``), so the queue orders it too.
 2. A run whose profile has ``preempt_low_priority`` (focus), queued or in progress, terminates
-   each running run of lower priority holding a system (pool) it needs (``planner.preemption``),
+   each running run of lower priority holding a system (pool) it needs (``relaunch.preemption``),
    audited as ``preempt``: who pre-empted whom and why.
 3. A pre-empted run, once canceled and once the run that pre-empted it has left the queue, is
    re-queued through the relaunch path (``adapters.relaunch.relaunch_request``): only its
@@ -42,8 +42,9 @@ from medallion_assets.adapters.relaunch import (
 )
 from medallion_assets.adapters.resources import ControlResource
 from medallion_assets.catalog import Catalog
-from medallion_assets.control.plane import ControlPlane
-from medallion_assets.planner.preemption import (
+from medallion_assets.control_plane import ControlPlane
+from medallion_assets.profiles.priority import HOLD_TAG, PRIORITY_TAG, PROFILE_TAG
+from medallion_assets.relaunch.preemption import (
     Hold,
     Preemption,
     QueuedRun,
@@ -51,7 +52,6 @@ from medallion_assets.planner.preemption import (
     holds,
     preemptions,
 )
-from medallion_assets.planner.run_priority import HOLD_TAG, PRIORITY_TAG, PROFILE_TAG
 
 PRIORITY_SENSOR = "run_priorities"
 # On a pre-empted run: "pending" until it is re-queued ("requeued"), and the run it made room for.

@@ -1,17 +1,17 @@
 """``dagster/priority`` and ``medallion/profile`` on every run request the project makes,
-read from the control store when the request is made (``planner.run_priority`` decides)."""
+read from the control store when the request is made (``profiles.priority`` decides)."""
 
 from __future__ import annotations
 
 from collections.abc import Collection
 from typing import TYPE_CHECKING
 
-from medallion_assets.control.profile_overrides import ProfileOverrides
-from medallion_assets.planner.run_priority import RunPriority, request_priority
+from medallion_assets.profiles.overrides import ProfileOverrides
+from medallion_assets.profiles.priority import RunPriority, request_priority
 
 if TYPE_CHECKING:
     from medallion_assets.catalog import Catalog
-    from medallion_assets.control.plane import ControlPlane
+    from medallion_assets.control_plane import ControlPlane
 
 
 def priority_of(

@@ -8,7 +8,7 @@ it for launchers that support health checks). This sensor sees that failure, cla
 the healing rules (the signature's exception type is ``RunProcessLost``, the message is what
 Dagster recorded), runs the rule's actions for every unfinished table (``clear_staging`` removes
 what the dead process staged), and re-launches only the tables the run did not finish, each up
-to its retry policy's ``max_retries`` (``planner.relaunch``). Every decision is audited.
+to its retry policy's ``max_retries`` (``relaunch.relaunch``). Every decision is audited.
 
 A relaunch carries ``medallion/relaunch_of`` (the first run of the chain) and
 ``medallion/relaunch`` (its number), so the limit holds across a chain of relaunches.
@@ -25,11 +25,11 @@ from medallion_assets.adapters.priority import priority_tags
 from medallion_assets.adapters.resources import ControlResource, LakeResource
 from medallion_assets.adapters.translator import step_table, table_key
 from medallion_assets.catalog import Catalog
-from medallion_assets.control.plane import ControlPlane
 from medallion_assets.control.store import ControlStore
-from medallion_assets.planner.diagnosis import Diagnosis, Failure, diagnose
-from medallion_assets.planner.relaunch import failed_outside_steps, relaunch_plan
-from medallion_assets.planner.retry import max_retries, policy_of
+from medallion_assets.control_plane import ControlPlane
+from medallion_assets.healing.diagnosis import Diagnosis, Failure, diagnose
+from medallion_assets.healing.retry import max_retries, policy_of
+from medallion_assets.relaunch.relaunch import failed_outside_steps, relaunch_plan
 
 RELAUNCH_SENSOR = "relaunch_failed_runs"
 RELAUNCH_JOB = "medallion_relaunch"
@@ -198,7 +198,7 @@ def _heal(
     store: ControlStore,
     attempt: int,
 ) -> None:
-    from medallion_assets.control.healing_actions import HealingContext, run_actions
+    from medallion_assets.healing.actions import HealingContext, run_actions
     from medallion_assets.runtime.table_run import TableRun
 
     partition = run.tags.get("dagster/partition")

@@ -29,10 +29,10 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from medallion_assets.catalog.models import Throttle
-    from medallion_assets.control.plane import ControlPlane
+    from medallion_assets.control_plane import ControlPlane
     from medallion_assets.io.object_store import ObjectStore
-    from medallion_assets.io.throttle import SystemThrottle, ThrottledS3
     from medallion_assets.io.warehouse import Warehouse
+    from medallion_assets.throttles.throttle import SystemThrottle, ThrottledS3
 
 
 class SettingsResource(dg.ConfigurableResource):  # type: ignore[type-arg]
@@ -102,7 +102,7 @@ class ControlResource(SettingsResource):
     control_url: str | None = _shown("control_url")
 
     def plane(self) -> ControlPlane:
-        from medallion_assets.control.plane import ControlPlane
+        from medallion_assets.control_plane import ControlPlane
 
         return ControlPlane.of(self.settings)
 
@@ -180,7 +180,7 @@ class LakeResource(SettingsResource):
 
 class S3Resource(SettingsResource):
     """Object storage for raw sources, throttled per system as ``systems.yaml`` says, out of
-    the budgets every step and run share (``control.rate_budgets``)."""
+    the budgets every step and run share (``throttles.rate_budgets``)."""
 
     SETTINGS = {s: s for s in ("s3", "s3_endpoint", "s3_local_root", "aws_region")}
     throttles: dict[str, dict[str, float | None]]  # system -> Throttle fields
@@ -191,7 +191,7 @@ class S3Resource(SettingsResource):
 
     def store(self, system: str) -> ThrottledS3:
         from medallion_assets.io.object_store import object_store_of
-        from medallion_assets.io.throttle import ThrottledS3
+        from medallion_assets.throttles.throttle import ThrottledS3
 
         throttle = _shared_throttle(self.settings, system, _limits(self.throttles, system))
         return ThrottledS3(object_store_of(self.settings), throttle)
@@ -234,7 +234,7 @@ def _shared_throttle(
     """The system's throttle over the budgets every step and run share in the control store,
     at the rates in force: an operator's throttle and a reduce_parallelism cut, re-read every
     second."""
-    from medallion_assets.control.plane import ControlPlane
-    from medallion_assets.control.rate_budgets import shared_throttle
+    from medallion_assets.control_plane import ControlPlane
+    from medallion_assets.throttles.rate_budgets import shared_throttle
 
     return shared_throttle(ControlPlane.of(settings).store(), system, declared)

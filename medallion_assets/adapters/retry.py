@@ -7,7 +7,7 @@ past the policy's limit (one attempt per route), a permanent error must not be r
 the healing rule decides per error what happens, and the policy's ``max_delay_seconds`` cap has
 no Dagster counterpart. A ``RetryPolicy`` could express none of these, so it would need
 ``RetryRequested`` beside it, which is the two mechanisms issue 13 removed. Whether and when is
-decided in one place, ``planner.retry.decide``; this module only carries it out.
+decided in one place, ``healing.retry.decide``; this module only carries it out.
 
 A run that fails outside its steps (a killed run process) is not a step failure: the
 run-failure sensor heals and re-launches it (``adapters/relaunch.py``), with the same
@@ -22,10 +22,11 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import dagster as dg
 
 from medallion_assets.adapters.run_summary import RETRYABLE
-from medallion_assets.control.healing_actions import HealingContext, run_actions
-from medallion_assets.planner.diagnosis import Failure, causes, diagnose
-from medallion_assets.planner.reroute import PRIMARY
-from medallion_assets.planner.retry import decide, policy_of
+from medallion_assets.errors import causes
+from medallion_assets.healing.actions import HealingContext, run_actions
+from medallion_assets.healing.diagnosis import Failure, diagnose
+from medallion_assets.healing.retry import decide, policy_of
+from medallion_assets.recovery.reroute import PRIMARY
 from medallion_assets.runtime.table_run import TableRun
 
 if TYPE_CHECKING:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from dagster import Field, StringSource
 from dagster._core.run_coordinator import QueuedRunCoordinator
 
-from medallion_assets.planner.run_priority import PROFILE_TAG
+from medallion_assets.profiles.priority import PROFILE_TAG
 
 if TYPE_CHECKING:
     from dagster import DagsterRun
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from dagster._serdes import ConfigurableClassData
 
     from medallion_assets.catalog import Catalog
-    from medallion_assets.control.plane import ControlPlane
+    from medallion_assets.control_plane import ControlPlane
 
 # QueuedRunCoordinator's own settings, passed on as they are.
 _QUEUE_KEYS = (
@@ -97,7 +97,7 @@ class PriorityRunCoordinator(QueuedRunCoordinator):
     def _project(self) -> tuple[Catalog, ControlPlane]:
         """The project's catalog and control plane, read once for each run queued."""
         from medallion_assets.catalog import load_catalog
-        from medallion_assets.control.plane import ControlPlane
+        from medallion_assets.control_plane import ControlPlane
 
         return load_catalog(self.project_root), ControlPlane.from_env(os.environ, self.project_root)
 

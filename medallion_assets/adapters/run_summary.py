@@ -21,7 +21,7 @@ from typing import Any
 import dagster as dg
 
 from medallion_assets.adapters.translator import step_table
-from medallion_assets.planner.diagnosis import summary_line
+from medallion_assets.errors import summary_line
 
 # A step failure's metadata: whether another attempt may succeed (False for a permanent error or
 # no route left; a blocked table, the checks' own failure, is never worth another attempt).
@@ -214,7 +214,7 @@ def _root_message(error: Any) -> str:
 
 def first_line(text: str, limit: int = 600) -> str:
     """The line of an error's text worth showing (a Java trace's root cause, not its first
-    line: see ``planner.healing.summary_line``), at most ``limit`` characters, cut between
+    line: see ``errors.summary_line``), at most ``limit`` characters, cut between
     words.
 
     >>> first_line("a path /lake/silver/t/data is not a folder", 30)

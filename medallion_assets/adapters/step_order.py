@@ -5,11 +5,11 @@ at that moment: the sort key of each ready step (``key``: under focus strictly t
 priority — critical tables and their upstream first; under balanced the step whose systems
 are least loaded first, priority breaking ties) and whether the best one may start now
 (``may_start``: no system above its ``max_concurrent_jobs``, slots reserved for critical work
-left to it). The rules are ``planner.scheduling.SchedulingPolicy``'s, the same ``medallion
+left to it). The rules are ``simulate.scheduling.SchedulingPolicy``'s, the same ``medallion
 plan`` replays; this module maps Dagster step keys to tables and counts systems.
 
 Which profile: the one the run's request named in its ``medallion/profile`` tag (every request
-the project makes carries one, decided when it is made: ``planner.run_priority``), so a run's
+the project makes carries one, decided when it is made: ``profiles.priority``), so a run's
 priority in the queue, its step order and its ``skip_below`` all come from one decision. A run
 without the tag (launched by hand on an instance without the project's run coordinator) runs
 under the profile in force for its pipeline when it starts.
@@ -28,17 +28,18 @@ from dagster._core.executor.init import InitExecutorContext
 from medallion_assets.adapters.threads import ThreadedExecutor
 from medallion_assets.adapters.translator import step_name
 from medallion_assets.catalog import Catalog
-from medallion_assets.control.plane import ControlPlane
 from medallion_assets.control.store import ControlStore
-from medallion_assets.planner.profiles import (
+from medallion_assets.control_plane import ControlPlane
+from medallion_assets.profiles.overrides import ProfileOverrides
+from medallion_assets.profiles.priority import PROFILE_TAG
+from medallion_assets.profiles.profiles import (
     ALL,
     RUN_TAG_SOURCE,
     EffectiveProfile,
     effective_profile,
 )
-from medallion_assets.planner.run_priority import PROFILE_TAG
-from medallion_assets.planner.scheduling import SchedulingPolicy
 from medallion_assets.settings import MedallionSettings
+from medallion_assets.simulate.scheduling import SchedulingPolicy
 
 _BLOCKED = 1e15  # a step that may not start sorts after every one that may
 _LOAD = 1e9  # then the load of its systems (per mille of the limit), then its rank
@@ -159,7 +160,7 @@ def in_force(
     override for ``all``, else ``active``); None when the project defines no profiles."""
     if catalog.profiles is None:
         return None
-    return effective_profile(catalog.profiles, pipeline or ALL, store.profiles.names())
+    return effective_profile(catalog.profiles, pipeline or ALL, ProfileOverrides(store).names())
 
 
 def run_profile(

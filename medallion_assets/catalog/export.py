@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from medallion_assets.catalog.catalog import Catalog
 
 if TYPE_CHECKING:
-    from medallion_assets.planner.kill_switch import EffectiveFlag
+    from medallion_assets.kill_switch.switch import EffectiveFlag
 
 # table -> (column, SQL type) in order; the first column(s) named in _KEYS are the key.
 CATALOG_TABLES: dict[str, tuple[tuple[str, str], ...]] = {
@@ -115,10 +115,10 @@ def _json(value: Any) -> str:
 
 @dataclass(frozen=True)
 class RuntimeView:
-    """What is in force beyond the metadata files, found by the caller (``control.export``):
+    """What is in force beyond the metadata files, found by the caller (``export.rows``):
     each pipeline's profile (pipeline, profile, where it comes from), the operators' throttles
     (system -> rates set, and who, when, why), and every path of every dataset
-    (``planner.recovery.Listing``-shaped rows: dataset, path order, its steps)."""
+    (``recovery.paths.Listing``-shaped rows: dataset, path order, its steps)."""
 
     pipeline_profiles: tuple[tuple[str, str, str], ...] = ()
     throttles: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)

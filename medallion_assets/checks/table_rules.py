@@ -16,7 +16,7 @@ from medallion_assets.catalog.rules import (
     SqlAssertionRule,
 )
 from medallion_assets.checks.results import CheckContext, CheckResult, result_of, sample_rows
-from medallion_assets.runtime.spark_sql import spark_query, view_name
+from medallion_assets.lineage.spark_sql import spark_query, view_name
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import click
 
+from medallion_assets.backfill.plan import BackfillPreview, parse_range, preview_backfill
 from medallion_assets.catalog import Catalog
 from medallion_assets.catalog.selection import select_tables
 from medallion_assets.cli.common import fail, load, project_option, settings_for
 from medallion_assets.cli.simulate_cmd import durations_for
 from medallion_assets.lake import Lake
-from medallion_assets.planner.backfill import BackfillPreview, parse_range, preview_backfill
 
 
 @click.command("backfill")
@@ -88,7 +88,7 @@ def backfill(selection: str, days: str, preview: bool, fmt: str, project: Path) 
 
 def launch(catalog: Catalog, project: Path, selection: str, found: BackfillPreview) -> str:
     from medallion_assets.adapters.backfill import launch_backfill
-    from medallion_assets.planner.run_priority import request_priority
+    from medallion_assets.profiles.priority import request_priority
 
     tables = [t for t, _ in found.tables]
     priority = request_priority(catalog, tables, None, {})

@@ -49,8 +49,8 @@ def export(project: Path) -> None:
     stages, sources, targets, validation_rules, control_flags, retry_policies,
     healing_actions, dataset_lineage, profiles, profile_settings, pipeline_profiles,
     throttles, dataset_recovery_paths), replacing the previous export in one transaction."""
-    from medallion_assets.control.export import export_rows
-    from medallion_assets.control.plane import ControlPlane
+    from medallion_assets.control_plane import ControlPlane
+    from medallion_assets.export.rows import export_rows
 
     loaded = load(project)
     plane = ControlPlane.of(settings_for(project))

@@ -15,11 +15,13 @@ import click
 
 from medallion_assets.cli.common import fail, load, operator, project_option, settings_for
 from medallion_assets.control.store import iso_utc
-from medallion_assets.planner.kill_switch import parse_entity, table_entities
+from medallion_assets.kill_switch.switch import parse_entity, table_entities
+from medallion_assets.profiles.overrides import ProfileOverrides
+from medallion_assets.throttles.rate_budgets import RateBudgets
 
 if TYPE_CHECKING:
     from medallion_assets.catalog import Catalog
-    from medallion_assets.control.plane import ControlPlane
+    from medallion_assets.control_plane import ControlPlane
 
 format_option = click.option(
     "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
@@ -29,7 +31,7 @@ format_option = click.option(
 def open_plane(project: Path) -> ControlPlane:
     """The project's control plane with its store opened (a store that cannot be used is one
     line and exit 2, from the ``medallion`` group)."""
-    from medallion_assets.control.plane import ControlPlane
+    from medallion_assets.control_plane import ControlPlane
 
     plane = ControlPlane.of(settings_for(project))
     plane.store()
@@ -107,8 +109,10 @@ def status(fmt: str, project: Path) -> None:
             "flags": [vars(f) | {"entity": f.entity} for f in flags.values()],
             "disabled_tables": {t: d.flag.entity for t, d in off.items()},
             "routes": [vars(r) for r in plane.store().routes().values()],
-            "profile_overrides": [vars(o) for o in plane.store().profiles.all().values()],
-            "throttle_overrides": [vars(o) for o in plane.store().budgets.overrides().values()],
+            "profile_overrides": [vars(o) for o in ProfileOverrides(plane.store()).all().values()],
+            "throttle_overrides": [
+                vars(o) for o in RateBudgets(plane.store()).overrides().values()
+            ],
             **state,
         }
         click.echo(json.dumps(data, indent=2))
@@ -132,12 +136,12 @@ def status(fmt: str, project: Path) -> None:
             f"REROUTED {table} -> {route.route}  by {route.changed_by} since "
             f"{route.changed_at}: {route.reason}"
         )
-    for pipeline, override in plane.store().profiles.all().items():
+    for pipeline, override in ProfileOverrides(plane.store()).all().items():
         click.echo(
             f"PROFILE  {pipeline} -> {override.profile}  by {override.changed_by} since "
             f"{override.changed_at}: {override.reason}"
         )
-    for system, throttled in plane.store().budgets.overrides().items():
+    for system, throttled in RateBudgets(plane.store()).overrides().items():
         click.echo(
             f"THROTTLE {system} -> {throttled.describe()}  by {throttled.changed_by} since "
             f"{throttled.changed_at}: {throttled.reason}"
@@ -212,7 +216,7 @@ def route(
 ) -> None:
     """List DATASET's routes (primary, source replicas, alternate producers) and the one in
     force; with ROUTE, read DATASET along it from the next step on ("primary" goes back)."""
-    from medallion_assets.planner.reroute import routes
+    from medallion_assets.recovery.reroute import routes
 
     catalog = load(project)
     if dataset not in catalog.datasets:
@@ -241,7 +245,7 @@ def route(
 
 
 def _node(catalog: Catalog, text: str, tables: bool = True) -> str:
-    from medallion_assets.planner.recovery import RecoveryGraph
+    from medallion_assets.recovery.paths import RecoveryGraph
 
     try:
         node = RecoveryGraph.of(catalog).parse_node(text)
@@ -264,7 +268,7 @@ def _recover(
     apply: bool,
 ) -> None:
     """Plan (and with ``apply`` set) the routes around what is down; say what moved."""
-    from medallion_assets.control.recovery import recover
+    from medallion_assets.recovery.recover import recover
 
     plan = recover(catalog, plane.store(), also_down, reason=reason, changed_by=who, apply=apply)
     verb = "reroute" if not apply else "rerouted"
@@ -285,7 +289,7 @@ def _recover(
 def down(node: str, reason: str, changed_by: str | None, project: Path) -> None:
     """Mark NODE (source:NAME, replica:NAME or system:NAME) down, and route every table around
     it along its cheapest available path (audited with the path taken)."""
-    from medallion_assets.control.recovery import DownNodes
+    from medallion_assets.recovery.recover import DownNodes
 
     catalog = load(project)
     name = _node(catalog, node, tables=False)
@@ -304,7 +308,7 @@ def down(node: str, reason: str, changed_by: str | None, project: Path) -> None:
 def up(node: str, reason: str, changed_by: str | None, project: Path) -> None:
     """Mark NODE up again: the tables recovery routed around it go back to their primary where
     nothing else on it is down."""
-    from medallion_assets.control.recovery import DownNodes
+    from medallion_assets.recovery.recover import DownNodes
 
     catalog = load(project)
     name = _node(catalog, node, tables=False)

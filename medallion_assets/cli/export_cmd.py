@@ -43,7 +43,7 @@ def export(
     medallion export prefect --out flows/
     medallion export kestra --out kestra/ --medallion /opt/medallion/bin/medallion
     """
-    from medallion_assets.planner.orchestrators import generate
+    from medallion_assets.export.orchestrators import generate
 
     catalog = load(project)
     where = project_path or project.resolve()

@@ -78,7 +78,7 @@ def _impact_text(report: ImpactReport) -> str:
 
 def _blocked_outputs(project: Path, table: str) -> list[BlockedOutput]:
     from medallion_assets.checks.validation import blocked_outputs
-    from medallion_assets.control.plane import ControlPlane
+    from medallion_assets.control_plane import ControlPlane
     from medallion_assets.lake import Lake
 
     settings = settings_for(project)

@@ -217,8 +217,8 @@ def export(fmt: str, out: Path | None, send: bool, project: Path) -> None:
     from medallion_assets.cli.common import settings_for
     from medallion_assets.io.openlineage import LineageEmitter, configured
     from medallion_assets.lake.catalog import LakeCatalog
-    from medallion_assets.lineage.openlineage import DEFAULT_NAMESPACE, Naming, static_events
-    from medallion_assets.lineage.openlineage import warehouse_naming as warehouse
+    from medallion_assets.openlineage.events import DEFAULT_NAMESPACE, Naming, static_events
+    from medallion_assets.openlineage.events import warehouse_naming as warehouse
 
     catalog = load(project)
     settings = settings_for(project)

@@ -10,9 +10,10 @@ import click
 
 from medallion_assets.catalog import Catalog
 from medallion_assets.cli.common import fail, load, max_workers_option, project_option, settings_for
-from medallion_assets.planner.profiles import ALL, EffectiveProfile, effective_profile
-from medallion_assets.planner.schedule import Schedule
-from medallion_assets.planner.scheduling import SchedulingPolicy
+from medallion_assets.profiles.overrides import ProfileOverrides
+from medallion_assets.profiles.profiles import ALL, EffectiveProfile, effective_profile
+from medallion_assets.simulate.schedule import Schedule
+from medallion_assets.simulate.scheduling import SchedulingPolicy
 
 OPTION = "option"  # the source of a profile named by --profile
 
@@ -106,7 +107,7 @@ def _profile(
         return EffectiveProfile(pipeline or ALL, name, OPTION)
     from medallion_assets.cli.control_cmd import open_plane
 
-    overrides = open_plane(project).store().profiles.names()
+    overrides = ProfileOverrides(open_plane(project).store()).names()
     return effective_profile(profiles, pipeline or ALL, overrides)
 
 

@@ -11,7 +11,8 @@ import click
 
 from medallion_assets.cli.common import fail, load, operator, project_option
 from medallion_assets.cli.control_cmd import format_option, open_plane
-from medallion_assets.planner.profiles import ALL, DEFAULT, check_override, effective_profile
+from medallion_assets.profiles.overrides import ProfileOverrides
+from medallion_assets.profiles.profiles import ALL, DEFAULT, check_override, effective_profile
 
 
 @click.command()
@@ -42,7 +43,7 @@ def profile(
         if not reason:
             fail("say why with --reason (it is kept in the audit log)")
         who = operator(changed_by)
-        override = store.profiles.set(pipeline, profile_name, reason, who)
+        override = ProfileOverrides(store).set(pipeline, profile_name, reason, who)
         whom = "every pipeline" if pipeline == ALL else pipeline
         what = (
             "override cleared (profiles.yaml decides)"
@@ -52,7 +53,7 @@ def profile(
         click.echo(f"{whom}: {what}, by {who} at {override.changed_at}")
     if catalog.profiles is None:
         fail("the project has no metadata/profiles.yaml: every pipeline runs without a profile")
-    overrides = store.profiles.names()
+    overrides = ProfileOverrides(store).names()
     if pipeline in (None, ALL):
         wanted = sorted(catalog.pipelines)
     elif pipeline in catalog.pipelines:

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from medallion_assets.cli.common import fail, load, project_option
-from medallion_assets.planner.recovery import Listing, RecoveryGraph, down_nodes
+from medallion_assets.recovery.paths import Listing, RecoveryGraph, down_nodes
 
 
 @click.command("recovery-paths")
@@ -52,7 +52,7 @@ def recovery_paths(
     now: dict[str, str] = {}
     if not what_if:
         from medallion_assets.cli.control_cmd import open_plane
-        from medallion_assets.control.recovery import down_now
+        from medallion_assets.recovery.recover import down_now
 
         plane = open_plane(project)
         now = down_now(catalog, plane.store(), plane.flags())

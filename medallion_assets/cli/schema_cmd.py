@@ -12,8 +12,9 @@ import click
 from medallion_assets.catalog import Catalog
 from medallion_assets.cli.common import fail, load, operator, project_option
 from medallion_assets.cli.control_cmd import format_option, open_plane
+from medallion_assets.control.state import EvolvedColumn
 from medallion_assets.control.store import iso_utc
-from medallion_assets.runtime.schema_drift import EvolvedColumn
+from medallion_assets.runtime.raw_files import column_name_problem
 
 if TYPE_CHECKING:
     from medallion_assets.control.state import RuntimeState
@@ -108,7 +109,7 @@ def _as_json(catalog: Catalog, source_name: str, evolved: list[EvolvedColumn]) -
                 "evolved_at": iso_utc(c.evolved_at),
                 "run_id": c.run_id,
                 "files": list(c.files),
-                "ignored": c.problem,
+                "ignored": column_name_problem(c.name),
             }
             for c in evolved
         ],
@@ -133,7 +134,8 @@ def _print(catalog: Catalog, source_name: str, evolved: list[EvolvedColumn]) -> 
     for c in evolved:
         run = f" by run {c.run_id[:8]}" if c.run_id else ""
         files = f" from {', '.join(c.files[:3])}" if c.files else ""
-        shown = c.name if c.problem is None else repr(c.name)[:60]
+        problem = column_name_problem(c.name)
+        shown = c.name if problem is None else repr(c.name)[:60]
         click.echo(f"  {shown:<{width}}  {c.type}  added {iso_utc(c.evolved_at)}{run}{files}")
-        if c.problem is not None:
-            click.echo(f"    IGNORED by ingest: {c.problem}; remove it with --revert")
+        if problem is not None:
+            click.echo(f"    IGNORED by ingest: {problem}; remove it with --revert")

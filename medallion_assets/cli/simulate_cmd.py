@@ -12,8 +12,8 @@ import click
 from medallion_assets.catalog import Catalog
 from medallion_assets.cli.common import fail, load, project_option, settings_for
 from medallion_assets.lake import Lake
-from medallion_assets.planner.recovery import RecoveryGraph
-from medallion_assets.planner.simulate import Outage, Simulation, simulate
+from medallion_assets.recovery.paths import RecoveryGraph
+from medallion_assets.simulate.simulate import Outage, Simulation, simulate
 
 # A step with no past run: Spark's per-step overhead measured here, plus its rows at a rate a
 # 2-core local Spark keeps on the demo. A first guess, replaced once the project has runs.
@@ -56,7 +56,7 @@ def simulate_cmd(
     Durations come from the project instance's past runs (the median of each table's step),
     else an estimate from the rows of its current version."""
     from medallion_assets.cli.control_cmd import open_plane
-    from medallion_assets.control.profile_overrides import ProfileOverrides
+    from medallion_assets.profiles.overrides import ProfileOverrides
 
     catalog = load(project)
     settings = settings_for(project)

@@ -64,7 +64,7 @@ def rollback(
 ) -> None:
     """Make NAME (its day PARTITION) what it was at a snapshot: readers and the next run see
     that version as current; a later change of its code or inputs rebuilds it as usual."""
-    from medallion_assets.control.plane import ControlPlane
+    from medallion_assets.control_plane import ControlPlane
     from medallion_assets.lake import Lake
     from medallion_assets.runtime.spark_session import spark_jars, spark_session
 

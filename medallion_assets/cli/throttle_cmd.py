@@ -14,7 +14,7 @@ import click
 
 from medallion_assets.cli.common import fail, load, operator, project_option
 from medallion_assets.cli.control_cmd import format_option, open_plane
-from medallion_assets.control.rate_budgets import ThrottleOverride, rate_text
+from medallion_assets.throttles.rate_budgets import RateBudgets, ThrottleOverride, rate_text
 
 if TYPE_CHECKING:
     from medallion_assets.catalog import Catalog
@@ -127,24 +127,24 @@ def _change(
     if not reason:
         fail("say why with --reason (it is kept in the audit log)")
     if reset:
-        cleared = store.budgets.reset_override(system, reason, who)
+        cleared = RateBudgets(store).reset_override(system, reason, who)
         if cleared is None:
             click.echo(f"{system}: no throttle to clear, it runs at its systems.yaml rates")
         else:
             click.echo(f"{system}: back to its systems.yaml rates (was {cleared.describe()})")
         return
-    override = store.budgets.set_override(system, given, reason, who)
+    override = RateBudgets(store).set_override(system, given, reason, who)
     click.echo(f"{system} throttled to {override.describe()} by {who} at {override.changed_at}")
 
 
 def _rates(store: ControlStore, catalog: Catalog, system: str) -> SystemRates:
     declared = catalog.systems[system].throttle
     now = time.time()
-    limits = store.budgets.limits(system, declared, now)
+    limits = RateBudgets(store).limits(system, declared, now)
     return SystemRates(
         system,
         {f: getattr(limits, f) for f in RATE_OPTIONS},
         {f: getattr(declared, f) for f in RATE_OPTIONS},
-        store.budgets.overrides().get(system),
+        RateBudgets(store).overrides().get(system),
         store.state.throttle_factor(system, now),
     )

@@ -193,7 +193,7 @@ profile_overrides = Table(
 # One budget per system and dimension, shared by every step of every run on any host, kept as
 # the time up to which its rate is reserved (a generic cell rate algorithm: a reservation costs
 # its amount over the rate in force when it is made); a step leases a slice with one atomic
-# upsert (control/rate_budgets.py).
+# upsert (throttles/rate_budgets.py).
 rate_budgets = Table(
     "rate_budgets",
     metadata,

@@ -19,9 +19,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import delete, func, select
 
 from medallion_assets.control import schema
-from medallion_assets.control.store import AuditEntry, iso_utc, utc_now
-from medallion_assets.io.throttle import MIN_FACTOR, REDUCTION_HOLD_SECONDS
-from medallion_assets.runtime.schema_drift import EvolvedColumn
+from medallion_assets.control.records import AuditEntry, iso_utc, utc_now
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection
@@ -30,6 +28,22 @@ if TYPE_CHECKING:
     from medallion_assets.io.warehouse_load import LoadReport, LoadUnit
 
 Manifest = dict[str, dict[str, Any]]  # object key (in the primary bucket) -> its entry
+
+
+# reduce_parallelism: a temporary cut of a system's limits (throttles.throttle applies it)
+REDUCTION_HOLD_SECONDS = 3600.0  # a cut lasts an hour after the last failure that asked for it
+MIN_FACTOR = 0.125  # three halvings at most
+
+
+@dataclass(frozen=True)
+class EvolvedColumn:
+    """A column evolve_schema added to a source: nullable, read by name."""
+
+    name: str
+    type: str = "string"
+    evolved_at: float = 0.0
+    run_id: str = ""
+    files: tuple[str, ...] = ()  # the raw files that carried it first
 
 
 @dataclass(frozen=True)

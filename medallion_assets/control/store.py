@@ -35,9 +35,8 @@ from __future__ import annotations
 
 import functools
 import json
-import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import delete, false, insert, select, text
@@ -47,13 +46,12 @@ from medallion_assets.control import schema
 from medallion_assets.control.engine import ControlStoreError, StoreConnection
 from medallion_assets.control.migrations import LATEST, MIGRATIONS, current_version
 from medallion_assets.control.migrations import migrate_to_latest as _migrate_to_latest
+from medallion_assets.control.records import AuditEntry, iso_utc, utc_now
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection, Insert, Table
 
     from medallion_assets.control.check_results import CheckLedger
-    from medallion_assets.control.profile_overrides import ProfileOverrides
-    from medallion_assets.control.rate_budgets import RateBudgets
     from medallion_assets.control.state import RuntimeState
 
 SCOPES = ("pipeline", "layer", "dataset", "source", "target")
@@ -97,27 +95,6 @@ class RouteOverride:
     run_id: str = ""
 
 
-@dataclass(frozen=True)
-class AuditEntry:
-    at: str  # ISO 8601, UTC
-    kind: str  # run, attempt, error, healing, flag, outcome, ...
-    entity: str  # "dataset:silver.orders", "run", "source:orders", ...
-    message: str
-    run_id: str = ""
-    details: dict[str, Any] = field(default_factory=dict)
-    id: int | None = None
-
-
-def iso_utc(seconds: float) -> str:
-    """Epoch seconds as sortable ISO 8601 UTC text (the store compares these as strings)."""
-    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
-    return f"{stamp}.{int(seconds % 1 * 1e6):06d}Z"
-
-
-def utc_now() -> str:
-    return iso_utc(time.time())
-
-
 class ControlStore(StoreConnection):
     """Flags, routes, the audit log and the runtime state; see the module docstring."""
 
@@ -142,20 +119,6 @@ class ControlStore(StoreConnection):
         from medallion_assets.control.check_results import CheckLedger
 
         return CheckLedger(self)
-
-    @functools.cached_property
-    def profiles(self) -> ProfileOverrides:
-        """The profiles operators put pipelines in, over ``profiles.yaml``."""
-        from medallion_assets.control.profile_overrides import ProfileOverrides
-
-        return ProfileOverrides(self)
-
-    @functools.cached_property
-    def budgets(self) -> RateBudgets:
-        """The rate budgets every step shares, and the rates operators set on systems."""
-        from medallion_assets.control.rate_budgets import RateBudgets
-
-        return RateBudgets(self)
 
     # --- schema -------------------------------------------------------------------------------
 

@@ -3,7 +3,7 @@
 All stores share one protocol (``ObjectStore``), so the bronze extract runs unchanged against
 AWS S3, moto's S3 server in tests, or a folder on disk (the embedded default)::
 
-    store = ThrottledS3(object_store_of(settings), throttle)  # io.throttle
+    store = ThrottledS3(object_store_of(settings), throttle)  # throttles.throttle
     for obj in store.list("vendor-feeds", "orders/dt=2024-05-01/"):
         spark.read.json(store.spark_path(obj.bucket, obj.key))  # read where Spark runs
 

@@ -45,7 +45,7 @@ Put = Callable[[str, str, bytes], object]  # (bucket, key, body), e.g. ObjectSto
 
 
 class Throttle(Protocol):
-    """Blocks to keep a rate; ``SystemThrottle`` from ``io/throttle.py`` is one."""
+    """Blocks to keep a rate; ``SystemThrottle`` from ``throttles/throttle.py`` is one."""
 
     def rows(self, n: int) -> object: ...
     def bytes(self, n: int) -> object: ...

@@ -18,7 +18,15 @@ from dataclasses import dataclass
 from sqlglot import exp
 from sqlglot.errors import ErrorLevel, UnsupportedError
 
-from medallion_assets.lineage.statement import SqlError, table_name
+
+class SqlError(ValueError):
+    """A SQL file that cannot be analysed; the message says why and what to do."""
+
+
+def table_name(table: exp.Table) -> str:
+    """Lower-cased dotted name of a table reference, as written (``db.table``)."""
+    return ".".join(part.name.lower() for part in table.parts)
+
 
 _WRITES = (exp.Query, exp.Create, exp.Insert, exp.Merge)
 PREAMBLE_KINDS = "temporary functions, views and tables, DECLARE, SET, USE and CACHE TABLE"

@@ -8,19 +8,22 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 from sqlglot.optimizer.scope import Scope, build_scope
 
-if TYPE_CHECKING:
-    from medallion_assets.lineage.script import Script
+from medallion_assets.lineage.script import (
+    Script,
+    SqlError,
+    inline_temporary,
+    qualify_for_use,
+    split_script,
+    table_name,
+)
 
-
-class SqlError(ValueError):
-    """A SQL file that cannot be analysed; the message says why and what to do."""
+__all__ = ["SqlError", "Statement", "parse_script", "parse_statement", "table_name"]
 
 
 @dataclass(frozen=True)
@@ -31,11 +34,6 @@ class Statement:
     expression: exp.Expr  # the whole parsed statement, identifiers lower-cased
     query: exp.Expr | None  # the row-producing query (None for MERGE and INSERT ... VALUES)
     target_columns: tuple[str, ...] = ()  # INSERT INTO t (a, b) / CREATE VIEW v (a, b): by position
-
-
-def table_name(table: exp.Table) -> str:
-    """Lower-cased dotted name of a table reference, as written (``db.table``)."""
-    return ".".join(part.name.lower() for part in table.parts)
 
 
 # Names users may give that sqlglot spells differently: ANSI SQL is sqlglot's generic dialect.
@@ -82,9 +80,6 @@ def parse_script(
 ) -> tuple[Script, Statement]:
     """The file's statements and its write; ``inline=False`` keeps the write as written (reading
     the temporary objects of the preamble), which is what the runtime executes."""
-    # script.py builds on this module (SqlError, table_name): imported here, not at the top.
-    from medallion_assets.lineage.script import inline_temporary, qualify_for_use, split_script
-
     try:
         expressions = _parse_all(sql, dialect)
         for expression in expressions:

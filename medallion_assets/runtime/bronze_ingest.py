@@ -27,6 +27,7 @@ from medallion_assets.catalog.models import Replica, Source
 from medallion_assets.control.store import iso_utc
 from medallion_assets.faults import crash_point
 from medallion_assets.lake import Produced, Version
+from medallion_assets.lineage.spark_sql import SparkScript, spark_script, view_name
 from medallion_assets.runtime.intake import (
     Batch,
     inspect_batch,
@@ -36,7 +37,6 @@ from medallion_assets.runtime.intake import (
 )
 from medallion_assets.runtime.raw_read import REASON, files_of, inspect_objects, read_objects
 from medallion_assets.runtime.schema_drift import detect, evolved_columns, evolved_digest
-from medallion_assets.runtime.spark_sql import SparkScript, spark_script, view_name
 from medallion_assets.runtime.table_build import (
     BuildOutcome,
     publish_checked,

@@ -19,9 +19,9 @@ from medallion_assets.errors import PermanentError
 from medallion_assets.lake import Produced, StagedWrite
 from medallion_assets.lineage.merge_clauses import merge_spec
 from medallion_assets.lineage.script import spark_preamble, spark_sql
+from medallion_assets.lineage.spark_sql import read_views
 from medallion_assets.lineage.statement import SqlError, parse_script
 from medallion_assets.runtime.merge_sql import CONFLICT_MARKER, defined_columns_sql
-from medallion_assets.runtime.spark_sql import read_views
 
 if TYPE_CHECKING:
     from medallion_assets.runtime.table_run import TableRun

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from medallion_assets.control.plane import ControlPlane
+from medallion_assets.control_plane import ControlPlane
 from medallion_assets.runtime.locks import Holder, build_locks
 from medallion_assets.settings import MedallionSettings
 

@@ -18,14 +18,12 @@ import hashlib
 import json
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from medallion_assets.catalog.models import Source
+from medallion_assets.control.state import EvolvedColumn, RuntimeState
 from medallion_assets.runtime.raw_files import column_name_problem
 
-if TYPE_CHECKING:
-    from medallion_assets.control.state import RuntimeState
+__all__ = ["EvolvedColumn", "SchemaDrift", "evolve", "read_evolved"]
 
 
 class SchemaDrift(RuntimeError):
@@ -42,22 +40,6 @@ class SchemaDrift(RuntimeError):
         )
 
 
-@dataclass(frozen=True)
-class EvolvedColumn:
-    """A column evolve_schema added to a source: nullable, read by name."""
-
-    name: str
-    type: str = "string"
-    evolved_at: float = 0.0
-    run_id: str = ""
-    files: tuple[str, ...] = ()  # the raw files that carried it first
-
-    @property
-    def problem(self) -> str | None:
-        """Why this stored name cannot be read (state written before names were checked)."""
-        return column_name_problem(self.name)
-
-
 def read_evolved(state: RuntimeState, source_name: str) -> list[EvolvedColumn]:
     """Every evolved column of the source, in the order they were added."""
     return state.evolved(source_name).get(source_name, [])
@@ -71,12 +53,13 @@ def evolved_columns(
     is told how to remove it."""
     usable = []
     for column in read_evolved(state, source_name):
-        if column.problem is None:
+        problem = column_name_problem(column.name)
+        if problem is None:
             usable.append((column.name, column.type))
             continue
         warn(
             f"ignored evolved column {column.name[:60]!r} of source {source_name}: "
-            f"{column.problem}; remove it with `medallion control schema {source_name} "
+            f"{problem}; remove it with `medallion control schema {source_name} "
             "--revert COLUMN --reason ...`"
         )
     return usable

@@ -21,12 +21,12 @@ from medallion_assets.checks.validation import (
     still_rejected,
     validate_frame,
 )
+from medallion_assets.errors import headline
 from medallion_assets.faults import crash_point
 from medallion_assets.lake import Lake, Produced, StagedWrite, Version
+from medallion_assets.lineage.spark_sql import spark_script, view_name
 from medallion_assets.lineage.statement import parse_statement
-from medallion_assets.planner.diagnosis import headline
 from medallion_assets.runtime.merge import stage_merge
-from medallion_assets.runtime.spark_sql import spark_script, view_name
 from medallion_assets.runtime.table_run import TableRun
 
 if TYPE_CHECKING:

@@ -22,7 +22,7 @@ from medallion_assets.catalog import Catalog, Dataset
 from medallion_assets.catalog.models import Partitioning, Replica
 from medallion_assets.checks.results import CheckContext
 from medallion_assets.lake import Lake
-from medallion_assets.planner.reroute import PRIMARY, Route, along
+from medallion_assets.recovery.reroute import PRIMARY, Route, along
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -30,8 +30,8 @@ if TYPE_CHECKING:
     from medallion_assets.control.check_results import CheckLedger
     from medallion_assets.control.state import RuntimeState
     from medallion_assets.control.store import ControlStore
-    from medallion_assets.io.throttle import SystemThrottle, ThrottledS3
     from medallion_assets.io.warehouse import Warehouse
+    from medallion_assets.throttles.throttle import SystemThrottle, ThrottledS3
 
 
 def _quiet(_message: str) -> None:

@@ -43,7 +43,7 @@ def minimal_job(tmp_path: Path, monkeypatch, policies: str):  # type: ignore[no-
     from medallion_assets.adapters.code_location import definitions_for
     from medallion_assets.adapters.translator import DatasetTranslator
     from medallion_assets.catalog import load_catalog
-    from medallion_assets.control.plane import ControlPlane
+    from medallion_assets.control_plane import ControlPlane
     from medallion_assets.lake import Lake
 
     root, _store = minimal_project(

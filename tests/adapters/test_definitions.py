@@ -227,8 +227,8 @@ def test_a_sensor_watches_every_raw_source(defs, demo_catalog):
 
 
 def test_retry_policy_and_pool_come_from_metadata(defs, demo_catalog):
-    from medallion_assets.planner.diagnosis import Diagnosis
-    from medallion_assets.planner.retry import decide, policy_of
+    from medallion_assets.healing.diagnosis import Diagnosis
+    from medallion_assets.healing.retry import decide, policy_of
 
     assets = {a.key: a for a in defs.assets if isinstance(a, dg.AssetsDefinition)}
     dataset = demo_catalog.datasets["silver.orders_usd"]
@@ -308,7 +308,7 @@ def test_build_definitions_resolves_with_the_collector_paused_and_restores_it(de
 def test_the_retry_policy_in_force_is_the_datasets_then_the_pipelines_then_the_projects(
     demo_catalog,
 ):
-    from medallion_assets.planner.retry import policy_of
+    from medallion_assets.healing.retry import policy_of
 
     policies = demo_catalog.retry_policies
     vendor = demo_catalog.datasets["bronze.address_validation_feed"]  # its own: none

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from medallion_assets.catalog import load_catalog
-from medallion_assets.control.plane import ControlPlane
+from medallion_assets.control_plane import ControlPlane
+from medallion_assets.export.orchestrators import Flow, Task, flows, generate, task_id
 from medallion_assets.lake import Lake
-from medallion_assets.planner.orchestrators import Flow, Task, flows, generate, task_id
 from tests.adapters.minimal import minimal_project, orders
 from tests.conftest import REPO
 

@@ -21,7 +21,7 @@ import pytest
 
 from medallion_assets.adapters.headless import INSTANCE_SETTINGS, run_project
 from medallion_assets.adapters.lost_runs import PID_TAG
-from medallion_assets.control.plane import ControlPlane
+from medallion_assets.control_plane import ControlPlane
 from medallion_assets.lake import Lake
 from tests.adapters.faults.project import faults_project, run_env, snapshot, start_run
 from tests.lock_holder import hold_lock_in_child

@@ -11,7 +11,7 @@ from medallion_assets.adapters.code_location import definitions_for
 from medallion_assets.adapters.resources import ControlResource
 from medallion_assets.adapters.translator import DatasetTranslator
 from medallion_assets.catalog import load_catalog
-from medallion_assets.control.plane import ControlPlane
+from medallion_assets.control_plane import ControlPlane
 from medallion_assets.lake import Lake
 from medallion_assets.testing import read_table
 from tests.adapters.minimal import minimal_project, orders

@@ -11,7 +11,7 @@ import pytest
 from medallion_assets.adapters.code_location import definitions_for
 from medallion_assets.adapters.translator import DatasetTranslator, table_key
 from medallion_assets.catalog import load_catalog
-from medallion_assets.control.plane import ControlPlane
+from medallion_assets.control_plane import ControlPlane
 from tests.adapters.lineage_runs import lineage_runs
 from tests.adapters.minimal import minimal_project
 from tests.lineage_receiver import check_event, lineage_receiver, openlineage_env

@@ -156,7 +156,7 @@ def test_medallion_run_lists_each_failed_table_with_its_one_line_reason(spark, p
 
 
 def test_names_real_spark_rejects_are_permanent_invalid_names(spark, tmp_path):
-    from medallion_assets.planner.diagnosis import Failure, diagnose
+    from medallion_assets.healing.diagnosis import Failure, diagnose
 
     (tmp_path / "a.json").write_text('{"a": 1}\n')
     for bad in (

@@ -21,7 +21,7 @@ from medallion_assets.adapters.relaunch import (
 from medallion_assets.adapters.resources import ControlResource, LakeResource
 from medallion_assets.adapters.translator import DatasetTranslator, table_key
 from medallion_assets.catalog import load_catalog
-from medallion_assets.control.plane import ControlPlane
+from medallion_assets.control_plane import ControlPlane
 from tests.adapters.minimal import minimal_project
 
 

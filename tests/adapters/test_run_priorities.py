@@ -20,9 +20,9 @@ from medallion_assets.adapters.relaunch import ORIGIN_TAG, PREEMPTED_BY_TAG
 from medallion_assets.adapters.resources import ControlResource, LakeResource, S3Resource
 from medallion_assets.adapters.translator import DatasetTranslator, table_key
 from medallion_assets.catalog import load_catalog
-from medallion_assets.control.plane import ControlPlane
-from medallion_assets.control.profile_overrides import ProfileOverrides
-from medallion_assets.planner.run_priority import HOLD_TAG, PRIORITY_TAG, PROFILE_TAG
+from medallion_assets.control_plane import ControlPlane
+from medallion_assets.profiles.overrides import ProfileOverrides
+from medallion_assets.profiles.priority import HOLD_TAG, PRIORITY_TAG, PROFILE_TAG
 from tests.adapters.queue_project import queue_project
 
 

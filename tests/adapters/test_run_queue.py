@@ -27,10 +27,10 @@ from medallion_assets.adapters.relaunch import ORIGIN_TAG, PREEMPTED_BY_TAG
 from medallion_assets.adapters.translator import step_name, table_key
 from medallion_assets.catalog import load_catalog
 from medallion_assets.cli import cli
-from medallion_assets.control.plane import ControlPlane
+from medallion_assets.control_plane import ControlPlane
 from medallion_assets.lake import Lake
-from medallion_assets.planner.run_priority import PRIORITY_TAG, PROFILE_TAG
-from medallion_assets.planner.scheduling import system_limits, traits_of
+from medallion_assets.profiles.priority import PRIORITY_TAG, PROFILE_TAG
+from medallion_assets.simulate.scheduling import system_limits, traits_of
 from tests.adapters.lineage_runs import lineage_runs
 from tests.adapters.queue_project import (
     SPARK_LIMIT,

@@ -18,7 +18,7 @@ import pytest
 
 from medallion_assets.adapters.relaunch import ATTEMPT_TAG, ORIGIN_TAG
 from medallion_assets.adapters.translator import table_key
-from medallion_assets.control.plane import ControlPlane
+from medallion_assets.control_plane import ControlPlane
 from medallion_assets.io.object_store import LocalFolderObjectStore
 from medallion_assets.lake import Lake
 from tests.adapters.minimal import minimal_project, orders

@@ -8,8 +8,9 @@ from pathlib import Path
 
 from medallion_assets.adapters.step_order import StepOrder, below_profile
 from medallion_assets.adapters.translator import step_name
-from medallion_assets.control.plane import ControlPlane
-from medallion_assets.planner.run_priority import PROFILE_TAG, request_priority
+from medallion_assets.control_plane import ControlPlane
+from medallion_assets.profiles.overrides import ProfileOverrides
+from medallion_assets.profiles.priority import PROFILE_TAG, request_priority
 
 LOW = "gold.daily_user_events"  # criticality low in the demo
 CRITICAL = "gold.revenue_by_region"
@@ -51,7 +52,7 @@ def test_focus_leaves_low_tables_out_and_an_override_changes_it_at_the_next_run(
     assert why is not None and "skip_below" in why and "focus" in why
     assert below_profile(demo_catalog, CRITICAL, "core_daily", store, {}) is None
     assert below_profile(demo_catalog, LOW, None, store, {}) is None  # the project: balanced
-    store.profiles.set("core_daily", "balanced", reason="incident over", changed_by="test")
+    ProfileOverrides(store).set("core_daily", "balanced", reason="incident over", changed_by="test")
     assert below_profile(demo_catalog, LOW, "core_daily", store, {}) is None
     order = StepOrder.of(demo_catalog, store, "core_daily")
     assert order is not None and order.profile is not None and order.profile.name == "balanced"
@@ -86,7 +87,9 @@ def test_the_profile_a_request_named_decides_the_order_and_the_skips(demo_catalo
     assert below_profile(demo_catalog, LOW, None, store, whole.tags()) is None
 
     focus = {PROFILE_TAG: "focus"}
-    store.profiles.set("all", "balanced", reason="changed after the request", changed_by="t")
+    ProfileOverrides(store).set(
+        "all", "balanced", reason="changed after the request", changed_by="t"
+    )
     order = StepOrder.of(demo_catalog, store, None, focus)
     assert order is not None and order.profile is not None
     assert order.profile.describe() == "focus (the run's medallion/profile tag)"

@@ -10,7 +10,7 @@ import pytest
 from medallion_assets.adapters.code_location import build_definitions
 from medallion_assets.adapters.translator import table_key
 from medallion_assets.catalog.operations import RetryPolicy
-from medallion_assets.planner.diagnosis import retry_delay
+from medallion_assets.healing.diagnosis import retry_delay
 from medallion_assets.runtime.table_build import BuildOutcome
 from medallion_assets.runtime.table_run import TableRun
 from medallion_assets.runtime.table_runner import TableOutcome, TableRunner

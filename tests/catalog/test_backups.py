@@ -13,8 +13,8 @@ import pytest
 import yaml
 
 from medallion_assets.catalog import CatalogError, load_catalog
-from medallion_assets.planner.recovery import RecoveryGraph
-from medallion_assets.planner.reroute import routes
+from medallion_assets.recovery.paths import RecoveryGraph
+from medallion_assets.recovery.reroute import routes
 
 MINIMAL = Path(__file__).parent / "minimal_project"
 SNAPSHOT = "SELECT order_id, amount, country FROM silver.orders_clean\n"

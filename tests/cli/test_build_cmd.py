@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from medallion_assets.cli import cli
-from medallion_assets.control.plane import ControlPlane
+from medallion_assets.control_plane import ControlPlane
 from medallion_assets.lake import Lake
 from tests.adapters.minimal import minimal_project, orders
 from tests.lake_helpers import abandon_staged_output, data_files

@@ -79,7 +79,7 @@ def test_unknown_entities_and_bad_times_are_refused_with_the_fix(project: Path):
 
 
 def test_catalog_export_writes_the_seed_tables_and_replaces_them(project: Path, demo_catalog):
-    from medallion_assets.control.plane import ControlPlane
+    from medallion_assets.control_plane import ControlPlane
 
     medallion(project, "control", "disable", "layer:gold", "--reason", "close", "--by", "fin")
     done = medallion(project, "catalog", "export")
@@ -121,8 +121,8 @@ def test_catalog_export_writes_the_seed_tables_and_replaces_them(project: Path, 
 def test_status_shows_the_runtime_state_in_force(project: Path):
     import time
 
-    from medallion_assets.control.plane import ControlPlane
     from medallion_assets.control.state import LoadRecord
+    from medallion_assets.control_plane import ControlPlane
     from medallion_assets.runtime.schema_drift import evolve
 
     empty = medallion(project, "control", "status", "--format", "json")

@@ -11,7 +11,7 @@ from click.testing import CliRunner, Result
 
 from medallion_assets.catalog import load_catalog
 from medallion_assets.cli import cli
-from medallion_assets.planner.scheduling import SchedulingPolicy
+from medallion_assets.simulate.scheduling import SchedulingPolicy
 from tests.conftest import copy_demo_project
 
 

@@ -10,8 +10,8 @@ import os
 from pathlib import Path
 
 from medallion_assets.catalog import load_catalog
-from medallion_assets.control.plane import ControlPlane
-from medallion_assets.control.recovery import RECOVERY, DownNodes
+from medallion_assets.control_plane import ControlPlane
+from medallion_assets.recovery.recover import RECOVERY, DownNodes
 from tests.cli.conftest import medallion
 
 
@@ -117,7 +117,7 @@ def test_recover_previews_a_given_node_and_keeps_an_operators_route(project: Pat
 
 
 def test_the_export_answers_the_seed_questions_from_its_tables_alone(project: Path, demo_catalog):
-    from medallion_assets.planner.recovery import RecoveryGraph
+    from medallion_assets.recovery.paths import RecoveryGraph
 
     others = [p for p in demo_catalog.pipelines if p != "core_daily"]
     assert (

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from medallion_assets.cli import cli
-from medallion_assets.control.plane import ControlPlane
+from medallion_assets.control_plane import ControlPlane
 from medallion_assets.lake import Lake
 from tests.adapters.minimal import minimal_project, orders
 

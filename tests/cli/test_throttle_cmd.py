@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from medallion_assets.catalog import load_catalog
-from medallion_assets.control.plane import ControlPlane
-from medallion_assets.control.rate_budgets import shared_throttle
+from medallion_assets.control_plane import ControlPlane
+from medallion_assets.throttles.rate_budgets import RateBudgets, shared_throttle
 from tests.cli.conftest import medallion
 from tests.runtime.row_consumer import RowConsumer
 
@@ -71,7 +71,7 @@ def test_a_throttle_reaches_a_running_step_is_audited_shown_and_reset(project: P
         reset.output
     )
     assert "THROTTLE" not in medallion(project, "control", "status").output
-    assert store.budgets.limits("redshift", declared, time.time()) == declared
+    assert RateBudgets(store).limits("redshift", declared, time.time()) == declared
     audit = medallion(project, "audit", "--limit", "3").output
     assert "throttle system:redshift: redshift throttled to rows/s 10000 by oncall: dashboards" in (
         audit

@@ -376,7 +376,7 @@ def test_the_events_column_lineage_is_medallion_lineages(pipeline):
     from click.testing import CliRunner
 
     from medallion_assets.cli import cli
-    from medallion_assets.lineage.openlineage import Naming, column_edges, node_names
+    from medallion_assets.openlineage.events import Naming, column_edges, node_names
 
     root, catalog = pipeline["root"], pipeline["catalog"]
     names = node_names(catalog, Naming("theworldshop", pipeline["home"] / "lake"))

@@ -9,7 +9,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from medallion_assets.io.throttle import SystemThrottle
+    from medallion_assets.throttles.throttle import SystemThrottle
 
 
 class RowConsumer:

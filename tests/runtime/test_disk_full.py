@@ -11,9 +11,9 @@ import subprocess
 
 import pytest
 
+from medallion_assets.healing.diagnosis import Failure, diagnose
 from medallion_assets.io.object_store import LocalFolderObjectStore
 from medallion_assets.lake import Lake
-from medallion_assets.planner.diagnosis import Failure, diagnose
 from tests.runtime.test_ingest_bad_input import Project, bucket
 
 pytestmark = pytest.mark.slow

@@ -25,8 +25,8 @@ from medallion_assets.io.object_store import (
     key_path,
     object_store_of,
 )
-from medallion_assets.io.throttle import SystemThrottle, ThrottledS3
 from medallion_assets.settings import MedallionSettings
+from medallion_assets.throttles.throttle import SystemThrottle, ThrottledS3
 
 # Until tests/conftest.py registers the plugin (pytest_plugins = ["tests.s3_server"]).
 from tests.s3_server import S3Server

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from medallion_assets.catalog.models import Throttle
-from medallion_assets.io.throttle import SystemThrottle, TokenBucket
+from medallion_assets.throttles.throttle import SystemThrottle, TokenBucket
 
 
 class FakeClock:
@@ -186,10 +186,10 @@ def test_reduce_parallelism_halves_the_system_limits_a_step_builds_until_it_expi
     import time
 
     from medallion_assets.adapters.resources import S3Resource
-    from medallion_assets.control.healing_actions import HealingContext, reduce_parallelism
-    from medallion_assets.control.plane import ControlPlane
+    from medallion_assets.control_plane import ControlPlane
+    from medallion_assets.healing.actions import HealingContext, reduce_parallelism
+    from medallion_assets.healing.diagnosis import Diagnosis, Failure
     from medallion_assets.lake import Lake
-    from medallion_assets.planner.diagnosis import Diagnosis, Failure
     from medallion_assets.runtime.table_run import TableRun
 
     monkeypatch.setenv("MEDALLION_HOME", str(tmp_path))

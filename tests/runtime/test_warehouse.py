@@ -18,7 +18,7 @@ import pytest
 
 from medallion_assets.catalog.models import Target, Throttle
 from medallion_assets.credentials import mask_credentials
-from medallion_assets.io.throttle import SystemThrottle
+from medallion_assets.healing.diagnosis import Failure, diagnose
 from medallion_assets.io.warehouse import (
     DuckDBWarehouse,
     LoadReport,
@@ -29,7 +29,7 @@ from medallion_assets.io.warehouse import (
     warehouse_from_url,
 )
 from medallion_assets.io.warehouse_load import MergeKeyError
-from medallion_assets.planner.diagnosis import Failure, diagnose
+from medallion_assets.throttles.throttle import SystemThrottle
 
 TABLE = "mart.orders"
 ROLE = "arn:aws:iam::123456789012:role/redshift-load"
