@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
-from medallion_assets.lineage.script import spark_preamble, spark_sql
-from medallion_assets.lineage.statement import parse_script, table_name
+from medallion_assets.lineage.script import Script, spark_preamble, spark_sql
+from medallion_assets.lineage.statement import Statement, parse_script, table_name
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -53,12 +53,19 @@ def spark_query(sql: str, dialect: str, target: str, views: Mapping[str, str]) -
     return script.kind, script.query
 
 
-def spark_script(sql: str, dialect: str, target: str, views: Mapping[str, str]) -> SparkScript:
+def spark_script(
+    sql: str,
+    dialect: str,
+    target: str,
+    views: Mapping[str, str],
+    parsed: tuple[Script, Statement] | None = None,
+) -> SparkScript:
     """The preamble and query producing ``target``'s rows, in Spark SQL.
 
-    ``views`` maps each table the SQL reads to the temp view registered for it.
+    ``views`` maps each table the SQL reads to the temp view registered for it; ``parsed``:
+    the file's ``parse_script(..., inline=False)`` when the caller has it already.
     """
-    script, statement = parse_script(sql, dialect, target, inline=False)
+    script, statement = parsed or parse_script(sql, dialect, target, inline=False)
     if statement.query is None or statement.kind == "merge":
         # MERGE runs through runtime.merge; INSERT ... VALUES has no query to run.
         raise UnsupportedStatement(

@@ -18,9 +18,9 @@ from medallion_assets.catalog import Dataset
 from medallion_assets.errors import PermanentError
 from medallion_assets.lake import Produced, StagedWrite
 from medallion_assets.lineage.merge_clauses import merge_spec
-from medallion_assets.lineage.script import spark_preamble, spark_sql
+from medallion_assets.lineage.script import Script, spark_preamble, spark_sql
 from medallion_assets.lineage.spark_sql import read_views
-from medallion_assets.lineage.statement import SqlError, parse_script
+from medallion_assets.lineage.statement import SqlError, Statement, parse_script
 from medallion_assets.runtime.merge_sql import CONFLICT_MARKER, defined_columns_sql
 
 if TYPE_CHECKING:
@@ -44,13 +44,16 @@ class MergeConflict(PermanentError):
 
 
 def stage_merge(
-    run: TableRun, views: Mapping[str, str], produced: Produced
+    run: TableRun,
+    views: Mapping[str, str],
+    produced: Produced,
+    parsed: tuple[Script, Statement] | None = None,  # the file's parse_script(inline=False)
 ) -> tuple[StagedWrite, str]:
     """Stage the MERGE of ``run``'s file on a branch of its table; (the staged write, the Spark
     SQL run, its target written ``{target}``)."""
     spark, lake, dataset = run.session, run.lake, run.dataset
     try:
-        statement, preamble = spark_merge(dataset.sql, dataset.dialect, dataset.name, views)
+        statement, preamble = spark_merge(dataset.sql, dataset.dialect, dataset.name, views, parsed)
         for sql in preamble:
             spark.sql(sql)
         spec = merge_spec(statement)
@@ -71,11 +74,15 @@ def stage_merge(
 
 
 def spark_merge(
-    sql: str, dialect: str, target: str, views: Mapping[str, str]
+    sql: str,
+    dialect: str,
+    target: str,
+    views: Mapping[str, str],
+    parsed: tuple[Script, Statement] | None = None,
 ) -> tuple[exp.Expr, tuple[str, ...]]:
     """The MERGE of a dataset's file, with every table it reads pointed at its view, and the
     file's preamble (temporary views, functions) in Spark SQL."""
-    script, statement = parse_script(sql, dialect, target, inline=False)
+    script, statement = parsed or parse_script(sql, dialect, target, inline=False)
     merge = read_views(statement.expression, views)  # every table but the target itself
     preamble = tuple(spark_sql(read_views(s, views)) for s in spark_preamble(script, dialect))
     return merge, preamble

@@ -25,7 +25,7 @@ from medallion_assets.errors import headline
 from medallion_assets.faults import crash_point
 from medallion_assets.lake import Lake, Produced, StagedWrite, Version
 from medallion_assets.lineage.spark_sql import spark_script, view_name
-from medallion_assets.lineage.statement import parse_statement
+from medallion_assets.lineage.statement import parse_script
 from medallion_assets.runtime.merge import stage_merge
 from medallion_assets.runtime.table_run import TableRun
 
@@ -113,8 +113,10 @@ def build_table(run: TableRun) -> BuildOutcome:
     )
     sources = input_versions(lake, catalog, dataset, partition)
     current = lake.current(dataset.name, partition)
-    # From the SQL itself, not the catalog's kind: an alternate producer may be a plain SELECT.
-    merge = parse_statement(dataset.sql, dataset.dialect, dataset.name).kind == "merge"
+    # Parsed once for the build. The kind from the SQL itself, not the catalog's: an alternate
+    # producer may be a plain SELECT.
+    parsed = parse_script(dataset.sql, dataset.dialect, dataset.name, inline=False)
+    merge = parsed[1].kind == "merge"
     # A MERGE reads its own current version too; it is recorded as an input, but a MERGE whose
     # code and sources are unchanged has nothing new to apply, so it does not count for skipping.
     inputs = {**sources, dataset.name: current.version_id if current else ""} if merge else sources
@@ -138,9 +140,9 @@ def build_table(run: TableRun) -> BuildOutcome:
     views = register_inputs(spark, lake, catalog, dataset, partition)
     produced = Produced(dataset.code_version, inputs, run.run_id)
     if merge:
-        staged, query = stage_merge(run, views, produced)
+        staged, query = stage_merge(run, views, produced, parsed)
     else:
-        script = spark_script(dataset.sql, dataset.dialect, dataset.name, views)
+        script = spark_script(dataset.sql, dataset.dialect, dataset.name, views, parsed)
         frame = script.run(spark)  # the preamble (temporary views, functions) first
         query = script.query
         if script.by_position and len(frame.columns) == len(dataset.column_names):

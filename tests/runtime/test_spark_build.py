@@ -15,6 +15,10 @@ from medallion_assets.control.store import ControlStore
 from medallion_assets.io.object_store import LocalFolderObjectStore
 from medallion_assets.lake import Lake
 from medallion_assets.lake import tables as lake_tables
+from medallion_assets.lineage import spark_sql as spark_sql_module
+from medallion_assets.lineage import statement as statement_module
+from medallion_assets.lineage.statement import parse_script
+from medallion_assets.runtime import table_build as table_build_module
 from medallion_assets.runtime.bronze_ingest import ingest
 from medallion_assets.runtime.table_build import MissingInput, build_table
 from medallion_assets.runtime.table_run import RunLog, TableRun
@@ -117,7 +121,9 @@ def test_a_replaced_object_replaces_its_rows(spark, project):
     assert read_table("bronze.orders", lake_root=lake.root)["order_id"].tolist() == [7]
 
 
-def test_silver_and_gold_build_from_published_upstream_and_skip_when_unchanged(spark, project):
+def test_silver_and_gold_build_from_published_upstream_and_skip_when_unchanged(
+    spark, project, monkeypatch
+):
     catalog, store, lake = project
     store.put(
         "minimal-raw",
@@ -130,6 +136,16 @@ def test_silver_and_gold_build_from_published_upstream_and_skip_when_unchanged(s
     )
     run_bronze(spark, project)
     messages: list[str] = []
+    # A build parses its SQL once: every parse of a build goes through parse_script.
+    parses: list[str] = []
+
+    def counted(sql, dialect, target, **options):
+        parses.append(target)
+        return parse_script(sql, dialect, target, **options)
+
+    monkeypatch.setattr(statement_module, "parse_script", counted)
+    monkeypatch.setattr(table_build_module, "parse_script", counted)
+    monkeypatch.setattr(spark_sql_module, "parse_script", counted)
     silver = build_table(
         table_run(
             spark,
@@ -140,6 +156,7 @@ def test_silver_and_gold_build_from_published_upstream_and_skip_when_unchanged(s
         )
     )
     gold = build_table(table_run(spark, lake, catalog, catalog.datasets["gold.revenue"]))
+    assert parses == ["silver.orders_clean", "gold.revenue"]
     assert (silver.version.rows, gold.version.rows) == (2, 1)
     revenue = read_table("gold.revenue", lake_root=lake.root)
     assert revenue.to_dict("records") == [{"country": "DE", "revenue": 15}]
