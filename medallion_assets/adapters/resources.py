@@ -22,6 +22,7 @@ import dagster as dg
 from dagster_pyspark import PySparkResource
 from pydantic import Field, PrivateAttr
 
+from medallion_assets.control_plane import ControlPlane
 from medallion_assets.lake import Lake
 from medallion_assets.settings import MedallionSettings
 
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from medallion_assets.catalog.models import Throttle
-    from medallion_assets.control_plane import ControlPlane
+    from medallion_assets.control.store import ControlStore
     from medallion_assets.io.object_store import ObjectStore
     from medallion_assets.io.warehouse import Warehouse
     from medallion_assets.throttles.throttle import SystemThrottle, ThrottledS3
@@ -96,15 +97,21 @@ def _shown(setting: str) -> Any:
 
 
 class ControlResource(SettingsResource):
-    """The control plane: effective flags (read at each call) and the audit log."""
+    """The control plane: effective flags (read at each call) and the audit log. Within a run
+    its store is opened (and its schema checked) once; elsewhere (a sensor's tick, a tool) once
+    per call."""
 
     SETTINGS = {"control_url": "control_url"}
     control_url: str | None = _shown("control_url")
 
-    def plane(self) -> ControlPlane:
-        from medallion_assets.control_plane import ControlPlane
+    _plane: ControlPlane | None = PrivateAttr(default=None)
 
-        return ControlPlane.of(self.settings)
+    def setup_for_execution(self, context: dg.InitResourceContext) -> None:
+        super().setup_for_execution(context)
+        self._plane = ControlPlane.of(self.settings)
+
+    def plane(self) -> ControlPlane:
+        return self._plane if self._plane is not None else ControlPlane.of(self.settings)
 
 
 class SparkResource(SettingsResource, PySparkResource):
@@ -189,11 +196,14 @@ class S3Resource(SettingsResource):
     s3_local_root: str | None = _shown("s3_local_root")
     aws_region: str | None = _shown("aws_region")
 
-    def store(self, system: str) -> ThrottledS3:
+    def store(self, system: str, control: ControlStore | None = None) -> ThrottledS3:
+        """``system``'s store, throttled out of the budgets in ``control`` (the run's store;
+        else the settings' store, opened now)."""
         from medallion_assets.io.object_store import object_store_of
         from medallion_assets.throttles.throttle import ThrottledS3
 
-        throttle = _shared_throttle(self.settings, system, _limits(self.throttles, system))
+        declared = _limits(self.throttles, system)
+        throttle = _shared_throttle(self.settings, system, declared, control)
         return ThrottledS3(object_store_of(self.settings), throttle)
 
     def raw_store(self) -> ObjectStore:
@@ -218,8 +228,9 @@ class WarehouseResource(SettingsResource):
 
         return warehouse_from_url(self.url())
 
-    def throttle(self, system: str) -> SystemThrottle:
-        return _shared_throttle(self.settings, system, _limits(self.throttles, system))
+    def throttle(self, system: str, control: ControlStore | None = None) -> SystemThrottle:
+        """``system``'s throttle out of the budgets in ``control`` (else the settings' store)."""
+        return _shared_throttle(self.settings, system, _limits(self.throttles, system), control)
 
 
 def _limits(throttles: dict[str, dict[str, float | None]], system: str) -> Throttle:
@@ -229,12 +240,12 @@ def _limits(throttles: dict[str, dict[str, float | None]], system: str) -> Throt
 
 
 def _shared_throttle(
-    settings: MedallionSettings, system: str, declared: Throttle
+    settings: MedallionSettings, system: str, declared: Throttle, control: ControlStore | None
 ) -> SystemThrottle:
     """The system's throttle over the budgets every step and run share in the control store,
     at the rates in force: an operator's throttle and a reduce_parallelism cut, re-read every
     second."""
-    from medallion_assets.control_plane import ControlPlane
     from medallion_assets.throttles.rate_budgets import shared_throttle
 
-    return shared_throttle(ControlPlane.of(settings).store(), system, declared)
+    store = control if control is not None else ControlPlane.of(settings).store()
+    return shared_throttle(store, system, declared)

@@ -52,7 +52,7 @@ class RunLog:
 class ObjectStores(Protocol):
     """The throttled object store of a source system (``adapters.resources.S3Resource``)."""
 
-    def store(self, system: str) -> ThrottledS3: ...
+    def store(self, system: str, control: ControlStore | None = None) -> ThrottledS3: ...
 
 
 class WarehouseAccess(Protocol):
@@ -60,7 +60,7 @@ class WarehouseAccess(Protocol):
 
     def connect(self) -> Warehouse: ...
 
-    def throttle(self, system: str) -> SystemThrottle: ...
+    def throttle(self, system: str, control: ControlStore | None = None) -> SystemThrottle: ...
 
 
 class NoSparkSession(RuntimeError):

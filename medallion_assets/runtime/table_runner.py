@@ -112,7 +112,8 @@ class TableRunner:
             raise ValueError(f"{table_run.dataset.name}: a bronze run needs object stores")
         replica = table_run.replica
         store = table_run.objects.store(
-            replica.system if replica is not None else table_run.dataset.system
+            replica.system if replica is not None else table_run.dataset.system,
+            table_run.control,  # the step's store: not opened again
         )
         try:
             with store.throttle.slot():  # max_concurrent_jobs within this process
@@ -160,7 +161,7 @@ class TableRunner:
                 table_run.log.info(f"warehouse already holds {unit.describe()}")
             else:
                 data = table_run.lake.read(table_run.session, [version]).toArrow()
-                throttle = table_run.warehouse.throttle(target.system)
+                throttle = table_run.warehouse.throttle(target.system, table_run.control)
                 try:
                     report = warehouse.load(target, data, unit, throttle=throttle)
                 finally:

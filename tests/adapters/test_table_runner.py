@@ -10,6 +10,7 @@ import pytest
 from medallion_assets.adapters.code_location import build_definitions
 from medallion_assets.adapters.translator import table_key
 from medallion_assets.catalog.operations import RetryPolicy
+from medallion_assets.control.store import ControlStore
 from medallion_assets.healing.diagnosis import retry_delay
 from medallion_assets.runtime.table_build import BuildOutcome
 from medallion_assets.runtime.table_run import TableRun
@@ -63,10 +64,19 @@ def test_a_runner_subclass_passed_to_build_definitions_executes_every_table(
     runner = Recording()
     defs = build_definitions(catalog.root, runner=runner)
     job = defs.resolve_implicit_global_asset_job_def()
+    opened: list[str] = []
+    open_store = ControlStore.open.__func__  # type: ignore[attr-defined]
+    monkeypatch.setattr(
+        ControlStore,
+        "open",
+        classmethod(lambda cls, url, *a: opened.append(url) or open_store(cls, url, *a)),
+    )
 
     result = job.execute_in_process(instance=dg.DagsterInstance.ephemeral())
 
     assert result.success
+    # The run opens (and checks the schema of) the control store once, for all its steps.
+    assert len(opened) == 1, opened
     assert [name for name, _, _ in runner.runs] == TABLES  # in dependency order
     assert {run_id for _, _, run_id in runner.runs} == {result.run_id}
     metadata = materializations(result)
