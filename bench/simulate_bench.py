@@ -56,8 +56,9 @@ def _schedule(root: Path, sinks: list[str]) -> None:
 
 def main() -> None:
     from medallion_assets.catalog import load_catalog
+    from medallion_assets.simulate.results import Outage
     from medallion_assets.simulate.scheduling import SchedulingPolicy
-    from medallion_assets.simulate.simulate import Outage, simulate
+    from medallion_assets.simulate.simulate import simulate
 
     print(report.heading(f"I. simulate a day of a synthetic {TABLES:,}-table project"))
     with tempfile.TemporaryDirectory(prefix="medallion-bench-i-") as tmp:

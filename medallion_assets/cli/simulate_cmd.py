@@ -13,7 +13,8 @@ from medallion_assets.catalog import Catalog
 from medallion_assets.cli.common import fail, load, project_option, settings_for
 from medallion_assets.lake import Lake
 from medallion_assets.recovery.paths import RecoveryGraph
-from medallion_assets.simulate.simulate import Outage, Simulation, simulate
+from medallion_assets.simulate.results import Outage, Simulation
+from medallion_assets.simulate.simulate import simulate
 
 # A step with no past run: Spark's per-step overhead measured here, plus its rows at a rate a
 # 2-core local Spark keeps on the demo. A first guess, replaced once the project has runs.

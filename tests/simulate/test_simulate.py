@@ -16,7 +16,8 @@ from click.testing import CliRunner
 
 from medallion_assets.catalog import load_catalog
 from medallion_assets.cli import cli
-from medallion_assets.simulate.simulate import Outage, simulate, simulate_runs
+from medallion_assets.simulate.results import Outage
+from medallion_assets.simulate.simulate import simulate, simulate_runs
 from tests.conftest import copy_demo_project
 
 MINIMAL = Path(__file__).parents[1] / "catalog" / "minimal_project"
