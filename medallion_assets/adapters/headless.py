@@ -20,9 +20,9 @@ from pathlib import Path
 
 import dagster as dg
 import yaml
-from dagster._core.storage.tags import PARTITION_NAME_TAG
 
 from medallion_assets.adapters.code_location import definitions_for
+from medallion_assets.adapters.dagster_internals import PARTITION_NAME_TAG
 from medallion_assets.adapters.lost_runs import mark_lost_runs_failed, process_tags
 from medallion_assets.adapters.pools import apply_pool_limits, system_limits
 from medallion_assets.adapters.priority import priority_of
@@ -161,7 +161,7 @@ def instance_settings(
             "class": "PriorityRunCoordinator",
         }
     else:
-        coordinator = {"module": "dagster._core.run_coordinator", "class": "QueuedRunCoordinator"}
+        coordinator = {"module": "dagster", "class": "QueuedRunCoordinator"}
     if config:
         coordinator["config"] = config
     coordinated = yaml.safe_dump({"run_coordinator": coordinator}, sort_keys=False)

@@ -9,7 +9,7 @@ partial is published either way: a terminated step leaves only its staging folde
 """
 
 import json  # no "from __future__ import annotations": Dagster reads the hints
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import dagster as dg
 
@@ -19,11 +19,6 @@ from medallion_assets.adapters.translator import step_table, table_key
 from medallion_assets.catalog import Catalog
 from medallion_assets.control_plane import ControlPlane
 from medallion_assets.kill_switch.switch import parse_entity
-
-if TYPE_CHECKING:
-    from dagster._core.definitions.unresolved_asset_job_definition import (
-        UnresolvedAssetJobDefinition,
-    )
 
 CONTROL_SENSOR = "kill_switch"
 CONTROL_JOB = "medallion_control"
@@ -143,7 +138,7 @@ def build_control_job(catalog: Catalog) -> dg.JobDefinition:
 def pipeline_schedule(
     catalog: Catalog,
     pipeline_id: str,
-    job: "UnresolvedAssetJobDefinition",
+    job: "dg.UnresolvedAssetJobDefinition",
     cron: str,
     tables: tuple[list[str], list[str]],  # the pipeline's whole tables, its daily ones
     status: dg.DefaultScheduleStatus,

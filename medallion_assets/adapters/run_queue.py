@@ -22,16 +22,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dagster import Field, StringSource
-from dagster._core.run_coordinator import QueuedRunCoordinator
+from dagster import Field, QueuedRunCoordinator, StringSource
 
 from medallion_assets.profiles.priority import PROFILE_TAG
 
 if TYPE_CHECKING:
-    from dagster import DagsterRun
-    from dagster._core.run_coordinator import SubmitRunContext
-    from dagster._serdes import ConfigurableClassData
+    from dagster import DagsterRun, SubmitRunContext
 
+    from medallion_assets.adapters.dagster_internals import ConfigurableClassData
     from medallion_assets.catalog import Catalog
     from medallion_assets.control_plane import ControlPlane
 

@@ -23,7 +23,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
 import dagster as dg
-from dagster._core.executor.init import InitExecutorContext
+from dagster import InitExecutorContext
 
 from medallion_assets.adapters.threads import ThreadedExecutor
 from medallion_assets.adapters.translator import step_name

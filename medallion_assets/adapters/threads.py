@@ -34,20 +34,26 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 import dagster as dg
-from dagster._core.events import DagsterEvent, EngineEventData
-from dagster._core.execution.api import ExecuteRunWithPlanIterable
-from dagster._core.execution.compute_logs import create_compute_log_file_key
-from dagster._core.execution.context.system import PlanExecutionContext, PlanOrchestrationContext
-from dagster._core.execution.context_creation_job import PlanExecutionContextManager
-from dagster._core.execution.plan.active import ActiveExecution
-from dagster._core.execution.plan.execute_plan import dagster_event_sequence_for_step
-from dagster._core.execution.plan.instance_concurrency_context import InstanceConcurrencyContext
-from dagster._core.execution.plan.plan import ExecutionPlan
-from dagster._core.execution.plan.step import ExecutionStep
-from dagster._core.execution.retries import RetryMode
-from dagster._core.executor.base import Executor
-from dagster._utils.error import serializable_error_info_from_exc_info
+from dagster import DagsterEvent, Executor
 
+from medallion_assets.adapters.dagster_internals import (
+    ActiveExecution,
+    EngineEventData,
+    ExecuteRunWithPlanIterable,
+    ExecutionPlan,
+    ExecutionStep,
+    InMemoryJob,
+    InstanceConcurrencyContext,
+    PlanExecutionContext,
+    PlanExecutionContextManager,
+    PlanOrchestrationContext,
+    RetryMode,
+    core_execute_in_process,
+    create_compute_log_file_key,
+    dagster_event_sequence_for_step,
+    merge_run_tags,
+    serializable_error_info_from_exc_info,
+)
 from medallion_assets.runtime import stop
 
 log = logging.getLogger(__name__)
@@ -367,9 +373,6 @@ def execute_on_threads(
 ) -> dg.ExecuteInProcessResult:
     """``job.execute_in_process`` for ``selection``, on ``executor`` rather than the one-step-
     at-a-time executor ``execute_in_process`` always swaps in (``raise_on_error`` off)."""
-    from dagster._core.definitions.job_base import InMemoryJob
-    from dagster._core.execution.execute_in_process import core_execute_in_process, merge_run_tags
-
     on_threads = dg.ExecutorDefinition(
         name="medallion_threads", executor_creation_fn=lambda _context: executor
     )

@@ -1,0 +1,70 @@
+"""Every name this package takes from Dagster's private modules (``dagster._…``), in one place,
+each with the reason; everything else uses ``import dagster as dg``.
+
+``tests/adapters/test_dagster_internals.py`` checks each name still exists with the
+parameters used here, so a Dagster upgrade that moves or changes one fails there, by name,
+rather than in a run. The pinned range is ``dagster>=1.13,<1.14`` (pyproject.toml).
+"""
+
+from __future__ import annotations
+
+# --- `medallion run` on that executor: `execute_in_process` always swaps in its own
+# one-step-at-a-time executor; these are what it calls underneath.
+from dagster._core.definitions.job_base import InMemoryJob
+
+# --- the threads executor (threads.py): steps of a run on threads of one process, sharing its
+# Spark driver. Dagster's public Executor API stops at `execute(plan_context, execution_plan)`;
+# running steps needs the plan machinery its own in-process and multiprocess executors use.
+from dagster._core.events import EngineEventData  # the engine events of a step's thread
+from dagster._core.execution.api import ExecuteRunWithPlanIterable  # a step's event stream
+
+# --- `medallion backfill` launching a Dagster backfill the daemon runs (backfill.py): there
+# is no public API to submit one outside the webserver's GraphQL.
+from dagster._core.execution.backfill import PartitionBackfill
+from dagster._core.execution.compute_logs import create_compute_log_file_key  # per-step logs
+from dagster._core.execution.context.system import (  # the contexts an executor is handed
+    PlanExecutionContext,
+    PlanOrchestrationContext,
+)
+from dagster._core.execution.context_creation_job import PlanExecutionContextManager
+from dagster._core.execution.execute_in_process import core_execute_in_process, merge_run_tags
+from dagster._core.execution.plan.active import ActiveExecution  # which steps are ready
+from dagster._core.execution.plan.execute_plan import dagster_event_sequence_for_step
+from dagster._core.execution.plan.instance_concurrency_context import (  # pools
+    InstanceConcurrencyContext,
+)
+from dagster._core.execution.plan.plan import ExecutionPlan
+from dagster._core.execution.plan.step import ExecutionStep
+from dagster._core.execution.retries import RetryMode  # the executor's retry mode
+
+# --- the tag a run's partition is in ("dagster/partition"; Dagster's own constant).
+from dagster._core.storage.tags import PARTITION_NAME_TAG
+from dagster._core.utils import make_new_backfill_id
+
+# --- the priority run queue (run_queue.py): a QueuedRunCoordinator that orders by priority
+# and pre-empts; Dagster exports the class but not the serdes data its constructor takes.
+from dagster._serdes import ConfigurableClassData
+from dagster._utils.error import serializable_error_info_from_exc_info  # a thread's crash
+
+__all__ = [
+    "PARTITION_NAME_TAG",
+    "ActiveExecution",
+    "ConfigurableClassData",
+    "EngineEventData",
+    "ExecuteRunWithPlanIterable",
+    "ExecutionPlan",
+    "ExecutionStep",
+    "InMemoryJob",
+    "InstanceConcurrencyContext",
+    "PartitionBackfill",
+    "PlanExecutionContext",
+    "PlanExecutionContextManager",
+    "PlanOrchestrationContext",
+    "RetryMode",
+    "core_execute_in_process",
+    "create_compute_log_file_key",
+    "dagster_event_sequence_for_step",
+    "make_new_backfill_id",
+    "merge_run_tags",
+    "serializable_error_info_from_exc_info",
+]
