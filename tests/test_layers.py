@@ -208,3 +208,24 @@ def test_the_features_decisions_load_no_dagster_spark_or_database():
         timeout=120,
     )
     assert done.stdout.strip() == "[]"
+
+
+def test_the_walk_of_a_tables_run_in_the_docs_names_functions_that_exist():
+    """docs/layout.md walks one table's run from the asset body to the warehouse in at most
+    ten steps; each `module.py` `function` it names is defined there."""
+    import re
+
+    text = (PACKAGE.parent / "docs" / "layout.md").read_text()
+    walk = text[text.index("## One table's run, step by step") :]
+    steps = re.findall(r"^\d+\. ", walk, re.M)
+    assert 1 <= len(steps) <= 10
+    named = re.findall(r"`([\w/]+\.py)` `(?:\w+\.)?(\w+)`", walk)
+    assert len(named) >= len(steps)
+    for module, function in named:
+        tree = ast.parse((PACKAGE / module).read_text())
+        defined = {
+            node.name
+            for node in ast.walk(tree)
+            if isinstance(node, ast.FunctionDef | ast.ClassDef | ast.AsyncFunctionDef)
+        }
+        assert function in defined, f"{module} defines no {function}"
