@@ -13,22 +13,25 @@ catalog (a test run's one Spark serves many lakes, one after the other).
 
 from __future__ import annotations
 
-import json
-import threading
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from medallion_assets.errors import PermanentError, ResourceError
 from medallion_assets.lake import tables, versions
-from medallion_assets.lake.catalog import EMBEDDED_CATALOG, SPARK_CATALOG, LakeCatalog
+from medallion_assets.lake.catalog import EMBEDDED_CATALOG, LakeCatalog
+from medallion_assets.lake.reads import LakeReads
+from medallion_assets.lake.records import (
+    OLD_LAYOUT,
+    OldLakeLayout,
+    Produced,
+    RowsOutsideTheDay,
+    StagedWrite,
+)
+from medallion_assets.lake.session import attach
 from medallion_assets.lake.versions import Version
 
 if TYPE_CHECKING:
-    import pyarrow as pa
     from pyiceberg.catalog import Catalog
     from pyiceberg.table import Table
     from pyspark.sql import DataFrame, SparkSession
@@ -36,63 +39,7 @@ if TYPE_CHECKING:
     from medallion_assets.settings import MedallionSettings
 
 
-@dataclass(frozen=True)
-class Produced:
-    """What a write records in its snapshot's summary: the code and the inputs it was built
-    from (input table -> the version read), the run, and any small extra facts."""
-
-    code_version: str
-    inputs: Mapping[str, str] = field(default_factory=dict)
-    run_id: str = ""
-    extra: Mapping[str, Any] = field(default_factory=dict)
-
-    def summary(self, partition: str | None) -> dict[str, str]:
-        props = {
-            "code-version": self.code_version,
-            "inputs": json.dumps(dict(self.inputs), sort_keys=True),
-            "run-id": self.run_id,
-            "extra": json.dumps(dict(self.extra), sort_keys=True, default=str),
-        }
-        return {**props, "partition": partition} if partition else props
-
-
-OLD_LAYOUT = "CURRENT"  # the pointer file of the folder lake this one replaced
-
-
-class RowsOutsideTheDay(PermanentError):
-    """A daily table's build produced rows of other days (or of no day)."""
-
-    error_code = "ROWS_OUTSIDE_THE_DAY"
-    fix = "make the SQL produce only rows of the day it builds"
-
-
-class OldLakeLayout(ResourceError):
-    """The warehouse folder holds tables of the folder layout used before Iceberg."""
-
-
-@dataclass(frozen=True)
-class StagedWrite:
-    """A write staged on its branch and the DataFrame reading exactly it (for the checks)."""
-
-    write: tables.Staged
-    frame: DataFrame
-
-    @property
-    def rows(self) -> int:
-        return self.write.rows
-
-
-@dataclass(frozen=True)
-class Footprint:
-    """What published versions occupy: data files, bytes, and their columns (name, type)."""
-
-    files: int
-    bytes: int
-    columns: tuple[tuple[str, str], ...]
-    paths: tuple[str, ...] = ()  # the data files' locations (file:/… or s3a://…)
-
-
-class Lake:
+class Lake(LakeReads):
     """The tables of one lake catalog; Spark writes, pyiceberg answers what is current."""
 
     def __init__(self, catalog: LakeCatalog, keep_versions: int = 3):
@@ -158,44 +105,8 @@ class Lake:
             )
 
     def attach(self, spark: SparkSession) -> SparkSession:
-        """Point ``spark``'s catalog ``lake`` at this lake (a no-op when this lake attached it
-        last; a Spark Connect session uses its server's catalog); returns ``spark``. The
-        session's settings alone do not say which catalog it made: a session made with other
-        settings, or given new ones since, made its ``lake`` from those."""
-        jsession = getattr(spark, "_jsparkSession", None)
-        if jsession is None:  # Spark Connect: the server's catalog, first used one at a time
-            return self._initialized(spark)
-        conf = self.catalog.spark_conf()
-        own = {k: v for k, v in conf.items() if k.startswith(f"spark.sql.catalog.{SPARK_CATALOG}")}
-        wanted = tuple(sorted(own.items()))
-        if getattr(spark, "_medallion_lake", None) == wanted:
-            return self._initialized(spark)
-        self.catalog.make_folder()
-        hadoop = spark.sparkContext._jsc.hadoopConfiguration()
-        for key, value in conf.items():
-            if key.startswith("spark.hadoop."):
-                hadoop.set(key.removeprefix("spark.hadoop."), value)
-        for key in [k for k in _catalog_keys(spark) if k not in own]:
-            spark.conf.unset(key)
-        for key, value in own.items():
-            spark.conf.set(key, value)
-        # The session made its catalog ``lake`` when first used: forget it, so the next use
-        # makes it again from the settings above.
-        jsession.sessionState().catalogManager().reset()
-        spark._medallion_lake = wanted  # type: ignore[attr-defined]
-        return self._initialized(spark)
-
-    def _initialized(self, spark: SparkSession) -> SparkSession:
-        """``spark`` once the catalog's own tables exist. Iceberg's JDBC catalog creates (and
-        migrates) them when it is first used, which two processes starting together race at
-        (``duplicate column name: iceberg_type``): the first use here is one at a time."""
-        key = self.catalog.uri or self.catalog.warehouse
-        if key in _INITIALIZED:
-            return spark
-        with _INIT_LOCK, _file_lock(self.catalog.sqlite_file):
-            spark.sql(f"SHOW NAMESPACES IN {SPARK_CATALOG}").collect()
-        _INITIALIZED.add(key)
-        return spark
+        """Point ``spark``'s catalog ``lake`` at this lake (``lake.session.attach``)."""
+        return attach(self.catalog, spark)
 
     # --- what is current ------------------------------------------------------------------------
 
@@ -374,114 +285,6 @@ class Lake:
                     refs.remove_branch(name)
         return len(names)
 
-    # --- reading --------------------------------------------------------------------------------
-
-    def read(self, spark: SparkSession, found: list[Version]) -> DataFrame:
-        """The data of published versions: each at its snapshot (a day's: only its rows)."""
-        from functools import reduce
-
-        from pyspark.sql import functions as F
-
-        if not found:
-            raise ValueError("no versions to read")
-        self.attach(spark)
-        columns = {table: self.partition_column(table) for table in {v.table for v in found}}
-        frames = []
-        for version in found:
-            frame = spark.read.option("versionAsOf", version.version_id).table(
-                tables.identifier(version.table)
-            )
-            column = columns[version.table] if version.partition else None
-            if column is not None:
-                frame = frame.where(F.col(f"`{column}`") == F.lit(version.partition))
-            frames.append(frame)
-        return reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
-
-    def read_current(
-        self, spark: SparkSession, table: str, partitions: list[str] | None = None
-    ) -> DataFrame | None:
-        """The current data of ``table`` (of those days), or None when nothing is published."""
-        found = self.current_versions(table, partitions)
-        return self.read(spark, found) if found else None
-
-    def read_arrow(self, found: list[Version]) -> pa.Table:
-        """The data of published versions as one Arrow table, read without a JVM."""
-        import pyarrow as pa
-        from pyiceberg.expressions import EqualTo
-
-        columns = {table: self.partition_column(table) for table in {v.table for v in found}}
-        parts = []
-        for version in found:
-            loaded = self._load(version.table)
-            if loaded is None:
-                raise LookupError(f"the lake has no table {version.table}")
-            column = columns[version.table] if version.partition else None
-            snapshot = int(version.version_id)
-            if column is not None and version.partition is not None:
-                # pyiceberg's own constructor (mypy's pydantic plugin misreads its signature)
-                equal_to: Any = EqualTo
-                day = equal_to(column, version.partition)
-                parts.append(loaded.scan(snapshot_id=snapshot, row_filter=day).to_arrow())
-            else:
-                parts.append(loaded.scan(snapshot_id=snapshot).to_arrow())
-        # "permissive": an empty day scans as string, a day with files as large_string
-        return pa.concat_tables(parts, promote_options="permissive")
-
-    def read_snapshot(self, spark: SparkSession, table: str, snapshot_id: int) -> DataFrame:
-        """The whole table as of one snapshot (``UnknownSnapshot`` when it has none such)."""
-        self.attach(spark)
-        tables.require_snapshot(spark, table, snapshot_id)
-        return spark.read.option("versionAsOf", str(snapshot_id)).table(tables.identifier(table))
-
-    def read_snapshot_arrow(self, table: str, snapshot_id: int) -> pa.Table:
-        """``read_snapshot`` without a JVM."""
-        loaded = self._load(table)
-        if loaded is None:
-            raise LookupError(f"the lake {self.where()} has no table {table}")
-        if loaded.snapshot_by_id(snapshot_id) is None:
-            raise tables.UnknownSnapshot(
-                f"{table} has no snapshot {snapshot_id} (expired, or of another table); see "
-                f"`medallion table history {table}`"
-            )
-        return loaded.scan(snapshot_id=snapshot_id).to_arrow()
-
-    def footprint(self, found: list[Version]) -> Footprint:
-        """The data files published versions read, their bytes, and the columns (from the
-        catalog's metadata, no data read)."""
-        from pyiceberg.expressions import AlwaysTrue, EqualTo
-
-        files, size, paths = 0, 0, []
-        columns: tuple[tuple[str, str], ...] = ()
-        for version in found:
-            loaded = self._load(version.table)
-            if loaded is None:
-                continue
-            snapshot = loaded.snapshot_by_id(int(version.version_id))
-            column = self.partition_column(version.table) if version.partition else None
-            equal_to: Any = EqualTo  # (mypy's pydantic plugin misreads its signature)
-            where = equal_to(column, version.partition) if column else AlwaysTrue()
-            tasks = list(
-                loaded.scan(snapshot_id=int(version.version_id), row_filter=where).plan_files()
-            )
-            files += len(tasks)
-            paths += [t.file.file_path for t in tasks]
-            size += sum(t.file.file_size_in_bytes for t in tasks)
-            schema = (
-                loaded.schemas().get(snapshot.schema_id)
-                if snapshot and snapshot.schema_id is not None
-                else loaded.schema()
-            )
-            columns = tuple((f.name, str(f.field_type)) for f in (schema or loaded.schema()).fields)
-        return Footprint(files, size, columns, tuple(paths))
-
-    def location(self, found: list[Version]) -> str:
-        """Where published versions are, for a message."""
-        return ", ".join(
-            f"{tables.identifier(v.table)} snapshot {v.version_id}"
-            + (f" [{v.partition}]" if v.partition else "")
-            for v in found
-        )
-
     def history(self, table: str) -> list[versions.HistoryEntry]:
         return versions.history(self._metadata, table) if self._has_catalog() else []
 
@@ -548,34 +351,6 @@ class Lake:
             if found is not None and found.partition == partition:
                 return found
         return None
-
-
-_INITIALIZED: set[str] = set()  # catalogs this process has seen initialized
-_INIT_LOCK = threading.Lock()
-
-
-@contextmanager
-def _file_lock(sqlite: Path | None) -> Iterator[None]:
-    """An exclusive lock beside an embedded catalog's file, across processes (none for a
-    catalog server, which serializes its own)."""
-    if sqlite is None:
-        yield
-        return
-    import fcntl
-
-    sqlite.parent.mkdir(parents=True, exist_ok=True)
-    with open(sqlite.with_name(sqlite.name + ".init-lock"), "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def _catalog_keys(spark: SparkSession) -> list[str]:
-    """The session's settings of catalog ``lake`` (a previous lake's, to clear)."""
-    prefix = f"spark.sql.catalog.{SPARK_CATALOG}."
-    return [k for k in spark.conf.getAll if k.startswith(prefix)]
 
 
 def _storable(frame: DataFrame) -> DataFrame:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from medallion_assets.lake import Lake, OldLakeLayout, Produced
-from medallion_assets.lake.iceberg import RowsOutsideTheDay
+from medallion_assets.lake.records import RowsOutsideTheDay
 
 pytestmark = pytest.mark.slow
 
