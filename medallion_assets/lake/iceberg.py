@@ -18,7 +18,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from medallion_assets.lake import tables, versions
+from medallion_assets.lake import snapshots, tables, versions
 from medallion_assets.lake.catalog import EMBEDDED_CATALOG, LakeCatalog
 from medallion_assets.lake.reads import LakeReads
 from medallion_assets.lake.records import (
@@ -28,6 +28,7 @@ from medallion_assets.lake.records import (
     RowsOutsideTheDay,
     StagedWrite,
 )
+from medallion_assets.lake.refs import Refs
 from medallion_assets.lake.session import attach
 from medallion_assets.lake.versions import Version
 
@@ -76,8 +77,8 @@ class Lake(LakeReads):
         return versions.open_catalog(self.catalog)
 
     @cached_property
-    def _refs(self) -> tables.Refs:
-        return tables.Refs(self._metadata)
+    def _refs(self) -> Refs:
+        return Refs(self._metadata)
 
     def _load(self, table: str) -> Table | None:
         """``table`` as pyiceberg loads it (fresh), or None when the lake has no such table."""
@@ -232,7 +233,7 @@ class Lake(LakeReads):
         the newest ``keep_versions`` (a day's current version is tagged and kept)."""
         self.attach(spark)
         tables.publish(spark, staged.write, self._refs)
-        tables.expire(spark, staged.write.table, self.keep_versions)
+        snapshots.expire(spark, staged.write.table, self.keep_versions)
         published = self.current(staged.write.table, staged.write.partition)
         assert published is not None, f"{staged.write.table}: published but not current"
         return published
@@ -299,25 +300,25 @@ class Lake(LakeReads):
         self.attach(spark)
         if partition is None:
             if self.is_partitioned(table):
-                raise tables.UnknownSnapshot(
+                raise snapshots.UnknownSnapshot(
                     f"{table} is a daily table: name the day to roll back (--partition DAY)"
                 )
             loaded = self._load(table)
             snapshot = loaded.snapshot_by_id(snapshot_id) if loaded is not None else None
             if snapshot is not None and versions.version_of(table, snapshot) is None:
-                raise tables.UnknownSnapshot(
+                raise snapshots.UnknownSnapshot(
                     f"{table}: snapshot {snapshot_id} was not published by medallion (another "
                     "engine's commit or the table's empty first snapshot); nothing changed; see "
                     f"`medallion table history {table}`"
                 )
-            tables.rollback(spark, table, snapshot_id)  # UnknownSnapshot when it has none such
+            snapshots.rollback(spark, table, snapshot_id)  # UnknownSnapshot when it has none such
             current = self.current(table)
             assert current is not None, f"{table}: rolled back but nothing current"
             return current
         column = self.partition_column(table)
         if column is None:
-            raise tables.UnknownSnapshot(f"{table} is not a daily table: leave out the day")
-        tables.require_snapshot(spark, table, snapshot_id)
+            raise snapshots.UnknownSnapshot(f"{table} is not a daily table: leave out the day")
+        snapshots.require_snapshot(spark, table, snapshot_id)
         loaded = self._load(table)
         assert loaded is not None
         snapshot = loaded.snapshot_by_id(snapshot_id)

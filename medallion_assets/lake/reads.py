@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from medallion_assets.lake import tables
+from medallion_assets.lake import snapshots, tables
 from medallion_assets.lake.records import Footprint
 from medallion_assets.lake.versions import Version
 
@@ -90,7 +90,7 @@ class LakeReads:
     def read_snapshot(self, spark: SparkSession, table: str, snapshot_id: int) -> DataFrame:
         """The whole table as of one snapshot (``UnknownSnapshot`` when it has none such)."""
         self.attach(spark)
-        tables.require_snapshot(spark, table, snapshot_id)
+        snapshots.require_snapshot(spark, table, snapshot_id)
         return spark.read.option("versionAsOf", str(snapshot_id)).table(tables.identifier(table))
 
     def read_snapshot_arrow(self, table: str, snapshot_id: int) -> pa.Table:
@@ -99,7 +99,7 @@ class LakeReads:
         if loaded is None:
             raise LookupError(f"the lake {self.where()} has no table {table}")
         if loaded.snapshot_by_id(snapshot_id) is None:
-            raise tables.UnknownSnapshot(
+            raise snapshots.UnknownSnapshot(
                 f"{table} has no snapshot {snapshot_id} (expired, or of another table); see "
                 f"`medallion table history {table}`"
             )

@@ -19,8 +19,6 @@ Any other write (a MERGE's rewrite) can only fast-forward; a moved ``main`` is a
 from __future__ import annotations
 
 import re
-import time
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -29,8 +27,9 @@ from medallion_assets.errors import ResourceError
 from medallion_assets.lake.catalog import SPARK_CATALOG
 
 if TYPE_CHECKING:
-    from pyiceberg.catalog import Catalog
     from pyspark.sql import DataFrame, SparkSession
+
+    from medallion_assets.lake.refs import Refs
 
 SUMMARY_PREFIX = "medallion."
 DAY_TAG = "medallion_day_"
@@ -112,92 +111,6 @@ def ensure_table(
         if not exists(spark, table):
             raise
         del error
-
-
-class Refs:
-    """Branches and tags of the lake's tables, committed through pyiceberg to the same catalog
-    Spark writes through: the same code for a local session and a Spark Connect one (Iceberg's
-    branch and tag SQL needs its SQL extensions, whose parser breaks Spark 4.1's SQL functions,
-    ``CREATE TEMPORARY FUNCTION ... RETURN``). A commit another writer beat is tried again on
-    the table as it now is."""
-
-    def __init__(self, catalog: Catalog):
-        self.catalog = catalog
-
-    def branch(self, table: str) -> tuple[str, int | None]:
-        """A fresh branch at ``main``'s head; (its name, that head)."""
-        name = f"{STAGE_BRANCH}{uuid.uuid4().hex[:12]}"
-        heads: list[int | None] = []
-
-        def make(loaded: Any, refs: Any) -> None:
-            head = loaded.current_snapshot()
-            heads.append(head.snapshot_id if head is not None else None)
-            refs.create_branch(heads[-1], name)
-
-        self._commit(table, make)
-        return name, heads[-1]
-
-    def head(self, table: str, ref: str = "main") -> int | None:
-        """The snapshot ``ref`` points at (None: no such ref), read from the catalog's metadata
-        (a Spark query of the ``refs`` metadata table costs ten times as much)."""
-        snapshot = self.catalog.load_table(table).metadata.refs.get(ref)
-        return None if snapshot is None else int(snapshot.snapshot_id)
-
-    def staged(
-        self,
-        table: str,
-        branch: str,
-        parent: int | None,
-        partition: str | None,
-        partition_column: str | None = None,
-    ) -> Staged:
-        """The branch's head as a ``Staged`` write (after Spark wrote to it)."""
-        loaded = self.catalog.load_table(table)
-        snapshot = loaded.snapshot_by_id(loaded.metadata.refs[branch].snapshot_id)
-        assert snapshot is not None and snapshot.summary is not None
-        summary = dict(snapshot.summary.additional_properties)
-        rows = snapshot_rows(summary, partition)
-        changed = int(summary.get("changed-partition-count", 0))
-        operation = snapshot.summary.operation.value
-        return Staged(
-            table, branch, snapshot.snapshot_id, parent, partition, operation, rows, changed,
-            partition_column,
-        )  # fmt: skip
-
-    def drop_branch(self, table: str, name: str) -> None:
-        self._commit(table, lambda loaded, refs: refs.remove_branch(name), name)
-
-    def drop_tag(self, table: str, name: str) -> None:
-        self._commit(table, lambda loaded, refs: refs.remove_tag(name), name)
-
-    def tag(self, table: str, name: str, snapshot_id: int) -> None:
-        """Point tag ``name`` at ``snapshot_id`` (made, or moved)."""
-
-        def point(loaded: Any, refs: Any) -> None:
-            if name in loaded.metadata.refs:
-                refs.remove_tag(name)
-            refs.create_tag(snapshot_id, name)
-
-        self._commit(table, point)
-
-    def _commit(self, table: str, change: Any, only_if: str | None = None) -> None:
-        from pyiceberg.exceptions import CommitFailedException
-
-        for attempt in range(COMMIT_ATTEMPTS):
-            loaded = self.catalog.load_table(table)
-            if only_if is not None and only_if not in loaded.metadata.refs:
-                return
-            try:
-                with loaded.manage_snapshots() as refs:
-                    change(loaded, refs)
-                return
-            except CommitFailedException:
-                if attempt == COMMIT_ATTEMPTS - 1:
-                    raise CommitConflict(
-                        f"{table}: other writers kept changing its branches and tags; "
-                        "run the step again"
-                    ) from None
-                time.sleep(0.05 * (attempt + 1))
 
 
 COMMIT_ATTEMPTS = 8
@@ -372,14 +285,14 @@ def publish(spark: SparkSession, staged: Staged, refs: Refs) -> int:
     name = staged.table
     if refs.head(name) == staged.parent_id:
         moved = spark.sql(
-            f"CALL {SPARK_CATALOG}.system.fast_forward('{_qualified(name)}', 'main', "
+            f"CALL {SPARK_CATALOG}.system.fast_forward('{qualified(name)}', 'main', "
             f"'{staged.branch}')"
         ).collect()  # (branch, previous head, new head)
         head = int(moved[0][2])
     elif staged.operation in ("append", "overwrite") and _rebasable(spark, staged):
         try:
             picked = spark.sql(
-                f"CALL {SPARK_CATALOG}.system.cherrypick_snapshot('{_qualified(name)}', "
+                f"CALL {SPARK_CATALOG}.system.cherrypick_snapshot('{qualified(name)}', "
                 f"{staged.snapshot_id})"
             ).collect()  # (source snapshot, new head)
             head = int(picked[0][1])
@@ -408,7 +321,7 @@ def keep_rejected(staged: Staged, key: str, refs: Refs) -> str:
     return tag
 
 
-def _java_table(spark: SparkSession, table: str) -> Any:
+def java_table(spark: SparkSession, table: str) -> Any:
     """The table in Iceberg's Java API, freshly loaded (a local session only)."""
     jvm = spark.sparkContext._jvm
     assert jvm is not None
@@ -417,56 +330,7 @@ def _java_table(spark: SparkSession, table: str) -> Any:
     )
 
 
-class UnknownSnapshot(ResourceError):
-    """A rollback names a snapshot the table does not have (or no longer has)."""
-
-
-def require_snapshot(spark: SparkSession, table: str, snapshot_id: int) -> None:
-    """``UnknownSnapshot`` naming the table's newest snapshots when it has no ``snapshot_id``."""
-    known = [
-        int(row[0])
-        for row in spark.sql(
-            f"SELECT snapshot_id FROM {identifier(table)}.snapshots ORDER BY committed_at DESC"
-        ).collect()
-    ]
-    if snapshot_id not in known:
-        newest = ", ".join(str(s) for s in known[:5]) or "none"
-        raise UnknownSnapshot(
-            f"{table} has no snapshot {snapshot_id} (expired, or of another table); its newest: "
-            f"{newest}"
-        )
-
-
-def rollback(spark: SparkSession, table: str, snapshot_id: int) -> None:
-    """Make ``snapshot_id`` ``main``'s head (one catalog commit; later snapshots stay readable
-    until expired); ``UnknownSnapshot`` naming the newest ones when the table has no such
-    snapshot."""
-    require_snapshot(spark, table, snapshot_id)
-    spark.sql(
-        f"CALL {SPARK_CATALOG}.system.set_current_snapshot(table => '{_qualified(table)}', "
-        f"snapshot_id => {snapshot_id})"
-    )
-
-
-def expire(spark: SparkSession, table: str, keep: int) -> None:
-    """Expire ``main``'s snapshots beyond the newest ``keep`` (tagged ones, a day's published
-    version or a rejected write, are kept) and delete the files only they held. In a local
-    session through Iceberg's Java API in the driver (the ``expire_snapshots`` procedure starts
-    a Spark job of hundreds of tasks for every table, however small); over Spark Connect,
-    which has no JVM here, through the procedure."""
-    older_than = time.time() + 1
-    if getattr(spark, "_jsparkSession", None) is not None:
-        java = _java_table(spark, table)
-        java.expireSnapshots().expireOlderThan(int(older_than * 1000)).retainLast(keep).commit()
-        return
-    when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(older_than))
-    spark.sql(
-        f"CALL {SPARK_CATALOG}.system.expire_snapshots(table => '{_qualified(table)}', "
-        f"older_than => TIMESTAMP '{when}', retain_last => {keep})"
-    ).collect()
-
-
-def _qualified(table: str) -> str:
+def qualified(table: str) -> str:
     """A procedure's table argument: ``lake.layer.name`` (a bare ``layer.name`` makes Iceberg
     try ``layer`` as a catalog first and log the miss)."""
     return f"{SPARK_CATALOG}.{table}"

@@ -15,7 +15,7 @@ from medallion_assets.lake.catalog import LakeCatalog, S3Endpoint
 def lake_session(spark: Any, lake: LakeCatalog) -> Any:
     """A session of ``spark`` whose catalog ``lake`` is ``lake``: catalogs load per session,
     from the conf the session has when it first uses one."""
-    from medallion_assets.lake.tables import Refs
+    from medallion_assets.lake.refs import Refs
     from medallion_assets.lake.versions import open_catalog
 
     session = spark.newSession()

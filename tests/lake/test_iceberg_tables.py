@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from medallion_assets.lake import tables, versions
+from medallion_assets.lake import snapshots, tables, versions
 from medallion_assets.lake.catalog import LakeCatalog
 
 pytestmark = pytest.mark.slow
@@ -183,7 +183,7 @@ def test_history_lists_mains_snapshots_and_rollback_makes_an_earlier_one_current
     newest, oldest = versions.history(catalog, "gold.h")[:2]
     assert (newest.run_id, newest.rows, newest.current) == ("run-2", 2, True)
     assert (oldest.run_id, oldest.rows, oldest.current) == ("run-1", 1, False)
-    tables.rollback(lake_spark, "gold.h", oldest.snapshot_id)
+    snapshots.rollback(lake_spark, "gold.h", oldest.snapshot_id)
     assert main_rows(lake_spark, "gold.h") == [(1, "d", "x")]
     current = versions.current(catalog, "gold.h")
     assert current is not None and current.run_id == "run-1"
@@ -199,7 +199,7 @@ def test_expiry_keeps_the_newest_snapshots_and_every_days_published_version(
     tables.publish(
         lake_spark, day_write(lake_spark, "2026-01-01", "r5", 1), refs=lake_spark.medallion_refs
     )
-    tables.expire(lake_spark, "silver.events", keep=2)
+    snapshots.expire(lake_spark, "silver.events", keep=2)
     catalog = versions.open_catalog(local_lake)
     assert len(versions.history(catalog, "silver.events")) == 2
     kept = versions.current(catalog, "silver.events", "2026-01-02")
@@ -244,8 +244,8 @@ def test_rollback_to_a_snapshot_the_table_does_not_have_names_the_newest_ones(la
         refs=lake_spark.medallion_refs,
     )
     head = tables.publish(lake_spark, staged, refs=lake_spark.medallion_refs)
-    with pytest.raises(tables.UnknownSnapshot, match=rf"gold\.r has no snapshot 42 .*{head}"):
-        tables.rollback(lake_spark, "gold.r", 42)
+    with pytest.raises(snapshots.UnknownSnapshot, match=rf"gold\.r has no snapshot 42 .*{head}"):
+        snapshots.rollback(lake_spark, "gold.r", 42)
     assert main_rows(lake_spark, "gold.r") == [(1, "d", "a")]
 
 

@@ -1,0 +1,106 @@
+"""A table's branches and tags, changed through the catalog without a JVM (pyiceberg): a stage
+branch per write, a tag per day's current version and per rejected write; each change one
+commit, retried on a conflicting one."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from medallion_assets.lake.tables import (
+    COMMIT_ATTEMPTS,
+    STAGE_BRANCH,
+    CommitConflict,
+    Staged,
+    snapshot_rows,
+)
+
+if TYPE_CHECKING:
+    from pyiceberg.catalog import Catalog
+
+
+class Refs:
+    """Branches and tags of the lake's tables, committed through pyiceberg to the same catalog
+    Spark writes through: the same code for a local session and a Spark Connect one (Iceberg's
+    branch and tag SQL needs its SQL extensions, whose parser breaks Spark 4.1's SQL functions,
+    ``CREATE TEMPORARY FUNCTION ... RETURN``). A commit another writer beat is tried again on
+    the table as it now is."""
+
+    def __init__(self, catalog: Catalog):
+        self.catalog = catalog
+
+    def branch(self, table: str) -> tuple[str, int | None]:
+        """A fresh branch at ``main``'s head; (its name, that head)."""
+        name = f"{STAGE_BRANCH}{uuid.uuid4().hex[:12]}"
+        heads: list[int | None] = []
+
+        def make(loaded: Any, refs: Any) -> None:
+            head = loaded.current_snapshot()
+            heads.append(head.snapshot_id if head is not None else None)
+            refs.create_branch(heads[-1], name)
+
+        self._commit(table, make)
+        return name, heads[-1]
+
+    def head(self, table: str, ref: str = "main") -> int | None:
+        """The snapshot ``ref`` points at (None: no such ref), read from the catalog's metadata
+        (a Spark query of the ``refs`` metadata table costs ten times as much)."""
+        snapshot = self.catalog.load_table(table).metadata.refs.get(ref)
+        return None if snapshot is None else int(snapshot.snapshot_id)
+
+    def staged(
+        self,
+        table: str,
+        branch: str,
+        parent: int | None,
+        partition: str | None,
+        partition_column: str | None = None,
+    ) -> Staged:
+        """The branch's head as a ``Staged`` write (after Spark wrote to it)."""
+        loaded = self.catalog.load_table(table)
+        snapshot = loaded.snapshot_by_id(loaded.metadata.refs[branch].snapshot_id)
+        assert snapshot is not None and snapshot.summary is not None
+        summary = dict(snapshot.summary.additional_properties)
+        rows = snapshot_rows(summary, partition)
+        changed = int(summary.get("changed-partition-count", 0))
+        operation = snapshot.summary.operation.value
+        return Staged(
+            table, branch, snapshot.snapshot_id, parent, partition, operation, rows, changed,
+            partition_column,
+        )  # fmt: skip
+
+    def drop_branch(self, table: str, name: str) -> None:
+        self._commit(table, lambda loaded, refs: refs.remove_branch(name), name)
+
+    def drop_tag(self, table: str, name: str) -> None:
+        self._commit(table, lambda loaded, refs: refs.remove_tag(name), name)
+
+    def tag(self, table: str, name: str, snapshot_id: int) -> None:
+        """Point tag ``name`` at ``snapshot_id`` (made, or moved)."""
+
+        def point(loaded: Any, refs: Any) -> None:
+            if name in loaded.metadata.refs:
+                refs.remove_tag(name)
+            refs.create_tag(snapshot_id, name)
+
+        self._commit(table, point)
+
+    def _commit(self, table: str, change: Any, only_if: str | None = None) -> None:
+        from pyiceberg.exceptions import CommitFailedException
+
+        for attempt in range(COMMIT_ATTEMPTS):
+            loaded = self.catalog.load_table(table)
+            if only_if is not None and only_if not in loaded.metadata.refs:
+                return
+            try:
+                with loaded.manage_snapshots() as refs:
+                    change(loaded, refs)
+                return
+            except CommitFailedException:
+                if attempt == COMMIT_ATTEMPTS - 1:
+                    raise CommitConflict(
+                        f"{table}: other writers kept changing its branches and tags; "
+                        "run the step again"
+                    ) from None
+                time.sleep(0.05 * (attempt + 1))
