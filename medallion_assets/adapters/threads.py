@@ -55,6 +55,7 @@ from medallion_assets.adapters.dagster_internals import (
     serializable_error_info_from_exc_info,
 )
 from medallion_assets.runtime import stop
+from medallion_assets.runtime.spark_session import cancel_run_jobs
 
 log = logging.getLogger(__name__)
 
@@ -276,7 +277,7 @@ class ThreadedExecutor(Executor):
                 _canceling(job_context)
                 active.mark_interrupted()
                 _mark_interrupted(job_context.run_id, True)
-                _cancel_spark_jobs(job_context.run_id)
+                cancel_run_jobs(job_context.run_id)
                 yield DagsterEvent.engine_event(
                     job_context,
                     "the run is being terminated: no new step starts; the running ones "
@@ -287,7 +288,7 @@ class ThreadedExecutor(Executor):
                     active.mark_abandoned(step.key)
                 running.held.clear()
             if stopping:
-                _cancel_spark_jobs(
+                cancel_run_jobs(
                     job_context.run_id
                 )  # again: a step may have started another job since
             else:
@@ -340,26 +341,6 @@ def _capture_logs(
         )
         return
     yield DagsterEvent.capture_logs(job_context, keys, log_key, captured)
-
-
-def _cancel_spark_jobs(run_id: str) -> None:
-    """Cancel the run's running Spark jobs (those its steps tagged, ``run_job_tag``: a run
-    beside it in the process goes on; a classic session; a Spark Connect client's steps end at
-    their next call instead)."""
-    from pyspark import SparkContext
-
-    from medallion_assets.runtime.spark_session import run_job_tag
-
-    context = SparkContext._active_spark_context
-    # A context still starting (a step opened the session just now) has no JVM side yet, and
-    # one being stopped loses it: nothing of the run runs there to cancel, and the stopping
-    # loop calls again until its steps have ended. Never raise: the steps must end first.
-    if context is None or getattr(context, "_jsc", None) is None:
-        return
-    try:
-        context.cancelJobsWithTag(run_job_tag(run_id))
-    except Exception as error:  # the JVM went away: nothing of the run runs there any more
-        log.debug("could not cancel the Spark jobs of run %s: %s", run_id, error)
 
 
 def execute_on_threads(

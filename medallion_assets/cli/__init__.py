@@ -7,11 +7,12 @@ from typing import Any
 import click
 
 from medallion_assets.catalog import CatalogError
+from medallion_assets.cli.audit_cmd import audit
 from medallion_assets.cli.backfill_cmd import backfill
 from medallion_assets.cli.build_cmd import build
 from medallion_assets.cli.catalog_cmd import catalog
 from medallion_assets.cli.common import does_not_load
-from medallion_assets.cli.control_cmd import audit, control
+from medallion_assets.cli.control_cmd import control
 from medallion_assets.cli.demo_cmd import demo_data
 from medallion_assets.cli.dev_cmd import dev
 from medallion_assets.cli.export_cmd import export

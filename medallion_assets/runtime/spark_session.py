@@ -20,6 +20,8 @@ from xml.sax.saxutils import escape
 from medallion_assets.credentials import MaskedFileHandler, mask_credentials
 from medallion_assets.lake.catalog import LakeCatalog
 
+log = logging.getLogger(__name__)
+
 if TYPE_CHECKING:
     from pyspark import SparkContext
     from pyspark.sql import SparkSession
@@ -310,3 +312,21 @@ class SparkWarmUp:
 
     def wait(self) -> None:
         self._thread.join()
+
+
+def cancel_run_jobs(run_id: str) -> None:
+    """Cancel the run's running Spark jobs (those its steps tagged, ``run_job_tag``: a run
+    beside it in the process goes on; a classic session; a Spark Connect client's steps end at
+    their next call instead)."""
+    from pyspark import SparkContext  # Spark stays out of imports of this module
+
+    context = SparkContext._active_spark_context
+    # A context still starting (a step opened the session just now) has no JVM side yet, and
+    # one being stopped loses it: nothing of the run runs there to cancel, and the stopping
+    # loop calls again until its steps have ended. Never raise: the steps must end first.
+    if context is None or getattr(context, "_jsc", None) is None:
+        return
+    try:
+        context.cancelJobsWithTag(run_job_tag(run_id))
+    except Exception as error:  # the JVM went away: nothing of the run runs there any more
+        log.debug("could not cancel the Spark jobs of run %s: %s", run_id, error)
