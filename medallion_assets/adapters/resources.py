@@ -199,7 +199,7 @@ class S3Resource(SettingsResource):
     def store(self, system: str, control: ControlStore | None = None) -> ThrottledS3:
         """``system``'s store, throttled out of the budgets in ``control`` (the run's store;
         else the settings' store, opened now)."""
-        from medallion_assets.io.object_store import object_store_of
+        from medallion_assets.io.s3_store import object_store_of
         from medallion_assets.throttles.throttle import ThrottledS3
 
         declared = _limits(self.throttles, system)
@@ -208,7 +208,7 @@ class S3Resource(SettingsResource):
 
     def raw_store(self) -> ObjectStore:
         """Unthrottled store, for tools that write demo data."""
-        from medallion_assets.io.object_store import object_store_of
+        from medallion_assets.io.s3_store import object_store_of
 
         return object_store_of(self.settings)
 

@@ -114,11 +114,8 @@ def partitions_start(catalog: Catalog) -> date:
 
 def object_store(target: str | None, project: Path) -> tuple[ObjectStore, str]:
     """(store, where it writes) for ``--target``."""
-    from medallion_assets.io.object_store import (
-        Boto3ObjectStore,
-        LocalFolderObjectStore,
-        object_store_of,
-    )
+    from medallion_assets.io.object_store import LocalFolderObjectStore
+    from medallion_assets.io.s3_store import Boto3ObjectStore, object_store_of
 
     settings = settings_for(project)
     store: Boto3ObjectStore | LocalFolderObjectStore

@@ -18,7 +18,7 @@ from medallion_assets.adapters.translator import DatasetTranslator, table_key
 from medallion_assets.catalog import load_catalog
 from medallion_assets.cli import cli
 from medallion_assets.control_plane import ControlPlane
-from medallion_assets.io.object_store import Boto3ObjectStore
+from medallion_assets.io.s3_store import Boto3ObjectStore
 from medallion_assets.lake import Lake
 from medallion_assets.recovery.recover import DownNodes
 from tests.adapters.minimal import minimal_project, orders

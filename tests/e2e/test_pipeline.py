@@ -17,7 +17,7 @@ from medallion_assets.adapters.headless import project_instance, run_project
 from medallion_assets.adapters.translator import DatasetTranslator, step_table
 from medallion_assets.catalog import load_catalog
 from medallion_assets.demo import DemoSettings, generate, write_files
-from medallion_assets.io.object_store import Boto3ObjectStore
+from medallion_assets.io.s3_store import Boto3ObjectStore
 from medallion_assets.io.warehouse import PostgresWarehouse
 from medallion_assets.lake import Lake
 from medallion_assets.testing import read_table

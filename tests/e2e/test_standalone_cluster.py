@@ -22,7 +22,7 @@ import pytest
 
 from medallion_assets.catalog import load_catalog
 from medallion_assets.demo import DemoSettings, generate, write_files
-from medallion_assets.io.object_store import Boto3ObjectStore
+from medallion_assets.io.s3_store import Boto3ObjectStore
 from medallion_assets.jvm.jars import MANIFEST, jar_folder
 from medallion_assets.runtime.spark_session import QUICK_JIT
 from medallion_assets.settings import MedallionSettings

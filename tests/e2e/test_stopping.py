@@ -27,7 +27,7 @@ import pytest
 
 from medallion_assets.catalog import load_catalog
 from medallion_assets.demo import DemoSettings, generate, write_files
-from medallion_assets.io.object_store import Boto3ObjectStore
+from medallion_assets.io.s3_store import Boto3ObjectStore
 from medallion_assets.testing import read_table
 from tests.conftest import copy_demo_project
 from tests.e2e import reference

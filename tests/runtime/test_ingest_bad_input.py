@@ -18,7 +18,8 @@ import pytest
 
 from medallion_assets.catalog import load_catalog
 from medallion_assets.control.store import ControlStore
-from medallion_assets.io.object_store import Boto3ObjectStore, LocalFolderObjectStore
+from medallion_assets.io.object_store import LocalFolderObjectStore
+from medallion_assets.io.s3_store import Boto3ObjectStore
 from medallion_assets.lake import Lake
 from medallion_assets.runtime.bronze_ingest import ingest
 from medallion_assets.runtime.raw_files import CorruptObject

@@ -18,13 +18,8 @@ import pytest
 
 from medallion_assets.catalog.models import Throttle
 from medallion_assets.io import object_store as s3_module
-from medallion_assets.io.object_store import (
-    Boto3ObjectStore,
-    LocalFolderObjectStore,
-    ObjectStore,
-    key_path,
-    object_store_of,
-)
+from medallion_assets.io.object_store import LocalFolderObjectStore, ObjectStore, key_path
+from medallion_assets.io.s3_store import Boto3ObjectStore, object_store_of
 from medallion_assets.settings import MedallionSettings
 from medallion_assets.throttles.throttle import SystemThrottle, ThrottledS3
 

@@ -11,7 +11,7 @@ import json
 import pytest
 
 from medallion_assets.catalog import load_catalog
-from medallion_assets.io.object_store import Boto3ObjectStore
+from medallion_assets.io.s3_store import Boto3ObjectStore
 from medallion_assets.runtime.bronze_ingest import SourceUnavailable
 from medallion_assets.testing import read_table
 from tests.runtime.test_ingest_bad_input import Project, bucket
