@@ -15,8 +15,8 @@ from pathlib import Path
 from medallion_assets.catalog import models, operations
 from medallion_assets.catalog.base import MAX_NAME_LENGTH, check_table_name
 from medallion_assets.catalog.catalog import INGESTION_COLUMNS, Catalog, Dataset
-from medallion_assets.catalog.datasets import (
-    build_datasets,
+from medallion_assets.catalog.datasets import build_datasets
+from medallion_assets.catalog.dependencies import (
     build_graph,
     check_dependency_issues,
     check_recovery_cycles,

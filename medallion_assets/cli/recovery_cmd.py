@@ -8,7 +8,8 @@ from pathlib import Path
 import click
 
 from medallion_assets.cli.common import fail, load, project_option
-from medallion_assets.recovery.paths import Listing, RecoveryGraph, down_nodes
+from medallion_assets.recovery.paths import Listing, RecoveryGraph
+from medallion_assets.recovery.plan import down_nodes
 
 
 @click.command("recovery-paths")

@@ -9,7 +9,7 @@ What is down is, together:
   source (to a replica, or an alternate reading other tables) is no longer switched off by it;
 - the nodes a caller names for one decision (a missing upstream table healing saw).
 
-``recover`` plans the fewest route changes (``recovery.paths.plan_recovery``: a table keeps
+``recover`` plans the fewest route changes (``recovery.plan.plan_recovery``: a table keeps
 its route while it is available and otherwise takes its cheapest available path, however many
 hops up the broken node is) and sets them through the control store's routes, the reroute
 mechanism ``medallion control route`` and every step already read; each change is audited
@@ -33,7 +33,8 @@ from medallion_assets.catalog.metadata_files import read_control_file
 from medallion_assets.control import schema
 from medallion_assets.control.store import AuditEntry, utc_now
 from medallion_assets.kill_switch.switch import EffectiveFlag, effective_flags
-from medallion_assets.recovery.paths import RecoveryGraph, RecoveryPlan, plan_recovery
+from medallion_assets.recovery.paths import RecoveryGraph
+from medallion_assets.recovery.plan import RecoveryPlan, plan_recovery
 
 if TYPE_CHECKING:
     from medallion_assets.catalog import Catalog

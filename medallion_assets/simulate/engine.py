@@ -10,7 +10,8 @@ from typing import cast
 
 from medallion_assets.catalog import Catalog
 from medallion_assets.catalog.operations import ProfileSettings
-from medallion_assets.recovery.paths import RecoveryGraph, plan_recovery
+from medallion_assets.recovery.paths import RecoveryGraph
+from medallion_assets.recovery.plan import plan_recovery
 from medallion_assets.recovery.reroute import PRIMARY
 from medallion_assets.simulate.results import (
     RerouteTaken,

@@ -11,7 +11,7 @@ run, ready steps start up to ``max_workers`` at a time, chosen by the run's ``Sc
 left out) against every system's ``max_concurrent_jobs``, counted over all runs. A step takes
 its table's duration (the caller's: past runs, else an estimate). Outages (``Outage``: a node
 down from a moment on) are met the way the running system meets them: recovery moves each
-table that needs a down node to its cheapest available path (``recovery.plan_recovery``), which
+table that needs a down node to its cheapest available path (``recovery.plan.plan_recovery``), which
 changes the systems its step holds; a table no path produces is left out, and its readers go on
 with its published version.
 Pure: durations and the window come in, nothing is read or written; ``results`` holds what it

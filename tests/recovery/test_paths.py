@@ -11,7 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from medallion_assets.cli import cli
-from medallion_assets.recovery.paths import RecoveryGraph, Step, _producible, plan_recovery
+from medallion_assets.recovery.paths import RecoveryGraph, Step
+from medallion_assets.recovery.plan import _producible, plan_recovery
 
 REPO = Path(__file__).resolve().parents[2]
 
