@@ -15,7 +15,7 @@ from medallion_assets.adapters.priority import priority_tags
 from medallion_assets.adapters.resources import ControlResource, S3Resource
 from medallion_assets.adapters.translator import table_key
 from medallion_assets.catalog import Catalog, Dataset
-from medallion_assets.runtime.bronze_ingest import partition_of, source_of
+from medallion_assets.runtime.source_objects import partition_of, source_of
 
 
 def build_sensors(catalog: Catalog) -> list[dg.SensorDefinition]:

@@ -16,7 +16,7 @@ import pytest
 SCRIPT = """
 import threading, time
 from pyspark import SparkConf, SparkContext
-from medallion_assets.adapters.threads import _cancel_spark_jobs
+from medallion_assets.runtime.spark_session import cancel_run_jobs
 
 conf = SparkConf().setMaster("local[1]").setAppName("cancel-while-starting")
 started = threading.Thread(target=lambda: SparkContext(conf=conf))
@@ -26,9 +26,9 @@ while SparkContext._active_spark_context is None:
     assert time.monotonic() < deadline, "the context never registered"
     time.sleep(0.001)
 caught = getattr(SparkContext._active_spark_context, "_jsc", None) is None
-_cancel_spark_jobs("run-1")
+cancel_run_jobs("run-1")
 started.join()
-_cancel_spark_jobs("run-1")
+cancel_run_jobs("run-1")
 SparkContext._active_spark_context.stop()
 print("caught starting" if caught else "missed the window")
 """

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from medallion_assets.adapters.threads import _cancel_spark_jobs
+from medallion_assets.runtime.spark_session import cancel_run_jobs
 from medallion_assets.runtime.spark_session import (
     QUICK_JIT,
     QUICK_JIT_FLAGS,
@@ -116,7 +116,7 @@ def test_cancelling_a_runs_jobs_leaves_the_jobs_of_a_run_beside_it(spark, tmp_pa
     while not all(_sleeping(tracker, r) for r in both) and time.monotonic() < deadline:
         time.sleep(0.2)  # until both runs' tasks are running
     assert all(_sleeping(tracker, r) for r in both), "the two jobs never ran at the same time"
-    _cancel_spark_jobs("run-a")  # what a terminated run does
+    cancel_run_jobs("run-a")  # what a terminated run does
     for thread in threads:
         thread.join()
     assert outcome == {"run-a": "cancelled", "run-b": "20"}
