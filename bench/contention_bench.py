@@ -13,7 +13,7 @@ without validation rules as in G: the demo data carries deliberate faults (e.g. 
 Bronze is built once, off the clock, by a `medallion run` into a template ``MEDALLION_HOME``
 whose silver, gold and warehouse are then removed (``sdp_bench.template_home``, as in G); every
 scenario starts from a copy of it, with a fresh Dagster instance written by
-``headless.instance_settings`` (the project's priority run coordinator, the profiles' run
+``instance.instance_settings`` (the project's priority run coordinator, the profiles' run
 limits), served by a real ``dagster dev`` (webserver, daemon with the project's sensors, one
 code server; runs in their own processes on the project's threaded executor). Before the first
 launch it waits for the ``system_pools`` sensor to have set ``systems.yaml``'s limits. Runs are
@@ -204,7 +204,7 @@ def wait_until_settled(instance: Any, launched: list[str]) -> None:
 def run_scenario(scenario: Scenario, tmp: Path, data: ShopData, template: Path) -> Outcome:
     import dagster as dg
 
-    from medallion_assets.adapters.headless import instance_settings
+    from medallion_assets.adapters.instance import instance_settings
     from medallion_assets.catalog import load_catalog
     from medallion_assets.lake import Lake
     from medallion_assets.settings import MedallionSettings

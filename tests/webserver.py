@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from medallion_assets.adapters.headless import INSTANCE_SETTINGS
+from medallion_assets.adapters.instance import INSTANCE_SETTINGS
 
 START_TIMEOUT = 120.0  # seconds until /server_info answers and the code location is loaded
 

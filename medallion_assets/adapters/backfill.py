@@ -10,7 +10,7 @@ from pathlib import Path
 
 from medallion_assets.adapters.code_location import definitions_for
 from medallion_assets.adapters.dagster_internals import PartitionBackfill, make_new_backfill_id
-from medallion_assets.adapters.headless import project_instance
+from medallion_assets.adapters.instance import project_instance
 from medallion_assets.adapters.translator import DatasetTranslator, table_key
 from medallion_assets.catalog import Catalog
 

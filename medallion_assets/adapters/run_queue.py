@@ -6,7 +6,7 @@ the systems a focus run needs, and holds on the queued ones (``preemption.apply_
 
 Requests of the project carry them already (``adapters.priority``); the ``run_priorities``
 sensor tags what reached the queue some other way (an instance without this coordinator).
-Configured by ``headless.instance_settings``::
+Configured by ``instance.instance_settings``::
 
     run_coordinator:
       module: medallion_assets.adapters.run_queue

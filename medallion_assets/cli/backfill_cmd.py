@@ -77,7 +77,7 @@ def backfill(selection: str, days: str, preview: bool, fmt: str, project: Path) 
         return
     click.echo(_text(found), nl=False)
     if backfill_id is not None:
-        from medallion_assets.adapters.headless import dagster_home
+        from medallion_assets.adapters.instance import dagster_home
 
         click.echo(
             f"\nlaunched backfill {backfill_id} on the instance at {dagster_home(project)}; the "

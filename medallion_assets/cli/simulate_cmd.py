@@ -144,8 +144,8 @@ class PastDurations:
 def durations_for(catalog: Catalog, project: Path, lake: Lake) -> PastDurations:
     """Each table's seconds of one build from ready to built (past runs' median step plus
     their median launch gap, else the estimate), and a run's start-up."""
-    from medallion_assets.adapters.headless import dagster_home
     from medallion_assets.adapters.history import lineage_inputs, step_history
+    from medallion_assets.adapters.instance import dagster_home
 
     history = step_history(dagster_home(project), lineage_inputs(catalog))
     past = history.with_launch()

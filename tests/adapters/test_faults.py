@@ -19,7 +19,8 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from medallion_assets.adapters.headless import INSTANCE_SETTINGS, run_project
+from medallion_assets.adapters.headless import run_project
+from medallion_assets.adapters.instance import INSTANCE_SETTINGS
 from medallion_assets.adapters.lost_runs import PID_TAG
 from medallion_assets.control_plane import ControlPlane
 from medallion_assets.lake import Lake

@@ -11,7 +11,7 @@ import sys
 import dagster as dg
 import pytest
 
-from medallion_assets.adapters.headless import instance_settings, project_instance
+from medallion_assets.adapters.instance import instance_settings, project_instance
 from medallion_assets.adapters.lost_runs import (
     HOST_TAG,
     PID_TAG,

@@ -10,7 +10,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from medallion_assets.adapters.headless import dagster_home, project_instance
+from medallion_assets.adapters.instance import dagster_home, project_instance
 from medallion_assets.catalog import load_catalog
 from medallion_assets.cli import cli
 from tests.adapters.minimal import minimal_project

@@ -176,7 +176,7 @@ def test_an_equal_priority_run_is_never_pre_empted(project, tmp_path):
 def test_the_project_instance_tags_a_run_launched_without_a_priority_as_it_queues_it(project):
     from dagster._core.run_coordinator import SubmitRunContext
 
-    from medallion_assets.adapters.headless import project_instance
+    from medallion_assets.adapters.instance import project_instance
 
     defs, plane, _resources = project
     root = defs.resources["control"].project_root
@@ -241,7 +241,7 @@ def test_the_project_queue_never_starts_a_held_run(project):
     """Dagster's own counter, which the queue daemon asks before it starts a queued run."""
     from dagster._utils.tags import TagConcurrencyLimitsCounter
 
-    from medallion_assets.adapters.headless import instance_settings
+    from medallion_assets.adapters.instance import instance_settings
 
     defs, _plane, _resources = project
     profiles = load_catalog(defs.resources["control"].project_root, use_cache=False).profiles
@@ -259,7 +259,7 @@ def test_queueing_a_focus_run_holds_the_lower_runs_already_queued_at_once(projec
     the focus run cannot start in the seconds before the sensor's next tick."""
     from dagster._core.run_coordinator import SubmitRunContext
 
-    from medallion_assets.adapters.headless import project_instance
+    from medallion_assets.adapters.instance import project_instance
 
     defs, plane, _resources = project
     root = defs.resources["control"].project_root
@@ -287,7 +287,7 @@ def test_queueing_a_focus_run_pre_empts_a_running_lower_run_at_once_and_the_sens
     it once it is canceled and the focus run has its slot."""
     from dagster._core.run_coordinator import SubmitRunContext
 
-    from medallion_assets.adapters.headless import project_instance
+    from medallion_assets.adapters.instance import project_instance
     from medallion_assets.adapters.preemption import PREEMPTED_FOR_TAG, PREEMPTED_TAG
 
     defs, plane, resources = project

@@ -22,7 +22,7 @@ import dagster as dg
 import pytest
 from click.testing import CliRunner
 
-from medallion_assets.adapters.headless import instance_settings
+from medallion_assets.adapters.instance import instance_settings
 from medallion_assets.adapters.relaunch import ORIGIN_TAG, PREEMPTED_BY_TAG
 from medallion_assets.adapters.translator import step_name, table_key
 from medallion_assets.catalog import load_catalog

@@ -11,7 +11,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from medallion_assets.adapters.headless import dagster_home
+from medallion_assets.adapters.instance import dagster_home
 from medallion_assets.adapters.translator import table_key
 from tests.cli.conftest import medallion
 

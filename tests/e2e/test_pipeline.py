@@ -13,7 +13,8 @@ import dagster as dg
 import pytest
 
 from medallion_assets.adapters.code_location import definitions_for
-from medallion_assets.adapters.headless import project_instance, run_project
+from medallion_assets.adapters.headless import run_project
+from medallion_assets.adapters.instance import project_instance
 from medallion_assets.adapters.translator import DatasetTranslator, step_table
 from medallion_assets.catalog import load_catalog
 from medallion_assets.demo import DemoSettings, generate, write_files

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from medallion_assets.runtime.spark_session import cancel_run_jobs
 from medallion_assets.runtime.spark_session import (
     QUICK_JIT,
     QUICK_JIT_FLAGS,
     SparkWarmUp,
+    cancel_run_jobs,
     driver_java_options,
     fair_pools,
     pool_weights,
