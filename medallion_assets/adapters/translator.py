@@ -12,8 +12,9 @@ import dagster as dg
 
 from medallion_assets.catalog import Catalog, Dataset
 from medallion_assets.catalog.describe import column_descriptions
-from medallion_assets.catalog.models import Exposure, Source
+from medallion_assets.catalog.models import Exposure
 from medallion_assets.catalog.rules import Rule
+from medallion_assets.catalog.sources import Source
 
 WAREHOUSE_KINDS = {"redshift", "postgres", "duckdb"}
 CHECK_DEP = "medallion/dependency"  # AssetDep metadata: a dependency of checks, not of the SQL

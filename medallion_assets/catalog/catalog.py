@@ -6,14 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from medallion_assets.catalog.models import (
-    DatasetSettings,
-    Exposure,
-    ProjectFile,
-    Source,
-    System,
-    Target,
-)
+from medallion_assets.catalog.models import DatasetSettings, Exposure, ProjectFile, System, Target
 from medallion_assets.catalog.operations import (
     ControlFlag,
     HealingRule,
@@ -22,6 +15,7 @@ from medallion_assets.catalog.operations import (
     RetryPolicy,
 )
 from medallion_assets.catalog.rules import Rule
+from medallion_assets.catalog.sources import Source
 from medallion_assets.lineage.file_lineage import ColumnLineage
 from medallion_assets.lineage.graph import LineageGraph
 

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from sqlglot import exp
 
 from medallion_assets.catalog import models
+from medallion_assets.catalog import sources as source_models
 from medallion_assets.catalog.catalog import AlternateProducer, Dataset
 from medallion_assets.catalog.dependencies import _layer_rank
 from medallion_assets.catalog.errors import CatalogIssue
@@ -46,7 +47,7 @@ def build_datasets(
     settings_file = model_of(files, "datasets", models.DatasetsFile)
     targets_file = model_of(files, "targets", models.TargetsFile)
     validation = model_of(files, "validation", models.ValidationFile)
-    sources_file = model_of(files, "sources", models.SourcesFile)
+    sources_file = model_of(files, "sources", source_models.SourcesFile)
     all_settings = settings_file.datasets if settings_file else {}
     targets = {t.table: t for t in targets_file.targets} if targets_file else {}
     rule_sets = validation.rule_sets if validation else {}
@@ -107,7 +108,7 @@ def _daily_source_issues(
     name: str,
     settings: models.DatasetSettings,
     lineage: FileLineage,
-    sources: Mapping[str, models.Source],
+    sources: Mapping[str, source_models.Source],
 ) -> list[CatalogIssue]:
     """A daily bronze table finds its days in its source's partition folders: a source without
     a ``partition:`` pattern has none, and the table would never run."""
@@ -150,7 +151,7 @@ def _system(
     name: str,
     lineage: FileLineage,
     target: models.Target | None,
-    sources: Mapping[str, models.Source],
+    sources: Mapping[str, source_models.Source],
     project: models.ProjectFile,
 ) -> str:
     """The system whose throttle governs this dataset's job."""

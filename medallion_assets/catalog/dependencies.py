@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from medallion_assets.catalog import models
+from medallion_assets.catalog import sources as source_models
 from medallion_assets.catalog.base import LAYERS
 from medallion_assets.catalog.catalog import Dataset
 from medallion_assets.catalog.errors import CatalogIssue
@@ -80,7 +81,7 @@ def check_recovery_cycles(datasets: Mapping[str, Dataset]) -> list[CatalogIssue]
 
 
 def build_graph(
-    sources: Mapping[str, models.Source],
+    sources: Mapping[str, source_models.Source],
     datasets: Mapping[str, Dataset],
     exposures: Sequence[models.Exposure],
 ) -> LineageGraph:

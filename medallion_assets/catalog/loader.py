@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from medallion_assets.catalog import models, operations
+from medallion_assets.catalog import sources as source_models
 from medallion_assets.catalog.base import MAX_NAME_LENGTH, check_table_name
 from medallion_assets.catalog.catalog import INGESTION_COLUMNS, Catalog, Dataset
 from medallion_assets.catalog.datasets import build_datasets
@@ -63,7 +64,7 @@ def _load(root: Path, use_cache: bool) -> Catalog:
     }
     sql, sql_issues = discover_sql(root, project.dialect, dialects)
     issues.extend(sql_issues)
-    sources_file = model_of(files, "sources", models.SourcesFile)
+    sources_file = model_of(files, "sources", source_models.SourcesFile)
     sources = sources_file.sources if sources_file else {}
     base_schema = {f"raw.{name}": _raw_schema(source) for name, source in sources.items()}
 
@@ -101,14 +102,17 @@ def _load(root: Path, use_cache: bool) -> Catalog:
     return _assemble(root, files, project, datasets)
 
 
-def _raw_schema(source: models.Source) -> dict[str, str]:
+def _raw_schema(source: source_models.Source) -> dict[str, str]:
     schema = {c.name: c.type for c in source.columns}
     schema.update(INGESTION_COLUMNS)
     return schema
 
 
 def _tables(
-    sql: ProjectSql, analysis: Analysis, sources: dict[str, models.Source], sources_loaded: bool
+    sql: ProjectSql,
+    analysis: Analysis,
+    sources: dict[str, source_models.Source],
+    sources_loaded: bool,
 ) -> tuple[dict[str, tuple[SqlFile, FileLineage]], list[CatalogIssue]]:
     """Dataset name -> (file, lineage); issues for SQL errors, misnamed targets, duplicates,
     unknown tables and cycles."""
@@ -249,7 +253,7 @@ def _assemble(
     datasets: Mapping[str, Dataset],
 ) -> Catalog:
     systems = model_of(files, "systems", models.SystemsFile)
-    sources = model_of(files, "sources", models.SourcesFile)
+    sources = model_of(files, "sources", source_models.SourcesFile)
     targets = model_of(files, "targets", models.TargetsFile)
     validation = model_of(files, "validation", models.ValidationFile)
     policies = model_of(files, "policies", operations.PoliciesFile)

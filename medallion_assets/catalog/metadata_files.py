@@ -17,6 +17,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from medallion_assets.catalog import models, operations
+from medallion_assets.catalog import sources as source_models
 from medallion_assets.catalog.errors import CatalogError, CatalogIssue
 from medallion_assets.catalog.rules import RULE_KINDS
 from medallion_assets.catalog.shapes import annotation_at, example, shape, unwrap
@@ -26,7 +27,7 @@ from medallion_assets.catalog.yaml_source import Loc, YamlDocument, read_yaml
 METADATA_FILES: dict[str, type[BaseModel]] = {
     "project": models.ProjectFile,
     "systems": models.SystemsFile,
-    "sources": models.SourcesFile,
+    "sources": source_models.SourcesFile,
     "targets": models.TargetsFile,
     "validation": models.ValidationFile,
     "policies": operations.PoliciesFile,

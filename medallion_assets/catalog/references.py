@@ -16,7 +16,6 @@ from medallion_assets.catalog.models import (
     DatasetsFile,
     ExposuresFile,
     ProjectFile,
-    SourcesFile,
     SystemsFile,
     TargetsFile,
     ValidationFile,
@@ -34,6 +33,7 @@ from medallion_assets.catalog.rules import (
     duplicate_labels,
     placement_problems,
 )
+from medallion_assets.catalog.sources import SourcesFile
 from medallion_assets.catalog.yaml_source import Loc
 
 WAREHOUSE_KINDS = ("redshift", "postgres", "duckdb")

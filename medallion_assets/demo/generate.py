@@ -27,7 +27,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from medallion_assets.catalog import Catalog
-from medallion_assets.catalog.models import Column, Source
+from medallion_assets.catalog.sources import Column, Source
 from medallion_assets.demo.orders import simulate
 
 if TYPE_CHECKING:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 
 from medallion_assets.catalog import AlternateProducer, Catalog, Dataset
 from medallion_assets.catalog.datasets import code_version
-from medallion_assets.catalog.models import Replica
+from medallion_assets.catalog.sources import Replica
 
 PRIMARY = "primary"
 

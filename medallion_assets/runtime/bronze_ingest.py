@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from medallion_assets.catalog.models import Source
+from medallion_assets.catalog.sources import Source
 from medallion_assets.control.store import iso_utc
 from medallion_assets.faults import crash_point
 from medallion_assets.lake import Produced, Version

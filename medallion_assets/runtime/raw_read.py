@@ -22,7 +22,7 @@ from functools import reduce
 from typing import TYPE_CHECKING, Any
 
 from medallion_assets.catalog.base import java_charset
-from medallion_assets.catalog.models import FLOATING_TYPES, Source
+from medallion_assets.catalog.sources import FLOATING_TYPES, Source
 from medallion_assets.runtime import raw_files
 from medallion_assets.runtime.raw_files import Inspection
 

@@ -19,7 +19,7 @@ import json
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from medallion_assets.catalog.models import Source
+from medallion_assets.catalog.sources import Source
 from medallion_assets.control.state import EvolvedColumn, RuntimeState
 from medallion_assets.runtime.raw_files import column_name_problem
 

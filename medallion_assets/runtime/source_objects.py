@@ -11,7 +11,7 @@ from datetime import date
 from typing import TYPE_CHECKING, Any
 
 from medallion_assets.catalog import Catalog, Dataset
-from medallion_assets.catalog.models import Replica, Source
+from medallion_assets.catalog.sources import Replica, Source
 from medallion_assets.runtime.intake import (
     readable_entries,
 )

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Protocol
 
 from medallion_assets.catalog import Catalog, Dataset
-from medallion_assets.catalog.models import Partitioning, Replica
+from medallion_assets.catalog.models import Partitioning
+from medallion_assets.catalog.sources import Replica
 from medallion_assets.checks.results import CheckContext
 from medallion_assets.lake import Lake
 from medallion_assets.recovery.reroute import PRIMARY, Route, along

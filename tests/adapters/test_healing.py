@@ -228,7 +228,7 @@ def test_a_new_column_in_the_raw_files_is_evolved_then_ingested(spark, project):
 def test_csv_files_are_read_by_their_headers_names(spark, tmp_path):
     """A column inserted in the middle of a CSV file, once evolved, lands in its own column
     and does not shift the others; files with the old header read as before."""
-    from medallion_assets.catalog.models import Source
+    from medallion_assets.catalog.sources import Source
     from medallion_assets.runtime.raw_read import RawFile, read_objects
 
     old = tmp_path / "old.csv"

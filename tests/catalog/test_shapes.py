@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel, TypeAdapter
 
-from medallion_assets.catalog import CatalogError, load_catalog, models, operations
+from medallion_assets.catalog import CatalogError, load_catalog, models, operations, sources
 from medallion_assets.catalog.metadata_files import METADATA_FILES
 from medallion_assets.catalog.shapes import annotation_at, example
 from medallion_assets.catalog.yaml_source import read_yaml
@@ -154,7 +154,7 @@ def test_a_broken_sources_file_is_not_repeated_by_every_reader(tmp_path: Path):
     "model",
     [
         m
-        for module in (models, operations)
+        for module in (models, sources, operations)
         for m in vars(module).values()
         if isinstance(m, type)
         and issubclass(m, BaseModel)

@@ -24,7 +24,7 @@ import pytest
 from click.testing import CliRunner
 
 from medallion_assets.catalog import Catalog
-from medallion_assets.catalog.models import Column, Source
+from medallion_assets.catalog.sources import Column, Source
 from medallion_assets.cli.demo_cmd import demo_data
 from medallion_assets.demo import DemoSettings, GeneratedFile, generate, write_files
 from medallion_assets.demo.generate import arrow_type, malformed_count

@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 from sqlglot import exp, parse_one
 
 from medallion_assets.catalog import Catalog
-from medallion_assets.catalog.models import Source
+from medallion_assets.catalog.sources import Source
 
 INGESTED_AT = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from medallion_assets.catalog.models import Source
+from medallion_assets.catalog.sources import Source
 from medallion_assets.control.legacy_state import import_legacy_state
 from medallion_assets.runtime.raw_files import column_name_problem, columns_problem, inspect
 from medallion_assets.runtime.schema_drift import (
