@@ -17,14 +17,11 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
-from pydantic.config import JsonDict
+from pydantic import ValidationError, field_validator
 
 from medallion_assets.credentials import (
     MASK,
@@ -36,184 +33,34 @@ from medallion_assets.credentials import (
 from medallion_assets.errors import SettingsError
 from medallion_assets.faults import CRASH_POINT_FIX
 from medallion_assets.faults import POINTS as CRASH_POINTS
+from medallion_assets.settings_fields import SparkSettings, setting
 
 EMBEDDED_CATALOG = "catalog.db"  # the SQLite catalog inside a local lake's folder
 # The Maven pom of the Spark jars (``medallion jars`` fetches them): its content names the
 # machine's jar folder.
 SPARK_JARS_POM = Path(__file__).parent / "jvm" / "spark-jars.pom.xml"
-_S3_URI = re.compile(r"^s3a?://(?P<bucket>[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9])(?P<prefix>/.*)?$")
-_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
 
 
-def _setting(
-    default: Any, default_text: str, meaning: str, fix: str, secret: bool = False, **rules: Any
-) -> Any:
-    """A field documented for ``medallion settings`` and the README's table: the default as a
-    reader sees it (derived defaults are computed from other settings), its meaning, and what a
-    valid value looks like (said when the value given is not one)."""
-    extra: JsonDict = {"default_text": default_text, "fix": fix, "secret": "yes" if secret else ""}
-    return Field(default, description=meaning, json_schema_extra=extra, **rules)
+class MedallionSettings(SparkSettings):
+    """Every setting in force for one project; build it with ``from_env``. Its fields in the
+    order of the documentation: where things are (``StoreSettings``), Spark
+    (``SparkSettings``), then the warehouse, the control store and the run's own."""
 
-
-class MedallionSettings(BaseModel):
-    """Every setting in force for one project; build it with ``from_env``."""
-
-    model_config = ConfigDict(frozen=True, extra="ignore", populate_by_name=True)
-
-    project_root: Path = Field(exclude=True)
-
-    home: Path | None = _setting(
-        None,
-        "`<project>/.medallion`",
-        "local state: lake, local S3, warehouse file, control store",
-        "a folder path",
-        alias="MEDALLION_HOME",
-    )
-    lake: str | None = _setting(
-        None,
-        "`$MEDALLION_HOME/lake`",
-        "the lake's tables: a local folder, or `s3://BUCKET/PREFIX` as the Iceberg warehouse",
-        "a folder path or s3://BUCKET/PREFIX",
-        alias="MEDALLION_LAKE",
-    )
-    lake_catalog: str | None = _setting(
-        None,
-        "`sqlite:///<lake folder>/catalog.db` (on S3: `$MEDALLION_HOME/lake_catalog.db`)",
-        "the lake's Iceberg catalog: `sqlite:///PATH` (JDBC, no server), `postgresql://…` "
-        "(JDBC; its password is masked), an Iceberg REST URL `https://…`, or `glue`",
-        "sqlite:///PATH, postgresql://USER@HOST:PORT/DB, https://… (REST) or glue",
-        alias="MEDALLION_LAKE_CATALOG",
-    )
-    keep_versions: int = _setting(
-        3,
-        "`3`",
-        "versions kept per table",
-        "a whole number of at least 1, e.g. 3",
-        alias="MEDALLION_KEEP_VERSIONS",
-        ge=1,
-    )
-    s3: Literal["aws"] | None = _setting(
-        None,
-        "unset",
-        "`aws`: read raw data from AWS S3 without setting an endpoint",
-        "aws",
-        alias="MEDALLION_S3",
-    )
-    s3_endpoint: str | None = _setting(
-        None,
-        "unset (local folder)",
-        "S3 API endpoint; credentials from the AWS chain",
-        "a URL with its scheme, e.g. http://127.0.0.1:9000",
-        alias="MEDALLION_S3_ENDPOINT",
-        pattern=r"^https?://\S+$",
-    )
-    s3_local_root: Path | None = _setting(
-        None,
-        "`$MEDALLION_HOME/s3`",
-        "the folder standing in for S3",
-        "a folder path",
-        alias="MEDALLION_S3_LOCAL_ROOT",
-    )
-    aws_region: str = _setting(
-        "us-east-1",
-        "`us-east-1`",
-        "region of the S3 client (AWS's own variable)",
-        "an AWS region name, e.g. eu-west-1",
-        alias="AWS_DEFAULT_REGION",
-    )
-    spark_master: str = _setting(
-        "local[*]",
-        "`local[*]`",
-        "Spark master URL",
-        "a Spark master URL, e.g. local[*] or spark://host:7077",
-        alias="MEDALLION_SPARK_MASTER",
-    )
-    spark_remote: str | None = _setting(
-        None,
-        "unset",
-        "Spark Connect URL (`sc://host:15002`); a `token=` in it is masked",
-        "a Spark Connect URL, e.g. sc://127.0.0.1:15002",
-        alias="MEDALLION_SPARK_REMOTE",
-        pattern=r"^sc://\S+$",
-    )
-    spark_jars: Path | None = _setting(
-        None,
-        "`~/.cache/medallion/spark-jars-<hash of the pom>`",
-        "folder of Spark's JVM packages (Iceberg, s3a, JDBC drivers) that `medallion jars` fetches "
-        "from Maven Central once per machine",
-        "a folder path",
-        alias="MEDALLION_SPARK_JARS",
-    )
-    max_workers: int | None = _setting(
-        None,
-        "the machine's cores",
-        "steps of a run at a time, on threads over one Spark (`medallion run --max-workers`)",
-        "a whole number of at least 1, e.g. 2",
-        alias="MEDALLION_MAX_WORKERS",
-        ge=1,
-    )
-    # A few shuffle partitions suit the demo's size on a small machine.
-    spark_shuffle_partitions: int = _setting(
-        4,
-        "`4`",
-        "`spark.sql.shuffle.partitions` of the run's session",
-        "a whole number of at least 1, e.g. 4",
-        alias="MEDALLION_SPARK_SHUFFLE_PARTITIONS",
-        ge=1,
-    )
-    spark_driver_memory: str = _setting(
-        "2g",
-        "`2g`",
-        "`spark.driver.memory` of a local session",
-        "a JVM memory size, e.g. 2g or 512m",
-        alias="MEDALLION_SPARK_DRIVER_MEMORY",
-        pattern=r"(?i)^[0-9]+([kmgtp]b?)?$",
-    )
-    # On a small machine the C2 compiler's threads take the cores Spark's tasks need: a
-    # sequential run of the demo spent 40 s of its driver's 104 s of CPU in C2 (README, bench G).
-    spark_jit: Literal["auto", "quick", "full"] = _setting(
-        "auto",
-        "`auto`",
-        "the local Spark driver's JIT: `quick` (C1 only, `-XX:TieredStopAtLevel=1`, 240 MB of "
-        "code cache) or `full` "
-        "(the JVM's default); `auto`: quick for a `local` master on at most 4 cores",
-        "auto, quick or full",
-        alias="MEDALLION_SPARK_JIT",
-    )
-    # Every run of the instance's queue starts a Spark driver of its own; with a local master
-    # they all share this machine's cores (bench H: four runs side by side on 2 cores made the
-    # critical run 5.7x slower than alone).
-    local_spark_runs: int | None = _setting(
-        None,
-        "half the machine's cores, at least 1",
-        "runs the project's instance starts at once when Spark is `local` (each run's driver "
-        "runs on this machine); not applied to a cluster or Spark Connect",
-        "a whole number of at least 1, e.g. 2",
-        alias="MEDALLION_LOCAL_SPARK_RUNS",
-        ge=1,
-    )
-    spark_log: Path | None = _setting(
-        None,
-        "unset (`medallion run`: `$MEDALLION_HOME/logs/spark.log`)",
-        "file the Spark driver's console output goes to",
-        "a file path",
-        alias="MEDALLION_SPARK_LOG",
-    )
-    warehouse_url: str | None = _setting(
+    warehouse_url: str | None = setting(
         None,
         "`duckdb:///$MEDALLION_HOME/warehouse.duckdb`",
         "`postgresql://…` or `redshift://…`; its password is masked",
         "a warehouse URL, e.g. duckdb:///PATH or postgresql://user@host:5432/db",
         alias="MEDALLION_WAREHOUSE_URL",
     )
-    control_url: str | None = _setting(
+    control_url: str | None = setting(
         None,
         "`sqlite:///$MEDALLION_HOME/control.db`",
         "control store: `sqlite:///PATH` or `postgresql://…`; its password is masked",
         "sqlite:///PATH or postgresql://user@host:5432/db",
         alias="MEDALLION_CONTROL_URL",
     )
-    pg_password: str | None = _setting(
+    pg_password: str | None = setting(
         None,
         "unset",
         "PostgreSQL's own password variable; masked wherever it appears",
@@ -221,7 +68,7 @@ class MedallionSettings(BaseModel):
         secret=True,
         alias="PGPASSWORD",
     )
-    project: Path | None = _setting(
+    project: Path | None = setting(
         None,
         "the repo",
         "project folder the code location loads",
@@ -230,7 +77,7 @@ class MedallionSettings(BaseModel):
     )
     # A table build takes seconds to minutes; past 15 minutes the other builder is more likely
     # stuck than busy.
-    lock_wait_seconds: float = _setting(
+    lock_wait_seconds: float = setting(
         900.0,
         "`900`",
         "how long a step waits for another run building its table, then skips it (status `busy`)",
@@ -238,7 +85,7 @@ class MedallionSettings(BaseModel):
         alias="MEDALLION_LOCK_WAIT_SECONDS",
         ge=0,
     )
-    openlineage_timeout_seconds: float = _setting(
+    openlineage_timeout_seconds: float = setting(
         5.0,
         "`5`",
         "the longest a step waits to send one OpenLineage event (sent only when OpenLineage is "
@@ -247,7 +94,7 @@ class MedallionSettings(BaseModel):
         alias="MEDALLION_OPENLINEAGE_TIMEOUT",
         gt=0,
     )
-    crash_at: str | None = _setting(
+    crash_at: str | None = setting(
         None,
         "unset",
         "crash tests only: `POINT[@TABLE[DAY]]` kills the run process with SIGKILL there "
@@ -255,18 +102,6 @@ class MedallionSettings(BaseModel):
         CRASH_POINT_FIX,
         alias="MEDALLION_CRASH_AT",
     )
-
-    @field_validator("s3", mode="before")
-    @classmethod
-    def _s3_mode(cls, value: object) -> object:
-        return value.strip().lower() if isinstance(value, str) else value
-
-    @field_validator("lake")
-    @classmethod
-    def _lake_location(cls, value: str | None) -> str | None:
-        if value is not None:
-            lake_location(value)  # raises ValueError
-        return value
 
     @field_validator("crash_at")
     @classmethod
@@ -425,24 +260,6 @@ class MedallionSettings(BaseModel):
         found |= secret_forms(self.pg_password or "")
         found |= spark_connect_tokens(self.spark_remote or "")
         return frozenset(found)
-
-
-def lake_location(value: str) -> str:
-    """``MEDALLION_LAKE`` as the warehouse location Spark writes to: ``file:/abs/path`` for a
-    local folder, ``s3a://bucket/prefix`` for ``s3://`` (or ``s3a://``); anything else with a
-    scheme is refused (ValueError), since a Spark cluster's executors must reach the same files.
-
-    >>> lake_location("s3://shop-lake/prod/")
-    's3a://shop-lake/prod'
-    """
-    text = value.strip()
-    if _SCHEME.match(text):
-        match = _S3_URI.match(text)
-        if match is None:
-            raise ValueError("not a folder or an S3 location")
-        prefix = (match.group("prefix") or "").rstrip("/")
-        return f"s3a://{match.group('bucket')}{prefix}"
-    return f"file:{Path(text).expanduser().resolve()}"
 
 
 def jars_folder(home: Path, pom: Path = SPARK_JARS_POM) -> Path:

@@ -23,6 +23,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "medallion_assets"
 LAYERS: list[set[str]] = [
     {"errors"},
     {"faults", "credentials"},
+    {"settings_fields"},
     {"settings"},
     {"lineage"},
     {"catalog"},
@@ -229,3 +230,12 @@ def test_the_walk_of_a_tables_run_in_the_docs_names_functions_that_exist():
             if isinstance(node, ast.FunctionDef | ast.ClassDef | ast.AsyncFunctionDef)
         }
         assert function in defined, f"{module} defines no {function}"
+
+
+def test_no_module_is_over_400_lines():
+    long = {
+        str(path.relative_to(PACKAGE)): lines
+        for path in modules().values()
+        if (lines := len(path.read_text().splitlines())) > 400
+    }
+    assert long == {}

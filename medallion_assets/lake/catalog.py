@@ -33,7 +33,8 @@ from typing import Literal
 from urllib.parse import unquote, urlsplit
 
 from medallion_assets.errors import ResourceError
-from medallion_assets.settings import EMBEDDED_CATALOG, MedallionSettings, lake_location
+from medallion_assets.settings import EMBEDDED_CATALOG, MedallionSettings
+from medallion_assets.settings_fields import lake_location
 
 SPARK_CATALOG = "lake"  # the Spark catalog name: tables are lake.<layer>.<table>
 __all__ = ["EMBEDDED_CATALOG", "SPARK_CATALOG", "LakeCatalog", "LakeCatalogError", "S3Endpoint"]
@@ -141,8 +142,8 @@ class LakeCatalog:
 
 
 def warehouse_uri(value: str) -> str:
-    """``MEDALLION_LAKE`` as the warehouse location Spark writes to (``settings.lake_location``),
-    or LakeCatalogError saying what to set.
+    """``MEDALLION_LAKE`` as the warehouse location Spark writes to
+    (``settings_fields.lake_location``), or LakeCatalogError saying what to set.
 
     >>> warehouse_uri("s3://shop-lake/prod/")
     's3a://shop-lake/prod'
