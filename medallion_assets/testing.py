@@ -10,6 +10,10 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
 
+from medallion_assets.lake import Lake
+from medallion_assets.runtime.spark_session import spark_session
+from medallion_assets.settings import MedallionSettings
+
 if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
@@ -57,7 +61,6 @@ def read_table(
         ``<project>/.medallion/lake`` with the project ``$MEDALLION_PROJECT`` or the current folder;
         its catalog is ``$MEDALLION_LAKE_CATALOG`` or the embedded one.
     """
-    from medallion_assets.lake import Lake
 
     settings = _settings(project, lake_root)
     lake = Lake.of(settings)
@@ -65,8 +68,6 @@ def read_table(
         raise ValueError(f"as_ must be 'pandas' or 'spark', not {as_!r}")
     session = None
     if as_ == "spark":
-        from medallion_assets.runtime.spark_session import spark_session
-
         session = spark or spark_session(settings)
     if snapshot is not None:
         if session is not None:
@@ -86,6 +87,7 @@ def _valid_text(table: pa.Table) -> pa.Table:
     Spark keeps a string's bytes as they came, so a quarantined record of a badly encoded
     file holds invalid UTF-8 that pandas cannot take. The Parquet file keeps the raw bytes
     (``pyarrow.parquet`` reads them as they are)."""
+    # pyiceberg and pyarrow: loaded only when the lake is read without Spark
     import pyarrow as pa
 
     for i, field in enumerate(table.schema):
@@ -102,7 +104,6 @@ def _valid_text(table: pa.Table) -> pa.Table:
 
 
 def _settings(project: Path | str | None, lake_root: Path | str | None) -> MedallionSettings:
-    from medallion_assets.settings import MedallionSettings
 
     env = dict(os.environ)
     if lake_root is not None:

@@ -239,3 +239,31 @@ def test_no_module_is_over_400_lines():
         if (lines := len(path.read_text().splitlines())) > 400
     }
     assert long == {}
+
+
+def test_each_import_inside_a_function_says_why():
+    """An import inside a function keeps a heavy dependency (Spark, pandera, a database driver,
+    Dagster) out of where it is not needed; the comment above it (or on it) says which."""
+    silent = []
+    for module, path in modules().items():
+        lines = path.read_text().splitlines()
+        stack: list[tuple[ast.AST, bool]] = [(ast.parse("\n".join(lines)), False)]
+        while stack:
+            node, in_function = stack.pop()
+            body = getattr(node, "body", None)
+            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+                continue
+            previous: ast.stmt | None = None
+            for statement in body if isinstance(body, list) else []:
+                imports = isinstance(statement, ast.Import | ast.ImportFrom)
+                if in_function and imports:
+                    grouped = isinstance(previous, ast.Import | ast.ImportFrom)
+                    above = lines[statement.lineno - 2].strip()
+                    own = "#" in lines[statement.lineno - 1]
+                    if not (grouped or own or above.startswith("#")):
+                        silent.append(f"{module}:{statement.lineno}")
+                previous = statement
+            for child in ast.iter_child_nodes(node):
+                function = isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef)
+                stack.append((child, in_function or function))
+    assert silent == []

@@ -41,6 +41,7 @@ from medallion_assets.control.engine import ControlStoreError
 from medallion_assets.control_plane import ControlPlane
 from medallion_assets.errors import causes, headline
 from medallion_assets.lake.catalog import LakeCatalogError
+from medallion_assets.recovery.recover import down_now, recover
 from medallion_assets.recovery.reroute import PRIMARY
 from medallion_assets.runtime import stop
 from medallion_assets.runtime.stop import Stop
@@ -210,7 +211,6 @@ def route_around_down(run: TableRun, plane: ControlPlane) -> str:
     """With nodes down (marked down, or switched off), set the routes recovery takes around them
     before the attempt (``recovery.recover``); why no available path produces the table, or ""
     when one does. Nothing down: nothing read but the down nodes."""
-    from medallion_assets.recovery.recover import down_now, recover
 
     store = plane.store()
     if not down_now(run.catalog, store, plane.flags()):

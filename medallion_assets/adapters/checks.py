@@ -12,6 +12,7 @@ import dagster as dg
 from medallion_assets.adapters.translator import table_key
 from medallion_assets.catalog import Dataset
 from medallion_assets.checks.results import CheckResult, ChecksFailed
+from medallion_assets.checks.validation import data_rules, validate_frame
 from medallion_assets.runtime.table_run import TableRun
 
 
@@ -24,7 +25,6 @@ def check_current_version(
 ) -> Iterator[dg.AssetCheckResult]:
     """Only checks were selected: evaluate them on the published version, without building
     anything."""
-    from medallion_assets.checks.validation import data_rules, validate_frame
 
     dataset, lake, partition = run.dataset, run.lake, run.partition
     frame = lake.read_current(run.session, dataset.name, [partition] if partition else None)

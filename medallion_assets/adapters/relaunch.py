@@ -27,9 +27,11 @@ from medallion_assets.adapters.translator import step_table, table_key
 from medallion_assets.catalog import Catalog
 from medallion_assets.control.store import ControlStore
 from medallion_assets.control_plane import ControlPlane
+from medallion_assets.healing.actions import HealingContext, run_actions
 from medallion_assets.healing.diagnosis import Diagnosis, Failure, diagnose
 from medallion_assets.healing.retry import max_retries, policy_of
 from medallion_assets.relaunch.relaunch import failed_outside_steps, relaunch_plan
+from medallion_assets.runtime.table_run import TableRun
 
 RELAUNCH_SENSOR = "relaunch_failed_runs"
 RELAUNCH_JOB = "medallion_relaunch"
@@ -198,8 +200,6 @@ def _heal(
     store: ControlStore,
     attempt: int,
 ) -> None:
-    from medallion_assets.healing.actions import HealingContext, run_actions
-    from medallion_assets.runtime.table_run import TableRun
 
     partition = run.tags.get("dagster/partition")
     for table in tables:

@@ -22,9 +22,19 @@ import dagster as dg
 from dagster_pyspark import PySparkResource
 from pydantic import Field, PrivateAttr
 
+from medallion_assets.catalog import load_catalog
+from medallion_assets.catalog.models import Throttle
 from medallion_assets.control_plane import ControlPlane
 from medallion_assets.lake import Lake
+from medallion_assets.runtime.spark_session import (
+    pool_weights,
+    run_job_tag,
+    spark_session,
+    step_session,
+)
 from medallion_assets.settings import MedallionSettings
+from medallion_assets.throttles.rate_budgets import shared_throttle
+from medallion_assets.throttles.throttle import ThrottledS3
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -137,9 +147,8 @@ class SparkResource(SettingsResource, PySparkResource):
         return self.session()
 
     def session(self) -> SparkSession:
+        # Spark's Python side: loaded only where Spark runs
         from pyspark import SparkContext
-
-        from medallion_assets.runtime.spark_session import spark_session
 
         starting = SparkContext._active_spark_context is None  # the pools are set at start
         return spark_session(
@@ -148,8 +157,6 @@ class SparkResource(SettingsResource, PySparkResource):
 
     def pool_weights(self) -> dict[str, int]:
         """The steps' FAIR pools weighted as the active profile ranks criticality."""
-        from medallion_assets.catalog import load_catalog
-        from medallion_assets.runtime.spark_session import pool_weights
 
         return pool_weights(load_catalog(Path(self.project_root)).profiles)
 
@@ -157,7 +164,6 @@ class SparkResource(SettingsResource, PySparkResource):
         """A session of its own for one step (temp views and SQL settings apart from the other
         steps running beside it), its Spark jobs in the FAIR scheduler pool ``pool``, tagged
         with ``run_id`` (terminating the run cancels them)."""
-        from medallion_assets.runtime.spark_session import run_job_tag, step_session
 
         return step_session(self.session(), self.settings, pool, run_job_tag(run_id))
 
@@ -199,8 +205,8 @@ class S3Resource(SettingsResource):
     def store(self, system: str, control: ControlStore | None = None) -> ThrottledS3:
         """``system``'s store, throttled out of the budgets in ``control`` (the run's store;
         else the settings' store, opened now)."""
+        # boto3: loaded only when an S3 store is made
         from medallion_assets.io.s3_store import object_store_of
-        from medallion_assets.throttles.throttle import ThrottledS3
 
         declared = _limits(self.throttles, system)
         throttle = _shared_throttle(self.settings, system, declared, control)
@@ -208,6 +214,7 @@ class S3Resource(SettingsResource):
 
     def raw_store(self) -> ObjectStore:
         """Unthrottled store, for tools that write demo data."""
+        # boto3: loaded only when an S3 store is made
         from medallion_assets.io.s3_store import object_store_of
 
         return object_store_of(self.settings)
@@ -224,6 +231,7 @@ class WarehouseResource(SettingsResource):
         return self.settings.effective_warehouse_url
 
     def connect(self) -> Warehouse:
+        # the warehouse drivers and pyarrow: loaded only when a table loads
         from medallion_assets.io.warehouse import warehouse_from_url
 
         return warehouse_from_url(self.url())
@@ -234,7 +242,6 @@ class WarehouseResource(SettingsResource):
 
 
 def _limits(throttles: dict[str, dict[str, float | None]], system: str) -> Throttle:
-    from medallion_assets.catalog.models import Throttle
 
     return Throttle.model_validate(throttles.get(system, {}))
 
@@ -245,7 +252,6 @@ def _shared_throttle(
     """The system's throttle over the budgets every step and run share in the control store,
     at the rates in force: an operator's throttle and a reduce_parallelism cut, re-read every
     second."""
-    from medallion_assets.throttles.rate_budgets import shared_throttle
 
     store = control if control is not None else ControlPlane.of(settings).store()
     return shared_throttle(store, system, declared)

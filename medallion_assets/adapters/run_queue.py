@@ -24,6 +24,11 @@ from typing import TYPE_CHECKING, Any
 
 from dagster import Field, QueuedRunCoordinator, StringSource
 
+from medallion_assets.adapters.kill_switch import run_tables
+from medallion_assets.adapters.preemption import apply_claims
+from medallion_assets.adapters.priority import priority_tags
+from medallion_assets.catalog import load_catalog
+from medallion_assets.control_plane import ControlPlane
 from medallion_assets.profiles.priority import PROFILE_TAG
 
 if TYPE_CHECKING:
@@ -67,7 +72,6 @@ class PriorityRunCoordinator(QueuedRunCoordinator):
         return cls(config_value["project_root"], inst_data=inst_data, **queue)
 
     def submit_run(self, context: SubmitRunContext) -> DagsterRun:
-        from medallion_assets.adapters.preemption import apply_claims
 
         run = context.dagster_run
         try:
@@ -94,8 +98,6 @@ class PriorityRunCoordinator(QueuedRunCoordinator):
 
     def _project(self) -> tuple[Catalog, ControlPlane]:
         """The project's catalog and control plane, read once for each run queued."""
-        from medallion_assets.catalog import load_catalog
-        from medallion_assets.control_plane import ControlPlane
 
         return load_catalog(self.project_root), ControlPlane.from_env(os.environ, self.project_root)
 
@@ -103,8 +105,6 @@ class PriorityRunCoordinator(QueuedRunCoordinator):
         self, run: DagsterRun, catalog: Catalog, plane: ControlPlane
     ) -> dict[str, str]:
         """The tags of a request of the project for the run's tables (none: not its run)."""
-        from medallion_assets.adapters.kill_switch import run_tables
-        from medallion_assets.adapters.priority import priority_tags
 
         tables = sorted(t for t in run_tables(run, self._instance) if t in catalog.datasets)
         if not tables:

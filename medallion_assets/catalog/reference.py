@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import json
 import sys
 import textwrap
 import types
@@ -198,7 +199,6 @@ SCHEMAS = Path(__file__).resolve().parent / "schemas"  # shipped in the package
 def json_schemas() -> dict[str, str]:
     """File name -> the JSON Schema of each metadata file, for editors (a YAML file's first
     line ``# yaml-language-server: $schema=<path>`` makes VS Code complete and check it)."""
-    import json
 
     found = {}
     for stem, model in METADATA_FILES.items():

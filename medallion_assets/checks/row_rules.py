@@ -11,6 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
+from pyspark.errors import PySparkException
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+from pyspark.sql.types import _parse_datatype_string
+
 from medallion_assets.catalog.catalog import INGESTION_COLUMNS
 from medallion_assets.catalog.rules import (
     AcceptedValuesRule,
@@ -58,8 +63,6 @@ def evaluate(rule: Rule, frame: DataFrame, total: int, context: CheckContext) ->
 
 def _prepare(rule: Rule, frame: DataFrame) -> tuple[DataFrame, str]:
     """The frame pandera checks (a regex casts a non-string column), or why it cannot run."""
-    from pyspark.sql import functions as F
-    from pyspark.sql import types as T
 
     columns = rule.referenced_columns()
     missing = [c for c in columns if c not in frame.columns]
@@ -77,6 +80,7 @@ def _prepare(rule: Rule, frame: DataFrame) -> tuple[DataFrame, str]:
 
 
 def _pandera_schema(rule: Rule, frame: DataFrame) -> DataFrameSchema:
+    # pandera's Spark backend takes seconds to import: loaded only when rules run
     import pandera.pyspark as pa
 
     def column(name: str, **kw: Any) -> pa.Column:
@@ -112,7 +116,6 @@ def _pandera_schema(rule: Rule, frame: DataFrame) -> DataFrameSchema:
 
 def _any_null(columns: tuple[str, ...]) -> Column:
     """The predicate "a null in any of ``columns``": the not_null rule's failing rows."""
-    from pyspark.sql import functions as F
 
     condition = F.lit(False)
     for c in columns:
@@ -130,6 +133,7 @@ def _no_nulls_in(columns: tuple[str, ...]) -> Callable[[DataFrame], bool]:
 
 
 def _range_check(rule: RangeRule) -> Check:
+    # pandera's Spark backend takes seconds to import: loaded only when rules run
     import pandera.pyspark as pa
 
     if rule.min is not None and rule.max is not None:
@@ -159,7 +163,6 @@ def _pandera_errors(schema: DataFrameSchema, frame: DataFrame) -> list[str]:
 
 def _failing(rule: Rule, frame: DataFrame) -> tuple[DataFrame, dict[str, Any]]:
     """The failing rows with the same predicate pandera applied, and details for the result."""
-    from pyspark.sql import functions as F
 
     if isinstance(rule, NotNullRule):
         nulls = frame.select(
@@ -234,8 +237,6 @@ def expected_schema(context: CheckContext) -> dict[str, str | None]:
 def _spark_type(kind: str | None) -> DataType | None:
     """The Spark type of a declared type name; None (presence only) when not a Spark type,
     such as the lineage engine's "unknown"."""
-    from pyspark.errors import PySparkException
-    from pyspark.sql.types import _parse_datatype_string
 
     if not kind or kind == "unknown":
         return None
@@ -246,6 +247,7 @@ def _spark_type(kind: str | None) -> DataType | None:
 
 
 def _schema(rule: SchemaRule, frame: DataFrame, total: int, context: CheckContext) -> CheckResult:
+    # pandera's Spark backend takes seconds to import: loaded only when rules run
     import pandera.pyspark as pa
 
     expected = expected_schema(context)

@@ -7,7 +7,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from pyspark.sql import functions as F
+
 from medallion_assets.catalog.rules import (
+    SELF_PLACEHOLDER,
     FreshnessRule,
     QuarantineRateRule,
     ReconciliationRule,
@@ -40,7 +43,6 @@ def _bound(value: int | None) -> str:
 def freshness(
     rule: FreshnessRule, frame: DataFrame, total: int, context: CheckContext
 ) -> CheckResult:
-    from pyspark.sql import functions as F
 
     column = rule.timestamp_column
     if column not in frame.columns:
@@ -62,7 +64,6 @@ def freshness(
 def referential_integrity(
     rule: ReferentialIntegrityRule, frame: DataFrame, total: int, context: CheckContext
 ) -> CheckResult:
-    from pyspark.sql import functions as F
 
     if rule.to_table == context.dataset.name:
         parent = frame
@@ -93,7 +94,6 @@ def referential_integrity(
 def sql_assertion(
     rule: SqlAssertionRule, frame: DataFrame, total: int, context: CheckContext
 ) -> CheckResult:
-    from medallion_assets.catalog.rules import SELF_PLACEHOLDER
 
     checked = "medallion_checked__" + view_name(context.dataset.name)
     frame.createOrReplaceTempView(checked)
@@ -119,7 +119,6 @@ def sql_assertion(
 
 
 def quarantine_rate(rule: QuarantineRateRule, total: int, context: CheckContext) -> CheckResult:
-    from pyspark.sql import functions as F
 
     read = context.records_read if context.records_read is not None else total
     if context.quarantine is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import click
@@ -11,7 +12,7 @@ from medallion_assets.cli.audit_cmd import audit
 from medallion_assets.cli.backfill_cmd import backfill
 from medallion_assets.cli.build_cmd import build
 from medallion_assets.cli.catalog_cmd import catalog
-from medallion_assets.cli.common import does_not_load
+from medallion_assets.cli.common import does_not_load, mask_output
 from medallion_assets.cli.control_cmd import control
 from medallion_assets.cli.demo_cmd import demo_data
 from medallion_assets.cli.dev_cmd import dev
@@ -30,6 +31,7 @@ from medallion_assets.cli.simulate_cmd import simulate_cmd
 from medallion_assets.cli.table_cmd import table
 from medallion_assets.cli.throttle_cmd import throttle
 from medallion_assets.errors import ResourceError
+from medallion_assets.settings import MedallionSettings
 
 
 class MedallionGroup(click.Group):
@@ -51,10 +53,6 @@ class MedallionGroup(click.Group):
 @click.pass_context
 def cli(context: click.Context) -> None:
     """medallion: a metadata-driven medallion ETL on Dagster and Spark."""
-    import os
-
-    from medallion_assets.cli.common import mask_output
-    from medallion_assets.settings import MedallionSettings
 
     # The environment is read once per command, here; commands take these settings
     # (`cli.common.settings_for`), with their own --project for the derived defaults.

@@ -42,6 +42,7 @@ def backfill(selection: str, days: str, preview: bool, fmt: str, project: Path) 
     (tables x days, warehouse rows reloaded, exposures, simulated time), then, without
     --preview, one Dagster asset backfill on the project instance: `dagster dev` (its daemon)
     runs it a day per run and shows it under Backfills."""
+    # the control store (SQLAlchemy): loaded only by the commands that use it
     from medallion_assets.cli.control_cmd import open_plane
 
     catalog = load(project)
@@ -77,6 +78,7 @@ def backfill(selection: str, days: str, preview: bool, fmt: str, project: Path) 
         return
     click.echo(_text(found), nl=False)
     if backfill_id is not None:
+        # Dagster: loaded only by the commands that run it (`medallion --help` stays quick)
         from medallion_assets.adapters.instance import dagster_home
 
         click.echo(
@@ -87,6 +89,7 @@ def backfill(selection: str, days: str, preview: bool, fmt: str, project: Path) 
 
 
 def launch(catalog: Catalog, project: Path, selection: str, found: BackfillPreview) -> str:
+    # Dagster: loaded only by the commands that run it (`medallion --help` stays quick)
     from medallion_assets.adapters.backfill import launch_backfill
     from medallion_assets.profiles.priority import request_priority
 

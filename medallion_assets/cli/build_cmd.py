@@ -37,6 +37,7 @@ def build(table: str, partition: str | None, no_retry: bool, project: Path) -> N
     medallion build bronze.user_events --partition 2026-01-02
     medallion build silver.orders_usd --no-retry   # as an exported task runs it
     """
+    # Dagster: loaded only by the commands that run it (`medallion --help` stays quick)
     from medallion_assets.adapters.headless import build_table
     from medallion_assets.cli.run_cmd import blocked, failed, warnings, with_spark_log
     from medallion_assets.cli.run_cmd import table as summary_table

@@ -49,6 +49,7 @@ def export(project: Path) -> None:
     stages, sources, targets, validation_rules, control_flags, retry_policies,
     healing_actions, dataset_lineage, profiles, profile_settings, pipeline_profiles,
     throttles, dataset_recovery_paths), replacing the previous export in one transaction."""
+    # the control store (SQLAlchemy): loaded only by the commands that use it
     from medallion_assets.control_plane import ControlPlane
     from medallion_assets.export.rows import export_rows
 

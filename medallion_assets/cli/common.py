@@ -4,8 +4,10 @@ that never shows a password."""
 from __future__ import annotations
 
 import functools
+import getpass
 import logging
 import os
+import socket
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -143,7 +145,5 @@ def log_python_to(path: Path, secrets: Iterable[str]) -> None:
 
 def operator(changed_by: str | None) -> str:
     """Who a change is recorded as: ``--by``, else ``user@host`` of the shell running it."""
-    import getpass
-    import socket
 
     return changed_by or f"{getpass.getuser()}@{socket.gethostname()}"

@@ -15,6 +15,8 @@ from medallion_assets.cli.common import fail, load, operator, project_option, se
 from medallion_assets.control.store import iso_utc
 from medallion_assets.kill_switch.switch import parse_entity, table_entities
 from medallion_assets.profiles.overrides import ProfileOverrides
+from medallion_assets.recovery.paths import RecoveryGraph
+from medallion_assets.recovery.reroute import routes
 from medallion_assets.throttles.rate_budgets import RateBudgets
 
 if TYPE_CHECKING:
@@ -29,6 +31,7 @@ format_option = click.option(
 def open_plane(project: Path) -> ControlPlane:
     """The project's control plane with its store opened (a store that cannot be used is one
     line and exit 2, from the ``medallion`` group)."""
+    # the control store (SQLAlchemy): loaded only by the commands that use it
     from medallion_assets.control_plane import ControlPlane
 
     plane = ControlPlane.of(settings_for(project))
@@ -214,7 +217,6 @@ def route(
 ) -> None:
     """List DATASET's routes (primary, source replicas, alternate producers) and the one in
     force; with ROUTE, read DATASET along it from the next step on ("primary" goes back)."""
-    from medallion_assets.recovery.reroute import routes
 
     catalog = load(project)
     if dataset not in catalog.datasets:
@@ -243,7 +245,6 @@ def route(
 
 
 def _node(catalog: Catalog, text: str, tables: bool = True) -> str:
-    from medallion_assets.recovery.paths import RecoveryGraph
 
     try:
         node = RecoveryGraph.of(catalog).parse_node(text)
@@ -266,6 +267,7 @@ def _recover(
     apply: bool,
 ) -> None:
     """Plan (and with ``apply`` set) the routes around what is down; say what moved."""
+    # the control store (SQLAlchemy): loaded only by the commands that use it
     from medallion_assets.recovery.recover import recover
 
     plan = recover(catalog, plane.store(), also_down, reason=reason, changed_by=who, apply=apply)
@@ -287,6 +289,7 @@ def _recover(
 def down(node: str, reason: str, changed_by: str | None, project: Path) -> None:
     """Mark NODE (source:NAME, replica:NAME or system:NAME) down, and route every table around
     it along its cheapest available path (audited with the path taken)."""
+    # the control store (SQLAlchemy): loaded only by the commands that use it
     from medallion_assets.recovery.recover import DownNodes
 
     catalog = load(project)
@@ -306,6 +309,7 @@ def down(node: str, reason: str, changed_by: str | None, project: Path) -> None:
 def up(node: str, reason: str, changed_by: str | None, project: Path) -> None:
     """Mark NODE up again: the tables recovery routed around it go back to their primary where
     nothing else on it is down."""
+    # the control store (SQLAlchemy): loaded only by the commands that use it
     from medallion_assets.recovery.recover import DownNodes
 
     catalog = load(project)

@@ -114,6 +114,7 @@ def partitions_start(catalog: Catalog) -> date:
 
 def object_store(target: str | None, project: Path) -> tuple[ObjectStore, str]:
     """(store, where it writes) for ``--target``."""
+    # the warehouse drivers and pyarrow: loaded only when a table loads
     from medallion_assets.io.object_store import LocalFolderObjectStore
     from medallion_assets.io.s3_store import Boto3ObjectStore, object_store_of
 

@@ -81,6 +81,7 @@ def instance_home(project: Path, profiles: ProfilesFile | None) -> Path:
     """The instance folder of ``medallion run`` (``$DAGSTER_HOME``, else the project's own),
     its dagster.yaml written as ``medallion run`` writes it: telemetry off, run monitoring on,
     the profiles' run limits (an operator's own dagster.yaml is left as it is)."""
+    # Dagster: loaded only by the commands that run it (`medallion --help` stays quick)
     from medallion_assets.adapters.instance import dagster_home, project_instance
 
     # The same function `medallion run` opens it with: one dagster.yaml for both, and the

@@ -43,6 +43,7 @@ def export(
     medallion export prefect --out flows/
     medallion export kestra --out kestra/ --medallion /opt/medallion/bin/medallion
     """
+    # the exporters: loaded only by `medallion export`
     from medallion_assets.export.orchestrators import generate
 
     catalog = load(project)

@@ -77,6 +77,7 @@ def _impact_text(report: ImpactReport) -> str:
 
 
 def _blocked_outputs(project: Path, table: str) -> list[BlockedOutput]:
+    # Spark and the lake: loaded only by the commands that use them
     from medallion_assets.checks.validation import blocked_outputs
     from medallion_assets.control_plane import ControlPlane
     from medallion_assets.lake import Lake

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -210,8 +211,8 @@ def export(fmt: str, out: Path | None, send: bool, project: Path) -> None:
     medallion lineage export --format openlineage --out lineage.ndjson
     OPENLINEAGE_URL=http://marquez:5000 medallion lineage export --send --out /dev/null
     """
-    import os
 
+    # the OpenLineage client: loaded only when OpenLineage is on
     from openlineage.client.serde import Serde
 
     from medallion_assets.cli.common import settings_for

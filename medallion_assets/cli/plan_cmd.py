@@ -105,6 +105,7 @@ def _profile(
                 f"{', '.join(sorted(profiles.profiles))}"
             )
         return EffectiveProfile(pipeline or ALL, name, OPTION)
+    # the control store (SQLAlchemy): loaded only by the commands that use it
     from medallion_assets.cli.control_cmd import open_plane
 
     overrides = ProfileOverrides(open_plane(project).store()).names()

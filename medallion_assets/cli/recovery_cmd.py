@@ -52,6 +52,7 @@ def recovery_paths(
         fail(str(error))
     now: dict[str, str] = {}
     if not what_if:
+        # the control store (SQLAlchemy): loaded only by the commands that use it
         from medallion_assets.cli.control_cmd import open_plane
         from medallion_assets.recovery.recover import down_now
 

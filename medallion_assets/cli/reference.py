@@ -16,6 +16,9 @@ from pathlib import Path
 
 import click
 
+from medallion_assets.cli import cli
+from medallion_assets.cli.settings_cmd import markdown_table
+
 HEADER = (
     "# `medallion` command reference\n\n"
     "Every command and option, as `medallion COMMAND --help` prints it. Generated from the "
@@ -31,7 +34,6 @@ SETTINGS_HEADER = (
 
 
 def cli_reference() -> str:
-    from medallion_assets.cli import cli
 
     parts = [HEADER]
     # The group's own context settings (its -h), as the installed command has them.
@@ -44,7 +46,6 @@ def cli_reference() -> str:
 
 
 def settings_reference() -> str:
-    from medallion_assets.cli.settings_cmd import markdown_table
 
     return SETTINGS_HEADER + markdown_table()
 

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import sys
+import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
-from medallion_assets.catalog import CatalogError
+from medallion_assets.catalog import CatalogError, load_catalog
 from medallion_assets.cli.common import (
     does_not_load,
     log_python_to,
@@ -53,6 +55,7 @@ def run(project: Path, allow_blocked: bool, wait_seconds: float, max_workers: in
     go to the Dagster instance of $DAGSTER_HOME, else to <project>/.medallion/dagster, so
     `dagster dev` with that DAGSTER_HOME shows them.
     """
+    # Spark and the lake: loaded only by the commands that use them
     from medallion_assets.lake import Lake
     from medallion_assets.runtime.spark_session import spark_jars
 
@@ -78,6 +81,7 @@ def run(project: Path, allow_blocked: bool, wait_seconds: float, max_workers: in
 
 def _run(project: Path, settings: MedallionSettings, wait_seconds: float) -> RunSummary:
     """Run the project under its run lock, the Spark driver starting meanwhile."""
+    # Spark and the lake: loaded only by the commands that use them
     from medallion_assets.catalog import load_catalog
     from medallion_assets.runtime.run_lock import RunInProgress, one_run_at_a_time
     from medallion_assets.runtime.spark_session import SparkWarmUp, pool_weights
@@ -90,6 +94,7 @@ def _run(project: Path, settings: MedallionSettings, wait_seconds: float) -> Run
             # instance loaded: its start-up is off the run's critical path.
             warm_up = SparkWarmUp(settings, pool_weights(catalog.profiles), say=click.echo)
             try:
+                # Dagster: loaded only by the commands that run it (`medallion --help` stays quick)
                 from medallion_assets.adapters.headless import run_project
 
                 summary = run_project(
@@ -116,6 +121,7 @@ def reachable(settings: MedallionSettings, catalog: Catalog) -> None:
     that loads tables into it) the warehouse cannot be reached: every step would otherwise
     fail, each after its retries. The control store was reached for the run lock, and S3 is
     said when the first source is listed."""
+    # the warehouse drivers and pyarrow: loaded only when a table loads
     from medallion_assets.credentials import mask_credentials
     from medallion_assets.errors import ResourceError
     from medallion_assets.io.warehouse import warehouse_from_url
@@ -183,7 +189,6 @@ def _report(project: Path, summary: RunSummary, allow_blocked: bool) -> None:
 
 
 def _open_the_ui(project: Path) -> None:
-    import shlex
 
     root = Path(project).resolve()
     # `medallion dev` opens the same Dagster instance this run was recorded in, on any project.
@@ -197,6 +202,7 @@ def _open_the_ui(project: Path) -> None:
 
 def table(summary: RunSummary) -> str:
     """One row per table and partition, then the totals."""
+    # Dagster: loaded only by the commands that run it (`medallion --help` stays quick)
     from medallion_assets.adapters.run_summary import counts
 
     rows = sorted(summary.results, key=lambda r: (r.table, r.partition or ""))
@@ -229,7 +235,6 @@ def blocked(project: Path, summary: RunSummary) -> str:
     held = summary.having("blocked")
     if not held:
         return ""
-    from medallion_assets.catalog import load_catalog
 
     catalog = load_catalog(project)
     lines = ["BLOCKED: failing blocking checks kept these tables from publishing"]
@@ -288,7 +293,6 @@ def wrapped(label: str, message: str, table: str, width: int = 100) -> str:
         gold.t: a long reason gold.t: a long
         reason
     """
-    import textwrap
 
     text = f"{label}: {message.removeprefix(table + ': ')}"
     return textwrap.fill(text, width, initial_indent="  ", subsequent_indent="    ")

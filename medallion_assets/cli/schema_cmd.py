@@ -40,6 +40,7 @@ def schema(
     """SOURCE's declared columns and the ones evolve_schema added (when, by which run, from
     which files); with --revert, remove evolved columns: the source's bronze tables are rebuilt
     without them on their next run."""
+    # the control store (SQLAlchemy): loaded only by the commands that use it
     from medallion_assets.runtime.schema_drift import read_evolved
 
     catalog = load(project)
@@ -68,6 +69,7 @@ def _revert(
     changed_by: str | None,
 ) -> None:
     """Remove the evolved columns; the control store audits it in the same transaction."""
+    # the control store (SQLAlchemy): loaded only by the commands that use it
     from medallion_assets.runtime.schema_drift import read_evolved, revert
 
     if not reason:

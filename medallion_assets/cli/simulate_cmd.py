@@ -56,6 +56,7 @@ def simulate_cmd(
 
     Durations come from the project instance's past runs (the median of each table's step),
     else an estimate from the rows of its current version."""
+    # the control store (SQLAlchemy): loaded only by the commands that use it
     from medallion_assets.cli.control_cmd import open_plane
     from medallion_assets.profiles.overrides import ProfileOverrides
 
@@ -144,6 +145,7 @@ class PastDurations:
 def durations_for(catalog: Catalog, project: Path, lake: Lake) -> PastDurations:
     """Each table's seconds of one build from ready to built (past runs' median step plus
     their median launch gap, else the estimate), and a run's start-up."""
+    # Dagster: loaded only by the commands that run it (`medallion --help` stays quick)
     from medallion_assets.adapters.history import lineage_inputs, step_history
     from medallion_assets.adapters.instance import dagster_home
 

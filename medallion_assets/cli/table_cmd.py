@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from medallion_assets.cli.common import fail, load, operator, project_option, settings_for
+from medallion_assets.cli.run_cmd import with_spark_log
 
 
 @click.group("table")
@@ -24,6 +25,7 @@ def table() -> None:
 def history(name: str, as_json: bool, project: Path) -> None:
     """The snapshots of NAME's main branch, newest first: when, operation, the table's rows
     after it, the run and the code version that wrote it, the day it wrote."""
+    # Spark and the lake: loaded only by the commands that use them
     from medallion_assets.lake import Lake
 
     _known(project, name)
@@ -64,6 +66,7 @@ def rollback(
 ) -> None:
     """Make NAME (its day PARTITION) what it was at a snapshot: readers and the next run see
     that version as current; a later change of its code or inputs rebuilds it as usual."""
+    # the control store (SQLAlchemy): loaded only by the commands that use it
     from medallion_assets.control_plane import ControlPlane
     from medallion_assets.lake import Lake
     from medallion_assets.runtime.spark_session import spark_jars, spark_session
@@ -75,7 +78,6 @@ def rollback(
     if not lake.history(name):
         fail(f"{name} has no published version in the lake yet: nothing to roll back")
     spark_jars(settings)
-    from medallion_assets.cli.run_cmd import with_spark_log
 
     spark = spark_session(with_spark_log(settings))
     before = lake.current(name, partition)

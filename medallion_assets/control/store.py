@@ -43,10 +43,12 @@ from sqlalchemy import delete, false, insert, select, text
 from sqlalchemy.dialects import postgresql, sqlite
 
 from medallion_assets.control import schema
+from medallion_assets.control.check_results import CheckLedger
 from medallion_assets.control.engine import ControlStoreError, StoreConnection
 from medallion_assets.control.migrations import LATEST, MIGRATIONS, current_version
 from medallion_assets.control.migrations import migrate_to_latest as _migrate_to_latest
 from medallion_assets.control.records import AuditEntry, iso_utc, utc_now
+from medallion_assets.control.state import RuntimeState
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection, Insert, Table
@@ -109,14 +111,12 @@ class ControlStore(StoreConnection):
     def state(self) -> RuntimeState:
         """The steps' runtime state in this store: throttle cuts, evolved columns, ingest
         manifests, warehouse loads."""
-        from medallion_assets.control.state import RuntimeState
 
         return RuntimeState(self)
 
     @functools.cached_property
     def checks(self) -> CheckLedger:
         """The check results of published and rejected lake outputs."""
-        from medallion_assets.control.check_results import CheckLedger
 
         return CheckLedger(self)
 

@@ -223,6 +223,7 @@ def arrow_type(spark_type: str) -> pa.DataType:
 
 
 def arrow_schema(columns: Sequence[Column]) -> pa.Schema:
+    # pyiceberg and pyarrow: loaded only when the lake is read without Spark
     import pyarrow as pa
 
     return pa.schema([pa.field(c.name, arrow_type(c.type), c.nullable) for c in columns])
@@ -328,6 +329,7 @@ def _break_csv_row(row: list[str], columns: Sequence[Column], rng: random.Random
 
 def _parquet(columns: Sequence[Column], records: Sequence[dict[str, Any]]) -> bytes:
     schema = arrow_schema(columns)
+    # pyiceberg and pyarrow: loaded only when the lake is read without Spark
     import pyarrow as pa
     import pyarrow.parquet as pq
 

@@ -20,6 +20,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from medallion_assets.settings import MedallionSettings
+
 log = logging.getLogger(__name__)
 
 TIMEOUT_VAR = "MEDALLION_OPENLINEAGE_TIMEOUT"
@@ -52,7 +54,6 @@ def configured(env: Mapping[str, str] | None = None, cwd: Path | None = None) ->
 
 def timeout_s(env: Mapping[str, str] | None = None) -> float:
     """``MEDALLION_OPENLINEAGE_TIMEOUT`` (``settings.py``; a bad value is an error naming it)."""
-    from medallion_assets.settings import MedallionSettings
 
     return MedallionSettings.from_env(
         os.environ if env is None else env
@@ -76,6 +77,7 @@ class LineageEmitter:
     def client(self) -> Any:
         with self._lock:
             if self._client is None:
+                # the OpenLineage client: loaded only when OpenLineage is on
                 from openlineage.client import OpenLineageClient
 
                 self._client = OpenLineageClient()

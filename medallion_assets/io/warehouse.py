@@ -137,6 +137,7 @@ class DuckDBWarehouse(_SqlWarehouse):
         self.path = str(path)
 
     def _open(self) -> LoadSession:
+        # the driver of the database in use, loaded only when it is used
         import duckdb
 
         if self.path != ":memory:":
@@ -160,6 +161,7 @@ class PostgresWarehouse(_SqlWarehouse):
         self._dsn = dsn
 
     def _open(self) -> LoadSession:
+        # the driver of the database in use, loaded only when it is used
         import psycopg
 
         try:
@@ -212,6 +214,7 @@ class RedshiftWarehouse(_SqlWarehouse):
         connection = self._connection
         if connection is None:
             try:
+                # the driver of the database in use, loaded only when it is used
                 import redshift_connector
             except ImportError:
                 raise ImportError(
@@ -238,6 +241,7 @@ _SECRET = re.compile(r"password|secret|token|key", re.IGNORECASE)
 
 
 def _boto3_put() -> Put:
+    # boto3: loaded only when an S3 client is made
     import boto3
 
     client = boto3.client("s3")

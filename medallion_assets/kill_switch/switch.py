@@ -13,6 +13,7 @@ pipeline (``disabled_tables(..., pipelines=...)``). Pure: plain data in, plain d
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -150,7 +151,6 @@ def parse_entity(catalog: Catalog, text: str) -> tuple[str, str]:
 def unknown_name(kind: str, name: str, known: Sequence[str]) -> ValueError:
     """The error for a ``kind`` named ``name`` the project does not have: the closest names,
     else every one it has."""
-    import difflib
 
     close = difflib.get_close_matches(name, known, n=3)
     hint = f"did you mean {', '.join(close)}?" if close else f"known: {', '.join(known)}"

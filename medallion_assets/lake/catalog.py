@@ -30,7 +30,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
-from urllib.parse import unquote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 from medallion_assets.errors import ResourceError
 from medallion_assets.settings import EMBEDDED_CATALOG, MedallionSettings
@@ -211,7 +211,6 @@ def _refused(catalog: str, why: str) -> LakeCatalogError:
 def _sqlalchemy_url(lake: LakeCatalog) -> str:
     if lake.sqlite_file is not None:
         return f"sqlite:///{lake.sqlite_file}"
-    from urllib.parse import quote
 
     credentials = quote(lake.user, safe="")
     if lake.password:

@@ -204,6 +204,7 @@ class Lake(LakeReads):
     ) -> tables.Staged:
         """The staged write of one day, once it changed only that day: rows of other days
         would replace (or add to) those days' data, so they stop the write."""
+        # pyspark: loaded only where Spark runs (the CLI reads the lake without it)
         from pyspark.sql import functions as F
 
         day = staged.partition
@@ -332,6 +333,7 @@ class Lake(LakeReads):
             built_by.run_id if built_by else "",
             {"rolled_back_to": str(snapshot_id)},
         )
+        # pyspark: loaded only where Spark runs (the CLI reads the lake without it)
         from pyspark.sql import functions as F
 
         rows = self.read_snapshot(spark, table, snapshot_id).where(
@@ -356,6 +358,7 @@ class Lake(LakeReads):
 
 def _storable(frame: DataFrame) -> DataFrame:
     """Iceberg has no type for a column that is NULL by construction: store it as a string."""
+    # pyspark: loaded only where Spark runs (the CLI reads the lake without it)
     from pyspark.sql import functions as F
     from pyspark.sql.types import NullType
 

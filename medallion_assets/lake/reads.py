@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from functools import reduce
 from typing import TYPE_CHECKING, Any
 
 from medallion_assets.lake import snapshots, tables
@@ -38,8 +39,8 @@ class LakeReads:
 
     def read(self, spark: SparkSession, found: list[Version]) -> DataFrame:
         """The data of published versions: each at its snapshot (a day's: only its rows)."""
-        from functools import reduce
 
+        # pyspark: loaded only where Spark runs (the CLI reads the lake without it)
         from pyspark.sql import functions as F
 
         if not found:
@@ -66,6 +67,7 @@ class LakeReads:
 
     def read_arrow(self, found: list[Version]) -> pa.Table:
         """The data of published versions as one Arrow table, read without a JVM."""
+        # pyiceberg and pyarrow: loaded only when the lake is read without Spark
         import pyarrow as pa
         from pyiceberg.expressions import EqualTo
 
@@ -108,6 +110,7 @@ class LakeReads:
     def footprint(self, found: list[Version]) -> Footprint:
         """The data files published versions read, their bytes, and the columns (from the
         catalog's metadata, no data read)."""
+        # pyiceberg and pyarrow: loaded only when the lake is read without Spark
         from pyiceberg.expressions import AlwaysTrue, EqualTo
 
         files, size, paths = 0, 0, []

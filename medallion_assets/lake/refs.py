@@ -87,6 +87,7 @@ class Refs:
         self._commit(table, point)
 
     def _commit(self, table: str, change: Any, only_if: str | None = None) -> None:
+        # pyiceberg and pyarrow: loaded only when the lake is read without Spark
         from pyiceberg.exceptions import CommitFailedException
 
         for attempt in range(COMMIT_ATTEMPTS):

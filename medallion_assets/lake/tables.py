@@ -102,6 +102,7 @@ def ensure_table(
     for operation in ("merge", "update", "delete"):
         writer = writer.tableProperty(f"write.{operation}.mode", "merge-on-read")
     if partition_column is not None:
+        # pyspark: loaded only where Spark runs (the CLI reads the lake without it)
         from pyspark.sql import functions as F
 
         writer = writer.partitionedBy(F.col(f"`{partition_column}`"))
@@ -146,6 +147,7 @@ def stage(
         if mode == "append":
             writer.append()
         elif partition_column is None:
+            # pyspark: loaded only where Spark runs (the CLI reads the lake without it)
             from pyspark.sql import functions as F
 
             writer.overwrite(F.lit(True))  # every row goes, even when the write has none
@@ -214,6 +216,7 @@ def evolve(spark: SparkSession, table: str, frame: DataFrame, whole: bool = Fals
     see the new schema from here on, before the write is published (a schema change is not
     staged on a branch in Iceberg). Not ``write.spark.accept-any-schema``: with it
     Spark leaves MERGE to Iceberg's SQL extensions, which this session does without."""
+    # pyspark: loaded only where Spark runs (the CLI reads the lake without it)
     from pyspark.sql import functions as F
 
     current = spark.table(identifier(table)).schema
@@ -273,6 +276,7 @@ def read_staged(spark: SparkSession, staged: Staged) -> DataFrame:
         identifier(staged.table)
     )
     if staged.partition is not None and staged.partition_column is not None:
+        # pyspark: loaded only where Spark runs (the CLI reads the lake without it)
         from pyspark.sql import functions as F
 
         frame = frame.where(F.col(f"`{staged.partition_column}`") == F.lit(staged.partition))

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from medallion_assets.credentials import mask_credentials
 from medallion_assets.lake.catalog import SPARK_CATALOG, LakeCatalog, LakeCatalogError
 from medallion_assets.lake.tables import DAY_TAG, SUMMARY_PREFIX, day_tag, snapshot_rows
 
@@ -70,6 +71,7 @@ class HistoryEntry:
 def open_catalog(lake: LakeCatalog) -> Catalog:
     """The lake's catalog for pyiceberg, under the name Spark uses for it; a catalog that
     cannot be reached is a ``LakeCatalogError`` naming it (without its password)."""
+    # pyiceberg and pyarrow: loaded only when the lake is read without Spark
     from pyiceberg.catalog import load_catalog
 
     try:
@@ -90,6 +92,7 @@ def _no_tables_yet(error: BaseException) -> bool:
 
 def load(catalog: Catalog, table: str) -> Table | None:
     """The table, or None when the lake has none of that name."""
+    # pyiceberg and pyarrow: loaded only when the lake is read without Spark
     from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
 
     try:
@@ -103,7 +106,6 @@ def load(catalog: Catalog, table: str) -> Table | None:
 
 
 def _unreachable(where: str, error: BaseException) -> LakeCatalogError:
-    from medallion_assets.credentials import mask_credentials
 
     text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
     text = text.split(") ", 1)[-1] if text.startswith("(") else text  # SQLAlchemy's "(driver)"
@@ -253,6 +255,7 @@ def versioned(loaded: Table, snapshot: Snapshot | None) -> Snapshot | None:
 
 
 def ancestors(loaded: Table, head: Snapshot | None) -> Iterable[Snapshot]:
+    # pyiceberg and pyarrow: loaded only when the lake is read without Spark
     from pyiceberg.table.snapshots import ancestors_of
 
     if head is None:

@@ -41,6 +41,7 @@ _DIALECT_ALIASES = {"ansi": "", "generic": "", "sparksql": "spark"}
 
 
 def known_dialects() -> list[str]:
+    # sqlglot's dialect table: loaded only when the dialects are listed
     from sqlglot.dialects.dialect import Dialects
 
     return sorted({d.value for d in Dialects if d.value} | set(_DIALECT_ALIASES))

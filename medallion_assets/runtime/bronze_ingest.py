@@ -19,6 +19,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from pyspark.sql import functions as F
+
 from medallion_assets.catalog.sources import Source
 from medallion_assets.control.store import iso_utc
 from medallion_assets.faults import crash_point
@@ -293,8 +295,6 @@ def _publish(
         table, elsewhere = other_days(table, partitions.column, run.partition)
         quarantine = quarantine.unionByName(elsewhere)
     if run.partition is not None:  # a daily source's quarantine is kept by day too
-        from pyspark.sql import functions as F
-
         quarantine = quarantine.withColumn(QUARANTINE_DAY, F.lit(run.partition))
     quarantine = quarantine.cache()
     q_staged = stage_output(
@@ -330,7 +330,6 @@ def other_days(table: DataFrame, column: str, day: str) -> tuple[DataFrame, Data
     day's folder (a late or early event) would change a day this ingest does not own, and be
     loaded twice into the warehouse (each day's reload replaces only its own day). It is kept
     in the quarantine with the reason, and its own day is not touched."""
-    from pyspark.sql import functions as F
 
     value = F.col(f"`{column}`")
     own = value.isNotNull() & (value.cast("string") == F.lit(day))
@@ -359,7 +358,6 @@ def report_quarantine(run: TableRun, quarantine: DataFrame, count: int) -> str |
     types, never values); the warning, audited once the batch is published."""
     if not count:
         return None
-    from pyspark.sql import functions as F
 
     by_reason = quarantine.groupBy(REASON).count().orderBy(F.desc("count")).collect()
     said = "; ".join(f"{row['count']} {row[REASON]}" for row in by_reason[:5])

@@ -163,6 +163,7 @@ class AdvisoryLocks:
     def hold(
         self, name: str, holder: Holder, wait_seconds: float, on_wait: OnWait = lambda _h: None
     ) -> Iterator[bool]:
+        # the driver of the database in use, loaded only when it is used
         import psycopg
 
         key = lock_key(name)

@@ -119,6 +119,7 @@ _COMPRESSED = (
 def _parquet_columns(data: bytes) -> tuple[str | None, list[str] | None, list[str] | None]:
     """(why it is not Parquet or None, its top-level columns, those whose every value is NULL
     by the row groups' statistics: a column without statistics is not named)."""
+    # pyiceberg and pyarrow: loaded only when the lake is read without Spark
     import pyarrow as pa
     import pyarrow.parquet as pq
 

@@ -21,6 +21,10 @@ from dataclasses import dataclass
 from functools import reduce
 from typing import TYPE_CHECKING, Any
 
+from pyspark import cloudpickle
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
 from medallion_assets.catalog.base import java_charset
 from medallion_assets.catalog.sources import FLOATING_TYPES, Source
 from medallion_assets.runtime import raw_files
@@ -64,8 +68,6 @@ def inspect_objects(
     paths = [p for p in sizes if p not in found]
     if not paths:
         return found
-    from pyspark.sql import functions as F
-    from pyspark.sql import types as T
 
     _ship_by_value()
     check = raw_files.inspect
@@ -104,7 +106,6 @@ def read_objects(
     """(good rows with the ingestion columns, malformed records, records read). Columns are the
     declared ones plus those evolve_schema added; CSV files are read by their header's names,
     so a column added in the middle of a file does not shift the others."""
-    from pyspark.sql import functions as F
 
     columns = [(c.name, c.type) for c in source.columns] + list(evolved)
     ingestion = "_source_file string, _ingested_at timestamp, _batch_id string"
@@ -173,7 +174,6 @@ def decimal_type(kind: str) -> tuple[int, int] | None:
 
 def _typed(name: str, kind: str) -> Column:
     """A decimal column read as text, as its declared type (rounded to its scale)."""
-    from pyspark.sql import functions as F
 
     return F.trim(F.col(_quoted(name))).try_cast(kind).alias(name)
 
@@ -185,7 +185,6 @@ def _reason(source: Source, columns: Sequence[tuple[str, str]]) -> Column:
     decimal type (too many digits, or more decimal places unless the source rounds), or a
     double is NaN or infinite where the column does not allow it. Reasons name columns and
     types, never values (they are warned on the console)."""
-    from pyspark.sql import functions as F
 
     declared = {c.name: c for c in source.columns}
     checks: list[tuple[Column, str]] = []
@@ -241,7 +240,6 @@ def _reason(source: Source, columns: Sequence[tuple[str, str]]) -> Column:
 def _file_of_row() -> Column:
     """The file a row was read from, as ``reported`` names it: Spark's ``_metadata.file_path``
     is URL-encoded (``a%20b``), and a literal ``+`` stays as it is."""
-    from pyspark.sql import functions as F
 
     encoded = F.regexp_replace(F.col("_metadata.file_path"), r"\+", "%2B")
     return F.url_decode(encoded).alias("_path")
@@ -255,7 +253,6 @@ def _read_csv(
 ) -> DataFrame:
     """Each group of files sharing a header read with a schema in that header's order, then
     lined up by column name (a column a file lacks is null)."""
-    from pyspark.sql import functions as F
 
     types = dict(columns)
     declared = tuple(n for n, _ in columns)
@@ -289,8 +286,6 @@ def _read_decoded_json(
 ) -> DataFrame:
     """JSON lines in an encoding Spark's JSON reader cannot split by line (UTF-16 ...): the
     executors decode each object (already checked to decode) and Spark parses each line."""
-    from pyspark.sql import functions as F
-    from pyspark.sql import types as T
 
     encoding = source.encoding
 
@@ -312,7 +307,6 @@ def _read_decoded_json(
 def _ship_by_value() -> None:
     """Executors unpickle ``raw_files.inspect`` without this package installed: the module's
     functions travel with the job (they need only the standard library and pyarrow)."""
-    from pyspark import cloudpickle
 
     cloudpickle.register_pickle_by_value(raw_files)  # type: ignore[no-untyped-call]
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import sys
 import threading
 import time
@@ -17,7 +18,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from xml.sax.saxutils import escape
 
+from pyspark import SparkContext
+from pyspark.logger import PySparkLogger
+from pyspark.sql import SparkSession
+
 from medallion_assets.credentials import MaskedFileHandler, mask_credentials
+from medallion_assets.jvm.jars import jar_folder
 from medallion_assets.lake.catalog import LakeCatalog
 
 log = logging.getLogger(__name__)
@@ -49,7 +55,6 @@ def spark_session(
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.appName(APP_NAME)
     if settings.spark_remote:
@@ -99,7 +104,6 @@ QUERY_CONTEXT_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
 
 def query_context_logs_to(path: Path | None, secrets: frozenset[str] = frozenset()) -> None:
     """Send PySpark's query-context records to ``path`` (Spark's log, masked), or nowhere."""
-    from pyspark.logger import PySparkLogger
 
     for name in QUERY_CONTEXT_LOGGERS:
         logger = PySparkLogger.getLogger(name)
@@ -127,7 +131,6 @@ def _ended(code: int) -> str:
     >>> _ended(-9), _ended(137), _ended(1)
     ('was killed (SIGKILL)', 'was killed (SIGKILL)', 'exited with code 1')
     """
-    import signal
 
     number = -code if code < 0 else code - 128 if code > 128 else None
     if number is not None and number in signal.Signals._value2member_map_:
@@ -144,7 +147,6 @@ def driver_watch(on_exit: Callable[[str], None], every: float = 0.5) -> Iterator
     done = threading.Event()
 
     def watch() -> None:
-        from pyspark import SparkContext
 
         while not done.wait(every):
             gateway = getattr(SparkContext, "_gateway", None)
@@ -169,7 +171,6 @@ def spark_jars(settings: MedallionSettings) -> tuple[Path, ...]:
     the command that fetches it) when the folder is incomplete."""
     if settings.spark_remote:
         return ()
-    from medallion_assets.jvm.jars import jar_folder
 
     return jar_folder(settings.jars_folder).jars
 
@@ -217,7 +218,6 @@ def _console_to(path: str | None) -> Iterator[None]:
     it is launched, so pointing it at the file just for the launch keeps every later JVM line
     there, while Python's own stderr is restored at once. Nothing to do when a session (and so
     the JVM) already exists or no path is given."""
-    from pyspark import SparkContext
 
     if path is None or SparkContext._active_spark_context is not None:
         yield
@@ -249,8 +249,6 @@ def step_session(
     Connect server, so steps on parallel threads never see each other's names. Spark jobs the
     calling thread starts go to the FAIR scheduler pool ``pool`` and carry ``job_tag``."""
     if settings.spark_remote:
-        from pyspark.sql import SparkSession
-
         session: SparkSession = SparkSession.builder.remote(settings.spark_remote).create()
     else:
         session = base.newSession()
@@ -318,7 +316,6 @@ def cancel_run_jobs(run_id: str) -> None:
     """Cancel the run's running Spark jobs (those its steps tagged, ``run_job_tag``: a run
     beside it in the process goes on; a classic session; a Spark Connect client's steps end at
     their next call instead)."""
-    from pyspark import SparkContext  # Spark stays out of imports of this module
 
     context = SparkContext._active_spark_context
     # A context still starting (a step opened the session just now) has no JVM side yet, and

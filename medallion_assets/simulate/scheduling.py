@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING
 from medallion_assets.catalog.operations import ProfileSettings
 from medallion_assets.lineage.dag import DAG
 from medallion_assets.lineage.graph import CRITICALITY_RANK
+from medallion_assets.simulate.schedule import simulate
 
 if TYPE_CHECKING:
     from medallion_assets.catalog.catalog import Catalog
@@ -188,7 +189,6 @@ class SchedulingPolicy:
     def simulate(self, selected: Collection[str], max_workers: int) -> Schedule:
         """The run of ``selected`` with ``max_workers`` workers, every step one tick long:
         the start order, per-system concurrency over time, what waited and what was skipped."""
-        from medallion_assets.simulate.schedule import simulate
 
         return simulate(self, selected, max_workers)
 
