@@ -267,3 +267,12 @@ def test_each_import_inside_a_function_says_why():
                 function = isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef)
                 stack.append((child, in_function or function))
     assert silent == []
+
+
+def test_the_test_folders_mirror_the_package_folders():
+    """tests/<folder>/ holds the tests of medallion_assets/<folder>/ (e2e: the whole product);
+    a top-level module's tests are tests/test_<module>.py."""
+    tests = Path(__file__).resolve().parent
+    folders = {p.name for p in tests.iterdir() if p.is_dir() and list(p.glob("test_*.py"))}
+    packages = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()}
+    assert folders - packages == {"e2e"}

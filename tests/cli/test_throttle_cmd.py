@@ -16,7 +16,7 @@ from medallion_assets.catalog import load_catalog
 from medallion_assets.control_plane import ControlPlane
 from medallion_assets.throttles.rate_budgets import RateBudgets, shared_throttle
 from tests.cli.conftest import medallion
-from tests.runtime.row_consumer import RowConsumer
+from tests.throttles.row_consumer import RowConsumer
 
 
 @pytest.mark.slow

@@ -16,7 +16,7 @@ import pytest
 from medallion_assets.catalog.models import Throttle
 from medallion_assets.control.store import ControlStore
 from medallion_assets.throttles.rate_budgets import RateBudgets, shared_throttle
-from tests.runtime.row_consumer import RowConsumer
+from tests.throttles.row_consumer import RowConsumer
 
 if TYPE_CHECKING:
     from multiprocessing.queues import Queue

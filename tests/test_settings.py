@@ -164,7 +164,7 @@ def test_every_variable_is_documented_with_a_default_and_a_meaning():
     )
 
 
-PACKAGE = Path(__file__).resolve().parents[2] / "medallion_assets"
+PACKAGE = Path(__file__).resolve().parents[1] / "medallion_assets"
 # A read of one variable from the environment or an environment mapping: x.get("MEDALLION_X"),
 # x["MEDALLION_X"] (not an assignment to it), os.getenv("MEDALLION_X").
 ENV_READ = re.compile(
