@@ -17,9 +17,9 @@ production path, between the steps whose half-done state a crash could leave beh
 Unlike every other setting, this one is read here, at the point, rather than handed down from
 the run's settings: the points sit deep in the lake's publish and the bronze ingest, and
 threading a test-only value through their signatures would put a test hook into production
-interfaces. It is still the settings object that parses it (``MedallionSettings.crash_at``),
-and the CLI and every run's resources validate it when they start, so a misspelt point is an
-error there rather than a crash test that never crashes.
+interfaces. One parse (``parse``) serves both: the settings object validates the variable when
+the CLI and every run's resources start, so a misspelt point is an error there rather than a
+crash test that never crashes, and the point refuses it too.
 """
 
 from __future__ import annotations
@@ -33,16 +33,29 @@ POINTS = ("ingest.inspected", "lake.staged", "lake.published", "warehouse.loaded
 CRASH_POINT_FIX = f"POINT[@TABLE[DAY]] with POINT one of {', '.join(POINTS)}"
 
 
+def parse(value: str) -> tuple[str, str]:
+    """``POINT[@TABLE[DAY]]`` as (point, where); ValueError for a point that does not exist.
+
+    >>> parse("lake.published@gold.revenue")
+    ('lake.published', 'gold.revenue')
+    """
+    name, _, where = value.partition("@")
+    if name not in POINTS:
+        raise ValueError("unknown crash point")
+    return name, where
+
+
 def crash_point(point: str, table: str, partition: str | None = None) -> None:
     """Kill this process with SIGKILL when ``MEDALLION_CRASH_AT`` names this point."""
     wanted = os.environ.get("MEDALLION_CRASH_AT")
     if not wanted:  # the usual case: one dictionary lookup
         return
-    name, _, where = wanted.strip().partition("@")
-    if name not in POINTS:  # said when a run starts too (MedallionSettings.crash_at)
+    try:
+        name, where = parse(wanted)
+    except ValueError:
         raise SettingsError(
             f"MEDALLION_CRASH_AT={wanted!r} is not valid: set it to {CRASH_POINT_FIX}, or unset it"
-        )
+        ) from None
     here = table + (f"[{partition}]" if partition else "")
     if name == point and where in ("", table, here):
         os.kill(os.getpid(), signal.SIGKILL)

@@ -32,7 +32,7 @@ from medallion_assets.credentials import (
 )
 from medallion_assets.errors import SettingsError
 from medallion_assets.faults import CRASH_POINT_FIX
-from medallion_assets.faults import POINTS as CRASH_POINTS
+from medallion_assets.faults import parse as parse_crash_point
 from medallion_assets.settings_fields import SparkSettings, setting
 
 EMBEDDED_CATALOG = "catalog.db"  # the SQLite catalog inside a local lake's folder
@@ -106,8 +106,8 @@ class MedallionSettings(SparkSettings):
     @field_validator("crash_at")
     @classmethod
     def _crash_point(cls, value: str | None) -> str | None:
-        if value is not None and value.partition("@")[0] not in CRASH_POINTS:
-            raise ValueError("unknown crash point")
+        if value is not None:
+            parse_crash_point(value)  # raises ValueError
         return value
 
     @classmethod

@@ -164,7 +164,7 @@ def pipeline_schedule(
         wanted = [t for t in plain if t not in off]
         if wanted:
             stamp = when.isoformat() if when else "now"
-            requests.append(_request(catalog, plane, pipeline_id, wanted, f"{stamp}", None))
+            requests.append(_request(catalog, plane, pipeline_id, wanted, stamp, None))
         wanted = [t for t in daily if t not in off]
         if wanted and partitions is not None:
             # The day that just ended, as of the tick's scheduled time (not the clock's now).

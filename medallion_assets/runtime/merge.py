@@ -47,7 +47,7 @@ def stage_merge(
     run: TableRun,
     views: Mapping[str, str],
     produced: Produced,
-    parsed: tuple[Script, Statement] | None = None,  # the file's parse_script(inline=False)
+    parsed: tuple[Script, Statement],  # the file's parse_script(inline=False)
 ) -> tuple[StagedWrite, str]:
     """Stage the MERGE of ``run``'s file on a branch of its table; (the staged write, the Spark
     SQL run, its target written ``{target}``)."""
