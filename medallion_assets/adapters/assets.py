@@ -28,12 +28,7 @@ from medallion_assets.adapters.openlineage_events import StepLineage
 from medallion_assets.adapters.retry import Audit, heal_and_retry
 from medallion_assets.adapters.step_order import below_profile
 from medallion_assets.adapters.threads import step_interrupted
-from medallion_assets.adapters.translator import (
-    DatasetTranslator,
-    step_name,
-    table_key,
-    table_schema,
-)
+from medallion_assets.adapters.translator import DatasetTranslator, StepResources, table_schema
 from medallion_assets.catalog import Catalog, Dataset
 from medallion_assets.catalog.describe import column_descriptions
 from medallion_assets.checks.results import ChecksFailed
@@ -48,7 +43,6 @@ from medallion_assets.runtime.stop import Stop
 from medallion_assets.runtime.table_run import RunLog, TableRun
 from medallion_assets.runtime.table_runner import TableOutcome, TableRunner, combined_metadata
 
-RESOURCE_KEYS = {"spark", "lake", "s3", "warehouse", "control"}
 StepEvent = dg.MaterializeResult[Any] | dg.AssetCheckResult
 
 
@@ -63,12 +57,13 @@ def _asset(
     catalog: Catalog, dataset: Dataset, translator: DatasetTranslator, runner: TableRunner
 ) -> dg.AssetsDefinition:
     spec = translator.get_asset_spec(dataset)
+    names = translator.names
 
     @dg.multi_asset(
         specs=[spec],
         check_specs=translator.get_check_specs(dataset),
-        name=step_name(dataset.name),
-        pool=dataset.system,  # `dagster instance concurrency set <system> N` caps the system
+        name=names.step(dataset.name),
+        pool=names.name(dataset.system),  # `dagster instance concurrency set <pool> N` caps it
         # No retry_policy: the step itself retries (RetryRequested), see adapters/retry.py.
         partitions_def=spec.partitions_def,
         # Subsettable: a run may skip the table (kill switch) or run only its checks.
@@ -77,16 +72,17 @@ def _asset(
         backfill_policy=dg.BackfillPolicy.single_run() if spec.partitions_def else None,
         # Resource keys rather than typed parameters: Dagster then skips inspecting each of
         # thousands of asset functions' signatures when the code location loads.
-        required_resource_keys=RESOURCE_KEYS,
+        required_resource_keys=names.resource_keys(),
     )
-    @masked_step  # nothing the step logs or raises carries a password
+    @masked_step(names.resource("control"))  # nothing it logs or raises carries a password
     @stops_the_run_when_its_stores_go
     def _materialize(context: dg.AssetExecutionContext) -> Iterator[StepEvent]:
-        plane: ControlPlane = context.resources.control.plane()  # flags and audit share a store
-        run = table_run(context, catalog, dataset, plane)
-        if table_key(dataset.name) not in context.selected_asset_keys:
+        resources = names.resources_of(context)
+        plane: ControlPlane = resources.control.plane()  # flags and audit share a store
+        run = table_run(context, catalog, dataset, plane, resources)
+        if spec.key not in context.selected_asset_keys:
             if not switched_off(context, catalog, dataset, plane):
-                yield from check_current_version(context, with_spark(context, run))
+                yield from check_current_version(context, with_spark(context, run, resources))
             return
         if not partitions_of(context, dataset):
             start = dataset.settings.partitions.start if dataset.settings.partitions else None
@@ -95,14 +91,16 @@ def _asset(
                 f"partitions.start {start}"
             )
             return
-        lineage = StepLineage.start(context, catalog, dataset, run)  # None: OpenLineage off
+        lineage = StepLineage.start(  # None: OpenLineage off
+            context, catalog, dataset, run, resources.warehouse
+        )
         if switched_off(context, catalog, dataset, plane):
             if lineage:
                 lineage.abort("switched off or below the run's profile; nothing was built")
             return
         audit = Audit(plane.store(), run, context.retry_number + 1)
         try:
-            yield from _build_step(context, runner, run, plane, audit, lineage)
+            yield from _build_step(context, runner, run, plane, audit, resources, lineage)
             if lineage:
                 lineage.complete()
         except dg.DagsterExecutionInterruptedError as interruption:
@@ -123,7 +121,7 @@ def _asset(
                 raise interrupted(dataset, audit) from error
             if lineage:
                 lineage.fail(error)
-            heal_and_retry(context, run, audit, error)
+            heal_and_retry(context, run, audit, error, resources.spark.session)
 
     return _materialize
 
@@ -172,6 +170,7 @@ def _build_step(
     run: TableRun,
     plane: ControlPlane,
     audit: Audit,
+    resources: StepResources,
     lineage: StepLineage | None = None,
 ) -> Iterator[StepEvent]:
     unavailable = route_around_down(run, plane)
@@ -190,12 +189,12 @@ def _build_step(
     along_route = "" if route.name == PRIMARY else f" along route {route.describe()}"
     audit.record("attempt", f"attempt {audit.attempt} started{along_route}", route=route.name)
     unchanged = False
-    with build_lock(context, run.dataset, plane) as held:
+    with build_lock(context, run.dataset, plane, resources.lake.settings) as held:
         if not held:
             if lineage:
                 lineage.abort("another run is building this table; skipped")
             return  # another run is building it: skipped, said so
-        routed = replace(with_spark(context, run), route=route)
+        routed = replace(with_spark(context, run, resources), route=route)
         seen = lineage.outcomes if lineage else None
         for event in materialize_dataset(context, runner, routed, seen):
             if isinstance(event, dg.MaterializeResult):
@@ -228,10 +227,13 @@ def route_around_down(run: TableRun, plane: ControlPlane) -> str:
 
 
 def table_run(
-    context: dg.AssetExecutionContext, catalog: Catalog, dataset: Dataset, plane: ControlPlane
+    context: dg.AssetExecutionContext,
+    catalog: Catalog,
+    dataset: Dataset,
+    plane: ControlPlane,
+    resources: StepResources,
 ) -> TableRun:
     """The step's run of ``dataset``, without its Spark session (``with_spark``) and route."""
-    resources = context.resources
     return TableRun(
         catalog=catalog,
         dataset=dataset,
@@ -248,10 +250,12 @@ def table_run(
     )
 
 
-def with_spark(context: dg.AssetExecutionContext, run: TableRun) -> TableRun:
+def with_spark(
+    context: dg.AssetExecutionContext, run: TableRun, resources: StepResources
+) -> TableRun:
     """The run with a Spark session of the step's own, its jobs in the table's criticality's
     FAIR pool. Asked for at each use: refresh_connection drops a Spark Connect session."""
-    spark = context.resources.spark.step_session(run.dataset.criticality, context.run.run_id)
+    spark = resources.spark.step_session(run.dataset.criticality, context.run.run_id)
     return replace(run, spark=spark)
 
 
@@ -311,11 +315,11 @@ def materialize_dataset(
         except ChecksFailed as failed:
             done = [c for o in outcomes for c in o.checks]
             yield from check_results(
-                dataset, [*done, *failed.validation.results], selected_checks(context)
+                context.asset_key, [*done, *failed.validation.results], selected_checks(context)
             )
             raise blocked(failed) from failed
     checks = [c for o in outcomes for c in o.checks]
-    results = list(check_results(dataset, checks, selected_checks(context)))
+    results = list(check_results(context.asset_key, checks, selected_checks(context)))
     # The published table's own columns and types: the UI shows them on the asset.
     schema = {"dagster/column_schema": published_schema(run)}
     if len(outcomes) == 1:

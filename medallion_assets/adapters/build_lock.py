@@ -19,6 +19,7 @@ from medallion_assets.catalog import Dataset
 from medallion_assets.control_plane import ControlPlane
 from medallion_assets.runtime.locks import Holder, build_locks, table_lock_name
 from medallion_assets.runtime.table_run import step_partitions
+from medallion_assets.settings import MedallionSettings
 
 
 def partitions_of(context: dg.AssetExecutionContext, dataset: Dataset) -> list[str | None]:
@@ -30,13 +31,15 @@ def partitions_of(context: dg.AssetExecutionContext, dataset: Dataset) -> list[s
 
 @contextmanager
 def build_lock(
-    context: dg.AssetExecutionContext, dataset: Dataset, plane: ControlPlane
+    context: dg.AssetExecutionContext,
+    dataset: Dataset,
+    plane: ControlPlane,
+    settings: MedallionSettings,
 ) -> Iterator[bool]:
     """Hold the locks of every partition the step builds (in sorted order, so two steps of
-    one table cannot deadlock); yields False when they could not all be taken in time."""
+    one table cannot deadlock); yields False when they could not all be taken in time.
+    ``settings``: the run's, read when its resources were set up."""
     partitions = sorted(partitions_of(context, dataset), key=lambda p: p or "")
-    # The run's settings, read when its resources were set up.
-    settings = context.resources.lake.settings
     locks = build_locks(plane.url, settings.state_home)
     store = plane.store()
     holder = Holder.now(context.run.run_id)

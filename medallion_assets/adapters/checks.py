@@ -9,7 +9,6 @@ from typing import Any
 
 import dagster as dg
 
-from medallion_assets.adapters.translator import table_key
 from medallion_assets.catalog import Dataset
 from medallion_assets.checks.results import CheckResult, ChecksFailed
 from medallion_assets.checks.validation import data_rules, validate_frame
@@ -34,7 +33,7 @@ def check_current_version(
     checks = run.check_context()
     assert checks is not None  # a checks-only run checks
     results = validate_frame(frame, checks, chosen).results
-    yield from check_results(dataset, list(results), selected_checks(context))
+    yield from check_results(context.asset_key, list(results), selected_checks(context))
 
 
 def blocked(failed: ChecksFailed) -> dg.Failure:
@@ -64,10 +63,10 @@ def raise_on_blocking(dataset: Dataset, checks: list[CheckResult]) -> None:
 
 
 def check_results(
-    dataset: Dataset, results: list[CheckResult], only: set[str] | None = None
+    key: dg.AssetKey, results: list[CheckResult], only: set[str] | None = None
 ) -> Iterator[dg.AssetCheckResult]:
-    """One ``AssetCheckResult`` per check (those in ``only``, when given); results of several
-    partitions are combined."""
+    """One ``AssetCheckResult`` per check of the asset ``key`` (those in ``only``, when
+    given); results of several partitions are combined."""
     by_name: dict[str, list[CheckResult]] = {}
     for result in results:
         if only is None or result.name in only:
@@ -92,7 +91,7 @@ def check_results(
         if reused:
             metadata["reused_from"] = ", ".join(sorted(reused))
         yield dg.AssetCheckResult(
-            asset_key=table_key(dataset.name),
+            asset_key=key,
             check_name=name,
             passed=not failed,
             severity=(

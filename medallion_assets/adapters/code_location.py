@@ -29,8 +29,8 @@ from medallion_assets.adapters.resources import (
     WarehouseResource,
 )
 from medallion_assets.adapters.sensors import build_sensors
-from medallion_assets.adapters.step_order import executor_for
-from medallion_assets.adapters.translator import DatasetTranslator
+from medallion_assets.adapters.step_order import SHARED_EXECUTOR, executor_for
+from medallion_assets.adapters.translator import DEFAULT_NAMES, DatasetTranslator, Names
 from medallion_assets.catalog import Catalog, load_catalog
 from medallion_assets.runtime.table_runner import TableRunner
 from medallion_assets.settings import MedallionSettings
@@ -40,10 +40,14 @@ def build_definitions(
     project_root: Path,
     translator_class: type[DatasetTranslator] = DatasetTranslator,
     runner: TableRunner | None = None,
+    names: Names = DEFAULT_NAMES,
+    home: Path | None = None,
 ) -> dg.Definitions:
     """The code location's ``Definitions``, with its asset graph and jobs already resolved.
     Every table's step executes through ``runner`` (a ``TableRunner`` by default; pass an
-    instance of a subclass to wrap or replace the execution of a table).
+    instance of a subclass to wrap or replace the execution of a table). ``names``: the
+    project's names in Dagster (a prefix when its code location holds several projects);
+    ``home``: the project's own state folder, over ``$MEDALLION_HOME``.
 
     A code server resolves both before it answers anything, so doing it here costs nothing
     extra, and it lets the whole load run with the cyclic garbage collector paused.
@@ -51,9 +55,10 @@ def build_definitions(
     with collector_paused():
         catalog = load_catalog(project_root)
         # The kinds of warehouse-loaded tables say where loads go now (DuckDB on the defaults).
-        warehouse = MedallionSettings.from_env(os.environ, project_root).warehouse_kind
-        translator = translator_class(catalog, warehouse_kind=warehouse)
-        defs = definitions_for(catalog, translator, runner=runner)
+        env = {**os.environ, **({"MEDALLION_HOME": str(home)} if home else {})}
+        warehouse = MedallionSettings.from_env(env, project_root).warehouse_kind
+        translator = translator_class(catalog, warehouse_kind=warehouse, names=names)
+        defs = definitions_for(catalog, translator, runner=runner, home=home)
         defs.resolve_asset_graph()
         defs.resolve_all_job_defs()  # cached on defs: the code server's own call reuses it
     return defs
@@ -79,39 +84,55 @@ def collector_paused() -> Iterator[None]:
 
 
 def definitions_for(
-    catalog: Catalog, translator: DatasetTranslator, runner: TableRunner | None = None
+    catalog: Catalog,
+    translator: DatasetTranslator,
+    runner: TableRunner | None = None,
+    home: Path | None = None,
 ) -> dg.Definitions:
+    names = translator.names
+    own_home = {"MEDALLION_HOME": str(home)} if home else {}
     external = [translator.get_source_spec(n, s) for n, s in catalog.sources.items()]
     external += [translator.get_exposure_spec(e) for e in catalog.exposures.values()]
-    jobs = build_jobs(catalog)
+    # Steps on threads over the run's one Spark (adapters/threads.py), up to
+    # MEDALLION_MAX_WORKERS (default: the cores) at a time, in the profile's order. Alone in
+    # its code location the project's executor is the location's; beside other projects each
+    # job carries its project's, and the location's default is one they share.
+    executor = executor_for(catalog, names, own_home)
+    own = executor if names.prefix else None
+    jobs = build_jobs(catalog, names, own)
     root = str(catalog.root.resolve())
     throttles = {name: system.throttle.model_dump() for name, system in catalog.systems.items()}
-    env = os.environ
+    env = {**os.environ, **own_home}
+    fields = {"home": str(home)} if home else {}
     return dg.Definitions(
         assets=[*build_assets(catalog, translator, runner), *external],
-        jobs=[*jobs, build_control_job(catalog)],
+        jobs=[*jobs, build_control_job(catalog, names, own)],
         schedules=build_schedules(catalog, jobs, translator),
         sensors=[
-            *build_sensors(catalog),
-            build_control_sensor(catalog),
-            *build_run_audit_sensors(),
-            build_relaunch_sensor(catalog, jobs),
-            build_pools_sensor(catalog),
-            build_priority_sensor(catalog, jobs),
+            *build_sensors(catalog, names),
+            build_control_sensor(catalog, names),
+            *build_run_audit_sensors(names),
+            build_relaunch_sensor(catalog, jobs, names),
+            build_pools_sensor(catalog, names),
+            build_priority_sensor(catalog, jobs, names),
         ],
         # Each shows the settings it uses, as EnvVars where the environment sets them.
         resources={
-            "spark": SparkResource.with_environment(env, project_root=root),
-            "control": ControlResource.with_environment(env, project_root=root),
-            "lake": LakeResource.with_environment(env, project_root=root),
-            "s3": S3Resource.with_environment(env, project_root=root, throttles=throttles),
-            "warehouse": WarehouseResource.with_environment(
-                env, project_root=root, throttles=throttles
+            names.resource("spark"): SparkResource.with_environment(
+                env, project_root=root, **fields
+            ),
+            names.resource("control"): ControlResource.with_environment(
+                env, project_root=root, **fields
+            ),
+            names.resource("lake"): LakeResource.with_environment(env, project_root=root, **fields),
+            names.resource("s3"): S3Resource.with_environment(
+                env, project_root=root, throttles=throttles, **fields
+            ),
+            names.resource("warehouse"): WarehouseResource.with_environment(
+                env, project_root=root, throttles=throttles, **fields
             ),
         },
-        # Steps on threads over the run's one Spark (adapters/threads.py), up to
-        # MEDALLION_MAX_WORKERS (default: the cores) at a time, in the profile's order.
-        executor=executor_for(catalog),
+        executor=SHARED_EXECUTOR if names.prefix else executor,
         # The console logger stays the default; `medallion run` also names the progress one.
         loggers={"console": dg.colored_console_logger, LOGGER_KEY: progress_logger},
     )

@@ -13,7 +13,7 @@ import dagster as dg
 
 from medallion_assets.adapters.kill_switch import pipeline_schedule
 from medallion_assets.adapters.relaunch import RELAUNCH_JOB
-from medallion_assets.adapters.translator import DatasetTranslator, table_key
+from medallion_assets.adapters.translator import DEFAULT_NAMES, DatasetTranslator, Names
 from medallion_assets.catalog import Catalog
 
 
@@ -26,16 +26,30 @@ def _split(catalog: Catalog, tables: Iterable[str]) -> tuple[list[str], list[str
     return plain, daily
 
 
-def _job(
-    name: str, tables: Iterable[str], description: str, tags: dict[str, str]
+def build_jobs(
+    catalog: Catalog,
+    names: Names = DEFAULT_NAMES,
+    executor: dg.ExecutorDefinition | None = None,
 ) -> list[dg.UnresolvedAssetJobDefinition]:
-    keys = [table_key(t) for t in tables]
-    if not keys:
-        return []
-    return [dg.define_asset_job(name, selection=keys, description=description, tags=tags)]
+    """The project's jobs, named by ``names``; ``executor``: theirs, when the code location's
+    default is not (several projects share one location)."""
 
+    def _job(
+        name: str, tables: Iterable[str], description: str, tags: dict[str, str]
+    ) -> list[dg.UnresolvedAssetJobDefinition]:
+        keys = [names.key(t) for t in tables]
+        if not keys:
+            return []
+        return [
+            dg.define_asset_job(
+                names.name(name),
+                selection=keys,
+                description=description,
+                tags=tags,
+                executor_def=executor,
+            )
+        ]
 
-def build_jobs(catalog: Catalog) -> list[dg.UnresolvedAssetJobDefinition]:
     jobs = []
     for pipeline_id, pipeline in catalog.pipelines.items():
         jobs += _job(
@@ -66,10 +80,11 @@ def build_schedules(
     complete day of its daily ones (once per day: the day is the request's run key), and
     reads the kill switch: switched-off tables are left out of the request, and a tick with
     nothing left to run is skipped with the reason."""
+    names = translator.names
     by_name = {job.name: job for job in jobs}
     schedules: list[dg.ScheduleDefinition] = []
     for pipeline_id, pipeline in catalog.pipelines.items():
-        if pipeline.schedule is None or pipeline_id not in by_name:
+        if pipeline.schedule is None or names.name(pipeline_id) not in by_name:
             continue
         # Stopped unless the pipeline asks to run from the start: opening the UI on a project
         # launches nothing by itself (the control plane's sensors run; they launch no work).
@@ -81,11 +96,12 @@ def build_schedules(
             pipeline_schedule(
                 catalog,
                 pipeline_id,
-                by_name[pipeline_id],
+                by_name[names.name(pipeline_id)],
                 pipeline.schedule,
                 (plain, daily),
                 status,
                 partitions,
+                names,
             )
         )
     return schedules

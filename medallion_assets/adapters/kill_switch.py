@@ -15,7 +15,7 @@ import dagster as dg
 
 from medallion_assets.adapters.priority import priority_tags
 from medallion_assets.adapters.resources import ControlResource
-from medallion_assets.adapters.translator import step_table, table_key
+from medallion_assets.adapters.translator import DEFAULT_NAMES, Names
 from medallion_assets.catalog import Catalog
 from medallion_assets.control_plane import ControlPlane
 from medallion_assets.kill_switch.switch import parse_entity
@@ -25,20 +25,30 @@ CONTROL_JOB = "medallion_control"
 IN_FLIGHT = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED]
 
 
-def run_tables(run: dg.DagsterRun, instance: dg.DagsterInstance) -> set[str]:
-    """The tables a run materializes: its asset selection, else (a job launched whole) the
-    steps of its execution plan, one per table (``layer__table``)."""
+def run_tables(
+    run: dg.DagsterRun, instance: dg.DagsterInstance, names: Names = DEFAULT_NAMES
+) -> set[str]:
+    """The project's tables a run materializes: its asset selection, else (a job launched
+    whole) the steps of its execution plan, one per table (``layer__table``)."""
     if run.asset_selection is not None:
-        return {".".join(key.path) for key in run.asset_selection}
-    if run.execution_plan_snapshot_id is None:
+        tables = {names.table_of_key(key) for key in run.asset_selection}
+    elif run.execution_plan_snapshot_id is None:
         return set()  # a run that never got a plan executes nothing
-    snapshot = instance.get_execution_plan_snapshot(run.execution_plan_snapshot_id)
-    return {step_table(step.key) for step in snapshot.steps}
+    else:
+        snapshot = instance.get_execution_plan_snapshot(run.execution_plan_snapshot_id)
+        tables = {names.table(step.key) for step in snapshot.steps}
+    return tables - {""}  # another project's of the code location
 
 
-def build_control_sensor(catalog: Catalog) -> dg.SensorDefinition:
+def owns(run: dg.DagsterRun, instance: dg.DagsterInstance, names: Names) -> bool:
+    """Whether ``run`` is one of the project's (with other projects in its code location)."""
+    return not names.prefix or bool(run_tables(run, instance, names))
+
+
+def build_control_sensor(catalog: Catalog, names: Names = DEFAULT_NAMES) -> dg.SensorDefinition:
     @dg.sensor(
-        name=CONTROL_SENSOR,
+        name=names.name(CONTROL_SENSOR),
+        required_resource_keys={names.resource("control")},
         # One store query and one small file read per tick: cheap enough to react within
         # seconds to a flag an operator flips because a table is doing damage.
         minimum_interval_seconds=5,
@@ -46,8 +56,9 @@ def build_control_sensor(catalog: Catalog) -> dg.SensorDefinition:
         description="Terminates in-flight runs that touch a table or pipeline disabled since "
         "the previous tick (control.yaml or the control store).",
     )
-    def _kill_switch(context: dg.SensorEvaluationContext, control: ControlResource) -> Any:
-        plane = control.plane()
+    # ``**_``: a direct call (a test's) passes the required resources as keywords too.
+    def _kill_switch(context: dg.SensorEvaluationContext, **_: Any) -> Any:
+        plane = names.resources_of(context).control.plane()
         flags = plane.flags()
         tables = set(plane.disabled(catalog, flags=flags))
         pipelines = {n for (s, n), f in flags.items() if s == "pipeline" and not f.enabled}
@@ -57,8 +68,9 @@ def build_control_sensor(catalog: Catalog) -> dg.SensorDefinition:
         stopped = []
         if new_tables or new_pipelines:
             for run in context.instance.get_runs(filters=dg.RunsFilter(statuses=IN_FLIGHT)):
-                touched = sorted(run_tables(run, context.instance) & new_tables)
-                if run.tags.get("pipeline") in new_pipelines:
+                mine = run_tables(run, context.instance, names)
+                touched = sorted(mine & new_tables)
+                if run.tags.get("pipeline") in new_pipelines and owns(run, context.instance, names):
                     touched.append(f"pipeline:{run.tags['pipeline']}")
                 if touched:
                     stop_run(context.instance, run, touched, plane)
@@ -106,11 +118,14 @@ class FlagChange(dg.Config):
     changed_by: str = "dagster-ui"
 
 
-def build_control_job(catalog: Catalog) -> dg.JobDefinition:
-    @dg.op(name="set_control_flag")
-    def set_control_flag(
-        context: dg.OpExecutionContext, config: FlagChange, control: ControlResource
-    ) -> None:
+def build_control_job(
+    catalog: Catalog,
+    names: Names = DEFAULT_NAMES,
+    executor: dg.ExecutorDefinition | None = None,
+) -> dg.JobDefinition:
+    @dg.op(name=names.name("set_control_flag"), required_resource_keys={names.resource("control")})
+    def set_control_flag(context: dg.OpExecutionContext, config: FlagChange) -> None:
+        control: ControlResource = names.resources_of(context).control
         try:
             scope, name = parse_entity(catalog, config.entity)
         except ValueError as error:
@@ -124,7 +139,8 @@ def build_control_job(catalog: Catalog) -> dg.JobDefinition:
         context.log.info(f"{flag.entity} {verb} by {flag.changed_by}: {flag.reason}")
 
     @dg.job(
-        name=CONTROL_JOB,
+        name=names.name(CONTROL_JOB),
+        executor_def=executor,
         description="Flip a kill-switch flag (pipeline, layer, dataset, source, target) in the "
         "control store; takes effect at the next table boundary of every run.",
         tags={"medallion/kind": "control"},
@@ -143,6 +159,7 @@ def pipeline_schedule(
     tables: tuple[list[str], list[str]],  # the pipeline's whole tables, its daily ones
     status: dg.DefaultScheduleStatus,
     partitions: dg.PartitionsDefinition[str] | None = None,  # the daily tables' partitions
+    names: Names = DEFAULT_NAMES,
 ) -> dg.ScheduleDefinition:
 
     @dg.schedule(
@@ -151,9 +168,11 @@ def pipeline_schedule(
         cron_schedule=cron,
         default_status=status,
         execution_timezone="UTC",
+        required_resource_keys={names.resource("control")},
     )
-    def _tick(context: dg.ScheduleEvaluationContext, control: ControlResource) -> Any:
-        plane = control.plane()
+    # ``**_``: a direct call (a test's) passes the required resources as keywords too.
+    def _tick(context: dg.ScheduleEvaluationContext, **_: Any) -> Any:
+        plane = names.resources_of(context).control.plane()
         plain, daily = tables
         off = plane.disabled(catalog, [*plain, *daily], [pipeline_id])
         if len(off) == len(plain) + len(daily):
@@ -164,14 +183,14 @@ def pipeline_schedule(
         wanted = [t for t in plain if t not in off]
         if wanted:
             stamp = when.isoformat() if when else "now"
-            requests.append(_request(catalog, plane, pipeline_id, wanted, stamp, None))
+            requests.append(_request(catalog, plane, pipeline_id, wanted, stamp, None, names))
         wanted = [t for t in daily if t not in off]
         if wanted and partitions is not None:
             # The day that just ended, as of the tick's scheduled time (not the clock's now).
             with dg.partition_loading_context(effective_dt=when):
                 day = partitions.get_last_partition_key()
             if day is not None:  # the run key launches each day once, at its first tick
-                requests.append(_request(catalog, plane, pipeline_id, wanted, day, day))
+                requests.append(_request(catalog, plane, pipeline_id, wanted, day, day, names))
         return requests or dg.SkipReason(f"no complete day yet for {job.name}")
 
     return _tick
@@ -184,31 +203,29 @@ def _request(
     tables: list[str],
     key: str,
     partition: str | None,
+    names: Names,
 ) -> dg.RunRequest:
     return dg.RunRequest(
         run_key=f"{pipeline_id}:{key}",
-        asset_selection=[table_key(t) for t in tables],
+        asset_selection=[names.key(t) for t in tables],
         partition_key=partition,
         # read now: `medallion control profile` changes the next tick's priority
         tags={"pipeline": pipeline_id, **priority_tags(catalog, plane, tables, pipeline_id)},
     )
 
 
-def build_run_audit_sensors() -> list[Any]:
+def build_run_audit_sensors(names: Names = DEFAULT_NAMES) -> list[Any]:
     """Run outcomes into the audit log: one entry per run that succeeded, failed or was
     canceled, with its job, tags and the steps that failed (the daemon evaluates these)."""
 
     def audit(status: Any, verb: str) -> Any:
-        @dg.run_status_sensor(
-            name=f"audit_run_{verb.split()[-1]}",
-            run_status=status,
-            monitor_all_code_locations=False,
-            default_status=dg.DefaultSensorStatus.RUNNING,
-            description=f"Records every run that {verb} in the control store's audit log.",
-        )
-        def _audit(context: dg.RunStatusSensorContext, control: ControlResource) -> None:
+        # ``**_``: a direct call (a test's) passes the required resources as keywords too.
+        def _audit(context: dg.RunStatusSensorContext, **_: Any) -> None:
             run = context.dagster_run
-            tables = sorted(run_tables(run, context.instance))
+            if not owns(run, context.instance, names):
+                return  # another project's run, audited in its own control store
+            control: ControlResource = names.resources_of(context).control
+            tables = sorted(run_tables(run, context.instance, names))
             details = {"job": run.job_name, "tables": tables, "tags": dict(run.tags)}
             message = f"run of {run.job_name} {verb}"
             if verb == "failed":
@@ -226,7 +243,17 @@ def build_run_audit_sensors() -> list[Any]:
                 "run", "run", message, run_id=run.run_id, details=details
             )
 
-        return _audit
+        # The class rather than the decorator: the decorator takes resources only as
+        # parameters named after their keys, and a project's keys carry its prefix.
+        return dg.RunStatusSensorDefinition(
+            name=names.name(f"audit_run_{verb.split()[-1]}"),
+            run_status=status,
+            run_status_sensor_fn=_audit,
+            monitor_all_code_locations=False,
+            default_status=dg.DefaultSensorStatus.RUNNING,
+            description=f"Records every run that {verb} in the control store's audit log.",
+            required_resource_keys={names.resource("control")},
+        )
 
     return [
         audit(dg.DagsterRunStatus.SUCCESS, "succeeded"),

@@ -33,14 +33,18 @@ class MaskingFilter(logging.Filter):
 
 
 def masked_step(
-    body: Callable[..., Iterator[Any]],
-) -> Callable[..., Iterator[Any]]:
+    control_key: str,
+) -> Callable[[Callable[..., Iterator[Any]]], Callable[..., Iterator[Any]]]:
     """Wrap an asset body (a generator taking the context first) so its log lines and the
-    exception it raises carry no secret. Dagster reads the wrapped signature."""
+    exception it raises carry no secret of the settings of the resource ``control_key``.
+    Dagster reads the wrapped signature."""
+    return functools.partial(_masked, control_key)
 
+
+def _masked(control_key: str, body: Callable[..., Iterator[Any]]) -> Callable[..., Iterator[Any]]:
     @functools.wraps(body)
     def step(context: dg.AssetExecutionContext, *args: Any, **kwargs: Any) -> Iterator[Any]:
-        secrets = context.resources.control.settings.secrets
+        secrets = getattr(context.resources, control_key).settings.secrets
         log = context.log
         if not any(isinstance(f, MaskingFilter) for f in log.filters):
             # The step's log manager also logs the step's failure event: it is masked too.

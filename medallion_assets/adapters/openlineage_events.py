@@ -84,13 +84,18 @@ class StepLineage:
 
     @classmethod
     def start(
-        cls, context: dg.AssetExecutionContext, catalog: Catalog, dataset: Dataset, run: TableRun
+        cls,
+        context: dg.AssetExecutionContext,
+        catalog: Catalog,
+        dataset: Dataset,
+        run: TableRun,
+        warehouse: Any,
     ) -> StepLineage | None:
-        """Send START and return the step's lineage; None when OpenLineage is off."""
+        """Send START and return the step's lineage; None when OpenLineage is off.
+        ``warehouse``: the run's ``WarehouseResource``."""
         sender = emitter()
         if sender is None:
             return None
-        warehouse = context.resources.warehouse
         namespace, prefix = warehouse_naming(warehouse.url()) if dataset.target else (None, "")
         naming = Naming(job_namespace(), run.lake.catalog.warehouse, namespace, prefix)
         attempt = f"{run.run_id}/{dataset.name}/{run.partition or ''}/{context.retry_number}"

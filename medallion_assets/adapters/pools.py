@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping  # no "from __future__ import anno
 
 import dagster as dg
 
+from medallion_assets.adapters.translator import DEFAULT_NAMES, Names
 from medallion_assets.catalog import Catalog
 from medallion_assets.simulate.scheduling import system_limits as system_limits  # re-exported
 
@@ -41,11 +42,12 @@ def apply_pool_limits(
     return changed
 
 
-def build_pools_sensor(catalog: Catalog) -> dg.SensorDefinition:
-    limits = system_limits(catalog)
+def build_pools_sensor(catalog: Catalog, names: Names = DEFAULT_NAMES) -> dg.SensorDefinition:
+    # A pool per system, named as the project's steps name theirs (``names.name(system)``).
+    limits = {names.name(system): n for system, n in system_limits(catalog).items()}
 
     @dg.sensor(
-        name=POOLS_SENSOR,
+        name=names.name(POOLS_SENSOR),
         minimum_interval_seconds=60,
         default_status=dg.DefaultSensorStatus.RUNNING,
         description="Keeps the instance's pool limits equal to systems.yaml's "

@@ -30,7 +30,7 @@ from typing import Any
 
 import dagster as dg
 
-from medallion_assets.adapters.kill_switch import run_tables, terminate_run
+from medallion_assets.adapters.kill_switch import owns, run_tables, terminate_run
 from medallion_assets.adapters.priority import priority_tags
 from medallion_assets.adapters.relaunch import (
     ATTEMPT_TAG,
@@ -41,6 +41,7 @@ from medallion_assets.adapters.relaunch import (
     step_outcomes,
 )
 from medallion_assets.adapters.resources import ControlResource
+from medallion_assets.adapters.translator import DEFAULT_NAMES, Names
 from medallion_assets.catalog import Catalog
 from medallion_assets.control_plane import ControlPlane
 from medallion_assets.profiles.priority import HOLD_TAG, PRIORITY_TAG, PROFILE_TAG
@@ -64,11 +65,14 @@ _PREEMPTIBLE = [dg.DagsterRunStatus.STARTED]
 _IN_PROGRESS = [dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED]
 
 
-def build_priority_sensor(catalog: Catalog, jobs: list[Any]) -> dg.SensorDefinition:
+def build_priority_sensor(
+    catalog: Catalog, jobs: list[Any], names: Names = DEFAULT_NAMES
+) -> dg.SensorDefinition:
     job_names = {job.name for job in jobs}
 
     @dg.sensor(
-        name=PRIORITY_SENSOR,
+        name=names.name(PRIORITY_SENSOR),
+        required_resource_keys={names.resource("control")},
         minimum_interval_seconds=5,  # a critical run should not wait long for its slot
         default_status=dg.DefaultSensorStatus.RUNNING,
         jobs=jobs,
@@ -76,13 +80,13 @@ def build_priority_sensor(catalog: Catalog, jobs: list[Any]) -> dg.SensorDefinit
         "profile with preempt_low_priority, terminates lower-priority runs holding a system a "
         "queued run needs and re-queues their unfinished tables later.",
     )
-    def _priorities(
-        context: dg.SensorEvaluationContext, control: ControlResource
-    ) -> dg.SensorResult:
+    # ``**_``: a direct call (a test's) passes the required resources as keywords too.
+    def _priorities(context: dg.SensorEvaluationContext, **_: Any) -> dg.SensorResult:
+        control: ControlResource = names.resources_of(context).control
         plane = control.plane()
         instance = context.instance
-        done, queued = _claim(catalog, plane, instance)
-        requests = _requeues(catalog, instance, plane, job_names)
+        done, queued = _claim(catalog, plane, instance, names)
+        requests = _requeues(catalog, instance, plane, job_names, names)
         said = "; ".join(done) or f"nothing to pre-empt ({queued} queued)"
         return dg.SensorResult(run_requests=requests, skip_reason=None if requests else said)
 
@@ -99,18 +103,25 @@ def apply_claims(catalog: Catalog, plane: ControlPlane, instance: dg.DagsterInst
 
 
 def _claim(
-    catalog: Catalog, plane: ControlPlane, instance: dg.DagsterInstance
+    catalog: Catalog,
+    plane: ControlPlane,
+    instance: dg.DagsterInstance,
+    names: Names = DEFAULT_NAMES,
 ) -> tuple[list[str], int]:
     """``apply_claims``: what was done, and how many runs of the project were queued."""
-    queued = _stamped(catalog, plane, instance)
-    running, started = _in_progress(catalog, plane, instance)
+    queued = _stamped(catalog, plane, instance, names)
+    running, started = _in_progress(catalog, plane, instance, names)
     claims = [q for q in queued if q.preempts] + started
     done = [_preempt(instance, plane, p) for p in preemptions(claims, running)]
     return done + _hold(instance, plane, queued, holds(claims, queued)), len(queued)
 
 
 def _requeues(
-    catalog: Catalog, instance: dg.DagsterInstance, plane: ControlPlane, job_names: set[str]
+    catalog: Catalog,
+    instance: dg.DagsterInstance,
+    plane: ControlPlane,
+    job_names: set[str],
+    names: Names,
 ) -> list[dg.RunRequest]:
     """Re-queue requests for the pre-empted runs (``PREEMPTED_TAG`` pending) that have ended,
     each once the run it made room for has left the queue. Kept on the runs' tags, not in the
@@ -118,7 +129,7 @@ def _requeues(
     requests = []
     for run in instance.get_runs(filters=dg.RunsFilter(tags={PREEMPTED_TAG: "pending"})):
         by = run.tags.get(PREEMPTED_FOR_TAG, "")
-        if not run.is_finished:
+        if not run.is_finished or not owns(run, instance, names):
             continue
         by_run = instance.get_run_by_id(by) if by else None
         if by_run is not None and by_run.status == dg.DagsterRunStatus.QUEUED:
@@ -127,18 +138,18 @@ def _requeues(
         if run.status == dg.DagsterRunStatus.CANCELED:  # else it ended first: nothing to redo
             # queued held while the run it made room for still runs: the next ticks release it
             held = by_run is not None and not by_run.is_finished
-            request = _requeue(catalog, instance, plane, run, by, job_names, held)
+            request = _requeue(catalog, instance, plane, run, by, job_names, held, names)
             requests += [request] if request is not None else []
     return requests
 
 
 def _stamped(
-    catalog: Catalog, plane: ControlPlane, instance: dg.DagsterInstance
+    catalog: Catalog, plane: ControlPlane, instance: dg.DagsterInstance, names: Names
 ) -> list[QueuedRun]:
     """The queued runs of the project's tables, each given its priority tags if it has none."""
     queued = []
     for run in instance.get_runs(filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.QUEUED])):
-        tables = sorted(t for t in run_tables(run, instance) if t in catalog.datasets)
+        tables = sorted(t for t in run_tables(run, instance, names) if t in catalog.datasets)
         if not tables:
             continue
         tags = dict(run.tags)
@@ -164,15 +175,15 @@ def _preempts(catalog: Catalog, profile: str) -> bool:
 
 
 def _in_progress(
-    catalog: Catalog, plane: ControlPlane, instance: dg.DagsterInstance
+    catalog: Catalog, plane: ControlPlane, instance: dg.DagsterInstance, names: Names
 ) -> tuple[list[RunningRun], list[QueuedRun]]:
     """The runs of the project's tables in progress, with the pools of the tables each has not
     finished yet (one without priority tags has the priority its request would have): the
     started ones, which may be pre-empted, and the claims of those whose profile pre-empts."""
     running, claims = [], []
     for run in instance.get_runs(filters=dg.RunsFilter(statuses=_IN_PROGRESS)):
-        planned = [t for t in run_tables(run, instance) if t in catalog.datasets]
-        finished = step_outcomes(instance, run.run_id)["done"]
+        planned = [t for t in run_tables(run, instance, names) if t in catalog.datasets]
+        finished = step_outcomes(instance, run.run_id, names)["done"]
         tables = [t for t in planned if t not in finished]
         if not tables:
             continue
@@ -254,11 +265,12 @@ def _requeue(
     by: str,
     job_names: set[str],
     held: bool,
+    names: Names,
 ) -> dg.RunRequest | None:
     before = run.tags.get(PREEMPTED_BY_TAG, "")
     # The termination cut every unfinished step short, retries included (a step waiting to
     # retry fails as it is interrupted): all of them go again, not only the interrupted ones.
-    steps = step_outcomes(instance, run.run_id)
+    steps = step_outcomes(instance, run.run_id, names)
     cut = {
         "done": steps["done"],
         "failed": set(),
@@ -275,4 +287,4 @@ def _requeue(
             HOLD_TAG: "yes" if held else "no",
         },
     )
-    return relaunch_request(catalog, instance, plane, relaunch, job_names)
+    return relaunch_request(catalog, instance, plane, relaunch, job_names, names)

@@ -20,10 +20,10 @@ from typing import Any
 
 import dagster as dg
 
-from medallion_assets.adapters.kill_switch import run_tables
+from medallion_assets.adapters.kill_switch import owns, run_tables
 from medallion_assets.adapters.priority import priority_tags
 from medallion_assets.adapters.resources import ControlResource, LakeResource
-from medallion_assets.adapters.translator import step_table, table_key
+from medallion_assets.adapters.translator import DEFAULT_NAMES, Names
 from medallion_assets.catalog import Catalog
 from medallion_assets.control.store import ControlStore
 from medallion_assets.control_plane import ControlPlane
@@ -49,24 +49,22 @@ _COPIED_TAGS = (
 )
 
 
-def build_relaunch_sensor(catalog: Catalog, jobs: list[Any]) -> dg.SensorDefinition:
+def build_relaunch_sensor(
+    catalog: Catalog, jobs: list[Any], names: Names = DEFAULT_NAMES
+) -> dg.SensorDefinition:
     job_names = {job.name for job in jobs}
 
-    @dg.run_failure_sensor(
-        name=RELAUNCH_SENSOR,
-        monitor_all_code_locations=False,
-        default_status=dg.DefaultSensorStatus.RUNNING,
-        minimum_interval_seconds=10,
-        request_jobs=jobs,
-        description="Heals and re-launches the unfinished tables of runs that failed outside "
-        "their steps (a killed run process, a lost run worker), up to their retry policy.",
-    )
-    def _relaunch(
-        context: dg.RunFailureSensorContext, control: ControlResource, lake: LakeResource
-    ) -> Iterator[Any]:
+    # ``**_``: a direct call (a test's) passes the required resources as keywords too.
+    def _relaunch(context: dg.RunStatusSensorContext, **_: Any) -> Iterator[Any]:
         run = context.dagster_run
         instance = context.instance
-        steps = step_outcomes(instance, run.run_id)
+        if not owns(run, instance, names):
+            yield dg.SkipReason(f"run {run.run_id} is another project's")
+            return
+        resources = names.resources_of(context)
+        control: ControlResource = resources.control
+        lake: LakeResource = resources.lake
+        steps = step_outcomes(instance, run.run_id, names)
         reason = _failure_reason(context.dagster_event)
         if not failed_outside_steps(reason, steps["interrupted"]):
             yield dg.SkipReason(f"run {run.run_id} failed in a step: its step retries decided")
@@ -76,7 +74,7 @@ def build_relaunch_sensor(catalog: Catalog, jobs: list[Any]) -> dg.SensorDefinit
         message = _failure_message(instance, run.run_id, context.dagster_event)
         failure = Failure((LOST, f"RunFailureReason.{reason}"), message)
         diagnosis = diagnose(catalog.healing_rules, failure)
-        _planned, unfinished = _unfinished(catalog, run, instance, steps)
+        _planned, unfinished = _unfinished(catalog, run, instance, steps, names)
         attempt = int(run.tags.get(ATTEMPT_TAG, "0")) + 1
         origin = run.tags.get(ORIGIN_TAG, run.run_id)
         store.record(
@@ -98,13 +96,26 @@ def build_relaunch_sensor(catalog: Catalog, jobs: list[Any]) -> dg.SensorDefinit
             return
         _heal(catalog, diagnosis, failure, unfinished, run, lake, store, attempt)
         relaunch = Relaunch(run, steps, attempt, origin)
-        request = relaunch_request(catalog, instance, plane, relaunch, job_names)
+        request = relaunch_request(catalog, instance, plane, relaunch, job_names, names)
         if request is None:
             yield dg.SkipReason(f"run {run.run_id}: nothing to relaunch")
             return
         yield request
 
-    return _relaunch
+    # The class rather than ``run_failure_sensor``: the decorator takes resources only as
+    # parameters named after their keys, and a project's keys carry its prefix.
+    return dg.RunStatusSensorDefinition(
+        name=names.name(RELAUNCH_SENSOR),
+        run_status=dg.DagsterRunStatus.FAILURE,
+        run_status_sensor_fn=_relaunch,
+        monitor_all_code_locations=False,
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        minimum_interval_seconds=10,
+        request_jobs=jobs,
+        description="Heals and re-launches the unfinished tables of runs that failed outside "
+        "their steps (a killed run process, a lost run worker), up to their retry policy.",
+        required_resource_keys={names.resource("control"), names.resource("lake")},
+    )
 
 
 @dataclass(frozen=True)
@@ -127,12 +138,13 @@ def relaunch_request(
     plane: ControlPlane,
     relaunch: Relaunch,
     job_names: set[str],
+    names: Names = DEFAULT_NAMES,
 ) -> dg.RunRequest | None:
     """The request re-launching what ``relaunch.run`` left unfinished (None: nothing to), its
     plan audited: what goes again, what is left out and why. Shared by the run-failure sensor
     and the pre-emption sensor's re-queue."""
     run, steps, store = relaunch.run, relaunch.steps, plane.store()
-    planned, unfinished = _unfinished(catalog, run, instance, steps)
+    planned, unfinished = _unfinished(catalog, run, instance, steps, names)
     pipeline = run.tags.get("pipeline")
     off = plane.disabled(catalog, unfinished, [pipeline] if pipeline else [])
     plan = relaunch_plan(
@@ -151,7 +163,7 @@ def relaunch_request(
     if not plan.tables:
         store.record("outcome", "run", "nothing to relaunch", run_id=run.run_id)
         return None
-    job_name = run.job_name if run.job_name in job_names else RELAUNCH_JOB
+    job_name = run.job_name if run.job_name in job_names else names.name(RELAUNCH_JOB)
     tags = {k: v for k, v in run.tags.items() if k in _COPIED_TAGS}
     tags.update({ORIGIN_TAG: relaunch.origin, ATTEMPT_TAG: str(relaunch.attempt)})
     tags.update(priority_tags(catalog, plane, plan.tables, pipeline))
@@ -171,18 +183,22 @@ def relaunch_request(
     return dg.RunRequest(
         run_key=f"relaunch:{run.run_id}",  # one relaunch per run, whatever the ticks
         job_name=job_name,
-        asset_selection=[table_key(t) for t in plan.tables],
+        asset_selection=[names.key(t) for t in plan.tables],
         partition_key=run.tags.get("dagster/partition"),
         tags=tags,
     )
 
 
 def _unfinished(
-    catalog: Catalog, run: dg.DagsterRun, instance: dg.DagsterInstance, steps: dict[str, set[str]]
+    catalog: Catalog,
+    run: dg.DagsterRun,
+    instance: dg.DagsterInstance,
+    steps: dict[str, set[str]],
+    names: Names,
 ) -> tuple[list[str], list[str]]:
     """(the run's tables, those its steps did not finish). Only tables: a run of another job
     (the control job) has nothing to re-launch."""
-    planned = sorted(t for t in run_tables(run, instance) if t in catalog.datasets)
+    planned = sorted(t for t in run_tables(run, instance, names) if t in catalog.datasets)
     return planned, [t for t in planned if t not in steps["done"] | steps["failed"]]
 
 
@@ -224,7 +240,9 @@ def _heal(
             )
 
 
-def step_outcomes(instance: dg.DagsterInstance, run_id: str) -> dict[str, set[str]]:
+def step_outcomes(
+    instance: dg.DagsterInstance, run_id: str, names: Names = DEFAULT_NAMES
+) -> dict[str, set[str]]:
     """Tables whose step finished (succeeded or skipped), failed inside the step, or failed
     because its process was interrupted."""
     done, failed, interrupted = set(), set(), set()
@@ -238,7 +256,7 @@ def step_outcomes(instance: dg.DagsterInstance, run_id: str) -> dict[str, set[st
         event = record.event_log_entry.dagster_event
         if event is None or event.step_key is None:
             continue  # the records asked for are step events: each has both
-        table = step_table(event.step_key)
+        table = names.table(event.step_key)
         if event.event_type != dg.DagsterEventType.STEP_FAILURE:
             done.add(table)
             continue

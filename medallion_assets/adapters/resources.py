@@ -50,6 +50,11 @@ class SettingsResource(dg.ConfigurableResource):  # type: ignore[type-arg]
     """A resource that reads the project's settings once, when a run sets it up."""
 
     project_root: str = Field(description="The project folder (sql/ and metadata/).")
+    home: str | None = Field(
+        default=None,
+        description="The project's state folder ($MEDALLION_HOME), when its code location "
+        "gives it one of its own",
+    )
 
     # Field -> the setting (a MedallionSettings field) it shows and sets.
     SETTINGS: ClassVar[dict[str, str]] = {}
@@ -69,7 +74,7 @@ class SettingsResource(dg.ConfigurableResource):  # type: ignore[type-arg]
     def _read(self) -> MedallionSettings:
         """The environment's settings, with this resource's fields over their variables."""
         given: dict[str, str] = {}
-        for name, setting in self.SETTINGS.items():
+        for name, setting in {"home": "home", **self.SETTINGS}.items():
             value = getattr(self, name)
             if isinstance(value, dg.EnvVar):  # outside a run Dagster has not resolved it
                 value = value.get_value()
@@ -80,12 +85,12 @@ class SettingsResource(dg.ConfigurableResource):  # type: ignore[type-arg]
     @classmethod
     def with_environment(cls, env: Mapping[str, str], **fields: Any) -> Self:
         """The resource with each of its settings that ``env`` sets as ``dg.EnvVar``."""
-        shown = {
+        shown: dict[str, Any] = {
             name: dg.EnvVar(variable_of(setting))
             for name, setting in cls.SETTINGS.items()
             if env.get(variable_of(setting))
         }
-        return cls(**fields, **shown)
+        return cls(**{**shown, **fields})
 
 
 def variable_of(setting: str) -> str:

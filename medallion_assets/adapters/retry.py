@@ -16,6 +16,7 @@ run-failure sensor heals and re-launches it (``adapters/relaunch.py``), with the
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -60,10 +61,15 @@ class Audit:
 
 
 def heal_and_retry(
-    context: dg.AssetExecutionContext, run: TableRun, audit: Audit, error: Exception
+    context: dg.AssetExecutionContext,
+    run: TableRun,
+    audit: Audit,
+    error: Exception,
+    spark: Callable[[], Any],
 ) -> NoReturn:
     """Classify the error by the healing rules, run their actions, then retry with the
-    policy's backoff, or fail at once when the rule says the error is permanent. Raises."""
+    policy's backoff, or fail at once when the rule says the error is permanent. Raises.
+    ``spark``: the run's Spark session now (its healing actions use it)."""
     if interrupted(context, error):
         audit.record("outcome", "interrupted: the run is being terminated; not retried")
         raise error
@@ -90,7 +96,7 @@ def heal_and_retry(
             description=message, allow_retries=False, metadata={RETRYABLE: False}
         ) from error
     # Spark as the step has it now: refresh_connection drops a Spark Connect session.
-    healed = replace(run, spark=context.resources.spark.session(), control=audit.store)
+    healed = replace(run, spark=spark(), control=audit.store)
     healing = HealingContext(healed, diagnosis, failure, audit.attempt, policy, error=error)
     routed_before = audit.store.routes().get(name)
     for action, did in run_actions(healing):

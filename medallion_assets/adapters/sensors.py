@@ -13,37 +13,38 @@ import dagster as dg
 
 from medallion_assets.adapters.priority import priority_tags
 from medallion_assets.adapters.resources import ControlResource, S3Resource
-from medallion_assets.adapters.translator import table_key
+from medallion_assets.adapters.translator import DEFAULT_NAMES, Names
 from medallion_assets.catalog import Catalog, Dataset
 from medallion_assets.runtime.source_objects import partition_of, source_of
 
 
-def build_sensors(catalog: Catalog) -> list[dg.SensorDefinition]:
+def build_sensors(catalog: Catalog, names: Names = DEFAULT_NAMES) -> list[dg.SensorDefinition]:
     return [
-        _source_sensor(catalog, dataset)
+        _source_sensor(catalog, dataset, names)
         for dataset in catalog.datasets.values()
         if dataset.layer == "bronze"
     ]
 
 
-def _source_sensor(catalog: Catalog, dataset: Dataset) -> dg.SensorDefinition:
+def _source_sensor(catalog: Catalog, dataset: Dataset, names: Names) -> dg.SensorDefinition:
     name, source = source_of(catalog, dataset)
     partitioned = dataset.settings.partitions is not None and source.partition is not None
 
     @dg.sensor(
-        name=f"new_objects__{name}",
-        asset_selection=[table_key(dataset.name)],
+        name=names.name(f"new_objects__{name}"),
+        asset_selection=[names.key(dataset.name)],
+        required_resource_keys={names.resource("s3"), names.resource("control")},
         minimum_interval_seconds=60,
         # Stopped until an operator starts it: opening the UI launches no run by itself.
         default_status=dg.DefaultSensorStatus.STOPPED,
         description=f"Requests {dataset.name} when s3://{source.bucket}/{source.prefix} "
         "has objects not yet ingested (start it in the UI: Automation).",
     )
-    def _sensor(
-        context: dg.SensorEvaluationContext,
-        s3: S3Resource,
-        control: ControlResource,
-    ) -> dg.SensorResult:
+    # ``**_``: a direct call (a test's) passes the required resources as keywords too.
+    def _sensor(context: dg.SensorEvaluationContext, **_: Any) -> dg.SensorResult:
+        resources = names.resources_of(context)
+        s3: S3Resource = resources.s3
+        control: ControlResource = resources.control
         plane = control.plane()
         off = plane.disabled(catalog, [dataset.name])
         if off:
@@ -68,8 +69,8 @@ def _source_sensor(catalog: Catalog, dataset: Dataset) -> dg.SensorDefinition:
             dg.RunRequest(
                 run_key=hashlib.sha256("\n".join(sorted(keys)).encode()).hexdigest()[:24],
                 partition_key=partition,
-                asset_selection=[table_key(dataset.name)],
-                tags={"trigger": f"new_objects__{name}", **priority},
+                asset_selection=[names.key(dataset.name)],
+                tags={"trigger": names.name(f"new_objects__{name}"), **priority},
             )
             for partition, keys in sorted(fresh.items(), key=lambda kv: kv[0] or "")
         ]

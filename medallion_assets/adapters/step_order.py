@@ -21,12 +21,13 @@ import os
 from collections import Counter
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 import dagster as dg
 from dagster import InitExecutorContext
 
 from medallion_assets.adapters.threads import ThreadedExecutor
-from medallion_assets.adapters.translator import step_name
+from medallion_assets.adapters.translator import DEFAULT_NAMES, Names
 from medallion_assets.catalog import Catalog
 from medallion_assets.control.store import ControlStore
 from medallion_assets.control_plane import ControlPlane
@@ -60,6 +61,7 @@ class StepOrder:
         store: ControlStore,
         pipeline: str | None,
         tags: Mapping[str, str] | None = None,
+        names: Names = DEFAULT_NAMES,
     ) -> StepOrder | None:
         """The order for a run of ``pipeline`` (None: the whole project) with ``tags`` under
         ``run_profile``; None when the project defines no profiles (Dagster's own order)."""
@@ -67,7 +69,7 @@ class StepOrder:
         if effective is None:
             return None
         policy = _policy(catalog, effective.name)
-        tables = {step_name(name): name for name in catalog.datasets}
+        tables = {names.step(name): name for name in catalog.datasets}
         return cls(policy, tables, effective)
 
     def skipped(self, tables: Collection[str]) -> dict[str, str]:
@@ -101,10 +103,16 @@ class StepOrder:
         )
 
 
-def executor_for(catalog: Catalog) -> dg.ExecutorDefinition:
+def executor_for(
+    catalog: Catalog | None,
+    names: Names = DEFAULT_NAMES,
+    settings_env: Mapping[str, str] | None = None,
+) -> dg.ExecutorDefinition:
     """The project's executor: a run's steps on up to ``max_workers`` threads over one Spark
     (default ``MEDALLION_MAX_WORKERS``, else the cores), started in the order of the profile
-    in force for the run's pipeline when the run starts."""
+    in force for the run's pipeline when the run starts. ``catalog`` None: steps in Dagster's
+    order (a code location's default when it holds several projects). ``settings_env``: the
+    project's settings over the environment's."""
 
     @dg.executor(
         name="medallion_threads",
@@ -117,15 +125,18 @@ def executor_for(catalog: Catalog) -> dg.ExecutorDefinition:
         },
     )
     def _threads(context: InitExecutorContext) -> ThreadedExecutor:
-        settings = MedallionSettings.from_env(os.environ, catalog.root)
+        root = catalog.root if catalog is not None else Path.cwd()
+        settings = MedallionSettings.from_env({**os.environ, **(settings_env or {})}, root)
         configured = context.executor_config.get("max_workers")
         workers = configured if isinstance(configured, int) else settings.workers
+        if catalog is None:
+            return ThreadedExecutor(workers)
         job = context.job.get_definition()
         pipeline = job.run_tags.get("pipeline") or job.tags.get("pipeline")
         store = ControlPlane.of(settings).store()
 
         def order_for(tags: Mapping[str, str]) -> StepOrder | None:  # when the run starts
-            return StepOrder.of(catalog, store, tags.get("pipeline") or pipeline, tags)
+            return StepOrder.of(catalog, store, tags.get("pipeline") or pipeline, tags, names)
 
         return ThreadedExecutor(workers, order_for=order_for)
 
@@ -192,3 +203,9 @@ def below_profile(
         return None
     reason = _policy(catalog, effective.name).skipped([table]).get(table)
     return None if reason is None else f"profile {effective.describe()}: {reason}"
+
+
+# The default executor of a code location holding several projects (each project's jobs carry
+# their own): one object, so the projects' definitions merge. Asset runs launched from the
+# graph execute on threads over one Spark, in Dagster's order.
+SHARED_EXECUTOR = executor_for(None)

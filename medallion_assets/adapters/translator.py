@@ -6,7 +6,10 @@ and tested without Spark. Subclass ``DatasetTranslator`` to change keys, groups 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import dagster as dg
 
@@ -45,26 +48,123 @@ def table_schema(
     )
 
 
-def table_key(table: str) -> dg.AssetKey:
-    """``silver.orders_usd`` -> AssetKey(["silver", "orders_usd"]); raw and exposures alike."""
-    return dg.AssetKey(table.split(".", 1))
+RESOURCES = ("spark", "lake", "s3", "warehouse", "control")  # what a table's step uses
+_PREFIX = re.compile(r"[a-z][a-z0-9]*(_[a-z0-9]+)*")
 
 
-def step_name(table: str) -> str:
-    """The op (and step key) of a table's asset: ``silver.orders_usd`` -> ``silver__orders_usd``."""
-    return table.replace(".", "__")
+@dataclass(frozen=True)
+class Names:
+    """How one project's tables, steps, jobs, schedules, sensors and resources are named in
+    Dagster. Alone in its code location a project needs no prefix: ``silver.orders`` is the
+    asset ``silver/orders``, its step ``silver__orders``, the resources ``spark``, ``lake``...
+    Several projects in one code location each take a prefix, which goes in front of every
+    name: ``sales/silver/orders``, ``sales__silver__orders``, ``sales__daily``,
+    ``sales_spark``."""
+
+    prefix: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.prefix is not None and not _PREFIX.fullmatch(self.prefix):
+            raise ValueError(
+                f"prefix {self.prefix!r}: expected lower-case letters, digits and single "
+                "underscores, starting with a letter (e.g. sales or eu_sales)"
+            )
+
+    def key(self, table: str) -> dg.AssetKey:
+        """``silver.orders_usd`` -> AssetKey(["silver", "orders_usd"]); raw and exposures
+        alike; the prefix first."""
+        path = table.split(".", 1)
+        return dg.AssetKey([self.prefix, *path] if self.prefix else path)
+
+    def step(self, table: str) -> str:
+        """The op (and step key) of a table's asset: ``silver.orders_usd`` ->
+        ``silver__orders_usd`` (``sales__silver__orders_usd`` with a prefix)."""
+        return self.name(table.replace(".", "__"))
+
+    def table(self, step_key: str | None) -> str:
+        """The table of a step key (the inverse of ``step``); "" for another project's."""
+        key = step_key or ""
+        if self.prefix:
+            if not key.startswith(f"{self.prefix}__"):
+                return ""
+            key = key[len(self.prefix) + 2 :]
+        return key.replace("__", ".", 1)
+
+    def name(self, name: str) -> str:
+        """A job's, schedule's or sensor's name."""
+        return f"{self.prefix}__{name}" if self.prefix else name
+
+    def group(self, layer: str) -> str:
+        return f"{self.prefix}_{layer}" if self.prefix else layer
+
+    def resource(self, key: str) -> str:
+        """A resource's key: ``spark`` -> ``sales_spark``."""
+        return f"{self.prefix}_{key}" if self.prefix else key
+
+    def resource_keys(self) -> set[str]:
+        return {self.resource(key) for key in RESOURCES}
+
+    def resources_of(self, context: Any) -> StepResources:
+        """The project's resources of a step's (or sensor's) ``context``."""
+        return StepResources(context.resources, self)
+
+    def table_of_key(self, key: dg.AssetKey) -> str:
+        """The table of an asset key (the inverse of ``key``); "" for another project's."""
+        path = key.path
+        if self.prefix:
+            if len(path) < 2 or path[0] != self.prefix:
+                return ""
+            path = path[1:]
+        return ".".join(path)
 
 
-def step_table(step_key: str | None) -> str:
-    """The table of a step key: the inverse of ``step_name``."""
-    return (step_key or "").replace("__", ".", 1)
+@dataclass(frozen=True)
+class StepResources:
+    """One project's resources, as a step (or sensor) sees them: ``spark`` is the resource
+    ``sales_spark`` of the project prefixed ``sales``. Each is looked up when asked for, so a
+    sensor requires only those it uses."""
+
+    resources: Any  # the context's
+    names: Names
+
+    def _get(self, key: str) -> Any:
+        return getattr(self.resources, self.names.resource(key))
+
+    @property
+    def spark(self) -> Any:
+        return self._get("spark")
+
+    @property
+    def lake(self) -> Any:
+        return self._get("lake")
+
+    @property
+    def s3(self) -> Any:
+        return self._get("s3")
+
+    @property
+    def warehouse(self) -> Any:
+        return self._get("warehouse")
+
+    @property
+    def control(self) -> Any:
+        return self._get("control")
+
+
+DEFAULT_NAMES = Names()
+table_key = DEFAULT_NAMES.key  # a project alone in its code location (the CLI's)
+step_name = DEFAULT_NAMES.step
+step_table = DEFAULT_NAMES.table
 
 
 class DatasetTranslator:
-    def __init__(self, catalog: Catalog, warehouse_kind: str | None = None):
+    def __init__(
+        self, catalog: Catalog, warehouse_kind: str | None = None, names: Names = DEFAULT_NAMES
+    ):
         """``warehouse_kind``: the warehouse in force (``MedallionSettings.warehouse_kind``);
-        None: each target's system kind."""
+        None: each target's system kind. ``names``: the project's names in Dagster."""
         self.catalog = catalog
+        self.names = names
         self.warehouse_kind = warehouse_kind
         self._descriptions: dict[str, dict[str, str]] = {}
         # Tables PII reaches unhashed: tagged pii even when the metadata does not say so.
@@ -85,10 +185,10 @@ class DatasetTranslator:
 
     def get_asset_spec(self, dataset: Dataset) -> dg.AssetSpec:
         return dg.AssetSpec(
-            key=table_key(dataset.name),
+            key=self.names.key(dataset.name),
             deps=self.deps(dataset),
             description=self.description(dataset),
-            group_name=dataset.layer,
+            group_name=self.names.group(dataset.layer),
             code_version=dataset.code_version,
             owners=list(dataset.owners),
             tags=self.tags(dataset),
@@ -104,10 +204,10 @@ class DatasetTranslator:
         """The lineage engine's upstream tables, then the tables the checks read (marked
         ``medallion/dependency: check``): those must be published before this table is
         checked, so Dagster runs them first."""
-        deps = [dg.AssetDep(table_key(u)) for u in dataset.upstream]
+        deps = [dg.AssetDep(self.names.key(u)) for u in dataset.upstream]
         lineage = set(dataset.upstream)
         deps += [
-            dg.AssetDep(table_key(t), metadata={CHECK_DEP: "check"})
+            dg.AssetDep(self.names.key(t), metadata={CHECK_DEP: "check"})
             for t in dataset.check_dependencies
             if t not in lineage
         ]
@@ -118,10 +218,10 @@ class DatasetTranslator:
         return [
             dg.AssetCheckSpec(
                 name=rule.label(),
-                asset=table_key(dataset.name),
+                asset=self.names.key(dataset.name),
                 description=rule.description or rule_summary(rule),
                 blocking=rule.blocking,
-                additional_deps=[table_key(t) for t in rule.referenced_tables()],
+                additional_deps=[self.names.key(t) for t in rule.referenced_tables()],
                 metadata={
                     "kind": rule.kind,
                     "severity": rule.severity,
@@ -166,7 +266,7 @@ class DatasetTranslator:
         lineage = {
             c.column: [
                 dg.TableColumnDep(
-                    asset_key=table_key(s.rsplit(".", 1)[0]), column_name=s.rsplit(".", 1)[1]
+                    asset_key=self.names.key(s.rsplit(".", 1)[0]), column_name=s.rsplit(".", 1)[1]
                 )
                 for s in c.sources
             ]
@@ -194,9 +294,9 @@ class DatasetTranslator:
 
     def get_source_spec(self, name: str, source: Source) -> dg.AssetSpec:
         return dg.AssetSpec(
-            key=table_key(f"raw.{name}"),
+            key=self.names.key(f"raw.{name}"),
             description=source.description or f"raw S3 source s3://{source.bucket}/{source.prefix}",
-            group_name="raw",
+            group_name=self.names.group("raw"),
             owners=list(source.owners),
             kinds={"s3", source.format},
             tags={
@@ -216,10 +316,10 @@ class DatasetTranslator:
 
     def get_exposure_spec(self, exposure: Exposure) -> dg.AssetSpec:
         return dg.AssetSpec(
-            key=table_key(f"exposure.{exposure.name}"),
-            deps=[table_key(t) for t in exposure.depends_on],
+            key=self.names.key(f"exposure.{exposure.name}"),
+            deps=[self.names.key(t) for t in exposure.depends_on],
             description=exposure.description or f"{exposure.type} {exposure.name}",
-            group_name="exposures",
+            group_name=self.names.group("exposures"),
             owners=list(exposure.owners),
             kinds={exposure.type},
             tags={"layer": "exposure", "criticality": exposure.criticality},

@@ -31,7 +31,7 @@ def files_text(folder: Path) -> str:
 
 
 @dg.asset(required_resource_keys={"control"})  # masked_step reads the run's settings there
-@masked_step
+@masked_step("control")
 def leaky(context: dg.AssetExecutionContext):
     context.log.info(f"connecting with the password {SECRET}")
     context.log.warning("retrying postgresql://loader:%s@db:5432/x", "an/other#pw")
