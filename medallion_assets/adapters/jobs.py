@@ -1,4 +1,5 @@
-"""Asset jobs per pipeline and per layer, and one schedule per pipeline from its cron.
+"""An asset job per pipeline, and one schedule per pipeline from its cron. A layer is an asset
+group (``DatasetTranslator``): "Materialize all" on the group builds the layer.
 
 A job holds all of its tables, daily-partitioned or not: the project's daily tables share one
 partitions definition (``DatasetTranslator.partitions_def``), so Dagster runs a day of the
@@ -58,9 +59,6 @@ def build_jobs(
             pipeline.description or f"pipeline {pipeline_id}",
             {"pipeline": pipeline_id},
         )
-    for layer in ("bronze", "silver", "gold"):
-        tables = [n for n, d in catalog.datasets.items() if d.layer == layer]
-        jobs += _job(f"layer_{layer}", tables, f"every {layer} table", {"layer": layer})
     # The run-failure sensor re-launches a run of any other job (e.g. one launched from the
     # asset graph) through this one: a sensor can only request jobs it declares.
     jobs += _job(

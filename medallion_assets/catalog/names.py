@@ -33,10 +33,10 @@ DAGSTER_RESERVED = frozenset(
         *keyword.kwlist,
     }
 )
-# Jobs the code location defines itself (adapters/jobs.py, control.py, relaunch.py): a
+# Jobs the code location defines itself (adapters/kill_switch.py, relaunch.py): a
 # pipeline with one of these ids would define a second job of that name.
 CODE_LOCATION_JOBS = frozenset(
-    {"layer_bronze", "layer_silver", "layer_gold", "medallion_control", "medallion_relaunch"}
+    {"medallion_control", "medallion_relaunch"}
 )
 # Tag values (a system's name is the ``system`` tag) and tag key sections.
 _TAG = re.compile(r"^[A-Za-z0-9_.-]{1,63}$")

@@ -149,7 +149,7 @@ def test_one_code_location_holds_two_projects_each_under_its_prefix(tmp_path, mo
         assert f"{prefix}/raw/orders" in keys
     assert not any(k.startswith(("bronze/", "gold/")) for k in keys)
     jobs = {job.name for job in defs.resolve_all_job_defs()}
-    assert {"sales__daily", "eu__daily", "sales__medallion_control", "eu__layer_gold"} <= jobs
+    assert {"sales__daily", "eu__daily", "sales__medallion_control", "eu__medallion_relaunch"} <= jobs
     sensors = {s.name for s in defs.sensors or []}
     assert {"sales__kill_switch", "eu__kill_switch", "eu__medallion_relaunch_failed"} & sensors
     assert {"sales__audit_run_succeeded", "eu__audit_run_succeeded"} <= sensors

@@ -177,7 +177,7 @@ def test_daily_tables_with_different_starts_share_one_job_and_schedule(tmp_path,
     path.write_text("".join(lines))
     defs = build_definitions(root)
     jobs = {job.name: job for job in defs.resolve_all_job_defs()}
-    assert {"analytics", "layer_gold", "layer_silver", "medallion_relaunch"} <= set(jobs)
+    assert {"analytics", "medallion_relaunch"} <= set(jobs)
     assert str(jobs["analytics"].partitions_def.start.date()) == "2026-01-01"
     # the later table's own start holds: a day before it builds nothing, said so
     monkeypatch.setenv("MEDALLION_HOME", str(tmp_path / "home"))
@@ -194,12 +194,14 @@ def test_daily_tables_with_different_starts_share_one_job_and_schedule(tmp_path,
     assert said and "partitions.start 2026-02-01" in said[0]
 
 
-def test_jobs_per_pipeline_and_layer_and_schedules_from_cron(defs, demo_catalog):
+def test_jobs_per_pipeline_and_schedules_from_cron(defs, demo_catalog):
     jobs = {job.name: job for job in defs.resolve_all_job_defs()}
     for pipeline_id in demo_catalog.pipelines:
         assert pipeline_id in jobs
-    for layer in ("bronze", "silver", "gold"):
-        assert f"layer_{layer}" in jobs
+    # a layer is an asset group, not a job of its own
+    assert not any(name.startswith("layer_") for name in jobs)
+    groups = {s.group_name for s in defs.resolve_asset_graph().asset_nodes}
+    assert {"bronze", "silver", "gold"} <= groups
     ingest = jobs["ingest"]
     selected = {".".join(k.path) for k in ingest.asset_layer.selected_asset_keys}
     # one job holds the pipeline's whole tables and its daily ones
@@ -297,7 +299,7 @@ def test_build_definitions_resolves_with_the_collector_paused_and_restores_it(de
         build.definitions_for = original
     assert seen == [False]
     assert gc.isenabled()
-    assert "layer_silver" in {job.name for job in built.resolve_all_job_defs()}
+    assert "medallion_relaunch" in {job.name for job in built.resolve_all_job_defs()}
 
     (demo_project / "metadata" / "datasets.yaml").write_text("datasets: [unclosed\n")
     with pytest.raises(Exception, match=r"datasets\.yaml"):

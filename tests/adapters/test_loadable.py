@@ -36,9 +36,7 @@ def test_the_catalogs_reserved_names_are_the_ones_dagster_and_the_code_location_
     from dagster._core.definitions.utils import DISALLOWED_NAMES
 
     assert set(DISALLOWED_NAMES) <= DAGSTER_RESERVED
-    assert {CONTROL_JOB, RELAUNCH_JOB, "layer_bronze", "layer_silver", "layer_gold"} == set(
-        CODE_LOCATION_JOBS
-    )
+    assert {CONTROL_JOB, RELAUNCH_JOB} == set(CODE_LOCATION_JOBS)
 
 
 @pytest.mark.parametrize("kind", sorted(CASES))

@@ -141,13 +141,19 @@ def start_sensor(server: DagsterWebserver, sensor: str) -> None:
     assert answer["sensorState"]["status"] == "RUNNING", answer
 
 
-def launch(server: DagsterWebserver, job: str, tags: dict[str, str]) -> str:
+def launch(
+    server: DagsterWebserver, job: str, tags: dict[str, str], assets: list[str] | None = None
+) -> str:
+    """Launch ``job`` (only its ``assets``, e.g. ``bronze/orders``, when given)."""
+    selector: dict[str, object] = {
+        "repositoryLocationName": LOCATION,
+        "repositoryName": repository(server),
+        "jobName": job,
+    }
+    if assets is not None:
+        selector["assetSelection"] = [{"path": a.split("/")} for a in assets]
     params = {
-        "selector": {
-            "repositoryLocationName": LOCATION,
-            "repositoryName": repository(server),
-            "jobName": job,
-        },
+        "selector": selector,
         "runConfigData": {},
         "executionMetadata": {"tags": [{"key": k, "value": v} for k, v in tags.items()]},
     }
@@ -186,7 +192,7 @@ def test_under_focus_a_critical_run_pre_empts_and_overtakes_low_priority_runs(qu
     # silver's input first, so the low runs' silver steps build (and sleep) rather than wait
     lake = Lake.local(root / ".medallion" / "lake")
     if lake.current("bronze.orders") is None:
-        launch(server, "layer_bronze", {})
+        launch(server, "reports", {}, assets=["bronze/orders"])
         wait_until(lambda: lake.current("bronze.orders"), "bronze.orders published")
     low_tags = scheduled_tags(server, "reports_schedule")
     first = launch(server, "reports", low_tags)

@@ -403,7 +403,7 @@ CASES: dict[str, Broken] = {
     ),
     "pipeline_id_of_a_built_in_job": Broken(
         {
-            "metadata/pipelines.yaml": "pipelines:\n  - id: layer_gold\n"
+            "metadata/pipelines.yaml": "pipelines:\n  - id: medallion_control\n"
             "    select: {layers: [gold]}\n"
         },
         [("metadata/pipelines.yaml", 2, "the name of a job the code location defines itself")],
