@@ -35,9 +35,7 @@ DAGSTER_RESERVED = frozenset(
 )
 # Jobs the code location defines itself (adapters/kill_switch.py, relaunch.py): a
 # pipeline with one of these ids would define a second job of that name.
-CODE_LOCATION_JOBS = frozenset(
-    {"medallion_control", "medallion_relaunch"}
-)
+CODE_LOCATION_JOBS = frozenset({"medallion_control", "medallion_relaunch"})
 # Tag values (a system's name is the ``system`` tag) and tag key sections.
 _TAG = re.compile(r"^[A-Za-z0-9_.-]{1,63}$")
 TAG_PREFIX = "tag_"  # a dataset's tag ``finance`` becomes the Dagster tag key ``tag_finance``

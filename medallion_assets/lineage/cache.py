@@ -15,15 +15,26 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-# Bump when the shape of cached results changes; the sqlglot version is part of the key too.
+# Bump when the shape of cached results changes; the sqlglot version and the lineage engine's
+# own source are part of the key too, so a changed engine never serves an old result.
 FORMAT_VERSION = 3  # 2: files nested past MAX_NESTING are errors, never cached
 # 3: SELECT INTO targets, column lists, positional INSERT, star edges, preambles
 _SQLGLOT_VERSION = version("sqlglot")
 
 
+def _engine_digest() -> str:
+    digest = hashlib.sha256()
+    for source in sorted(Path(__file__).parent.glob("*.py")):
+        digest.update(source.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+_ENGINE = _engine_digest()
+
+
 def content_key(*parts: str) -> str:
     digest = hashlib.sha256()
-    for part in (str(FORMAT_VERSION), _SQLGLOT_VERSION, *parts):
+    for part in (str(FORMAT_VERSION), _SQLGLOT_VERSION, _ENGINE, *parts):
         digest.update(part.encode("utf-8"))
         digest.update(b"\0")
     return digest.hexdigest()

@@ -89,6 +89,8 @@ class _Resolver:
             return self._set_operation_outputs(scope)
         if isinstance(expression, exp.Lateral):
             return self._lateral_outputs(scope, expression)
+        if isinstance(expression, exp.Unnest):
+            return self._unnest_outputs(scope, expression)
         if isinstance(expression, exp.Values):
             alias = expression.args.get("alias")
             names = [c.name for c in alias.columns] if alias is not None else []
@@ -100,9 +102,10 @@ class _Resolver:
         outputs: list[OutputColumn] = []
         for projection in expression.expressions:
             if isinstance(projection, exp.Star):
-                outputs.extend(self._star(scope, None))
+                outputs.extend(self._modified(scope, projection, self._star(scope, None)))
             elif isinstance(projection, exp.Column) and isinstance(projection.this, exp.Star):
-                outputs.extend(self._star(scope, projection.table))
+                star = self._star(scope, projection.table)
+                outputs.extend(self._modified(scope, projection.this, star))
             else:
                 # Spark names an unaliased expression by its SQL text, e.g. "sum(sales)".
                 name = projection.alias_or_name or projection.sql("spark").lower()
@@ -112,6 +115,16 @@ class _Resolver:
 
     def _set_operation_outputs(self, scope: Scope) -> list[OutputColumn]:
         branches = [self.outputs(child) for child in scope.set_operation_scopes]
+        named = next((b for b in branches if b and all(o.name != "*" for o in b)), None)
+        unknown = ""
+        if named is not None:
+            listed = []
+            for branch in branches:
+                if not branch:  # its columns cannot be listed (e.g. a table function's)
+                    unknown = "a branch's columns could not be listed"
+                    continue
+                listed.append(_star_as(branch, named))
+            branches = listed
         if not branches:
             return []
         widths = [len(b) for b in branches]
@@ -129,6 +142,8 @@ class _Resolver:
             for branch in branches[1:]:
                 if position < len(branch):
                     origin = origin.merge(branch[position].origin)
+            if unknown and origin.unresolved is None:
+                origin = Origin(origin.sources, origin.transform, origin.type, unknown)
             result.append(OutputColumn(column.name, origin))
         return result
 
@@ -141,6 +156,58 @@ class _Resolver:
         names = [c.name for c in alias.columns] if alias is not None else []
         return [OutputColumn(name, origin) for name in names or [lateral.alias_or_name]]
 
+    def _unnest_outputs(self, scope: Scope, unnest: exp.Unnest) -> list[OutputColumn]:
+        """``UNNEST(items) AS item`` (BigQuery: the alias names the element),
+        ``unnest(a, b) AS u(x, y)``, ``WITH OFFSET AS pos``: each element from its array."""
+        arrays = [self.expression_origin(scope, e, []) for e in unnest.expressions]
+        origins = [
+            Origin(o.sources, _stronger(o.transform, "expression"), None, o.unresolved)
+            for o in arrays
+        ]
+        alias = unnest.args.get("alias")
+        names = [c.name for c in alias.columns] if isinstance(alias, exp.TableAlias) else []
+        if not names and alias is not None and alias.name:
+            names = [alias.name]  # BigQuery's value alias
+        if not names:
+            names = ["unnest" if len(origins) == 1 else f"col{i}" for i in range(len(origins))]
+        outputs = [
+            OutputColumn(name, origins[min(i, len(origins) - 1)] if origins else Origin())
+            for i, name in enumerate(names)
+        ]
+        offset = unnest.args.get("offset")
+        if isinstance(offset, exp.Expr):
+            merged = Origin()
+            for origin in origins:
+                merged = merged.merge(origin)
+            outputs.append(OutputColumn(offset.name or "offset", merged))
+        return outputs
+
+    def _modified(
+        self, scope: Scope, star: exp.Star, columns: list[OutputColumn]
+    ) -> list[OutputColumn]:
+        """A star's ``EXCEPT``/``EXCLUDE`` (columns left out), ``REPLACE`` (a column's value
+        from an expression) and ``RENAME``, over the columns it expands to."""
+        dropped = {c.name for c in star.args.get("except_") or []}
+        replaced = {
+            e.alias_or_name: self.expression_origin(scope, e.unalias(), [])
+            for e in star.args.get("replace") or []
+        }
+        renamed = {
+            e.this.name: e.alias
+            for e in star.args.get("rename") or []
+            if isinstance(e, exp.Alias) and isinstance(e.this, exp.Column)
+        }
+        if not (dropped or replaced or renamed):
+            return columns
+        result = []
+        for column in columns:
+            if column.name == "*":  # unknown schema: nothing to drop from, said already
+                result.append(column)
+            elif column.name not in dropped:
+                origin = replaced.get(column.name, column.origin)
+                result.append(OutputColumn(renamed.get(column.name, column.name), origin))
+        return result
+
     def _star(self, scope: Scope, only: str | None) -> list[OutputColumn]:
         columns: list[OutputColumn] = []
         for alias, (_, source) in scope.selected_sources.items():
@@ -151,6 +218,8 @@ class _Resolver:
     def _source_columns(self, source: exp.Table | Scope) -> list[OutputColumn]:
         if isinstance(source, Scope):
             return list(self.outputs(source))
+        if not isinstance(source.this, exp.Identifier):
+            return []  # a table function (range(10), generate_series): its columns are unknown
         table = table_name(source)
         known = self.schema.get(table)
         if known is None:
@@ -202,20 +271,38 @@ class _Resolver:
     ) -> Origin:
         name = column.name
         qualifier = column.table
+        if qualifier:
+            source = _source_named(scope, qualifier)
+            if source is not None:
+                return self._qualified(source, qualifier, name)
+            # Not a source: a struct's field, ``after.id`` (the column ``after``) or
+            # ``t.after.id`` (``after`` of the source ``t``); a field maps to its root column.
+            parts = [part.name for part in column.parts]
+            for position, part in enumerate(parts[:-2]):
+                source = _source_named(scope, part)
+                if source is not None:
+                    root = self._qualified(source, part, parts[position + 1])
+                    return Origin(root.sources, root.transform, None, root.unresolved)
+            root = self.column_origin(scope, exp.column(parts[0]), earlier)
+            if root.sources or root.unresolved is None:  # the field's type is not the root's
+                return Origin(root.sources, root.transform, None, root.unresolved)
+            return Origin(unresolved=f"{qualifier}.{name}: no table or alias named {qualifier!r}")
         current: Scope | None = scope
         while current is not None:  # correlated references resolve in an enclosing scope
-            if qualifier:
-                source = current.sources.get(qualifier)
-                if source is not None:
-                    return self._named_column(source, name)
-            else:
-                found = self._unqualified(current, name, earlier if current is scope else [])
-                if found is not None:
-                    return found
-            current = current.parent if current.is_subquery or current.is_udtf else None
-        if qualifier:
-            return Origin(unresolved=f"{qualifier}.{name}: no table or alias named {qualifier!r}")
+            found = self._unqualified(current, name, earlier if current is scope else [])
+            if found is not None:
+                return found
+            current = _enclosing(current)
         return Origin(unresolved=f"{name}: not a column of any source in scope")
+
+    def _qualified(self, source: exp.Table | Scope, qualifier: str, name: str) -> Origin:
+        """``qualifier.name`` of ``source``; a field of an UNNEST's or a LATERAL VIEW's element
+        (``item.product_id`` of ``UNNEST(items) AS item``) is its array's."""
+        if isinstance(source, Scope) and isinstance(source.expression, (exp.Unnest, exp.Lateral)):
+            outputs = {o.name: o for o in self.outputs(source)}
+            if name not in outputs and qualifier in outputs:
+                return outputs[qualifier].origin
+        return self._named_column(source, name)
 
     def _named_column(self, source: exp.Table | Scope, name: str) -> Origin:
         if isinstance(source, Scope):
@@ -254,6 +341,11 @@ class _Resolver:
                 definite.append(source)
         if len(definite) == 1:
             return self._named_column(definite[0], name)
+        if len(definite) > 1 and name in _using_columns(scope):
+            merged = Origin()  # JOIN ... USING (name): one column, from either side
+            for source in definite:
+                merged = merged.merge(self._named_column(source, name))
+            return merged
         if len(definite) > 1:
             return Origin(unresolved=f"{name}: ambiguous, more than one source has it")
         if len(possible) == 1:
@@ -274,6 +366,37 @@ class _Resolver:
             return None if "*" in names else names
         known = self.schema.get(table_name(source))
         return set(known) if known is not None else None
+
+
+def _star_as(branch: list[OutputColumn], named: list[OutputColumn]) -> list[OutputColumn]:
+    """A set operation's branch that is one ``*`` over a table of unknown schema, as the
+    columns another branch names (the operation matches them by position)."""
+    if len(branch) != 1 or branch[0].name != "*" or branch[0].star_table is None:
+        return branch
+    table = branch[0].star_table
+    return [OutputColumn(o.name, Origin(frozenset({f"{table}.{o.name}"}), "direct")) for o in named]
+
+
+def _using_columns(scope: Scope) -> set[str]:
+    """The columns the joins of ``scope``'s SELECT join ``USING``."""
+    joins = scope.expression.args.get("joins") or []
+    return {c.name for join in joins for c in join.args.get("using") or []}
+
+
+def _source_named(scope: Scope, name: str) -> exp.Table | Scope | None:
+    """The source ``name`` of ``scope``, else of the scopes enclosing it (a correlated
+    reference)."""
+    current: Scope | None = scope
+    while current is not None:
+        source = current.sources.get(name)
+        if source is not None:
+            return source
+        current = _enclosing(current)
+    return None
+
+
+def _enclosing(scope: Scope) -> Scope | None:
+    return scope.parent if scope.is_subquery or scope.is_udtf else None
 
 
 def _apply_alias_columns(scope: Scope, outputs: list[OutputColumn]) -> list[OutputColumn]:

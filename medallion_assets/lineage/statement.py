@@ -131,7 +131,9 @@ def _statement(expression: exp.Expr, default_target: str | None) -> Statement:
 
 def _parse_all(sql: str, dialect: str) -> list[exp.Expr]:
     try:
-        statements = [s for s in sqlglot.parse(sql, read=sqlglot_dialect(dialect)) if s is not None]
+        parsed = sqlglot.parse(sql, read=sqlglot_dialect(dialect))
+        # Empty statements (`;;`, or `;` after a comment) are not statements.
+        statements = [s for s in parsed if s is not None and not isinstance(s, exp.Semicolon)]
     except (ParseError, TokenError) as error:
         raise SqlError(f"does not parse as {dialect} SQL: {_first_line(error)}") from None
     except ValueError as error:  # unknown dialect name
@@ -143,7 +145,19 @@ def _parse_all(sql: str, dialect: str) -> list[exp.Expr]:
             raise SqlError(
                 f"does not parse as {dialect} SQL: unsupported statement {statement.name!r}"
             )
+        _name_derived_tables(statement)
     return statements
+
+
+def _name_derived_tables(statement: exp.Expr) -> None:
+    """Give each subquery of a FROM or JOIN without an alias an internal one
+    (``_subquery_1``...): Spark, BigQuery and others allow several, and scopes need a name
+    for each source."""
+    count = 0
+    for subquery in statement.find_all(exp.Subquery):
+        if isinstance(subquery.parent, (exp.From, exp.Join)) and not subquery.alias:
+            count += 1
+            subquery.set("alias", exp.TableAlias(this=exp.to_identifier(f"_subquery_{count}")))
 
 
 def _first_line(error: Exception) -> str:

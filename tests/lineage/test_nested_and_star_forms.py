@@ -1,0 +1,193 @@
+"""Column lineage through nested data (struct fields, arrays, UNNEST/explode/LATERAL VIEW/
+FLATTEN and their aliases), star modifiers (EXCEPT/EXCLUDE, REPLACE, RENAME), and the forms
+that once stopped a file's analysis (two unaliased subqueries, an unknown-schema star inside a
+UNION, empty statements), in the dialects users write them in."""
+
+from __future__ import annotations
+
+import pytest
+
+from medallion_assets.lineage.analysis import SqlFile, analyze
+
+RAW = {"raw_table": {"after": "struct<id:int>", "op": "string"}}
+
+# (dialect, SQL, schema, {output column: its sources}, {output column: unresolved})
+CASES = {
+    "struct_field_of_a_column": (
+        "bigquery",
+        "SELECT after.id AS id FROM raw_table",
+        {},
+        {"id": {"raw_table.after"}},
+    ),
+    "struct_field_of_a_known_column": (
+        "spark",
+        "SELECT after.id AS id, op FROM raw_table",
+        RAW,
+        {"id": {"raw_table.after"}, "op": {"raw_table.op"}},
+    ),
+    "struct_field_through_the_table": (
+        "spark",
+        "SELECT raw_table.after.id AS id FROM raw_table",
+        RAW,
+        {"id": {"raw_table.after"}},
+    ),
+    "struct_field_through_an_alias": (
+        "snowflake",
+        "SELECT r.after.id AS id FROM raw_table AS r",
+        {},
+        {"id": {"raw_table.after"}},
+    ),
+    "deep_struct_field": (
+        "bigquery",
+        "SELECT t.payload.customer.address.city AS city FROM events AS t",
+        {},
+        {"city": {"events.payload"}},
+    ),
+    "bigquery_unnest_value_alias": (
+        "bigquery",
+        "SELECT o.id, item FROM orders AS o, UNNEST(o.items) AS item",
+        {},
+        {"id": {"orders.id"}, "item": {"orders.items"}},
+    ),
+    "bigquery_unnest_field_of_the_element": (
+        "bigquery",
+        "SELECT id, item.product_id AS product_id, off FROM orders, UNNEST(items) AS item "
+        "WITH OFFSET AS off",
+        {},
+        {"id": {"orders.id"}, "product_id": {"orders.items"}, "off": {"orders.items"}},
+    ),
+    "bigquery_cross_join_unnest": (
+        "bigquery",
+        "SELECT o.id, x.sku FROM orders o CROSS JOIN UNNEST(o.lines) AS x",
+        {},
+        {"id": {"orders.id"}, "sku": {"orders.lines"}},
+    ),
+    "spark_lateral_view_explode": (
+        "spark",
+        "SELECT id, item.product_id AS product_id FROM orders "
+        "LATERAL VIEW explode(items) t AS item",
+        {},
+        {"id": {"orders.id"}, "product_id": {"orders.items"}},
+    ),
+    "spark_lateral_view_posexplode": (
+        "spark",
+        "SELECT id, pos, item FROM orders LATERAL VIEW posexplode(items) t AS pos, item",
+        {},
+        {"id": {"orders.id"}, "pos": {"orders.items"}, "item": {"orders.items"}},
+    ),
+    "spark_explode_in_select": (
+        "spark",
+        "SELECT id, explode(items) AS item FROM orders",
+        {},
+        {"id": {"orders.id"}, "item": {"orders.items"}},
+    ),
+    "postgres_unnest_with_column_alias": (
+        "postgres",
+        "SELECT o.id, u.x FROM orders o, unnest(o.items) AS u(x)",
+        {},
+        {"id": {"orders.id"}, "x": {"orders.items"}},
+    ),
+    "snowflake_lateral_flatten": (
+        "snowflake",
+        "SELECT o.id, f.value:product_id AS pid FROM orders o, LATERAL FLATTEN(input => o.items) f",
+        {},
+        {"id": {"orders.id"}, "pid": {"orders.items"}},
+    ),
+    "bigquery_star_except": (
+        "bigquery",
+        "SELECT * EXCEPT (b) FROM (SELECT a, b, c FROM t)",
+        {},
+        {"a": {"t.a"}, "c": {"t.c"}},
+    ),
+    "bigquery_qualified_star_except_of_a_known_table": (
+        "bigquery",
+        "SELECT t.* EXCEPT (b, c) FROM t",
+        {"t": {"a": "int", "b": "int", "c": "int"}},
+        {"a": {"t.a"}},
+    ),
+    "snowflake_star_exclude": (
+        "snowflake",
+        "SELECT * EXCLUDE (b) FROM (SELECT a, b, c FROM t)",
+        {},
+        {"a": {"t.a"}, "c": {"t.c"}},
+    ),
+    "duckdb_star_exclude": (
+        "duckdb",
+        "SELECT * EXCLUDE (b) FROM t",
+        {"t": {"a": "int", "b": "int"}},
+        {"a": {"t.a"}},
+    ),
+    "bigquery_star_replace": (
+        "bigquery",
+        "SELECT * REPLACE (a + d AS a) FROM (SELECT a, b, d FROM t)",
+        {},
+        {"a": {"t.a", "t.d"}, "b": {"t.b"}, "d": {"t.d"}},
+    ),
+    "snowflake_star_rename": (
+        "snowflake",
+        "SELECT * RENAME (a AS z) FROM (SELECT a, b FROM t)",
+        {},
+        {"z": {"t.a"}, "b": {"t.b"}},
+    ),
+    "two_unaliased_subqueries": (
+        "spark",
+        "SELECT a, b FROM (SELECT x AS a FROM t), (SELECT y AS b FROM u)",
+        {},
+        {"a": {"t.x"}, "b": {"u.y"}},
+    ),
+    "unaliased_subqueries_joined_using": (
+        "bigquery",
+        "SELECT k, n FROM (SELECT k, count(*) AS n FROM t GROUP BY k) JOIN (SELECT k FROM u) "
+        "USING (k)",
+        {},
+        {"k": {"t.k", "u.k"}, "n": set()},
+    ),
+    "union_of_an_unknown_star_first": (
+        "spark",
+        "SELECT * FROM t UNION ALL SELECT a, b FROM u",
+        {},
+        {"a": {"t.a", "u.a"}, "b": {"t.b", "u.b"}},
+    ),
+    "union_of_an_unknown_star_last": (
+        "spark",
+        "SELECT a, b FROM u UNION ALL SELECT * FROM t",
+        {},
+        {"a": {"t.a", "u.a"}, "b": {"t.b", "u.b"}},
+    ),
+    "empty_statements": ("spark", "SELECT a FROM t;;", {}, {"a": {"t.a"}}),
+    "empty_statement_after_a_comment": (
+        "spark",
+        "SELECT a FROM t;\n-- done\n;\n/* really */ ;",
+        {},
+        {"a": {"t.a"}},
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_column_lineage_of_the_form(name: str):
+    dialect, sql, schema, expected = CASES[name]
+    analysis = analyze([SqlFile("f.sql", sql, dialect, "out.t")], schema)
+    assert analysis.errors == ()
+    columns = analysis.lineage["f.sql"].columns
+    assert columns is not None
+    found = {c.column: set(c.sources) for c in columns}
+    assert found == expected
+    assert [c.unresolved for c in columns if c.unresolved] == []
+
+
+def test_an_unknown_star_with_except_stays_one_unresolved_star_naming_its_table():
+    analysis = analyze([SqlFile("f.sql", "SELECT * EXCEPT (b) FROM t", "bigquery", "o")], {})
+    (column,) = analysis.lineage["f.sql"].columns or ()
+    assert column.column == "*" and column.sources == ("t.*",)
+    assert column.unresolved is not None and "t" in column.unresolved
+
+
+def test_a_union_branch_whose_columns_cannot_be_listed_is_said_not_an_error():
+    sql = "SELECT a, b FROM u UNION ALL SELECT * FROM generate_series(1, 3)"
+    analysis = analyze([SqlFile("f.sql", sql, "postgres", "o")], {})
+    assert analysis.errors == ()
+    columns = analysis.lineage["f.sql"].columns or ()
+    assert [c.column for c in columns] == ["a", "b"]
+    assert {s for c in columns for s in c.sources} == {"u.a", "u.b"}
+    assert all(c.unresolved == "a branch's columns could not be listed" for c in columns)
