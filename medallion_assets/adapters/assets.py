@@ -10,7 +10,8 @@ do not run. Any other failure is audited, healed and retried or failed by ``retr
 
 import functools
 from collections.abc import Callable, Iterator
-from dataclasses import replace
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
 from typing import Any
 
 import dagster as dg  # no "from __future__ import annotations": Dagster reads the hints
@@ -28,7 +29,12 @@ from medallion_assets.adapters.openlineage_events import StepLineage
 from medallion_assets.adapters.retry import Audit, heal_and_retry
 from medallion_assets.adapters.step_order import below_profile
 from medallion_assets.adapters.threads import step_interrupted
-from medallion_assets.adapters.translator import DatasetTranslator, StepResources, table_schema
+from medallion_assets.adapters.translator import (
+    DatasetTranslator,
+    Names,
+    StepResources,
+    table_schema,
+)
 from medallion_assets.catalog import Catalog, Dataset
 from medallion_assets.catalog.describe import column_descriptions
 from medallion_assets.checks.results import ChecksFailed
@@ -77,12 +83,40 @@ def _asset(
     @masked_step(names.resource("control"))  # nothing it logs or raises carries a password
     @stops_the_run_when_its_stores_go
     def _materialize(context: dg.AssetExecutionContext) -> Iterator[StepEvent]:
+        yield from TableStep.of(context, catalog, dataset, names).events(runner)
+
+    return _materialize
+
+
+@dataclass(frozen=True)
+class TableStep:
+    """One Dagster step of one table: its context, its project's resources, the run's control
+    plane (flags and audit share its store) and the ``TableRun`` it hands the runner."""
+
+    context: dg.AssetExecutionContext
+    resources: StepResources
+    plane: ControlPlane
+    run: TableRun
+
+    @classmethod
+    def of(
+        cls, context: dg.AssetExecutionContext, catalog: Catalog, dataset: Dataset, names: Names
+    ) -> "TableStep":
         resources = names.resources_of(context)
-        plane: ControlPlane = resources.control.plane()  # flags and audit share a store
-        run = table_run(context, catalog, dataset, plane, resources)
-        if spec.key not in context.selected_asset_keys:
+        plane: ControlPlane = resources.control.plane()
+        return cls(
+            context, resources, plane, table_run(context, catalog, dataset, plane, resources)
+        )
+
+    def events(self, runner: TableRunner) -> Iterator[StepEvent]:
+        """The step: the checks alone when only they were selected; nothing before the table's
+        first day or when the kill switch or the run's profile leaves it out; else the build,
+        guarded (``table_guard``)."""
+        context, run, plane = self.context, self.run, self.plane
+        catalog, dataset = run.catalog, run.dataset
+        if context.asset_key not in context.selected_asset_keys:
             if not switched_off(context, catalog, dataset, plane):
-                yield from check_current_version(context, with_spark(context, run, resources))
+                yield from check_current_version(context, with_spark(context, run, self.resources))
             return
         if not partitions_of(context, dataset):
             start = dataset.settings.partitions.start if dataset.settings.partitions else None
@@ -92,38 +126,51 @@ def _asset(
             )
             return
         lineage = StepLineage.start(  # None: OpenLineage off
-            context, catalog, dataset, run, resources.warehouse
+            context, catalog, dataset, run, self.resources.warehouse
         )
         if switched_off(context, catalog, dataset, plane):
             if lineage:
                 lineage.abort("switched off or below the run's profile; nothing was built")
             return
         audit = Audit(plane.store(), run, context.retry_number + 1)
-        try:
-            yield from _build_step(context, runner, run, plane, audit, resources, lineage)
-            if lineage:
-                lineage.complete()
-        except dg.DagsterExecutionInterruptedError as interruption:
-            # The run is being terminated (kill switch sensor, Terminate in the UI): the
-            # step must not come back.
-            if lineage:
-                lineage.abort("the run is being terminated (kill switch, pre-emption or user)")
-            raise interrupted(dataset, audit) from interruption
-        except dg.Failure as failure:  # blocking checks, or a failure already classified
-            audit.record("outcome", f"failed: {(failure.description or '')[:500]}")
-            if lineage:
-                lineage.fail(failure)
-            raise
-        except Exception as error:
-            if step_interrupted(context.run.run_id):  # a worker thread's step: its Spark job
-                if lineage:  # was cancelled by the executor
-                    lineage.abort("the run is being terminated (kill switch or pre-emption)")
-                raise interrupted(dataset, audit) from error
-            if lineage:
-                lineage.fail(error)
-            heal_and_retry(context, run, audit, error, resources.spark.session)
+        with table_guard(context, run, audit, lineage, self.resources.spark.session):
+            yield from _build_step(context, runner, run, plane, audit, self.resources, lineage)
 
-    return _materialize
+
+@contextmanager
+def table_guard(
+    context: dg.AssetExecutionContext,
+    run: TableRun,
+    audit: Audit,
+    lineage: StepLineage | None,
+    spark: Callable[[], Any],
+) -> Iterator[None]:
+    """What a build's end becomes: lineage COMPLETE; a terminated run's step interrupted, never
+    retried; a ``dg.Failure`` (blocking checks, or already classified) audited and raised;
+    any other error healed and retried, or failed, by the healing rules (``heal_and_retry``)."""
+    try:
+        yield
+        if lineage:
+            lineage.complete()
+    except dg.DagsterExecutionInterruptedError as interruption:
+        # The run is being terminated (kill switch sensor, Terminate in the UI): the
+        # step must not come back.
+        if lineage:
+            lineage.abort("the run is being terminated (kill switch, pre-emption or user)")
+        raise interrupted(run.dataset, audit) from interruption
+    except dg.Failure as failure:
+        audit.record("outcome", f"failed: {(failure.description or '')[:500]}")
+        if lineage:
+            lineage.fail(failure)
+        raise
+    except Exception as error:
+        if step_interrupted(context.run.run_id):  # a worker thread's step: its Spark job
+            if lineage:  # was cancelled by the executor
+                lineage.abort("the run is being terminated (kill switch or pre-emption)")
+            raise interrupted(run.dataset, audit) from error
+        if lineage:
+            lineage.fail(error)
+        heal_and_retry(context, run, audit, error, spark)
 
 
 def stops_the_run_when_its_stores_go(

@@ -10,48 +10,21 @@ column) is returned with the reason instead of being dropped.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope, build_scope
 
+from medallion_assets.lineage.origins import (
+    Origin,
+    OutputColumn,
+    cast_type,
+    is_query,
+    own_transform,
+    stronger,
+)
 from medallion_assets.lineage.statement import SqlError, table_name
 
 Schema = Mapping[str, Mapping[str, str]]  # table -> column -> type
-
-# How an output value relates to its sources, weakest first; composing two steps keeps the
-# strongest, so a hash applied anywhere upstream marks the column as masked.
-# "star" is an unexpanded ``*`` over a table of unknown schema: ``s.* -> t.*``.
-TRANSFORMS = ("constant", "direct", "star", "expression", "aggregate", "masked")
-_RANK = {name: rank for rank, name in enumerate(TRANSFORMS)}
-_MASKING = (exp.SHA, exp.SHA2, exp.MD5, exp.MD5Digest)
-_MASKING_NAMES = frozenset({"mask", "hash", "xxhash64", "crc32", "sha1", "sha256", "md5"})
-
-
-@dataclass(frozen=True)
-class Origin:
-    """Where one value comes from."""
-
-    sources: frozenset[str] = frozenset()  # "table.column"
-    transform: str = "constant"
-    type: str | None = None
-    unresolved: str | None = None  # reason, when some part cannot be traced
-
-    def merge(self, other: Origin) -> Origin:
-        transform = max(self.transform, other.transform, key=_RANK.__getitem__)
-        return Origin(
-            self.sources | other.sources,
-            transform,
-            self.type if self.type == other.type else None,
-            self.unresolved or other.unresolved,
-        )
-
-
-@dataclass(frozen=True)
-class OutputColumn:
-    name: str  # "*" for a star that could not be expanded
-    origin: Origin
-    star_table: str | None = None  # for "*": the one unknown table it reads, if just one
 
 
 def query_columns(query: exp.Expr, schema: Schema) -> list[OutputColumn]:
@@ -150,7 +123,7 @@ class _Resolver:
     def _lateral_outputs(self, scope: Scope, lateral: exp.Lateral) -> list[OutputColumn]:
         origin = self.expression_origin(scope, lateral.this, [])
         origin = Origin(
-            origin.sources, _stronger(origin.transform, "expression"), None, origin.unresolved
+            origin.sources, stronger(origin.transform, "expression"), None, origin.unresolved
         )
         alias = lateral.args.get("alias")
         names = [c.name for c in alias.columns] if alias is not None else []
@@ -161,7 +134,7 @@ class _Resolver:
         ``unnest(a, b) AS u(x, y)``, ``WITH OFFSET AS pos``: each element from its array."""
         arrays = [self.expression_origin(scope, e, []) for e in unnest.expressions]
         origins = [
-            Origin(o.sources, _stronger(o.transform, "expression"), None, o.unresolved)
+            Origin(o.sources, stronger(o.transform, "expression"), None, o.unresolved)
             for o in arrays
         ]
         alias = unnest.args.get("alias")
@@ -237,21 +210,21 @@ class _Resolver:
         self, scope: Scope, expression: exp.Expr, earlier: list[OutputColumn]
     ) -> Origin:
         found: Origin | None = None
-        for node in expression.walk(prune=lambda n: n is not expression and _is_query(n)):
+        for node in expression.walk(prune=lambda n: n is not expression and is_query(n)):
             part = None
             if isinstance(node, exp.Column) and not isinstance(node.this, exp.Star):
                 part = self.column_origin(scope, node, earlier)
-            elif _is_query(node) and node is not expression:
+            elif is_query(node) and node is not expression:
                 part = self._subquery_origin(node)
             if part is not None:
                 found = part if found is None else found.merge(part)
         if found is None:
-            return Origin(transform="constant", type=_cast_type(expression))
-        own = _own_transform(expression)
+            return Origin(transform="constant", type=cast_type(expression))
+        own = own_transform(expression)
         if own == "direct":
             return found  # a bare column keeps its source's type
         return Origin(
-            found.sources, _stronger(found.transform, own), _cast_type(expression), found.unresolved
+            found.sources, stronger(found.transform, own), cast_type(expression), found.unresolved
         )
 
     def _subquery_origin(self, node: exp.Expr) -> Origin:
@@ -263,7 +236,7 @@ class _Resolver:
         for column in self.outputs(scope):
             origin = origin.merge(column.origin)
         return Origin(
-            origin.sources, _stronger(origin.transform, "expression"), None, origin.unresolved
+            origin.sources, stronger(origin.transform, "expression"), None, origin.unresolved
         )
 
     def column_origin(
@@ -414,33 +387,3 @@ def _source_label(source: exp.Table | Scope) -> str:
     if isinstance(source, exp.Table):
         return table_name(source)
     return "a subquery"
-
-
-def _is_query(node: exp.Expr) -> bool:
-    return isinstance(node, (exp.Subquery, exp.Query))
-
-
-def _stronger(a: str, b: str) -> str:
-    return a if _RANK[a] >= _RANK[b] else b
-
-
-def _own_transform(expression: exp.Expr) -> str:
-    if isinstance(expression, exp.Column):
-        return "direct"
-    transform = "expression"
-    for node in expression.walk(prune=lambda n: _is_query(n)):
-        if isinstance(node, _MASKING) or (
-            isinstance(node, exp.Anonymous) and str(node.this).lower() in _MASKING_NAMES
-        ):
-            return "masked"
-        if isinstance(node, exp.AggFunc):
-            transform = "aggregate"
-    return transform
-
-
-def _cast_type(expression: exp.Expr) -> str | None:
-    if isinstance(expression, exp.Cast):
-        return expression.to.sql("spark").lower()
-    if isinstance(expression, exp.Count):
-        return "bigint"
-    return None

@@ -7,7 +7,8 @@ from typing import Any
 
 from sqlglot import exp
 
-from medallion_assets.lineage.columns import Origin, OutputColumn, Schema, query_columns
+from medallion_assets.lineage.columns import Schema, query_columns
+from medallion_assets.lineage.origins import Origin, OutputColumn
 from medallion_assets.lineage.statement import Statement, table_name
 
 # Stands in for the MERGE target so that reads of the target's own columns can be told apart.
