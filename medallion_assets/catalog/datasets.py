@@ -56,6 +56,9 @@ def build_datasets(
     datasets: dict[str, Dataset] = {}
     used_alternates: set[str] = set()
     for name, (sql_file, lineage) in tables.items():
+        if lineage.kind == "update":
+            issues.append(_update_issue(sql_file.label))
+            continue
         settings = all_settings.get(name, models.DatasetSettings())
         rules = _rules(settings, rule_sets)
         target = targets.get(name)
@@ -192,7 +195,9 @@ def _alternates(
         lineage = analysis.lineage.get(sql_file.label)
         if lineage is None:
             continue  # its SQL error is reported already
-        if lineage.kind != "select" and lineage.target != name:
+        if lineage.kind == "update":
+            issues.append(_update_issue(sql_file.label))
+        elif lineage.kind != "select" and lineage.target != name:
             issues.append(
                 CatalogIssue(
                     sql_file.label,
@@ -309,3 +314,14 @@ def _backups(
             )
         )
     return result, issues
+
+
+def _update_issue(label: str) -> CatalogIssue:
+    """An UPDATE changes rows in place; a project's file produces its table's rows."""
+    return CatalogIssue(
+        label,
+        "sql",
+        "is an UPDATE: a project's SQL file produces its table's rows, it does not change them "
+        "in place",
+        "write the SELECT that produces the table, or a MERGE INTO it for changed rows",
+    )

@@ -93,8 +93,10 @@ class _Resolver:
         if named is not None:
             listed = []
             for branch in branches:
-                if not branch:  # its columns cannot be listed (e.g. a table function's)
-                    unknown = "a branch's columns could not be listed"
+                if not branch or (
+                    len(branch) == 1 and branch[0].name == "*" and not _star_of(branch)
+                ):
+                    unknown = "a branch's columns could not be listed"  # e.g. a table function's
                     continue
                 listed.append(_star_as(branch, named))
             branches = listed
@@ -182,17 +184,30 @@ class _Resolver:
         return result
 
     def _star(self, scope: Scope, only: str | None) -> list[OutputColumn]:
+        """``*`` (every source's columns) or ``only.*``: the source aliased ``only``, else the
+        table named ``only`` under another alias (``tab2.*`` of ``tab2 a``); never nothing."""
+        sources = scope.selected_sources
+        chosen = [s for alias, (_, s) in sources.items() if only is None or alias == only]
+        if not chosen and only is not None:
+            chosen = [
+                s
+                for _, s in sources.values()
+                if isinstance(s, exp.Table) and only in (s.name, table_name(s))
+            ]
+            if not chosen:
+                reason = f"'{only}.*': no table or alias named {only!r}"
+                return [OutputColumn("*", Origin(transform="star", unresolved=reason))]
         columns: list[OutputColumn] = []
-        for alias, (_, source) in scope.selected_sources.items():
-            if only is None or alias == only:
-                columns.extend(self._source_columns(source))
+        for source in chosen:
+            columns.extend(self._source_columns(source))
         return columns
 
     def _source_columns(self, source: exp.Table | Scope) -> list[OutputColumn]:
         if isinstance(source, Scope):
             return list(self.outputs(source))
-        if not isinstance(source.this, exp.Identifier):
-            return []  # a table function (range(10), generate_series): its columns are unknown
+        if not isinstance(source.this, exp.Identifier):  # range(10), generate_series(...)
+            reason = f"'*' over the table function {source.this.sql()}: its columns are unknown"
+            return [OutputColumn("*", Origin(transform="star", unresolved=reason))]
         table = table_name(source)
         known = self.schema.get(table)
         if known is None:
@@ -339,6 +354,11 @@ class _Resolver:
             return None if "*" in names else names
         known = self.schema.get(table_name(source))
         return set(known) if known is not None else None
+
+
+def _star_of(branch: list[OutputColumn]) -> str | None:
+    """The table a branch's lone unexpanded ``*`` reads, when it names one."""
+    return branch[0].star_table if len(branch) == 1 and branch[0].name == "*" else None
 
 
 def _star_as(branch: list[OutputColumn], named: list[OutputColumn]) -> list[OutputColumn]:

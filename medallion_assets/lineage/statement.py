@@ -28,7 +28,7 @@ __all__ = ["SqlError", "Statement", "parse_script", "parse_statement", "table_na
 
 @dataclass(frozen=True)
 class Statement:
-    kind: str  # select | create_table | create_view | insert | insert_overwrite | merge
+    kind: str  # select | create_table | create_view | insert | insert_overwrite | merge | update
     target: str
     sources: tuple[str, ...]
     expression: exp.Expr  # the whole parsed statement, identifiers lower-cased
@@ -123,6 +123,8 @@ def _statement(expression: exp.Expr, default_target: str | None) -> Statement:
         return _insert(expression)
     if isinstance(expression, exp.Merge):
         return _merge(expression)
+    if isinstance(expression, exp.Update):
+        return _update(expression)
     raise SqlError(
         f"{type(expression).__name__.upper()} statements do not produce a table: write a SELECT, "
         "CREATE TABLE ... AS, CREATE VIEW, INSERT INTO/OVERWRITE or MERGE INTO"
@@ -155,7 +157,10 @@ def _name_derived_tables(statement: exp.Expr) -> None:
     for each source."""
     count = 0
     for subquery in statement.find_all(exp.Subquery):
-        if isinstance(subquery.parent, (exp.From, exp.Join)) and not subquery.alias:
+        # A derived table's Subquery holds its query; parentheses around tables or a join
+        # ``((a JOIN b))`` are Subqueries holding a Table or another Subquery.
+        derived = isinstance(subquery.this, (exp.Select, exp.SetOperation))
+        if derived and not subquery.alias and _in_from(subquery):
             count += 1
             subquery.set("alias", exp.TableAlias(this=exp.to_identifier(f"_subquery_{count}")))
 
@@ -246,6 +251,47 @@ def _insert(expression: exp.Insert) -> Statement:
     nested = _nested_queries(query, skip=None) if query is not None else []
     read = {t for q in nested for t in _tables_read(q)}
     return Statement(kind, table_name(table), tuple(sorted(read)), expression, None, columns)
+
+
+def _in_from(node: exp.Expr) -> bool:
+    """Whether ``node`` is a source of a FROM or JOIN, inside parentheses or not."""
+    parent = node.parent
+    while isinstance(parent, exp.Subquery):
+        parent = parent.parent
+    return isinstance(parent, (exp.From, exp.Join))
+
+
+def _update(expression: exp.Update) -> Statement:
+    """``UPDATE t SET c = expr [FROM ...]`` as the lineage of its assigned columns: the query
+    ``SELECT expr AS c FROM t [JOIN ...]`` (T-SQL's ``UPDATE alias ... FROM table alias``
+    and MySQL's ``UPDATE a JOIN b ... SET`` alike)."""
+    target = expression.this
+    if not isinstance(target, exp.Table):
+        raise SqlError("UPDATE needs a table name as its target")
+    from_ = expression.args.get("from_")
+    real = target
+    if from_ is not None and not target.args.get("db"):
+        aliased = [t for t in from_.find_all(exp.Table) if t.alias == target.name]
+        real = aliased[0] if aliased else target
+    assignments = [e for e in expression.expressions if isinstance(e, exp.EQ)]
+    names = tuple(e.this.name for e in assignments)
+    values = [exp.alias_(e.expression.copy(), e.this.name) for e in assignments]
+    select = exp.Select(expressions=values)
+    tables = [target.copy()] if real is target else []
+    if from_ is not None:
+        tables.append(from_.this.copy())
+    joins = []
+    for position, table in enumerate(tables):
+        joins += [j.pop() for j in list(table.args.get("joins") or [])]
+        if position > 0:
+            joins.insert(0, exp.Join(this=table))
+    select.set("from_", exp.From(this=tables[0]))
+    select.set("joins", joins or None)
+    if expression.args.get("with_") is not None:
+        select.set("with_", expression.args["with_"].copy())
+    name = table_name(real)
+    read = tuple(t for t in _tables_read(select) if t != name)
+    return Statement("update", name, read, expression, select, names)
 
 
 def _merge(expression: exp.Merge) -> Statement:

@@ -127,6 +127,13 @@ CASES: dict[str, Broken] = {
         },
         [("sql/gold/revenue.sql", None, "does not parse as spark SQL")],
     ),
+    "sql_updates_in_place": Broken(
+        {
+            "sql/gold/revenue.sql": "UPDATE gold.revenue SET revenue = o.amount "
+            "FROM silver.orders_clean o WHERE o.country = gold.revenue.country\n"
+        },
+        [("sql/gold/revenue.sql", None, "is an UPDATE: a project's SQL file produces its table")],
+    ),
     "preamble_spark_cannot_run": Broken(
         {
             "sql/gold/revenue.sql": "-- dialect: bigquery\n"

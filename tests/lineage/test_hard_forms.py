@@ -1,7 +1,8 @@
 """Column lineage through nested data (struct fields, arrays, UNNEST/explode/LATERAL VIEW/
-FLATTEN and their aliases), star modifiers (EXCEPT/EXCLUDE, REPLACE, RENAME), and the forms
-that once stopped a file's analysis (two unaliased subqueries, an unknown-schema star inside a
-UNION, empty statements), in the dialects users write them in."""
+FLATTEN and their aliases), star modifiers (EXCEPT/EXCLUDE, REPLACE, RENAME), UPDATE, and the
+forms that once stopped a file's analysis or lost a column (two unaliased subqueries, a
+parenthesised join, an unknown-schema star inside a UNION, a star over a table named under its
+alias, empty statements), in the dialects users write them in."""
 
 from __future__ import annotations
 
@@ -154,6 +155,30 @@ CASES = {
         {},
         {"a": {"t.a", "u.a"}, "b": {"t.b", "u.b"}},
     ),
+    "parenthesised_join": (
+        "spark",
+        "SELECT t2.col1 FROM ((tab2 AS t2 JOIN tab1 AS t1 ON t2.id = t1.t2_id))",
+        {},
+        {"col1": {"tab2.col1"}},
+    ),
+    "parenthesised_join_of_derived_tables": (
+        "spark",
+        "SELECT a, b FROM ((SELECT a FROM t) JOIN (SELECT b FROM u) ON true)",
+        {},
+        {"a": {"t.a"}, "b": {"u.b"}},
+    ),
+    "view_with_columns_over_a_doubly_parenthesised_query": (
+        "spark",
+        "CREATE VIEW my_view (random1, random2) AS ((SELECT col1, col2 FROM tbl))",
+        {},
+        {"random1": {"tbl.col1"}, "random2": {"tbl.col2"}},
+    ),
+    "star_of_a_table_named_under_its_alias": (
+        "spark",
+        "SELECT tab2.* FROM tab2 a JOIN tab3 b ON a.id = b.id",
+        {"tab2": {"id": "int", "x": "int"}},
+        {"id": {"tab2.id"}, "x": {"tab2.x"}},
+    ),
     "empty_statements": ("spark", "SELECT a FROM t;;", {}, {"a": {"t.a"}}),
     "empty_statement_after_a_comment": (
         "spark",
@@ -191,3 +216,64 @@ def test_a_union_branch_whose_columns_cannot_be_listed_is_said_not_an_error():
     assert [c.column for c in columns] == ["a", "b"]
     assert {s for c in columns for s in c.sources} == {"u.a", "u.b"}
     assert all(c.unresolved == "a branch's columns could not be listed" for c in columns)
+
+
+@pytest.mark.parametrize(
+    ("sql", "reason"),
+    [
+        ("SELECT x.* FROM tab2 a", "'x.*': no table or alias named 'x'"),
+        ("SELECT * FROM range(10)", "'*' over the table function RANGE(10)"),
+    ],
+)
+def test_a_star_that_cannot_be_expanded_is_one_unresolved_column_never_none(sql, reason):
+    analysis = analyze([SqlFile("f.sql", sql, "spark", "o")], {})
+    (column,) = analysis.lineage["f.sql"].columns or ()
+    assert column.column == "*"
+    assert column.unresolved is not None and column.unresolved.startswith(reason)
+
+
+UPDATES = {
+    "postgres_update_from": (
+        "postgres",
+        "UPDATE public.tgt AS t SET name = s.name, email = s.address FROM public.src AS s "
+        "WHERE s.id = t.id",
+        "public.tgt",
+        {"name": {"public.src.name"}, "email": {"public.src.address"}},
+    ),
+    "tsql_update_alias_from_join": (
+        "tsql",
+        "UPDATE t SET t.c = s.c FROM tab1 t JOIN tab2 s ON t.id = s.id",
+        "tab1",
+        {"c": {"tab2.c"}},
+    ),
+    "mysql_update_join": (
+        "mysql",
+        "UPDATE tab1 a INNER JOIN tab2 b ON a.id = b.id SET a.col1 = b.col1",
+        "tab1",
+        {"col1": {"tab2.col1"}},
+    ),
+    "spark_update_from_a_subquery": (
+        "spark",
+        "UPDATE tab1 SET col1 = (SELECT max(x) FROM tab2)",
+        "tab1",
+        {"col1": {"tab2.x"}},
+    ),
+    "postgres_update_with_a_cte": (
+        "postgres",
+        "WITH s AS (SELECT id, v FROM src) UPDATE tgt SET v = s.v FROM s WHERE s.id = tgt.id",
+        "tgt",
+        {"v": {"src.v"}},
+    ),
+    "update_of_its_own_column": ("postgres", "UPDATE tgt SET a = a + 1", "tgt", {"a": {"tgt.a"}}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(UPDATES))
+def test_an_update_gives_the_lineage_of_the_columns_it_sets(name: str):
+    dialect, sql, target, expected = UPDATES[name]
+    analysis = analyze([SqlFile("f.sql", sql, dialect, None)], {})
+    assert analysis.errors == ()
+    lineage = analysis.lineage["f.sql"]
+    assert (lineage.kind, lineage.target) == ("update", target)
+    assert target not in lineage.sources  # the table it changes is not its own input
+    assert {c.column: set(c.sources) for c in lineage.columns or ()} == expected
