@@ -22,6 +22,15 @@ from medallion_assets.lineage.origins import (
     own_transform,
     stronger,
 )
+from medallion_assets.lineage.scopes import (
+    apply_alias_columns,
+    enclosing,
+    source_label,
+    source_named,
+    star_as,
+    star_of,
+    using_columns,
+)
 from medallion_assets.lineage.statement import SqlError, table_name
 
 Schema = Mapping[str, Mapping[str, str]]  # table -> column -> type
@@ -53,7 +62,7 @@ class _Resolver:
         key = id(scope)
         if key not in self._outputs:
             self._outputs[key] = []  # guards against self-reference
-            self._outputs[key] = _apply_alias_columns(scope, self._compute_outputs(scope))
+            self._outputs[key] = apply_alias_columns(scope, self._compute_outputs(scope))
         return self._outputs[key]
 
     def _compute_outputs(self, scope: Scope) -> list[OutputColumn]:
@@ -94,11 +103,11 @@ class _Resolver:
             listed = []
             for branch in branches:
                 if not branch or (
-                    len(branch) == 1 and branch[0].name == "*" and not _star_of(branch)
+                    len(branch) == 1 and branch[0].name == "*" and not star_of(branch)
                 ):
                     unknown = "a branch's columns could not be listed"  # e.g. a table function's
                     continue
-                listed.append(_star_as(branch, named))
+                listed.append(star_as(branch, named))
             branches = listed
         if not branches:
             return []
@@ -260,14 +269,14 @@ class _Resolver:
         name = column.name
         qualifier = column.table
         if qualifier:
-            source = _source_named(scope, qualifier)
+            source = source_named(scope, qualifier)
             if source is not None:
                 return self._qualified(source, qualifier, name)
             # Not a source: a struct's field, ``after.id`` (the column ``after``) or
             # ``t.after.id`` (``after`` of the source ``t``); a field maps to its root column.
             parts = [part.name for part in column.parts]
             for position, part in enumerate(parts[:-2]):
-                source = _source_named(scope, part)
+                source = source_named(scope, part)
                 if source is not None:
                     root = self._qualified(source, part, parts[position + 1])
                     return Origin(root.sources, root.transform, None, root.unresolved)
@@ -280,7 +289,7 @@ class _Resolver:
             found = self._unqualified(current, name, earlier if current is scope else [])
             if found is not None:
                 return found
-            current = _enclosing(current)
+            current = enclosing(current)
         return Origin(unresolved=f"{name}: not a column of any source in scope")
 
     def _qualified(self, source: exp.Table | Scope, qualifier: str, name: str) -> Origin:
@@ -329,7 +338,7 @@ class _Resolver:
                 definite.append(source)
         if len(definite) == 1:
             return self._named_column(definite[0], name)
-        if len(definite) > 1 and name in _using_columns(scope):
+        if len(definite) > 1 and name in using_columns(scope):
             merged = Origin()  # JOIN ... USING (name): one column, from either side
             for source in definite:
                 merged = merged.merge(self._named_column(source, name))
@@ -342,7 +351,7 @@ class _Resolver:
             if output.name == name:
                 return output.origin
         if len(possible) > 1:
-            names = ", ".join(sorted(_source_label(s) for s in possible))
+            names = ", ".join(sorted(source_label(s) for s in possible))
             return Origin(
                 unresolved=f"{name}: ambiguous, could come from {names} (schemas unknown)"
             )
@@ -354,56 +363,3 @@ class _Resolver:
             return None if "*" in names else names
         known = self.schema.get(table_name(source))
         return set(known) if known is not None else None
-
-
-def _star_of(branch: list[OutputColumn]) -> str | None:
-    """The table a branch's lone unexpanded ``*`` reads, when it names one."""
-    return branch[0].star_table if len(branch) == 1 and branch[0].name == "*" else None
-
-
-def _star_as(branch: list[OutputColumn], named: list[OutputColumn]) -> list[OutputColumn]:
-    """A set operation's branch that is one ``*`` over a table of unknown schema, as the
-    columns another branch names (the operation matches them by position)."""
-    if len(branch) != 1 or branch[0].name != "*" or branch[0].star_table is None:
-        return branch
-    table = branch[0].star_table
-    return [OutputColumn(o.name, Origin(frozenset({f"{table}.{o.name}"}), "direct")) for o in named]
-
-
-def _using_columns(scope: Scope) -> set[str]:
-    """The columns the joins of ``scope``'s SELECT join ``USING``."""
-    joins = scope.expression.args.get("joins") or []
-    return {c.name for join in joins for c in join.args.get("using") or []}
-
-
-def _source_named(scope: Scope, name: str) -> exp.Table | Scope | None:
-    """The source ``name`` of ``scope``, else of the scopes enclosing it (a correlated
-    reference)."""
-    current: Scope | None = scope
-    while current is not None:
-        source = current.sources.get(name)
-        if source is not None:
-            return source
-        current = _enclosing(current)
-    return None
-
-
-def _enclosing(scope: Scope) -> Scope | None:
-    return scope.parent if scope.is_subquery or scope.is_udtf else None
-
-
-def _apply_alias_columns(scope: Scope, outputs: list[OutputColumn]) -> list[OutputColumn]:
-    """``(SELECT ...) AS d(x, y)`` and ``WITH t(x, y) AS (...)`` rename outputs by position."""
-    parent = scope.expression.parent
-    alias = parent.args.get("alias") if isinstance(parent, (exp.Subquery, exp.CTE)) else None
-    names = [c.name for c in alias.columns] if isinstance(alias, exp.TableAlias) else []
-    if not names or any(o.name == "*" for o in outputs):
-        return outputs
-    renamed = [OutputColumn(n, o.origin) for n, o in zip(names, outputs, strict=False)]
-    return renamed + outputs[len(names) :]
-
-
-def _source_label(source: exp.Table | Scope) -> str:
-    if isinstance(source, exp.Table):
-        return table_name(source)
-    return "a subquery"
