@@ -134,6 +134,12 @@ class MedallionSettings(SparkSettings):
         return self.home if self.home is not None else self.project_root / ".medallion"
 
     @property
+    def spark_log_file(self) -> Path:
+        """Where the Spark driver's console output goes: ``$MEDALLION_SPARK_LOG``, else
+        ``<state>/logs/spark.log``, beside Python's own log (never the console)."""
+        return self.spark_log or self.state_home / "logs" / "spark.log"
+
+    @property
     def workers(self) -> int:
         """Steps of a run at a time: ``max_workers``, else the machine's cores."""
         return self.max_workers if self.max_workers is not None else os.cpu_count() or 1

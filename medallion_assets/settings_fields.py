@@ -199,7 +199,7 @@ class SparkSettings(StoreSettings):
     )
     spark_log: Path | None = setting(
         None,
-        "unset (`medallion run`: `$MEDALLION_HOME/logs/spark.log`)",
+        "`$MEDALLION_HOME/logs/spark.log`",
         "file the Spark driver's console output goes to",
         "a file path",
         alias="MEDALLION_SPARK_LOG",

@@ -30,6 +30,7 @@ def test_an_empty_environment_gives_every_default():
     assert (settings.spark_master, settings.spark_remote) == ("local[*]", None)
     assert (settings.spark_shuffle_partitions, settings.spark_driver_memory) == (4, "2g")
     assert settings.spark_log is None and settings.keep_versions == 3
+    assert settings.spark_log_file == PROJECT / ".medallion/logs/spark.log"  # never the console
     assert settings.lock_wait_seconds == 900 and settings.crash_at is None
     assert settings.run_slots(cores=2) == 1 and settings.run_slots(cores=16) == 8
     assert settings.project is None and settings.secrets == frozenset()

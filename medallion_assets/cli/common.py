@@ -129,7 +129,7 @@ class _MaskedFile(MaskedFileHandler):
 def spark_log_of(settings: MedallionSettings) -> Path:
     """Where a command sends Spark's console output: ``$MEDALLION_SPARK_LOG``, else
     ``<state>/logs/spark.log``, beside Python's own log."""
-    return settings.spark_log or settings.state_home / "logs" / "spark.log"
+    return settings.spark_log_file
 
 
 def log_python_to(path: Path, secrets: Iterable[str]) -> None:

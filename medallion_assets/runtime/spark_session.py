@@ -22,6 +22,7 @@ from pyspark import SparkContext
 from pyspark.logger import PySparkLogger
 from pyspark.sql import SparkSession
 
+from medallion_assets.catalog.base import CRITICALITIES
 from medallion_assets.credentials import MaskedFileHandler, mask_credentials
 from medallion_assets.jvm.jars import jar_folder
 from medallion_assets.lake.catalog import LakeCatalog
@@ -86,7 +87,7 @@ def spark_session(
     builder = builder.config("spark.sql.shuffle.partitions", partitions)
     for extra_key, extra_value in (conf or {}).items():
         builder = builder.config(extra_key, str(extra_value))
-    log = settings.spark_log if not settings.spark_remote else None
+    log = settings.spark_log_file if not settings.spark_remote else None
     with _console_to(None if log is None else str(log)):
         session = builder.getOrCreate()
     session.conf.set("spark.sql.session.timeZone", "UTC")
@@ -264,11 +265,14 @@ def step_session(
 
 
 def pool_weights(profiles: ProfilesFile | None) -> dict[str, int]:
-    """The steps' FAIR pools (one per criticality) weighted as the active profile ranks them."""
-    if profiles is None:
-        return {}
-    ranks = profiles.profiles[profiles.active].settings.criticality_priority
-    return {str(criticality): rank for criticality, rank in ranks.items()}
+    """The steps' FAIR pools, one per criticality, weighted as the active profile ranks them
+    (equally without profiles): every pool a step may use is declared, so Spark never warns
+    of an unconfigured one."""
+    weights = dict.fromkeys(CRITICALITIES, 1)
+    if profiles is not None:
+        ranks = profiles.profiles[profiles.active].settings.criticality_priority
+        weights |= {str(criticality): rank for criticality, rank in ranks.items()}
+    return weights
 
 
 class SparkWarmUp:

@@ -66,6 +66,10 @@ def test_a_backfill_of_three_days_builds_each_partition(project, tmp_path: Path)
         timeout=600,
     )
     assert result.returncode == 0, result.stderr[-3000:]
+    # Spark's own lines go to its log under the project's state, not the console, and every
+    # FAIR pool a step uses is declared (the demo's profiles, or one per criticality)
+    assert "log4j" not in result.stderr and "FairSchedulableBuilder" not in result.stderr
+    assert "log4j" in (root / ".medallion" / "logs" / "spark.log").read_text()
 
     lake = Lake.local(root / ".medallion" / "lake")
     for table in ("bronze.user_events", "silver.user_events", "gold.daily_user_events"):

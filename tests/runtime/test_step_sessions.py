@@ -37,6 +37,14 @@ def test_the_pools_file_gives_each_criticality_its_weight(tmp_path: Path):
     assert {p.findtext("schedulingMode") for p in pools.values()} == {"FIFO"}
 
 
+def test_every_criticality_has_a_pool_with_profiles_or_without(demo_catalog):
+    """A step runs in its table's criticality's pool: each is declared, else Spark warns."""
+    assert pool_weights(None) == {"critical": 1, "high": 1, "normal": 1, "low": 1}
+    weights = pool_weights(demo_catalog.profiles)
+    assert set(weights) == {"critical", "high", "normal", "low"}
+    assert weights["critical"] > weights["low"]
+
+
 @pytest.mark.slow
 def test_steps_on_threads_keep_their_views_settings_and_pools_apart(spark, tmp_path: Path):
     settings = MedallionSettings.from_env({"MEDALLION_SPARK_SHUFFLE_PARTITIONS": "3"}, tmp_path)
