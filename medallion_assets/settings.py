@@ -275,6 +275,20 @@ def jars_folder(home: Path, pom: Path = SPARK_JARS_POM) -> Path:
     return home / ".cache" / "medallion" / f"spark-jars-{digest}"
 
 
+def project_environment(home: Path | None, env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``env`` (the process's environment by default) with a project's own state folder
+    ``home`` over ``$MEDALLION_HOME``: what one project of a multi-project code location
+    reads its settings from.
+
+    >>> project_environment(Path("/state/eu"), {"MEDALLION_HOME": "/state", "X": "1"})
+    {'MEDALLION_HOME': '/state/eu', 'X': '1'}
+    >>> project_environment(None, {"MEDALLION_HOME": "/state"})
+    {'MEDALLION_HOME': '/state'}
+    """
+    base = dict(os.environ if env is None else env)
+    return {**base, "MEDALLION_HOME": str(home)} if home is not None else base
+
+
 def variables() -> dict[str, str]:
     """Variable name -> field name, in the order of the documentation."""
     fields = MedallionSettings.model_fields

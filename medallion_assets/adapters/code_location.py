@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gc
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -33,7 +32,7 @@ from medallion_assets.adapters.step_order import SHARED_EXECUTOR, executor_for
 from medallion_assets.adapters.translator import DEFAULT_NAMES, DatasetTranslator, Names
 from medallion_assets.catalog import Catalog, load_catalog
 from medallion_assets.runtime.table_runner import TableRunner
-from medallion_assets.settings import MedallionSettings
+from medallion_assets.settings import MedallionSettings, project_environment
 
 
 def build_definitions(
@@ -55,7 +54,7 @@ def build_definitions(
     with collector_paused():
         catalog = load_catalog(project_root)
         # The kinds of warehouse-loaded tables say where loads go now (DuckDB on the defaults).
-        env = {**os.environ, **({"MEDALLION_HOME": str(home)} if home else {})}
+        env = project_environment(home)
         warehouse = MedallionSettings.from_env(env, project_root).warehouse_kind
         translator = translator_class(catalog, warehouse_kind=warehouse, names=names)
         defs = definitions_for(catalog, translator, runner=runner, home=home)
@@ -90,19 +89,18 @@ def definitions_for(
     home: Path | None = None,
 ) -> dg.Definitions:
     names = translator.names
-    own_home = {"MEDALLION_HOME": str(home)} if home else {}
     external = [translator.get_source_spec(n, s) for n, s in catalog.sources.items()]
     external += [translator.get_exposure_spec(e) for e in catalog.exposures.values()]
     # Steps on threads over the run's one Spark (adapters/threads.py), up to
     # MEDALLION_MAX_WORKERS (default: the cores) at a time, in the profile's order. Alone in
     # its code location the project's executor is the location's; beside other projects each
     # job carries its project's, and the location's default is one they share.
-    executor = executor_for(catalog, names, own_home)
+    executor = executor_for(catalog, names, {"MEDALLION_HOME": str(home)} if home else {})
     own = executor if names.prefix else None
     jobs = build_jobs(catalog, names, own)
     root = str(catalog.root.resolve())
     throttles = {name: system.throttle.model_dump() for name, system in catalog.systems.items()}
-    env = {**os.environ, **own_home}
+    env = project_environment(home)
     fields = {"home": str(home)} if home else {}
     return dg.Definitions(
         assets=[*build_assets(catalog, translator, runner), *external],

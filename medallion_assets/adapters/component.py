@@ -37,7 +37,7 @@ import dagster as dg
 from medallion_assets.adapters.code_location import build_definitions
 from medallion_assets.adapters.translator import Names
 from medallion_assets.credentials import mask_credentials
-from medallion_assets.settings import MedallionSettings
+from medallion_assets.settings import MedallionSettings, project_environment
 
 PACKAGE_PROJECT = Path(__file__).resolve().parents[2]  # the demo, beside the package
 
@@ -94,8 +94,7 @@ _CLAIMED: dict[str, tuple[str, Path]] = {}
 def claim_stores(prefix: str, root: Path, home: Path | None) -> None:
     """Refuse a second project whose lake or control store is one another project of the code
     location already uses: their tables and flags share names (``silver.orders``)."""
-    env = {**os.environ, **({"MEDALLION_HOME": str(home)} if home else {})}
-    settings = MedallionSettings.from_env(env, root)
+    settings = MedallionSettings.from_env(project_environment(home), root)
     local = settings.lake_root
     stores = [
         f"lake {local.resolve() if local is not None else settings.lake}",
