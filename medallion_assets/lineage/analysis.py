@@ -160,7 +160,8 @@ class _Run:
             message = failure_message(error, "columns")
             self.errors.append(FileError(sql_file.label, message, table.kind, "columns"))
             return
-        result = FileLineage(table.target, table.kind, table.sources, columns)
+        partial = table.kind.startswith("insert") and bool(statement.target_columns)
+        result = FileLineage(table.target, table.kind, table.sources, columns, partial)
         self._store(sql_file.label, result)
         if self.cache:
             self.cache.put(key, result.as_dict())

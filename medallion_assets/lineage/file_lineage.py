@@ -30,10 +30,13 @@ class FileLineage:
     kind: str
     sources: tuple[str, ...]
     columns: tuple[ColumnLineage, ...] | None  # None when column lineage was not asked for
+    # Its columns are some of the target's (an INSERT naming the columns it fills).
+    partial: bool = False
 
     def output_schema(self) -> dict[str, str] | None:
-        """Column -> type of the target, or None when a star left it unknown."""
-        if self.columns is None or any(c.column == "*" for c in self.columns):
+        """Column -> type of the target, or None when a star or a partial write leaves it
+        unknown."""
+        if self.columns is None or self.partial or any(c.column == "*" for c in self.columns):
             return None
         return {c.column: c.type or "unknown" for c in self.columns}
 
@@ -48,6 +51,7 @@ class FileLineage:
             "kind": self.kind,
             "sources": list(self.sources),
             "columns": columns,
+            "partial": self.partial,
         }
 
     @classmethod
@@ -58,7 +62,8 @@ class FileLineage:
                 ColumnLineage(name, tuple(sources), transform, col_type, unresolved)
                 for name, sources, transform, col_type, unresolved in data["columns"]
             )
-        return cls(data["target"], data["kind"], tuple(data["sources"]), columns)
+        sources = tuple(data["sources"])
+        return cls(data["target"], data["kind"], sources, columns, bool(data.get("partial")))
 
 
 def statement_columns(statement: Statement, schema: Schema) -> tuple[ColumnLineage, ...]:

@@ -1,5 +1,8 @@
 """Lineage of any folder of SQL files, outside a project: a bare SELECT writes its file stem.
 
+A file may be a script, a procedure included: each of its writes is traced as its own part
+(``load.sql#3``), see ``script_parts``.
+
 >>> result = scan_directory(Path("queries"), dialect="duckdb")      # doctest: +SKIP
 >>> result.as_dict()["edges"][:1]                                    # doctest: +SKIP
 [{'from': 'lineitem', 'to': 'tpch_q01'}]
@@ -15,8 +18,9 @@ from typing import Any
 from medallion_assets.lineage.analysis import FileError, SqlFile, analyze
 from medallion_assets.lineage.cache import LineageCache
 from medallion_assets.lineage.dag import DAG, CycleError
-from medallion_assets.lineage.file_lineage import FileLineage
+from medallion_assets.lineage.file_lineage import ColumnLineage, FileLineage
 from medallion_assets.lineage.graph import ColumnEdge
+from medallion_assets.lineage.script_parts import script_parts
 
 
 @dataclass(frozen=True)
@@ -83,8 +87,30 @@ def scan_files(
     read_errors: tuple[FileError, ...] = (),
 ) -> ScanResult:
     cache = LineageCache(cache_dir) if cache_dir is not None else None
-    analysis = analyze(files, schema or {}, columns=columns, cache=cache)
-    return build_result(analysis.lineage, read_errors + analysis.errors)
+    parts: list[SqlFile] = []
+    declared: dict[str, dict[str, str]] = {}
+    schema_only: dict[str, FileLineage] = {}  # files that only declare tables
+    unread: list[FileError] = []  # statements of scripts that could not be read
+    for sql_file in files:
+        script = script_parts(sql_file)
+        parts.extend(script.parts)
+        unread.extend(script.errors)
+        for table, table_columns in script.declared.items():
+            declared.setdefault(table, table_columns)
+            if not script.parts:
+                label = sql_file.label if len(script.declared) == 1 else f"{sql_file.label}#{table}"
+                schema_only[label] = _declared_table(table, table_columns, columns)
+    known = {**declared, **(schema or {})}  # what the caller gives wins
+    analysis = analyze(parts, known, columns=columns, cache=cache)
+    errors = read_errors + tuple(unread) + analysis.errors
+    return build_result({**schema_only, **analysis.lineage}, errors)
+
+
+def _declared_table(table: str, columns: dict[str, str], with_columns: bool) -> FileLineage:
+    """A table a file declares (``CREATE TABLE t (a INT)``): a node with its columns and no
+    inputs."""
+    declared = tuple(ColumnLineage(c, (), "declared", t) for c, t in columns.items())
+    return FileLineage(table, "create_table", (), declared if with_columns else None)
 
 
 def build_result(files: Mapping[str, FileLineage], errors: tuple[FileError, ...]) -> ScanResult:

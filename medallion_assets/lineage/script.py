@@ -61,7 +61,7 @@ def split_script(statements: list[exp.Expr]) -> Script:
     preamble: list[Preamble] = []
     writes: list[tuple[int, exp.Expr]] = []
     for position, statement in enumerate(statements, start=1):
-        part = _preamble(statement)
+        part = preamble_part(statement)
         if part is None and len(statements) > 1 and not isinstance(statement, _WRITES):
             raise SqlError(
                 f"statement {position} ({_kind(statement)}) is neither the file's write nor a "
@@ -90,7 +90,8 @@ def split_script(statements: list[exp.Expr]) -> Script:
     return Script(tuple(preamble), writes[0][1])
 
 
-def _preamble(statement: exp.Expr) -> Preamble | None:
+def preamble_part(statement: exp.Expr) -> Preamble | None:
+    """What ``statement`` defines for the write after it, or None when it is no preamble."""
     if isinstance(statement, exp.Create) and _temporary(statement):
         kind = str(statement.args.get("kind") or "").upper()
         target = statement.this

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 import sqlglot
@@ -24,6 +25,15 @@ from medallion_assets.lineage.script import (
 )
 
 __all__ = ["SqlError", "Statement", "parse_script", "parse_statement", "table_name"]
+
+
+def _not_a_fallback(record: logging.LogRecord) -> bool:
+    """sqlglot warns on the console for each statement it keeps unparsed (``CALL p()``); the
+    file's error names that statement instead."""
+    return "Falling back to parsing as a 'Command'" not in record.getMessage()
+
+
+logging.getLogger("sqlglot").addFilter(_not_a_fallback)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,290 @@
+"""A scanned file as the parts lineage traces: a script's writes one by one.
+
+Outside a project a file may be a whole script: several writes, statements that move no data
+(DROP, TRUNCATE, DELETE, ALTER, GRANT, transactions, ``CREATE TABLE t (a INT, ...)``), a stored
+procedure or a BigQuery script with ``BEGIN ... END``, ``IF ... THEN``, loops. Each write
+becomes a part of its own (``load.sql#3``: the file's third statement) after the temporary
+objects, variables and ``USE`` before it; procedure parameters are variables; statements that
+move no data are passed over, and the columns a ``CREATE TABLE`` declares name a later
+``INSERT``'s columns by position. A file that is one write after its preamble is traced as
+written.
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+from dataclasses import dataclass
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
+from sqlglot.tokenizer_core import Token, TokenType
+
+from medallion_assets.lineage.analysis import FileError, SqlFile
+from medallion_assets.lineage.script import SqlError, preamble_part, split_script, table_name
+from medallion_assets.lineage.statement import sqlglot_dialect
+
+
+@dataclass(frozen=True)
+class ScriptParts:
+    parts: list[SqlFile]  # what lineage traces: the file, or one part per write
+    declared: dict[str, dict[str, str]]  # table -> column -> type, from CREATE TABLE t (a INT)
+    errors: tuple[FileError, ...] = ()  # statements of a script that could not be read
+
+
+# Files parsed as scripts even without a semicolon between statements: a schema-only CREATE
+# (no AS), a procedure or a block.
+_SCRIPT_HINT = re.compile(
+    r"^\s*(?:--[^\n]*\n\s*|/\*.*?\*/\s*)*create\b(?!.*\bas\b)|\bprocedure\b|\bbegin\b",
+    re.I | re.S,
+)
+
+
+def script_parts(sql_file: SqlFile) -> ScriptParts:
+    """``sql_file`` as the parts lineage traces: the file itself when it is one write after a
+    preamble (or cannot be parsed: the analysis says why), else one part per write, each with
+    the preamble statements before it; and the tables its ``CREATE TABLE t (a INT, ...)``
+    statements declare."""
+    one = ";" not in sql_file.text.strip().rstrip(";")
+    if one and not _SCRIPT_HINT.search(sql_file.text):
+        return ScriptParts([sql_file], {})  # one statement (a ';' in a string costs a parse)
+    dialect = sqlglot_dialect(sql_file.dialect)
+    errors: tuple[FileError, ...] = ()
+    try:
+        written = [
+            s
+            for s in sqlglot.parse(sql_file.text, read=dialect)
+            if s is not None and not isinstance(s, exp.Semicolon)
+        ]
+    except (SqlglotError, ValueError):
+        salvaged = _salvage(sql_file, dialect)
+        if salvaged is None:
+            return ScriptParts([sql_file], {})  # the analysis says why it does not parse
+        written, errors = salvaged
+    try:
+        statements = flatten(written, dialect)
+    except (SqlglotError, ValueError):
+        return ScriptParts([sql_file], {})
+    declared: dict[str, dict[str, str]] = {}
+    passed = [s for s in statements if _moves_no_data(s, declared, dialect)]
+    as_written = len(statements) == len(written) and all(map(operator.is_, statements, written))
+    if not passed and not errors and as_written:
+        try:
+            split_script(statements)
+            return ScriptParts([sql_file], {})  # one write after its preamble, as written
+        except SqlError:
+            pass
+    parts = _parts(sql_file, statements, passed, bool(declared) or bool(errors))
+    return ScriptParts(parts, declared, errors)
+
+
+# Where a statement that moves data can start, for a script sqlglot cannot read whole.
+_STARTS = frozenset(
+    {TokenType.INSERT, TokenType.MERGE, TokenType.UPDATE, TokenType.CREATE, TokenType.WITH}
+) | {TokenType.SELECT}
+
+
+def _salvage(
+    sql_file: SqlFile, dialect: str
+) -> tuple[list[exp.Expr], tuple[FileError, ...]] | None:
+    """The statements of a script sqlglot cannot parse whole (a PL/SQL procedure, T-SQL
+    control flow): each piece between semicolons parsed alone, or from the first place in it
+    where a statement that moves data starts (``IF c THEN INSERT ...``). A piece that holds
+    such a start and still does not parse is an error of the script's statement; a piece
+    without one (control flow, assignments) moves no data. None when nothing can be read."""
+    try:
+        tokens = sqlglot.Dialect.get_or_raise(dialect).tokenize(sql_file.text)
+    except (SqlglotError, ValueError):
+        return None
+    pieces: list[list[Token]] = [[]]
+    for token in tokens:
+        if token.token_type == TokenType.SEMICOLON:
+            pieces.append([])
+        else:
+            pieces[-1].append(token)
+    statements: list[exp.Expr] = []
+    errors: list[FileError] = []
+    for position, piece in enumerate((p for p in pieces if p), start=1):
+        starts = [i for i, token in enumerate(piece) if token.token_type in _STARTS][:5]
+        for i in [0, *starts]:
+            text = sql_file.text[piece[i].start : piece[-1].end + 1]
+            try:
+                statements.extend(s for s in sqlglot.parse(text, read=dialect) if s is not None)
+                break
+            except SqlglotError as error:
+                failure = error
+        else:
+            if starts:
+                first = (str(failure).splitlines() or [""])[0]
+                message = f"does not parse as {sql_file.dialect} SQL: {first}"
+                errors.append(FileError(f"{sql_file.label}#{position}", message))
+    return (statements, tuple(errors)) if statements else None
+
+
+# The heads of control flow whose statement follows a condition and THEN, DO or LOOP.
+_CONDITIONAL = frozenset({"IF", "ELSEIF", "ELSIF", "WHILE", "FOR", "EXCEPTION", "WHEN"})
+# The heads followed directly by a statement.
+_OPENING = frozenset({"BEGIN", "ELSE", "LOOP", "REPEAT"})
+# The heads that end a block or leave it: no data moves.
+_CLOSING = frozenset(
+    {"END", "LEAVE", "BREAK", "CONTINUE", "ITERATE", "RETURN", "UNTIL", "EXIT", "RAISE", "GO"}
+)
+
+
+_BRANCHES = (exp.IfBlock, exp.WhileBlock, exp.LoopBlock, exp.RepeatBlock)
+
+
+def flatten(statements: list[exp.Expr], dialect: str) -> list[exp.Expr]:
+    """The statements of a script with the control flow taken away: a procedure's body (its
+    parameters declared as variables), the statements of blocks, branches and loops, in the
+    order written. Every branch counts: lineage is what the script can do."""
+    flat: list[exp.Expr] = []
+    for statement in statements:
+        flat.extend(_body(statement, dialect))
+    return flat
+
+
+def _body(statement: exp.Expr, dialect: str) -> list[exp.Expr]:
+    if isinstance(statement, exp.EndStatement):
+        return []
+    if isinstance(statement, (exp.Condition, exp.Alias)):
+        # A lone keyword read as a column (LEAVE, THROW) or an assignment read as a
+        # comparison (T-SQL `SET @x = 0` inside IF): no statement moves data this way.
+        return []
+    if isinstance(statement, exp.Block):
+        return flatten(list(statement.expressions), dialect)
+    if isinstance(statement, _BRANCHES):  # every branch and loop body, in order
+        parts = [statement.args.get(arg) for arg in ("true", "false", "body")]
+        return flatten([p for p in parts if isinstance(p, exp.Expr)], dialect)
+    if isinstance(statement, exp.Create) and str(statement.args.get("kind")).upper() == (
+        "PROCEDURE"
+    ):
+        body = statement.expression
+        return [*_parameters(statement), *(_body(body, dialect) if body is not None else [])]
+    if isinstance(statement, exp.Command):
+        if _routine_head(statement, dialect):
+            return []  # a procedure's signature read apart from its body (``_salvage``)
+        rest = _control_rest(statement.name.upper(), statement.text("expression"), dialect)
+        if rest is None:
+            return [statement]  # not control flow: the analysis names it as unsupported
+        if not rest.strip():
+            return []
+        try:
+            parsed = sqlglot.parse(rest, read=dialect)
+        except SqlglotError:
+            return [statement]  # the analysis names it as unsupported
+        return flatten([s for s in parsed if s is not None], dialect)
+    return [statement]
+
+
+_ROUTINE = re.compile(r"^\s*(?:or\s+replace\s+)?(?:procedure|function|package|trigger)\b", re.I)
+
+
+def _routine_head(command: exp.Command, dialect: str) -> bool:
+    """``CREATE PROCEDURE p(a NUMBER) AS DECLARE v NUMBER := 0``, kept unparsed by sqlglot,
+    with no statement in it that moves data."""
+    text = command.text("expression")
+    if command.name.upper() != "CREATE" or not _ROUTINE.match(text):
+        return False
+    tokens = sqlglot.Dialect.get_or_raise(dialect).tokenize(text)
+    return not any(token.token_type in _STARTS for token in tokens)
+
+
+def _parameters(procedure: exp.Create) -> list[exp.Expr]:
+    """``DECLARE`` of the procedure's parameters: inside its body they are variables."""
+    signature = procedure.this
+    items = [
+        exp.DeclareItem(this=[column.this.copy()], kind=column.args.get("kind"))
+        for column in signature.expressions
+        if isinstance(column, exp.ColumnDef)
+    ]
+    return [exp.Declare(expressions=items)] if items else []
+
+
+def _control_rest(head: str, rest: str, dialect: str) -> str | None:
+    """The statement inside a control-flow command (``IF c THEN <it>``), "" for one that only
+    closes a block, None when ``head`` is not control flow."""
+    if head in _OPENING:  # T-SQL's BEGIN TRY / BEGIN CATCH open a block too
+        return re.sub(r"^\s*(?:TRY|CATCH)\b", "", rest, flags=re.I) if head == "BEGIN" else rest
+    if head in _CLOSING:
+        return ""
+    if head not in _CONDITIONAL:
+        return None
+    depth = 0
+    for token in sqlglot.Dialect.get_or_raise(dialect).tokenize(rest):
+        if token.token_type in (TokenType.L_PAREN, TokenType.CASE):
+            depth += 1
+        elif token.token_type in (TokenType.R_PAREN, TokenType.END):
+            depth -= 1
+        elif depth == 0 and token.text.upper() in ("THEN", "DO", "LOOP"):
+            return rest[token.end + 1 :]
+    return ""  # a condition alone (EXCEPTION WHEN ... without a statement)
+
+
+# Statements that move no data: a scanned script's writes are traced without them.
+_NO_DATA = (
+    exp.Drop,
+    exp.TruncateTable,
+    exp.Delete,
+    exp.Alter,
+    exp.Grant,
+    exp.Transaction,
+    exp.Commit,
+    exp.Rollback,
+    exp.Analyze,
+    exp.Describe,
+    exp.Refresh,
+    exp.Uncache,
+    exp.Comment,
+)
+
+
+def _parts(
+    sql_file: SqlFile, statements: list[exp.Expr], passed: list[exp.Expr], declares: bool
+) -> list[SqlFile]:
+    dialect = sqlglot_dialect(sql_file.dialect)
+    queries = [s for s in statements if _bare_query(s)]
+    preamble: list[str] = []
+    parts: list[tuple[int, str, str | None]] = []
+    for position, statement in enumerate(statements, start=1):
+        if any(statement is p for p in passed):
+            continue
+        text = statement.sql(dialect=dialect)
+        if preamble_part(statement) is not None:
+            preamble.append(text)
+            continue
+        target = sql_file.default_target
+        if _bare_query(statement) and len(queries) > 1 and target:
+            target = f"{target}_{queries.index(statement) + 1}"
+        parts.append((position, ";\n".join([*preamble, text]), target))
+    if not parts:  # declarations only (nodes), else nothing to trace: the analysis says so
+        return [] if declares else [sql_file]
+    if len(parts) == 1:
+        return [SqlFile(sql_file.label, parts[0][1], sql_file.dialect, parts[0][2])]
+    return [
+        SqlFile(f"{sql_file.label}#{position}", text, sql_file.dialect, target)
+        for position, text, target in parts
+    ]
+
+
+def _bare_query(statement: exp.Expr) -> bool:
+    return isinstance(statement, exp.Query) and not isinstance(statement.args.get("into"), exp.Into)
+
+
+def _moves_no_data(statement: exp.Expr, declared: dict[str, dict[str, str]], dialect: str) -> bool:
+    if isinstance(statement, _NO_DATA):
+        return True
+    if not isinstance(statement, exp.Create) or statement.expression is not None:
+        return False
+    kind = str(statement.args.get("kind") or "").upper()
+    if kind in ("TABLE", "EXTERNAL TABLE") and isinstance(statement.this, exp.Schema):
+        table = statement.this.this
+        columns = {
+            c.name.lower(): c.args["kind"].sql(dialect=dialect) if c.args.get("kind") else "unknown"
+            for c in statement.this.expressions
+            if isinstance(c, exp.ColumnDef)
+        }
+        if isinstance(table, exp.Table) and columns:
+            declared.setdefault(table_name(table), columns)
+    return kind in ("TABLE", "SCHEMA", "DATABASE", "INDEX", "EXTERNAL TABLE")

@@ -1,0 +1,207 @@
+"""A scanned file may be a script: each write is traced, statements that move no data are
+passed over, and a table's declared columns name an INSERT's columns."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from medallion_assets.lineage.scan import scan_directory
+from medallion_assets.lineage.statement import SqlError, parse_statement
+
+
+def scan(folder: Path, files: dict[str, str], dialect: str = "spark"):
+    for name, text in files.items():
+        (folder / name).write_text(text)
+    return scan_directory(folder, dialect)
+
+
+def columns(result) -> set[tuple[str, str]]:
+    return {(e.source, e.target) for e in result.column_edges}
+
+
+ETL = """
+DROP TABLE IF EXISTS stage.a;
+CREATE TABLE stage.a (id INT, amount DECIMAL(10,2));
+INSERT INTO stage.a SELECT o.order_id, o.amount FROM raw.orders o;
+CREATE TEMP VIEW doubled AS SELECT id, amount * 2 AS dbl FROM stage.a;
+INSERT OVERWRITE TABLE mart.b SELECT id, dbl FROM doubled;
+TRUNCATE TABLE raw.orders;
+"""
+
+
+def test_each_write_of_a_script_is_traced_through_the_temporary_view_before_it(tmp_path):
+    result = scan(tmp_path, {"etl.sql": ETL})
+    assert result.errors == ()
+    assert sorted(result.files) == ["etl.sql#3", "etl.sql#5"]
+    assert set(result.edges) == {("raw.orders", "stage.a"), ("stage.a", "mart.b")}
+    # The positional INSERT takes the declared names, not the query's.
+    assert columns(result) == {
+        ("raw.orders.order_id", "stage.a.id"),
+        ("raw.orders.amount", "stage.a.amount"),
+        ("stage.a.id", "mart.b.id"),
+        ("stage.a.amount", "mart.b.dbl"),
+    }
+
+
+def test_a_project_file_still_writes_exactly_one_table():
+    with pytest.raises(SqlError, match="neither the file's write nor a preamble"):
+        parse_statement(ETL, "spark", "x")
+
+
+def test_one_write_after_a_drop_keeps_the_files_own_name(tmp_path):
+    sql = "DROP TABLE IF EXISTS mart.x; CREATE TABLE mart.x AS SELECT a FROM raw.y"
+    result = scan(tmp_path, {"x.sql": sql}, "postgres")
+    assert list(result.files) == ["x.sql"] and result.errors == ()
+    assert columns(result) == {("raw.y.a", "mart.x.a")}
+
+
+def test_several_queries_of_one_file_write_numbered_targets(tmp_path):
+    result = scan(tmp_path, {"report.sql": "SELECT a FROM t1; SELECT b FROM t2;"})
+    assert set(result.edges) == {("t1", "report_1"), ("t2", "report_2")}
+
+
+def test_an_unsupported_statement_is_reported_and_the_rest_of_the_script_traced(
+    tmp_path, capsys, caplog
+):
+    with caplog.at_level(logging.WARNING):
+        result = scan(tmp_path, {"load.sql": "CALL refresh(); INSERT INTO t SELECT a FROM s"})
+    assert set(result.edges) == {("s", "t")}
+    assert [(e.file, e.stage) for e in result.errors] == [("load.sql#1", "statement")]
+    assert "unsupported statement 'CALL'" in result.errors[0].message
+    # sqlglot's own warning about the statement does not reach the console or the log.
+    assert "Falling back" not in capsys.readouterr().err + caplog.text
+
+
+def test_a_file_that_only_declares_a_table_is_a_node_with_its_columns(tmp_path):
+    result = scan(tmp_path, {"ddl.sql": "-- the table\nCREATE TABLE mart.t (a INT, b STRING)"})
+    assert result.errors == ()
+    lineage = result.files["ddl.sql"]
+    assert (lineage.target, lineage.sources) == ("mart.t", ())
+    assert [(c.column, c.type) for c in lineage.columns] == [("a", "INT"), ("b", "STRING")]
+    assert result.nodes == ("mart.t",)
+
+
+def test_a_file_of_statements_that_move_no_data_says_so(tmp_path):
+    result = scan(tmp_path, {"purge.sql": "DELETE FROM t WHERE a = 1; DROP TABLE u"})
+    assert [(e.file, e.stage) for e in result.errors] == [("purge.sql", "statement")]
+
+
+BIGQUERY_PROCEDURE = """
+CREATE OR REPLACE PROCEDURE shop.refresh_daily(run_day DATE, max_tries INT64)
+BEGIN
+  DECLARE tries INT64 DEFAULT 0;
+  IF run_day IS NULL THEN
+    SET run_day = CURRENT_DATE();
+  END IF;
+  LOOP
+    SET tries = tries + 1;
+    INSERT INTO shop.daily_sales (day, revenue)
+    SELECT o.order_day, SUM(o.amount) FROM shop.orders AS o
+    WHERE o.order_day = run_day GROUP BY o.order_day;
+    IF tries >= max_tries THEN LEAVE; END IF;
+  END LOOP;
+EXCEPTION WHEN ERROR THEN
+  SELECT @@error.message AS failure;
+  RAISE;
+END;
+"""
+
+ORACLE_PROCEDURE = """
+CREATE OR REPLACE PROCEDURE shop.load_customers(p_since DATE) AS
+  v_rows NUMBER := 0;
+BEGIN
+  IF p_since IS NULL THEN
+    p_since := SYSDATE - 1;
+  END IF;
+  INSERT INTO shop.customer_dim (customer_id, full_name)
+  SELECT c.id, c.first_name || ' ' || c.last_name FROM shop.customers c
+  WHERE c.updated_at >= p_since;
+  v_rows := SQL%ROWCOUNT;
+  COMMIT;
+EXCEPTION WHEN OTHERS THEN
+  ROLLBACK;
+  RAISE;
+END;
+/
+"""
+
+TSQL_PROCEDURE = """
+CREATE PROCEDURE shop.archive_orders @before DATE
+AS
+BEGIN
+  SET NOCOUNT ON;
+  BEGIN TRY
+    DECLARE @moved INT = 0;
+    IF @before IS NULL
+      SET @before = GETDATE();
+    INSERT INTO shop.orders_archive (order_id, amount)
+    SELECT o.order_id, o.amount FROM shop.orders AS o WHERE o.order_day < @before;
+    SELECT @@ROWCOUNT AS moved;
+  END TRY
+  BEGIN CATCH
+    THROW;
+  END CATCH
+END;
+GO
+"""
+
+
+@pytest.mark.parametrize(
+    ("dialect", "sql", "expected"),
+    [
+        (
+            "bigquery",
+            BIGQUERY_PROCEDURE,
+            {
+                ("shop.orders.order_day", "shop.daily_sales.day"),
+                ("shop.orders.amount", "shop.daily_sales.revenue"),
+            },
+        ),
+        (
+            "oracle",
+            ORACLE_PROCEDURE,
+            {
+                ("shop.customers.id", "shop.customer_dim.customer_id"),
+                ("shop.customers.first_name", "shop.customer_dim.full_name"),
+                ("shop.customers.last_name", "shop.customer_dim.full_name"),
+            },
+        ),
+        (
+            "tsql",
+            TSQL_PROCEDURE,
+            {
+                ("shop.orders.order_id", "shop.orders_archive.order_id"),
+                ("shop.orders.amount", "shop.orders_archive.amount"),
+            },
+        ),
+    ],
+    ids=["bigquery_script", "oracle_plsql_salvaged", "tsql_try_catch"],
+)
+def test_the_writes_inside_a_procedure_are_traced(tmp_path, dialect, sql, expected):
+    result = scan(tmp_path, {"proc.sql": sql}, dialect)
+    assert result.errors == ()
+    written = {e.target.rsplit(".", 1)[0] for e in result.column_edges}
+    tables = {t for t in written if t.startswith("shop.")}
+    assert {(s, t) for s, t in columns(result) if t.rsplit(".", 1)[0] in tables} == expected
+    # Parameters and variables are no columns of the tables read.
+    assert not any("run_day" in s or "since" in s or "before" in s for s, _ in columns(result))
+
+
+def test_a_statement_of_an_unreadable_script_that_moves_data_is_reported(tmp_path):
+    sql = ORACLE_PROCEDURE.replace("SELECT c.id,", "SELECT (c.id,")
+    result = scan(tmp_path, {"proc.sql": sql}, "oracle")
+    assert [(e.file.split("#")[0], e.stage) for e in result.errors] == [("proc.sql", "statement")]
+    assert "does not parse as oracle SQL" in result.errors[0].message
+
+
+def test_an_insert_naming_some_columns_does_not_fix_the_tables_schema(tmp_path):
+    sql = (
+        "INSERT INTO mart.t (a) SELECT x FROM raw.s;\n"
+        "INSERT INTO mart.u SELECT b FROM mart.t;"  # b is another column of mart.t
+    )
+    result = scan(tmp_path, {"load.sql": sql})
+    assert columns(result) == {("raw.s.x", "mart.t.a"), ("mart.t.b", "mart.u.b")}
+    assert result.unresolved == ()
