@@ -56,8 +56,9 @@ def build_datasets(
     datasets: dict[str, Dataset] = {}
     used_alternates: set[str] = set()
     for name, (sql_file, lineage) in tables.items():
-        if lineage.kind == "update":
-            issues.append(_update_issue(sql_file.label))
+        refused = _kind_issue(sql_file.label, lineage.kind)
+        if refused is not None:
+            issues.append(refused)
             continue
         settings = all_settings.get(name, models.DatasetSettings())
         rules = _rules(settings, rule_sets)
@@ -195,8 +196,9 @@ def _alternates(
         lineage = analysis.lineage.get(sql_file.label)
         if lineage is None:
             continue  # its SQL error is reported already
-        if lineage.kind == "update":
-            issues.append(_update_issue(sql_file.label))
+        refused = _kind_issue(sql_file.label, lineage.kind)
+        if refused is not None:
+            issues.append(refused)
         elif lineage.kind != "select" and lineage.target != name:
             issues.append(
                 CatalogIssue(
@@ -316,12 +318,34 @@ def _backups(
     return result, issues
 
 
-def _update_issue(label: str) -> CatalogIssue:
-    """An UPDATE changes rows in place; a project's file produces its table's rows."""
-    return CatalogIssue(
-        label,
-        "sql",
-        "is an UPDATE: a project's SQL file produces its table's rows, it does not change them "
+# What a project's file may not be, though lineage reads it: (what it is, the fix).
+_NOT_RUNNABLE = {
+    "update": (
+        "an UPDATE: a project's SQL file produces its table's rows, it does not change them "
         "in place",
         "write the SELECT that produces the table, or a MERGE INTO it for changed rows",
-    )
+    ),
+    "copy": (
+        "a COPY or UNLOAD: a project's raw files are read by its sources, and its tables "
+        "are loaded into the warehouse by its targets",
+        "declare the files in metadata/sources.yaml (or the table in targets.yaml) and "
+        "write the SELECT that produces the table",
+    ),
+    "clone": (
+        "a CREATE TABLE ... CLONE: a project's SQL file produces its table's rows",
+        "write SELECT * FROM the table to copy",
+    ),
+    "create_like": (
+        "a CREATE TABLE ... LIKE, which makes an empty table: a project's SQL file "
+        "produces its table's rows",
+        "write the SELECT that produces the table",
+    ),
+}
+
+
+def _kind_issue(label: str, kind: str) -> CatalogIssue | None:
+    """Why a file of this statement kind cannot be a project's table, or None when it can."""
+    if kind not in _NOT_RUNNABLE:
+        return None
+    what, fix = _NOT_RUNNABLE[kind]
+    return CatalogIssue(label, "sql", f"is {what}", fix)

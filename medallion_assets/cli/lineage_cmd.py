@@ -110,7 +110,10 @@ def scan(
     A file may be a script or a stored procedure: each statement that writes a table is traced
     as a part of its own (load.sql#3: its third statement), after the temporary views and
     variables before it; DROP, DELETE, ALTER, TRUNCATE and the like move no data and are passed
-    over; a CREATE TABLE's declared columns name a later INSERT's. A file that cannot be analysed is listed under "errors" (JSON) or on stderr and the scan
+    over; a CREATE TABLE's declared columns name a later INSERT's. COPY, UNLOAD and INSERT
+    OVERWRITE DIRECTORY read or write files: a path is a node named as written.
+
+    A file that cannot be analysed is listed under "errors" (JSON) or on stderr and the scan
     goes on. Exits 0, or 1 with --fail-on-error when a file has an error, or 2 when the files'
     tables form a cycle.
     """

@@ -24,8 +24,19 @@ class SqlError(ValueError):
 
 
 def table_name(table: exp.Table) -> str:
-    """Lower-cased dotted name of a table reference, as written (``db.table``)."""
+    """Lower-cased dotted name of a table reference, as written (``db.table``); a file path
+    read as a table (Spark's ``parquet.`s3://b/p```) is the path as written."""
+    path = path_of(table.this)
+    if path is not None:
+        return path
     return ".".join(part.name.lower() for part in table.parts)
+
+
+def path_of(name: exp.Expr | None) -> str | None:
+    """The path a quoted table name holding a ``/`` is (``delta.`/mnt/x```), else None."""
+    if isinstance(name, exp.Identifier) and name.quoted and "/" in name.name:
+        return str(name.name)
+    return None
 
 
 _WRITES = (exp.Query, exp.Create, exp.Insert, exp.Merge)

@@ -22,6 +22,7 @@ from sqlglot.errors import SqlglotError
 from sqlglot.tokenizer_core import Token, TokenType
 
 from medallion_assets.lineage.analysis import FileError, SqlFile
+from medallion_assets.lineage.copies import copy_query
 from medallion_assets.lineage.script import SqlError, preamble_part, split_script, table_name
 from medallion_assets.lineage.statement import sqlglot_dialect
 
@@ -33,11 +34,16 @@ class ScriptParts:
     errors: tuple[FileError, ...] = ()  # statements of a script that could not be read
 
 
-# Files parsed as scripts even without a semicolon between statements: a schema-only CREATE
-# (no AS), a procedure or a block.
+# Files parsed as scripts even without a semicolon between statements: a CREATE without
+# AS SELECT (a schema-only table, LIKE, CLONE), a procedure or a block.
 _SCRIPT_HINT = re.compile(
-    r"^\s*(?:--[^\n]*\n\s*|/\*.*?\*/\s*)*create\b(?!.*\bas\b)|\bprocedure\b|\bbegin\b",
+    r"^\s*(?:--[^\n]*\n\s*|/\*.*?\*/\s*)*create\b(?!.*\bas\s*(?:select|with|\())|\bprocedure\b|\bbegin\b",
     re.I | re.S,
+)
+
+# Statements starting lines: two or more make a script even without semicolons (T-SQL).
+_LINE_STARTS = re.compile(
+    r"^(?:insert|merge|update|delete|create|drop|truncate|alter)\b", re.I | re.M
 )
 
 
@@ -47,7 +53,8 @@ def script_parts(sql_file: SqlFile) -> ScriptParts:
     the preamble statements before it; and the tables its ``CREATE TABLE t (a INT, ...)``
     statements declare."""
     one = ";" not in sql_file.text.strip().rstrip(";")
-    if one and not _SCRIPT_HINT.search(sql_file.text):
+    lines = len(_LINE_STARTS.findall(sql_file.text))
+    if one and lines < 2 and not _SCRIPT_HINT.search(sql_file.text):
         return ScriptParts([sql_file], {})  # one statement (a ';' in a string costs a parse)
     dialect = sqlglot_dialect(sql_file.dialect)
     errors: tuple[FileError, ...] = ()
@@ -106,20 +113,49 @@ def _salvage(
     statements: list[exp.Expr] = []
     errors: list[FileError] = []
     for position, piece in enumerate((p for p in pieces if p), start=1):
-        starts = [i for i, token in enumerate(piece) if token.token_type in _STARTS][:5]
-        for i in [0, *starts]:
-            text = sql_file.text[piece[i].start : piece[-1].end + 1]
-            try:
-                statements.extend(s for s in sqlglot.parse(text, read=dialect) if s is not None)
-                break
-            except SqlglotError as error:
-                failure = error
-        else:
-            if starts:
-                first = (str(failure).splitlines() or [""])[0]
-                message = f"does not parse as {sql_file.dialect} SQL: {first}"
-                errors.append(FileError(f"{sql_file.label}#{position}", message))
+        read, failure = _read_piece(sql_file.text, piece, dialect)
+        statements.extend(read)
+        if failure is not None:
+            first = (str(failure).splitlines() or [""])[0]
+            message = f"does not parse as {sql_file.dialect} SQL: {first}"
+            errors.append(FileError(f"{sql_file.label}#{position}", message))
     return (statements, tuple(errors)) if statements else None
+
+
+def _read_piece(
+    text: str, piece: list[Token], dialect: str
+) -> tuple[list[exp.Expr], SqlglotError | None]:
+    """The statements of one piece between semicolons: from its first token the longest run
+    that parses (to the piece's end, else to a later statement start: T-SQL writes statements
+    without semicolons), then on from there. A run that parses in no way is passed up to the
+    next start; the error is kept when that run began a statement that moves data."""
+    depth, starts = 0, []
+    for index, token in enumerate(piece):
+        depth += token.token_type == TokenType.L_PAREN
+        depth -= token.token_type == TokenType.R_PAREN
+        if depth == 0 and token.token_type in _STARTS:
+            starts.append(index)
+    starts = starts[:12]
+    read: list[exp.Expr] = []
+    failure: SqlglotError | None = None
+    i = 0
+    while i < len(piece):
+        later = [s for s in starts if s > i]
+        last: SqlglotError | None = None
+        for end in [len(piece), *reversed(later)][:6]:
+            try:
+                run = text[piece[i].start : piece[end - 1].end + 1]
+                read.extend(s for s in sqlglot.parse(run, read=dialect) if s is not None)
+            except SqlglotError as error:
+                last = error
+                continue
+            i = end
+            break
+        else:
+            if piece[i].token_type in _STARTS:
+                failure = last
+            i = later[0] if later else len(piece)
+    return read, failure
 
 
 # The heads of control flow whose statement follows a condition and THEN, DO or LOOP.
@@ -276,6 +312,8 @@ def _moves_no_data(statement: exp.Expr, declared: dict[str, dict[str, str]], dia
     if isinstance(statement, _NO_DATA):
         return True
     if not isinstance(statement, exp.Create) or statement.expression is not None:
+        return False
+    if copy_query(statement, dialect) is not None:  # CREATE TABLE t LIKE s / CLONE s
         return False
     kind = str(statement.args.get("kind") or "").upper()
     if kind in ("TABLE", "EXTERNAL TABLE") and isinstance(statement.this, exp.Schema):

@@ -15,10 +15,12 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 from sqlglot.optimizer.scope import Scope, build_scope
 
+from medallion_assets.lineage.copies import copy_query, path_target
 from medallion_assets.lineage.script import (
     Script,
     SqlError,
     inline_temporary,
+    path_of,
     qualify_for_use,
     split_script,
     table_name,
@@ -99,7 +101,7 @@ def parse_script(
         script = split_script(expressions)
         qualify_for_use(script)
         main = inline_temporary(script) if inline else script.main
-        return script, _statement(main, default_target)
+        return script, _statement(main, default_target, sqlglot_dialect(dialect))
     except RecursionError:
         # Caught here, at the file's own boundary, so the message names the file and the
         # interpreter's recursion limit stays as it is for everything else.
@@ -120,7 +122,11 @@ def check_nesting(expression: exp.Expr) -> None:
         stack.extend((child, depth + 1) for child in node.iter_expressions())
 
 
-def _statement(expression: exp.Expr, default_target: str | None) -> Statement:
+def _statement(expression: exp.Expr, default_target: str | None, dialect: str = "") -> Statement:
+    copy = copy_query(expression, dialect)
+    if copy is not None:
+        kind, target, query = copy
+        return Statement(kind, target, _tables_read(query), expression, query)
     if isinstance(expression, exp.Query) and _select_into(expression) is not None:
         return _select_into_statement(expression)
     if isinstance(expression, exp.Query):
@@ -153,7 +159,7 @@ def _parse_all(sql: str, dialect: str) -> list[exp.Expr]:
     if not statements:
         raise SqlError("holds no SQL statement: write the SELECT that produces the table")
     for statement in statements:
-        if isinstance(statement, exp.Command):
+        if isinstance(statement, exp.Command) and statement.name.upper() != "UNLOAD":
             raise SqlError(
                 f"does not parse as {dialect} SQL: unsupported statement {statement.name!r}"
             )
@@ -187,7 +193,7 @@ def _lower_identifiers(expression: exp.Expr) -> None:
     # Lineage is case-insensitive: Spark resolves identifiers case-insensitively by default.
     for identifier in expression.find_all(exp.Identifier):
         name = identifier.this
-        if isinstance(name, str) and not name.islower():
+        if isinstance(name, str) and not name.islower() and path_of(identifier) is None:
             identifier.set("this", name.lower())
 
 
@@ -247,6 +253,12 @@ def _select_into_statement(query: exp.Query) -> Statement:
 
 
 def _insert(expression: exp.Insert) -> Statement:
+    directory = path_target(expression)
+    if directory is not None:  # INSERT OVERWRITE DIRECTORY 'path' SELECT ...
+        query = _unwrap(expression.expression)
+        if not isinstance(query, exp.Query):
+            raise SqlError("INSERT OVERWRITE DIRECTORY needs a SELECT")
+        return Statement("insert_overwrite", directory, _tables_read(query), expression, query)
     table, columns = _target_table(expression.this)
     query = _unwrap(expression.expression)
     ctes = expression.args.get("with_")

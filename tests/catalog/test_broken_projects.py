@@ -134,6 +134,21 @@ CASES: dict[str, Broken] = {
         },
         [("sql/gold/revenue.sql", None, "is an UPDATE: a project's SQL file produces its table")],
     ),
+    "sql_copies_files_in": Broken(
+        {"sql/gold/revenue.sql": "COPY gold.revenue FROM 's3://shop-exports/revenue/'\n"},
+        [("sql/gold/revenue.sql", None, "is a COPY or UNLOAD: a project's raw files are read")],
+    ),
+    "sql_clones_a_table": Broken(
+        {"sql/gold/revenue.sql": "-- dialect: snowflake\nCREATE TABLE gold.revenue CLONE x.y\n"},
+        [("sql/gold/revenue.sql", None, "is a CREATE TABLE ... CLONE")],
+    ),
+    "sql_writes_a_directory": Broken(
+        {
+            "sql/gold/revenue.sql": "INSERT OVERWRITE DIRECTORY 's3://shop/out/' "
+            "SELECT country FROM silver.orders_clean\n"
+        },
+        [("sql/gold/revenue.sql", None, "the statement writes 's3://shop/out/'")],
+    ),
     "preamble_spark_cannot_run": Broken(
         {
             "sql/gold/revenue.sql": "-- dialect: bigquery\n"

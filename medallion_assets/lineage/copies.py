@@ -1,0 +1,117 @@
+"""Statements that copy rows whole between tables and files, as the query lineage reads.
+
+``COPY t FROM 's3://b/p'`` (PostgreSQL, Redshift, Snowflake's ``COPY INTO``, T-SQL), Redshift's
+``UNLOAD ('SELECT ...') TO 's3://...'``, ``INSERT OVERWRITE DIRECTORY 'path' SELECT ...`` and
+``CREATE TABLE t LIKE s`` / ``CLONE s`` each become a target and the query whose rows (or, for
+LIKE, whose columns) it takes: ``SELECT * FROM s``. A file path is a node of its own, named as
+written (``s3://b/p``), like Spark's ``parquet.`s3://b/p```.
+
+>>> import sqlglot
+>>> kind, target, query = copy_query(sqlglot.parse_one("COPY sales FROM 's3://b/in/'"), "")
+>>> kind, target, query.sql()
+('copy', 'sales', 'SELECT * FROM "s3://b/in/"')
+"""
+
+from __future__ import annotations
+
+import re
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
+
+from medallion_assets.lineage.script import SqlError, table_name
+
+
+def copy_query(expression: exp.Expr, dialect: str) -> tuple[str, str, exp.Query] | None:
+    """(kind, target, the query whose rows it copies) of a statement that copies whole, else
+    None. ``kind``: ``copy`` (COPY, UNLOAD), ``clone`` or ``create_like`` (the query gives
+    the columns, no rows)."""
+    if isinstance(expression, exp.Copy):
+        return _copy(expression)
+    if isinstance(expression, exp.Command) and expression.name.upper() == "UNLOAD":
+        return _unload(expression.text("expression"), dialect)
+    if isinstance(expression, exp.Create):
+        properties = expression.args.get("properties")
+        like = next(
+            (
+                p.this
+                for p in (properties.expressions if isinstance(properties, exp.Properties) else [])
+                if isinstance(p, exp.LikeProperty)
+            ),
+            None,
+        )
+        clone = expression.args.get("clone")
+        source = clone.this if isinstance(clone, exp.Clone) else like
+        if isinstance(source, exp.Table) and isinstance(expression.this, exp.Table):
+            kind = "clone" if clone is not None else "create_like"
+            return kind, table_name(expression.this), _rows_of([source])
+    return None
+
+
+def path_target(insert: exp.Insert) -> str | None:
+    """The folder ``INSERT OVERWRITE [LOCAL] DIRECTORY 'path' SELECT ...`` writes, else None."""
+    directory = insert.this
+    if isinstance(directory, exp.Directory) and isinstance(directory.this, exp.Literal):
+        return str(directory.this.name)
+    return None
+
+
+def _copy(expression: exp.Copy) -> tuple[str, str, exp.Query]:
+    this = expression.this
+    files = [_relation(f) for f in expression.args.get("files") or []]
+    if not expression.args.get("kind"):  # PostgreSQL's COPY t TO 'file': the table is read
+        if isinstance(this, exp.Table):
+            return "copy", _name(files[0]) if files else "stdout", _rows_of([this])
+        query = this.this if isinstance(this, exp.Subquery) else this
+        if isinstance(query, exp.Query):
+            return "copy", _name(files[0]) if files else "stdout", query
+        raise SqlError("COPY ... TO needs a table or a query to copy")
+    if not isinstance(this, exp.Table) or not files:
+        raise SqlError("COPY needs a target table and the files or table it loads")
+    return "copy", _name(this), _rows_of(files)
+
+
+_UNLOAD = re.compile(r"^\s*\(\s*'((?:[^']|'')*)'\s*\)\s*to\s+'([^']+)'", re.I | re.S)
+
+
+def _unload(text: str, dialect: str) -> tuple[str, str, exp.Query]:
+    match = _UNLOAD.match(text)
+    if match is None:
+        raise SqlError("UNLOAD needs ('<query>') TO '<path>'")
+    try:
+        query = sqlglot.parse_one(match.group(1).replace("''", "'"), read=dialect)
+    except SqlglotError as error:
+        first = (str(error).splitlines() or [""])[0]
+        raise SqlError(f"the query of UNLOAD does not parse: {first}") from None
+    if not isinstance(query, exp.Query):
+        raise SqlError("UNLOAD's query is not a SELECT")
+    return "copy", match.group(2), query
+
+
+def _relation(node: exp.Expr) -> exp.Table:
+    """A COPY's file (a string, or Snowflake's stage/path as a table) or table."""
+    if isinstance(node, exp.Table):
+        return node
+    return exp.Table(this=exp.to_identifier(node.name, quoted=True))
+
+
+def _name(table: exp.Table) -> str:
+    if isinstance(table.this, exp.Literal):
+        return str(table.this.name)
+    return table_name(table)
+
+
+def _rows_of(tables: list[exp.Table]) -> exp.Query:
+    """``SELECT * FROM`` each table (or file), as one UNION ALL."""
+    selects = [exp.select("*").from_(_as_table(t)) for t in tables]
+    query: exp.Query = selects[0]
+    for select in selects[1:]:
+        query = exp.union(query, select, distinct=False)
+    return query
+
+
+def _as_table(table: exp.Table) -> exp.Table:
+    if isinstance(table.this, exp.Literal):  # Snowflake's COPY INTO 's3://...': a path
+        return exp.Table(this=exp.to_identifier(table.this.name, quoted=True))
+    return table.copy()

@@ -1,0 +1,98 @@
+"""Statements that copy rows whole between tables and files, and files read as tables: a file
+path is a node of its own, named as written."""
+
+from __future__ import annotations
+
+import pytest
+
+from medallion_assets.lineage.analysis import SqlFile
+from medallion_assets.lineage.scan import scan_files
+
+SCHEMA = {"shop.orders": {"order_id": "bigint", "amount": "decimal(10,2)"}}
+
+
+def scan(sql: str, dialect: str):
+    return scan_files([SqlFile("f.sql", sql, dialect, "report")], schema=SCHEMA)
+
+
+def columns(result) -> set[tuple[str, str]]:
+    return {(e.source, e.target) for e in result.column_edges}
+
+
+@pytest.mark.parametrize(
+    ("dialect", "sql", "edge"),
+    [
+        ("redshift", "COPY shop.orders FROM 's3://Raw-Bucket/orders/' IAM_ROLE 'arn:x'", None),
+        ("postgres", "COPY shop.orders FROM 's3://Raw-Bucket/orders/'", None),
+        ("snowflake", "COPY INTO shop.orders FROM 's3://Raw-Bucket/orders/'", None),
+        ("tsql", "COPY INTO shop.orders FROM 's3://Raw-Bucket/orders/'", None),
+        ("spark", "SELECT * FROM parquet.`s3://Raw-Bucket/orders/`", "report"),
+    ],
+)
+def test_files_loaded_or_read_are_a_node_named_as_written(dialect, sql, edge):
+    result = scan(sql, dialect)
+    assert result.errors == ()
+    assert result.edges == (("s3://Raw-Bucket/orders/", edge or "shop.orders"),)
+
+
+def test_a_table_copied_out_to_files_keeps_its_columns():
+    result = scan("COPY INTO 's3://exports/orders/' FROM shop.orders", "snowflake")
+    assert result.edges == (("shop.orders", "s3://exports/orders/"),)
+    assert columns(result) == {
+        ("shop.orders.order_id", "s3://exports/orders/.order_id"),
+        ("shop.orders.amount", "s3://exports/orders/.amount"),
+    }
+
+
+def test_a_query_copied_to_a_file_gives_the_querys_columns():
+    result = scan("COPY (SELECT o.order_id FROM shop.orders o) TO '/tmp/ids.csv'", "postgres")
+    assert columns(result) == {("shop.orders.order_id", "/tmp/ids.csv.order_id")}
+
+
+def test_unload_reads_the_query_in_its_string():
+    sql = (
+        "UNLOAD ('SELECT o.order_id, o.amount AS total FROM shop.orders o WHERE o.x = ''y''') "
+        "TO 's3://exports/big_' IAM_ROLE 'arn:aws:iam::1:role/R'"
+    )
+    result = scan(sql, "redshift")
+    assert result.errors == ()
+    assert columns(result) == {
+        ("shop.orders.order_id", "s3://exports/big_.order_id"),
+        ("shop.orders.amount", "s3://exports/big_.total"),
+    }
+
+
+def test_insert_overwrite_directory_writes_the_folder():
+    sql = "INSERT OVERWRITE DIRECTORY 'hdfs://nn/Out' SELECT order_id FROM shop.orders"
+    result = scan(sql, "spark")
+    assert result.edges == (("shop.orders", "hdfs://nn/Out"),)
+    assert columns(result) == {("shop.orders.order_id", "hdfs://nn/Out.order_id")}
+
+
+@pytest.mark.parametrize(
+    ("dialect", "sql"),
+    [
+        ("snowflake", "CREATE TABLE shop.orders_copy CLONE shop.orders"),
+        ("spark", "CREATE TABLE shop.orders_copy LIKE shop.orders"),
+    ],
+)
+def test_clone_and_like_take_the_tables_columns(dialect, sql):
+    result = scan(sql, dialect)
+    assert result.edges == (("shop.orders", "shop.orders_copy"),)
+    assert columns(result) == {
+        ("shop.orders.order_id", "shop.orders_copy.order_id"),
+        ("shop.orders.amount", "shop.orders_copy.amount"),
+    }
+
+
+def test_a_clone_inside_a_script_is_traced_not_passed_over():
+    sql = "DROP TABLE IF EXISTS b; CREATE TABLE b CLONE shop.orders; INSERT INTO c SELECT * FROM b"
+    result = scan(sql, "snowflake")
+    assert set(result.edges) == {("shop.orders", "b"), ("b", "c")}
+
+
+def test_tsql_statements_without_semicolons_are_read_one_by_one():
+    sql = "insert into mart.a select * from raw.x\ninsert into mart.b select * from raw.y\n"
+    result = scan(sql, "tsql")
+    assert result.errors == ()
+    assert set(result.edges) == {("raw.x", "mart.a"), ("raw.y", "mart.b")}
