@@ -1,9 +1,11 @@
-"""``medallion jars``: fetch Spark's JVM packages once per machine, or check they are there."""
+"""``medallion jars``: fetch Spark's JVM packages once per machine (and record the driver's
+class-data archive), or check they are there."""
 
 from __future__ import annotations
 
 import click
 
+from medallion_assets.jvm import class_archive
 from medallion_assets.jvm.jars import ensure, jar_folder
 from medallion_assets.settings import MedallionSettings
 
@@ -15,7 +17,11 @@ from medallion_assets.settings import MedallionSettings
 @click.pass_obj
 def jars(settings: MedallionSettings, check: bool) -> None:
     """Fetch Spark's JVM packages (Iceberg, s3a, JDBC drivers) from Maven Central into
-    MEDALLION_SPARK_JARS, once per machine; a complete folder is left as it is."""
+    MEDALLION_SPARK_JARS, once per machine; a complete folder is left as it is.
+
+    Then, once, a run of the starter project records the class-data archive of the Spark
+    driver beside the jars (MEDALLION_SPARK_CLASS_ARCHIVE=auto): every later run's driver
+    starts from it, seconds sooner. Runs work without it."""
     folder = settings.jars_folder
     if check:
         found, seconds = jar_folder(folder), None
@@ -24,3 +30,19 @@ def jars(settings: MedallionSettings, check: bool) -> None:
     size = found.size_bytes / 1e6
     how = f"fetched in {seconds:.0f} s" if seconds is not None else "already fetched"
     click.echo(f"{len(found.jars)} jars ({size:.0f} MB) in {found.path}: {how}")
+    if check or settings.spark_class_archive != "auto":
+        return
+    archive = class_archive.archive_file(found.path)
+    if archive.is_file():
+        click.echo(f"class-data archive of the Spark driver in {archive}: already recorded")
+        return
+    click.echo("recording the Spark driver's class-data archive (a run of the starter project) ...")
+    try:
+        seconds = class_archive.record(found.path)
+    except (class_archive.ArchiveNotRecorded, OSError) as error:
+        click.echo(
+            f"class-data archive not recorded ({error}): runs work without it, their "
+            "Spark driver starts a few seconds slower"
+        )
+        return
+    click.echo(f"class-data archive of the Spark driver in {archive}: recorded in {seconds:.0f} s")

@@ -24,6 +24,7 @@ from pyspark.sql import SparkSession
 
 from medallion_assets.catalog.base import CRITICALITIES
 from medallion_assets.credentials import MaskedFileHandler, mask_credentials
+from medallion_assets.jvm import class_archive
 from medallion_assets.jvm.jars import jar_folder
 from medallion_assets.lake.catalog import LakeCatalog
 
@@ -196,7 +197,8 @@ def driver_java_options(settings: MedallionSettings, cores: int | None = None) -
     if jit == "auto":
         count = cores if cores is not None else (os.cpu_count() or 1)
         jit = "quick" if settings.local_driver and count <= QUICK_JIT_MAX_CORES else "full"
-    return QUICK_JIT if jit == "quick" else ""
+    archive = class_archive.java_options(settings.spark_class_archive, settings.jars_folder)
+    return " ".join(o for o in (QUICK_JIT if jit == "quick" else "", archive) if o)
 
 
 def fair_pools(folder: Path, weights: Mapping[str, int]) -> Path:

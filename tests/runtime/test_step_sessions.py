@@ -153,7 +153,7 @@ def test_the_warm_up_starts_the_driver_the_first_step_then_finds(spark, tmp_path
     ],
 )
 def test_a_local_driver_on_few_cores_compiles_with_c1_only(env, cores, quick, tmp_path: Path):
-    settings = MedallionSettings.from_env(env, tmp_path)
+    settings = MedallionSettings.from_env({**env, "MEDALLION_SPARK_CLASS_ARCHIVE": "off"}, tmp_path)
     assert driver_java_options(settings, cores) == (QUICK_JIT if quick else "")
 
 
@@ -164,7 +164,7 @@ def test_the_driver_jvm_runs_with_the_jit_its_settings_chose(spark):
     arguments = list(bean.getInputArguments())
     chosen = driver_java_options(MedallionSettings.from_env({}))
     quick = all(flag in arguments for flag in QUICK_JIT_FLAGS)
-    assert quick == (chosen == QUICK_JIT)
+    assert quick == chosen.startswith(QUICK_JIT)
     if (os.cpu_count() or 1) <= 4:
         assert quick  # this machine's default: the measured case (bench G)
     code_cache = spark.sparkContext._jvm.java.lang.management.ManagementFactory

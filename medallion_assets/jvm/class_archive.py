@@ -1,0 +1,90 @@
+"""A class-data archive of the local Spark driver (the JVM's AppCDS), so a run's driver maps the
+classes of Spark, Scala and Iceberg already parsed and verified instead of loading them again.
+
+``medallion jars`` records it once per machine beside the jars: it runs the starter project of
+``medallion init`` in a temporary folder with ``-XX:ArchiveClassesAtExit``, and the driver of
+every later run starts with ``-XX:SharedArchiveFile`` (bench M: the starter project 21.3 s ->
+18.0 s wall, its driver's start 5.5 -> 4.3 s and its steps 14.5 -> 11.0 s). The JVM checks the
+archive against its own build and classpath and, when they differ (a JDK update, other jars),
+starts as if there were none; the CDS log is off, so that never reaches the console.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ARCHIVE = "driver-classes.jsa"
+_QUIET = ("-Xshare:auto", "-Xlog:cds=off", "-Xlog:cds+dynamic=off")
+RECORD = "record:"  # MEDALLION_SPARK_CLASS_ARCHIVE=record:PATH: write the archive at exit
+
+
+def archive_file(jars: Path) -> Path:
+    """Where the archive of the driver that loads the jars of ``jars`` is kept."""
+    return jars / ARCHIVE
+
+
+def java_options(setting: str, jars: Path) -> str:
+    """The driver's JVM options for ``MEDALLION_SPARK_CLASS_ARCHIVE``: ``auto`` maps the
+    jar folder's archive when there is one, ``off`` nothing, a path that archive,
+    ``record:PATH`` writes one at exit.
+
+    >>> java_options("off", Path("/jars")), java_options("auto", Path("/nonexistent"))
+    ('', '')
+    >>> java_options("record:/tmp/a.jsa", Path("/jars"))
+    '-XX:ArchiveClassesAtExit=/tmp/a.jsa -Xlog:cds=off -Xlog:cds+dynamic=off'
+    """
+    if setting == "off":
+        return ""
+    if setting.startswith(RECORD):
+        return " ".join((f"-XX:ArchiveClassesAtExit={setting.removeprefix(RECORD)}", *_QUIET[1:]))
+    archive = archive_file(jars) if setting == "auto" else Path(setting)
+    if not archive.is_file():
+        return ""
+    return " ".join((f"-XX:SharedArchiveFile={archive}", *_QUIET))
+
+
+class ArchiveNotRecorded(RuntimeError):
+    """The training run that records the archive did not finish; runs work without it."""
+
+
+def record(jars: Path, timeout: float = 600.0) -> float:
+    """Record the archive of ``jars``'s folder from a run of the starter project in a
+    temporary folder, replacing any old one only when the run succeeded; its seconds."""
+    started = time.perf_counter()
+    target = archive_file(jars)
+    with tempfile.TemporaryDirectory(prefix="medallion-cds-") as work:
+        recorded = Path(work) / ARCHIVE
+        env = {
+            **os.environ,
+            "MEDALLION_HOME": str(Path(work) / "state"),
+            "MEDALLION_SPARK_JARS": str(jars),
+            "MEDALLION_SPARK_CLASS_ARCHIVE": RECORD + str(recorded),
+        }
+        for variable in ("MEDALLION_LAKE", "MEDALLION_LAKE_CATALOG", "MEDALLION_CONTROL_URL"):
+            env.pop(variable, None)  # the training run keeps to its temporary folder
+        project = Path(work) / "project"
+        cli = [sys.executable, "-c", "from medallion_assets.cli import main; main()"]
+        for command in (["init", str(project)], ["run", "--project", str(project)]):
+            try:
+                done = subprocess.run(
+                    cli + command, env=env, capture_output=True, text=True, timeout=timeout
+                )
+            except subprocess.TimeoutExpired:
+                raise ArchiveNotRecorded(
+                    f"`medallion {command[0]}` took over {timeout:.0f} s"
+                ) from None
+            if done.returncode != 0:
+                last = (done.stderr.strip() or done.stdout.strip()).splitlines()[-1:] or [""]
+                raise ArchiveNotRecorded(f"`medallion {command[0]}` failed: {last[0][:200]}")
+        if not recorded.is_file():
+            raise ArchiveNotRecorded("the driver JVM wrote no archive at exit")
+        partial = target.with_suffix(".partial")
+        shutil.copyfile(recorded, partial)
+        partial.replace(target)
+    return time.perf_counter() - started

@@ -1,0 +1,82 @@
+"""The Spark driver's class-data archive: recorded once by ``medallion jars``, mapped by every
+later driver, and never a reason for a run to fail or to print on the console."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from medallion_assets.jvm.class_archive import ARCHIVE, archive_file, java_options
+from medallion_assets.runtime.spark_session import QUICK_JIT, driver_java_options
+from medallion_assets.settings import MedallionSettings
+
+
+def test_auto_maps_the_archive_beside_the_jars_only_when_it_is_there(tmp_path: Path):
+    assert java_options("auto", tmp_path) == ""
+    (tmp_path / ARCHIVE).write_bytes(b"archive")
+    options = java_options("auto", tmp_path).split()
+    assert options[0] == f"-XX:SharedArchiveFile={tmp_path / ARCHIVE}"
+    # A JVM that cannot use it (another JDK, other jars) starts without it, silently.
+    assert {"-Xshare:auto", "-Xlog:cds=off", "-Xlog:cds+dynamic=off"} <= set(options)
+    assert java_options("off", tmp_path) == ""
+
+
+def test_the_driver_options_carry_the_archive_after_the_jit(tmp_path: Path):
+    (tmp_path / ARCHIVE).write_bytes(b"archive")
+    env = {"MEDALLION_SPARK_JARS": str(tmp_path), "MEDALLION_SPARK_JIT": "quick"}
+    options = driver_java_options(MedallionSettings.from_env(env, tmp_path), cores=2)
+    assert options == f"{QUICK_JIT} {java_options('auto', tmp_path)}"
+
+
+_DRIVER = textwrap.dedent(
+    """
+    import os, sys
+    from medallion_assets.runtime.spark_session import driver_java_options, spark_session
+    from medallion_assets.settings import MedallionSettings
+
+    settings = MedallionSettings.from_env(os.environ, sys.argv[1])
+    options = driver_java_options(settings) + " -Xlog:class+load=info:file=" + sys.argv[2]
+    spark = spark_session(settings, conf={"spark.driver.extraJavaOptions": options})
+    print("rows", spark.range(3).count())
+    spark.stop()
+    """
+)
+
+
+def _driver(tmp_path: Path, env: dict[str, str]) -> tuple[subprocess.CompletedProcess, str]:
+    loaded = tmp_path / "classes.log"
+    base = {k: v for k, v in os.environ.items() if not k.startswith("MEDALLION_")}
+    done = subprocess.run(
+        [sys.executable, "-c", _DRIVER, str(tmp_path), str(loaded)],
+        env={**base, "MEDALLION_HOME": str(tmp_path / "state"), **env},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    return done, loaded.read_text() if loaded.exists() else ""
+
+
+@pytest.mark.slow
+def test_a_driver_maps_the_classes_medallion_jars_recorded(tmp_path: Path):
+    jars = MedallionSettings.from_env({}).jars_folder
+    assert archive_file(jars).is_file(), "run `medallion jars`: it records the archive"
+    done, loaded = _driver(tmp_path, {})
+    assert done.returncode == 0 and "rows 3" in done.stdout, done.stderr[-2000:]
+    # Classes of Spark's SQL engine come from the recorded (top) archive, not from the jars.
+    shared = [line for line in loaded.splitlines() if "shared objects file (top)" in line]
+    assert any("org.apache.spark.sql." in line for line in shared), loaded[-2000:]
+
+
+@pytest.mark.slow
+def test_an_archive_the_jvm_cannot_use_is_passed_over_in_silence(tmp_path: Path):
+    broken = tmp_path / "broken.jsa"
+    broken.write_bytes(b"not an archive")
+    done, loaded = _driver(tmp_path, {"MEDALLION_SPARK_CLASS_ARCHIVE": str(broken)})
+    assert done.returncode == 0 and "rows 3" in done.stdout, done.stderr[-2000:]
+    assert "shared objects file (top)" not in loaded
+    assert done.stderr == "" and done.stdout.strip() == "rows 3"
