@@ -68,7 +68,8 @@ class StoreSettings(BaseModel):
         None,
         "`sqlite:///<lake folder>/catalog.db` (on S3: `$MEDALLION_HOME/lake_catalog.db`)",
         "the lake's Iceberg catalog: `sqlite:///PATH` (JDBC, no server), `postgresql://…` "
-        "(JDBC; its password is masked), an Iceberg REST URL `https://…`, or `glue`",
+        "(JDBC; its password is masked), an Iceberg REST URL `https://…` (OAuth2 client "
+        "credentials as the URL's user and password, masked), or `glue`",
         "sqlite:///PATH, postgresql://USER@HOST:PORT/DB, https://… (REST) or glue",
         alias="MEDALLION_LAKE_CATALOG",
     )

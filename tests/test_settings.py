@@ -62,6 +62,7 @@ def test_each_variable_overrides_its_default():
         "MEDALLION_MAX_WORKERS": "3",
         "MEDALLION_SPARK_DRIVER_MEMORY": "512m",
         "MEDALLION_SPARK_JIT": "full",
+        "MEDALLION_SPARK_CLASS_ARCHIVE": "/jars/driver.jsa",
         "MEDALLION_LOCAL_SPARK_RUNS": "2",
         "MEDALLION_SPARK_LOG": "/logs/spark.log",
         "MEDALLION_WAREHOUSE_URL": "postgresql://loader:wh-pass@db/analytics",
@@ -82,6 +83,7 @@ def test_each_variable_overrides_its_default():
     assert settings.jars_folder == Path("/jars")
     assert (settings.spark_shuffle_partitions, settings.spark_driver_memory) == (16, "512m")
     assert settings.spark_log == Path("/logs/spark.log") and settings.spark_jit == "full"
+    assert settings.spark_class_archive == "/jars/driver.jsa"
     assert settings.effective_warehouse_url == env["MEDALLION_WAREHOUSE_URL"]
     assert settings.effective_control_url == env["MEDALLION_CONTROL_URL"]
     assert settings.project == Path("/elsewhere") and settings.project_root == PROJECT

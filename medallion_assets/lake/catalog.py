@@ -6,7 +6,8 @@ The catalog is one of
 - ``sqlite:///PATH``: Iceberg's JDBC catalog on a SQLite file (the embedded default, under
   ``$MEDALLION_HOME``), no server;
 - ``postgresql://USER[:PASSWORD]@HOST[:PORT]/DB``: the JDBC catalog on PostgreSQL;
-- ``http://…`` or ``https://…``: an Iceberg REST catalog;
+- ``http://…`` or ``https://…``: an Iceberg REST catalog (``https://CLIENT:SECRET@HOST/…``: its
+  OAuth2 client credentials, exchanged for a token at ``<uri>/v1/oauth/tokens``);
 - ``glue``: AWS Glue, in the account and region of the AWS credential chain.
 
 The warehouse is a local folder or ``s3://BUCKET/PREFIX``; Spark writes the latter through
@@ -115,9 +116,29 @@ class LakeCatalog:
                 conf[f"{prefix}.jdbc.password"] = self.password
         elif self.kind == "rest":
             conf |= {f"{prefix}.type": "rest", f"{prefix}.uri": self.uri}
+            conf |= {f"{prefix}.{k}": v for k, v in self._rest_auth().items()}
+            # A REST catalog names its warehouse as the user does (s3://…), and hands out
+            # s3:// locations: Hadoop reads those through s3a too.
+            conf[f"{prefix}.warehouse"] = self.rest_warehouse
+            conf["spark.hadoop.fs.s3.impl"] = "org.apache.hadoop.fs.s3a.S3AFileSystem"
         else:
             conf[f"{prefix}.type"] = "glue"
         return conf | s3a_conf(self.s3)
+
+    @property
+    def rest_warehouse(self) -> str:
+        """The warehouse as a REST catalog is told it: ``s3://…``, or the local folder."""
+        return re.sub(r"^s3a://", "s3://", self.warehouse)
+
+    def _rest_auth(self) -> dict[str, str]:
+        """A REST catalog's OAuth2 client credentials, when the URL gave them."""
+        if not self.user:
+            return {}
+        return {
+            "rest.auth.type": "oauth2",
+            "credential": f"{self.user}:{self.password}",
+            "oauth2-server-uri": self.uri.rstrip("/") + "/v1/oauth/tokens",
+        }
 
     def pyiceberg_properties(self) -> dict[str, str]:
         """Properties for ``pyiceberg.catalog.load_catalog("lake", **properties)``: the same
@@ -129,7 +150,8 @@ class LakeCatalog:
             # Spark's JDBC catalog makes its own tables (with a column pyiceberg's lack).
             props["init_catalog_tables"] = "false"
         elif self.kind == "rest":
-            props |= {"type": "rest", "uri": self.uri}
+            props |= {"type": "rest", "uri": self.uri, "warehouse": self.rest_warehouse}
+            props |= self._rest_auth()
         else:
             props["type"] = "glue"
         if self.s3 is not None:
@@ -183,7 +205,13 @@ def _parse_catalog(catalog: str, warehouse: str, s3: S3Endpoint | None) -> LakeC
     if text == "glue":
         return LakeCatalog("glue", "", warehouse, s3=s3)
     if text.startswith(("http://", "https://")):
-        return LakeCatalog("rest", text, warehouse, s3=s3)
+        parts = urlsplit(text)
+        if not parts.hostname:
+            raise _refused(catalog, "a REST catalog URL names its host")
+        user, password = unquote(parts.username or ""), unquote(parts.password or "")
+        port = f":{parts.port}" if parts.port else ""
+        uri = parts._replace(netloc=f"{parts.hostname}{port}").geturl()
+        return LakeCatalog("rest", uri, warehouse, user, password, s3)
     if text.startswith("sqlite:///"):
         path = Path(text.removeprefix("sqlite:///")).expanduser()
         absolute = path if text.startswith("sqlite:////") else path.resolve()

@@ -48,12 +48,27 @@ def test_rest_and_glue_are_configuration_only():
     rest = LakeCatalog.parse("https://catalog.example/api", "s3://shop-lake/w")
     assert rest.spark_conf()["spark.sql.catalog.lake.type"] == "rest"
     assert rest.pyiceberg_properties() == {
-        "warehouse": "s3a://shop-lake/w",
+        "warehouse": "s3://shop-lake/w",  # as the catalog names it; Spark reads s3:// by s3a
         "type": "rest",
         "uri": "https://catalog.example/api",
     }
+    assert rest.spark_conf()["spark.hadoop.fs.s3.impl"].endswith("S3AFileSystem")
     glue = LakeCatalog.parse("glue", "s3://shop-lake/w")
     assert glue.spark_conf()["spark.sql.catalog.lake.type"] == "glue"
+
+
+def test_a_rest_catalogs_client_credentials_come_from_its_url_and_go_to_oauth2():
+    rest = LakeCatalog.parse("https://shop:s%40cret@catalog.example:8181/api", "s3://lake/w")
+    assert rest.uri == "https://catalog.example:8181/api"  # no credentials in the URI
+    conf = rest.spark_conf()
+    assert conf["spark.sql.catalog.lake.credential"] == "shop:s@cret"
+    assert conf["spark.sql.catalog.lake.rest.auth.type"] == "oauth2"
+    assert conf["spark.sql.catalog.lake.oauth2-server-uri"] == (
+        "https://catalog.example:8181/api/v1/oauth/tokens"
+    )
+    assert rest.pyiceberg_properties()["credential"] == "shop:s@cret"
+    with pytest.raises(LakeCatalogError, match=r"'https://shop:\*\*\*@/x'.*names its host"):
+        LakeCatalog.parse("https://shop:s3cret@/x", "s3://lake/w")
 
 
 def test_an_s3_endpoint_other_than_aws_is_addressed_by_path_with_credentials_from_the_chain():
