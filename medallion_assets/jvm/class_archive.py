@@ -11,6 +11,8 @@ starts as if there were none; the CDS log is off, so that never reaches the cons
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -19,14 +21,35 @@ import tempfile
 import time
 from pathlib import Path
 
-ARCHIVE = "driver-classes.jsa"
+ARCHIVE = "driver-classes"  # + "-<runtime key>.jsa"
+KEPT = 3  # archives kept per jar folder (one per Python environment and JDK that records one)
 _QUIET = ("-Xshare:auto", "-Xlog:cds=off", "-Xlog:cds+dynamic=off")
 RECORD = "record:"  # MEDALLION_SPARK_CLASS_ARCHIVE=record:PATH: write the archive at exit
 
 
 def archive_file(jars: Path) -> Path:
-    """Where the archive of the driver that loads the jars of ``jars`` is kept."""
-    return jars / ARCHIVE
+    """Where the archive of the driver that loads the jars of ``jars`` is kept: one per
+    pyspark installation and JDK, since the JVM maps an archive only on the classpath and the
+    JVM it was recorded with (two virtualenvs share the jar folder, not pyspark's jars)."""
+    return jars / f"{ARCHIVE}-{runtime_key()}.jsa"
+
+
+def runtime_key() -> str:
+    """12 hex of where pyspark's jars and the ``java`` that Spark launches are."""
+    spec = importlib.util.find_spec("pyspark")
+    pyspark = Path(spec.origin).parent if spec is not None and spec.origin else Path("?")
+    home = os.environ.get("JAVA_HOME")
+    java = Path(home) / "bin" / "java" if home else Path(shutil.which("java") or "java")
+    where = f"{pyspark.resolve() / 'jars'}|{java.resolve()}"
+    return hashlib.sha256(where.encode()).hexdigest()[:12]
+
+
+def _prune(jars: Path, keep: Path) -> None:
+    """Keep the newest archives of the folder (``keep`` among them), removing the others."""
+    archives = sorted(jars.glob(f"{ARCHIVE}-*.jsa"), key=lambda p: p.stat().st_mtime, reverse=True)
+    for old in [a for a in archives if a != keep][KEPT - 1 :]:
+        old.unlink(missing_ok=True)
+    (jars / f"{ARCHIVE}.jsa").unlink(missing_ok=True)  # one name for all, before 2026-11-27
 
 
 def java_options(setting: str, jars: Path) -> str:
@@ -59,7 +82,7 @@ def record(jars: Path, timeout: float = 600.0) -> float:
     started = time.perf_counter()
     target = archive_file(jars)
     with tempfile.TemporaryDirectory(prefix="medallion-cds-") as work:
-        recorded = Path(work) / ARCHIVE
+        recorded = Path(work) / target.name
         env = {
             **os.environ,
             "MEDALLION_HOME": str(Path(work) / "state"),
@@ -87,4 +110,5 @@ def record(jars: Path, timeout: float = 600.0) -> float:
         partial = target.with_suffix(".partial")
         shutil.copyfile(recorded, partial)
         partial.replace(target)
+        _prune(jars, target)
     return time.perf_counter() - started

@@ -11,23 +11,45 @@ from pathlib import Path
 
 import pytest
 
-from medallion_assets.jvm.class_archive import ARCHIVE, archive_file, java_options
+from medallion_assets.jvm.class_archive import KEPT, _prune, archive_file, java_options
 from medallion_assets.runtime.spark_session import QUICK_JIT, driver_java_options
 from medallion_assets.settings import MedallionSettings
 
 
 def test_auto_maps_the_archive_beside_the_jars_only_when_it_is_there(tmp_path: Path):
     assert java_options("auto", tmp_path) == ""
-    (tmp_path / ARCHIVE).write_bytes(b"archive")
+    archive_file(tmp_path).write_bytes(b"archive")
     options = java_options("auto", tmp_path).split()
-    assert options[0] == f"-XX:SharedArchiveFile={tmp_path / ARCHIVE}"
+    assert options[0] == f"-XX:SharedArchiveFile={archive_file(tmp_path)}"
     # A JVM that cannot use it (another JDK, other jars) starts without it, silently.
     assert {"-Xshare:auto", "-Xlog:cds=off", "-Xlog:cds+dynamic=off"} <= set(options)
     assert java_options("off", tmp_path) == ""
 
 
+def test_each_python_environment_and_jdk_has_an_archive_of_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """The JVM maps an archive only on the classpath and the JVM it was recorded with: a second
+    virtualenv (its own pyspark jars) or another JDK sharing the jar folder records its own."""
+    monkeypatch.setenv("JAVA_HOME", "/usr/lib/jvm/one")
+    one = archive_file(tmp_path)
+    monkeypatch.setenv("JAVA_HOME", "/usr/lib/jvm/two")
+    assert archive_file(tmp_path) != one and archive_file(tmp_path).parent == tmp_path
+
+
+def test_recording_keeps_the_newest_archives_of_the_folder(tmp_path: Path):
+    made = []
+    for i in range(KEPT + 2):
+        archive = tmp_path / f"driver-classes-{i:012d}.jsa"
+        archive.write_bytes(b"a")
+        os.utime(archive, (1_000_000 + i, 1_000_000 + i))
+        made.append(archive)
+    _prune(tmp_path, made[0])  # just recorded, whatever its time
+    assert sorted(tmp_path.glob("*.jsa")) == sorted([made[0], *made[-(KEPT - 1) :]])
+
+
 def test_the_driver_options_carry_the_archive_after_the_jit(tmp_path: Path):
-    (tmp_path / ARCHIVE).write_bytes(b"archive")
+    archive_file(tmp_path).write_bytes(b"archive")
     env = {"MEDALLION_SPARK_JARS": str(tmp_path), "MEDALLION_SPARK_JIT": "quick"}
     options = driver_java_options(MedallionSettings.from_env(env, tmp_path), cores=2)
     assert options == f"{QUICK_JIT} {java_options('auto', tmp_path)}"
