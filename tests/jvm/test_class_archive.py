@@ -102,3 +102,24 @@ def test_an_archive_the_jvm_cannot_use_is_passed_over_in_silence(tmp_path: Path)
     assert done.returncode == 0 and "rows 3" in done.stdout, done.stderr[-2000:]
     assert "shared objects file (top)" not in loaded
     assert done.stderr == "" and done.stdout.strip() == "rows 3"
+
+
+def test_jars_says_in_one_line_when_the_archive_cannot_be_recorded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    from click.testing import CliRunner
+
+    from medallion_assets.cli import cli, jars_cmd
+    from medallion_assets.jvm import class_archive
+    from medallion_assets.jvm.jars import JarFolder
+
+    def failing(jars: Path, timeout: float = 0) -> float:
+        raise class_archive.ArchiveNotRecorded("`medallion run` failed: no space left on device")
+
+    monkeypatch.setattr(jars_cmd, "ensure", lambda folder: (JarFolder(folder, ()), None))
+    monkeypatch.setattr(class_archive, "record", failing)
+    result = CliRunner().invoke(cli, ["jars"], env={"MEDALLION_SPARK_JARS": str(tmp_path)})
+    assert result.exit_code == 0, result.output
+    last = result.output.strip().splitlines()[-1]
+    assert last.startswith("class-data archive not recorded (`medallion run` failed: no space")
+    assert "runs work without it" in last and "Traceback" not in result.output
