@@ -172,7 +172,8 @@ def _scan_view(result: ScanResult, columns: bool) -> LineageView:
         Node(
             n,
             "dataset" if n in targets else "source",
-            "table" if n in targets else "source",
+            # A file path (COPY, UNLOAD, a directory, parquet.`path`) is files, not a table.
+            "files" if "/" in n else "table" if n in targets else "source",
             columns=tuple(column_names.get(n, ())),
         )
         for n in result.nodes

@@ -253,6 +253,23 @@ def test_scan_graph_formats_list_the_errors_on_stderr(fmt):
     assert "self_join" in result.stdout  # the file's table is drawn all the same
 
 
+def test_scan_draws_a_script_of_copies_with_its_files(tmp_path):
+    (tmp_path / "load.sql").write_text(
+        "COPY raw.orders FROM 's3://Raw-Bucket/orders/';\n"
+        "INSERT INTO mart.daily SELECT o.day, sum(o.amount) AS revenue FROM raw.orders o "
+        "GROUP BY o.day;\nUNLOAD ('SELECT * FROM mart.daily') TO 's3://exports/daily_';\n",
+        encoding="utf-8",
+    )
+    result = scan(str(tmp_path), "--dialect", "redshift", "--format", "tree")
+    assert result.exit_code == 0 and result.stderr == "", result.output
+    assert result.stdout.splitlines() == [
+        "s3://Raw-Bucket/orders/  [files]",
+        "  └── raw.orders  [table, normal]",
+        "      └── mart.daily  [table, normal]",
+        "          └── s3://exports/daily_  [files, normal]",
+    ]
+
+
 def test_scan_fail_on_error_exits_1_when_a_file_has_an_error(tmp_path):
     (tmp_path / "good.sql").write_text("SELECT id FROM src", encoding="utf-8")
     assert scan(str(tmp_path), "--columns", "--fail-on-error").exit_code == 0
