@@ -335,6 +335,10 @@ _NOT_RUNNABLE = {
         "a CREATE TABLE ... CLONE: a project's SQL file produces its table's rows",
         "write SELECT * FROM the table to copy",
     ),
+    "rename": (
+        "an ALTER TABLE ... RENAME: a project's SQL file produces its table's rows",
+        "write SELECT * FROM the table to take over, then drop the old file",
+    ),
     "create_like": (
         "a CREATE TABLE ... LIKE, which makes an empty table: a project's SQL file "
         "produces its table's rows",

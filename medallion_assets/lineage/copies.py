@@ -1,10 +1,10 @@
 """Statements that copy rows whole between tables and files, as the query lineage reads.
 
 ``COPY t FROM 's3://b/p'`` (PostgreSQL, Redshift, Snowflake's ``COPY INTO``, T-SQL), Redshift's
-``UNLOAD ('SELECT ...') TO 's3://...'``, ``INSERT OVERWRITE DIRECTORY 'path' SELECT ...`` and
-``CREATE TABLE t LIKE s`` / ``CLONE s`` each become a target and the query whose rows (or, for
-LIKE, whose columns) it takes: ``SELECT * FROM s``. A file path is a node of its own, named as
-written (``s3://b/p``), like Spark's ``parquet.`s3://b/p```.
+``UNLOAD ('SELECT ...') TO 's3://...'``, ``INSERT OVERWRITE DIRECTORY 'path' SELECT ...``,
+``CREATE TABLE t LIKE s`` / ``CLONE s`` and ``ALTER TABLE s RENAME TO t`` each become a target
+and the query whose rows (or, for LIKE, whose columns) it takes: ``SELECT * FROM s``. A file
+path is a node of its own, named as written (``s3://b/p``), like Spark's ``parquet.`s3://b/p```.
 
 >>> import sqlglot
 >>> kind, target, query = copy_query(sqlglot.parse_one("COPY sales FROM 's3://b/in/'"), "")
@@ -25,12 +25,22 @@ from medallion_assets.lineage.script import SqlError, table_name
 
 def copy_query(expression: exp.Expr, dialect: str) -> tuple[str, str, exp.Query] | None:
     """(kind, target, the query whose rows it copies) of a statement that copies whole, else
-    None. ``kind``: ``copy`` (COPY, UNLOAD), ``clone`` or ``create_like`` (the query gives
-    the columns, no rows)."""
+    None. ``kind``: ``copy`` (COPY, UNLOAD), ``clone``, ``rename`` or ``create_like`` (the
+    query gives the columns, no rows)."""
     if isinstance(expression, exp.Copy):
         return _copy(expression)
     if isinstance(expression, exp.Command) and expression.name.upper() == "UNLOAD":
         return _unload(expression.text("expression"), dialect)
+    if isinstance(expression, exp.Alter) and isinstance(expression.this, exp.Table):
+        renames = [
+            a for a in expression.args.get("actions") or [] if isinstance(a, exp.AlterRename)
+        ]
+        if renames and isinstance(renames[0].this, exp.Table):
+            return (
+                "rename",
+                table_name(_beside(renames[0].this, expression.this)),
+                _rows_of([expression.this]),
+            )
     if isinstance(expression, exp.Create):
         properties = expression.args.get("properties")
         like = next(
@@ -47,6 +57,17 @@ def copy_query(expression: exp.Expr, dialect: str) -> tuple[str, str, exp.Query]
             kind = "clone" if clone is not None else "create_like"
             return kind, table_name(expression.this), _rows_of([source])
     return None
+
+
+def _beside(new: exp.Table, old: exp.Table) -> exp.Table:
+    """``RENAME TO t3`` keeps the renamed table's schema (and catalog) when ``t3`` names none."""
+    if new.args.get("db") or not old.args.get("db"):
+        return new
+    placed = new.copy()
+    placed.set("db", old.args["db"].copy())
+    if old.args.get("catalog"):
+        placed.set("catalog", old.args["catalog"].copy())
+    return placed
 
 
 def path_target(insert: exp.Insert) -> str | None:

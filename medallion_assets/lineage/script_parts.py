@@ -309,11 +309,11 @@ def _bare_query(statement: exp.Expr) -> bool:
 
 
 def _moves_no_data(statement: exp.Expr, declared: dict[str, dict[str, str]], dialect: str) -> bool:
+    if copy_query(statement, dialect) is not None:  # RENAME, CLONE and LIKE move or copy
+        return False
     if isinstance(statement, _NO_DATA):
         return True
     if not isinstance(statement, exp.Create) or statement.expression is not None:
-        return False
-    if copy_query(statement, dialect) is not None:  # CREATE TABLE t LIKE s / CLONE s
         return False
     kind = str(statement.args.get("kind") or "").upper()
     if kind in ("TABLE", "EXTERNAL TABLE") and isinstance(statement.this, exp.Schema):

@@ -142,6 +142,10 @@ CASES: dict[str, Broken] = {
         {"sql/gold/revenue.sql": "-- dialect: snowflake\nCREATE TABLE gold.revenue CLONE x.y\n"},
         [("sql/gold/revenue.sql", None, "is a CREATE TABLE ... CLONE")],
     ),
+    "sql_renames_a_table": Broken(
+        {"sql/gold/revenue.sql": "ALTER TABLE gold.revenue_tmp RENAME TO gold.revenue\n"},
+        [("sql/gold/revenue.sql", None, "is an ALTER TABLE ... RENAME")],
+    ),
     "sql_writes_a_directory": Broken(
         {
             "sql/gold/revenue.sql": "INSERT OVERWRITE DIRECTORY 's3://shop/out/' "

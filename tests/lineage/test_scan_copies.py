@@ -96,3 +96,18 @@ def test_tsql_statements_without_semicolons_are_read_one_by_one():
     result = scan(sql, "tsql")
     assert result.errors == ()
     assert set(result.edges) == {("raw.x", "mart.a"), ("raw.y", "mart.b")}
+
+
+def test_a_table_renamed_after_its_build_passes_its_lineage_on():
+    sql = (
+        "CREATE TABLE shop.orders_tmp AS SELECT order_id, amount FROM shop.orders;\n"
+        "ALTER TABLE shop.orders_tmp RENAME TO orders_final;\n"  # keeps its schema
+        "ALTER TABLE shop.orders_final RENAME COLUMN amount TO total;\n"  # moves no data
+    )
+    result = scan(sql, "postgres")
+    assert result.errors == ()
+    assert set(result.edges) == {
+        ("shop.orders", "shop.orders_tmp"),
+        ("shop.orders_tmp", "shop.orders_final"),
+    }
+    assert ("shop.orders_tmp.amount", "shop.orders_final.amount") in columns(result)
