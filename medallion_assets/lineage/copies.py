@@ -20,7 +20,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
-from medallion_assets.lineage.script import SqlError, table_name
+from medallion_assets.lineage.script import SqlError, first_line, table_name
 
 
 def copy_query(expression: exp.Expr, dialect: str) -> tuple[str, str, exp.Query] | None:
@@ -103,16 +103,16 @@ def _unload(text: str, dialect: str) -> tuple[str, str, exp.Query]:
     try:
         query = sqlglot.parse_one(match.group(1).replace("''", "'"), read=dialect)
     except SqlglotError as error:
-        first = (str(error).splitlines() or [""])[0]
-        raise SqlError(f"the query of UNLOAD does not parse: {first}") from None
+        raise SqlError(f"the query of UNLOAD does not parse: {first_line(error)}") from None
     if not isinstance(query, exp.Query):
         raise SqlError("UNLOAD's query is not a SELECT")
     return "copy", match.group(2), query
 
 
 def _relation(node: exp.Expr) -> exp.Table:
-    """A COPY's file (a string, or Snowflake's stage/path as a table) or table."""
-    if isinstance(node, exp.Table):
+    """A COPY's table, or its file (a string, or Snowflake's ``'s3://…'`` as a table) as a
+    table named by the path."""
+    if isinstance(node, exp.Table) and not isinstance(node.this, exp.Literal):
         return node
     return exp.Table(this=exp.to_identifier(node.name, quoted=True))
 
@@ -125,14 +125,8 @@ def _name(table: exp.Table) -> str:
 
 def _rows_of(tables: list[exp.Table]) -> exp.Query:
     """``SELECT * FROM`` each table (or file), as one UNION ALL."""
-    selects = [exp.select("*").from_(_as_table(t)) for t in tables]
+    selects = [exp.select("*").from_(t.copy()) for t in tables]
     query: exp.Query = selects[0]
     for select in selects[1:]:
         query = exp.union(query, select, distinct=False)
     return query
-
-
-def _as_table(table: exp.Table) -> exp.Table:
-    if isinstance(table.this, exp.Literal):  # Snowflake's COPY INTO 's3://...': a path
-        return exp.Table(this=exp.to_identifier(table.this.name, quoted=True))
-    return table.copy()

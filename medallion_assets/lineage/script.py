@@ -23,6 +23,15 @@ class SqlError(ValueError):
     """A SQL file that cannot be analysed; the message says why and what to do."""
 
 
+def first_line(error: Exception) -> str:
+    """What a parse error says, in one line: sqlglot's first error with its line and column."""
+    errors = getattr(error, "errors", None)
+    if errors:
+        first = errors[0]
+        return f"{first.get('description')} at line {first.get('line')}, column {first.get('col')}"
+    return (str(error).splitlines() or [""])[0]
+
+
 def table_name(table: exp.Table) -> str:
     """Lower-cased dotted name of a table reference, as written (``db.table``); a file path
     read as a table (Spark's ``parquet.`s3://b/p```) is the path as written."""

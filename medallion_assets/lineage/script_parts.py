@@ -23,7 +23,13 @@ from sqlglot.tokenizer_core import Token, TokenType
 
 from medallion_assets.lineage.analysis import FileError, SqlFile
 from medallion_assets.lineage.copies import copy_query
-from medallion_assets.lineage.script import SqlError, preamble_part, split_script, table_name
+from medallion_assets.lineage.script import (
+    SqlError,
+    first_line,
+    preamble_part,
+    split_script,
+    table_name,
+)
 from medallion_assets.lineage.statement import sqlglot_dialect
 
 
@@ -82,7 +88,7 @@ def script_parts(sql_file: SqlFile) -> ScriptParts:
             return ScriptParts([sql_file], {})  # one write after its preamble, as written
         except SqlError:
             pass
-    parts = _parts(sql_file, statements, passed, bool(declared) or bool(errors))
+    parts = _parts(sql_file, dialect, statements, passed, bool(declared) or bool(errors))
     return ScriptParts(parts, declared, errors)
 
 
@@ -116,8 +122,7 @@ def _salvage(
         read, failure = _read_piece(sql_file.text, piece, dialect)
         statements.extend(read)
         if failure is not None:
-            first = (str(failure).splitlines() or [""])[0]
-            message = f"does not parse as {sql_file.dialect} SQL: {first}"
+            message = f"does not parse as {sql_file.dialect} SQL: {first_line(failure)}"
             errors.append(FileError(f"{sql_file.label}#{position}", message))
     return (statements, tuple(errors)) if statements else None
 
@@ -277,14 +282,18 @@ _NO_DATA = (
 
 
 def _parts(
-    sql_file: SqlFile, statements: list[exp.Expr], passed: list[exp.Expr], declares: bool
+    sql_file: SqlFile,
+    dialect: str,
+    statements: list[exp.Expr],
+    passed: list[exp.Expr],
+    declares: bool,
 ) -> list[SqlFile]:
-    dialect = sqlglot_dialect(sql_file.dialect)
+    skipped = {id(s) for s in passed}
     queries = [s for s in statements if _bare_query(s)]
     preamble: list[str] = []
     parts: list[tuple[int, str, str | None]] = []
     for position, statement in enumerate(statements, start=1):
-        if any(statement is p for p in passed):
+        if id(statement) in skipped:
             continue
         text = statement.sql(dialect=dialect)
         if preamble_part(statement) is not None:

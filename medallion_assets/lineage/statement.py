@@ -19,6 +19,7 @@ from medallion_assets.lineage.copies import copy_query, path_target
 from medallion_assets.lineage.script import (
     Script,
     SqlError,
+    first_line,
     inline_temporary,
     path_of,
     qualify_for_use,
@@ -153,7 +154,7 @@ def _parse_all(sql: str, dialect: str) -> list[exp.Expr]:
         # Empty statements (`;;`, or `;` after a comment) are not statements.
         statements = [s for s in parsed if s is not None and not isinstance(s, exp.Semicolon)]
     except (ParseError, TokenError) as error:
-        raise SqlError(f"does not parse as {dialect} SQL: {_first_line(error)}") from None
+        raise SqlError(f"does not parse as {dialect} SQL: {first_line(error)}") from None
     except ValueError as error:  # unknown dialect name
         raise SqlError(f"{error} Known dialects: {', '.join(known_dialects())}") from None
     if not statements:
@@ -179,14 +180,6 @@ def _name_derived_tables(statement: exp.Expr) -> None:
         if derived and not subquery.alias and _in_from(subquery):
             count += 1
             subquery.set("alias", exp.TableAlias(this=exp.to_identifier(f"_subquery_{count}")))
-
-
-def _first_line(error: Exception) -> str:
-    errors = getattr(error, "errors", None)
-    if errors:
-        first = errors[0]
-        return f"{first.get('description')} at line {first.get('line')}, column {first.get('col')}"
-    return str(error).splitlines()[0]
 
 
 def _lower_identifiers(expression: exp.Expr) -> None:
