@@ -34,9 +34,9 @@ from openlineage.client.facet_v2 import (
 )
 
 from medallion_assets.catalog import Catalog, Dataset
+from medallion_assets.io import spark_lineage
 from medallion_assets.io.openlineage import LineageEmitter
 from medallion_assets.openlineage.events import (
-    DEFAULT_NAMESPACE,
     PRODUCER,
     Naming,
     dataset_name,
@@ -65,7 +65,7 @@ def emitter() -> LineageEmitter | None:
 
 
 def job_namespace() -> str:
-    return os.environ.get("OPENLINEAGE_NAMESPACE") or DEFAULT_NAMESPACE
+    return spark_lineage.job_namespace(os.environ)
 
 
 @dataclass

@@ -25,6 +25,8 @@ from pydantic import Field, PrivateAttr
 from medallion_assets.catalog import load_catalog
 from medallion_assets.catalog.models import Throttle
 from medallion_assets.control_plane import ControlPlane
+from medallion_assets.io import spark_lineage
+from medallion_assets.io.spark_lineage import Parent
 from medallion_assets.lake import Lake
 from medallion_assets.runtime.spark_session import (
     pool_weights,
@@ -144,8 +146,14 @@ class SparkResource(SettingsResource, PySparkResource):
     spark_remote: str | None = _shown("spark_remote")
     spark_driver_memory: str | None = _shown("spark_driver_memory")
 
+    _parent: Parent | None = PrivateAttr(default=None)
+
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
         SettingsResource.setup_for_execution(self, context)  # no session yet: see session()
+        run = context.dagster_run
+        if run is not None:  # the parent of what Spark reports (io/spark_lineage.py)
+            namespace = spark_lineage.job_namespace(os.environ)
+            self._parent = Parent(namespace, run.job_name, run.run_id)
 
     @property
     def spark_session(self) -> Any:
@@ -156,9 +164,8 @@ class SparkResource(SettingsResource, PySparkResource):
         from pyspark import SparkContext
 
         starting = SparkContext._active_spark_context is None  # the pools are set at start
-        return spark_session(
-            self.settings, self.pool_weights() if starting else None, self.spark_config
-        )
+        weights = self.pool_weights() if starting else None
+        return spark_session(self.settings, weights, self.spark_config, self._parent)
 
     def pool_weights(self) -> dict[str, int]:
         """The steps' FAIR pools weighted as the active profile ranks criticality."""

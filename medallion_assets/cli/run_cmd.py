@@ -84,7 +84,7 @@ def _run(project: Path, settings: MedallionSettings, wait_seconds: float) -> Run
     # Spark and the lake: loaded only by the commands that use them
     from medallion_assets.catalog import load_catalog
     from medallion_assets.runtime.run_lock import RunInProgress, one_run_at_a_time
-    from medallion_assets.runtime.spark_session import SparkWarmUp, pool_weights
+    from medallion_assets.runtime.spark_session import SparkWarmUp, pool_weights, reports_lineage
 
     try:
         catalog = load_catalog(project)
@@ -92,7 +92,13 @@ def _run(project: Path, settings: MedallionSettings, wait_seconds: float) -> Run
             reachable(settings, catalog)
             # The Spark driver starts behind the run lock, while Dagster is imported and the
             # instance loaded: its start-up is off the run's critical path.
-            warm_up = SparkWarmUp(settings, pool_weights(catalog.profiles), say=click.echo)
+            # Not when Spark reports lineage: its driver names the Dagster run that starts it
+            # as parent (io/spark_lineage.py), so the first step starts it.
+            warm_up = (
+                None
+                if reports_lineage(settings)
+                else SparkWarmUp(settings, pool_weights(catalog.profiles), say=click.echo)
+            )
             try:
                 # Dagster: loaded only by the commands that run it (`medallion --help` stays quick)
                 from medallion_assets.adapters.headless import run_project
@@ -107,7 +113,8 @@ def _run(project: Path, settings: MedallionSettings, wait_seconds: float) -> Run
             finally:
                 # An error before the first step is said on stderr, which the JVM's launch
                 # may hold until the warm-up is done.
-                warm_up.wait()
+                if warm_up is not None:
+                    warm_up.wait()
     except CatalogError as error:
         does_not_load(project, error)
     except RunInProgress as busy:

@@ -24,6 +24,8 @@ from pyspark.sql import SparkSession
 
 from medallion_assets.catalog.base import CRITICALITIES
 from medallion_assets.credentials import MaskedFileHandler, mask_credentials
+from medallion_assets.io import spark_lineage
+from medallion_assets.io.spark_lineage import Parent
 from medallion_assets.jvm import class_archive
 from medallion_assets.jvm.jars import jar_folder
 from medallion_assets.lake.catalog import LakeCatalog
@@ -45,6 +47,7 @@ def spark_session(
     settings: MedallionSettings,
     pool_weights: Mapping[str, int] | None = None,
     conf: Mapping[str, object] | None = None,
+    parent: Parent | None = None,
 ) -> SparkSession:
     """Get or create the process's Spark session for these settings: ``spark_remote`` (Spark
     Connect) when set, else ``spark_master``. The driver JVM's console output (banners, log4j
@@ -52,7 +55,10 @@ def spark_session(
     ``pool_weights`` (a FAIR scheduler pool per criticality, e.g. ``{"critical": 3, "low": 1}``)
     take effect when this call starts the Spark driver: a critical table's jobs then get a
     larger share of the executors than a low one's while both run. ``conf``: more Spark
-    settings for the driver this call starts (a PySparkResource's ``spark_config``)."""
+    settings for the driver this call starts (a PySparkResource's ``spark_config``).
+    ``parent``: the Dagster run whose driver this call starts, the parent of the runs Spark's
+    OpenLineage listener reports (``io/spark_lineage.py``: on when OpenLineage is configured
+    and the catalog is REST or Glue)."""
     # Workers must run the interpreter that has pyspark and the project installed.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -83,6 +89,10 @@ def spark_session(
         lake = LakeCatalog.of(settings)
         lake.make_folder()
         for key, value in lake.spark_conf().items():
+            builder = builder.config(key, value)
+        namespace = spark_lineage.job_namespace(os.environ)
+        listener = spark_lineage.listener_conf(os.environ, lake.kind, namespace, parent)
+        for key, value in listener.items():
             builder = builder.config(key, value)
     partitions = str(settings.spark_shuffle_partitions)
     builder = builder.config("spark.sql.shuffle.partitions", partitions)
@@ -116,6 +126,14 @@ def query_context_logs_to(path: Path | None, secrets: frozenset[str] = frozenset
         logger.addHandler(
             logging.NullHandler() if path is None else MaskedFileHandler(path, secrets)
         )
+
+
+def reports_lineage(settings: MedallionSettings) -> bool:
+    """Whether a driver started for ``settings`` runs OpenLineage's Spark listener."""
+    if settings.spark_remote:
+        return False
+    kind = LakeCatalog.of(settings).kind
+    return bool(spark_lineage.listener_conf(os.environ, kind, "", None))
 
 
 def _quiet_accumulator_server(context: SparkContext) -> None:
