@@ -102,20 +102,20 @@ def run_project(
     settings: MedallionSettings | None = None,
     *,
     warm_up: SparkWarmUp | None = None,
+    run_lock_held: bool = False,
 ) -> RunSummary:
     """Materialize every table: each day of the daily tables, then the rest. With ``progress``,
     ``log`` also gets one line as each table's step ends. Another ``medallion run`` on the
-    project is waited for, up to ``wait_seconds`` (then ``RunInProgress``). ``settings`` are
-    the caller's (else read from the environment now); each run's steps use the settings its
-    resources read when the run sets them up. ``warm_up``: the caller holds the project's run
-    lock (``one_run_at_a_time``) and has started the Spark driver behind it."""
+    project is waited for, up to ``wait_seconds`` (then ``RunInProgress``), unless the caller
+    holds its run lock (``run_lock_held``) and maybe started Spark behind it (``warm_up``).
+    ``settings``: the caller's, else read from the environment now."""
     if settings is None:
         settings = MedallionSettings.from_env(os.environ, project_root)
     catalog = load_catalog(project_root)
     with ExitStack() as stack:
         # The run lock comes first: two runs creating the project's new instance at once race
         # on its SQLite schema, and a run that waited must plan from what the other one left.
-        if warm_up is None:
+        if not run_lock_held:
             stack.enter_context(
                 one_run_at_a_time(settings, catalog.project.name, log, wait_seconds)
             )

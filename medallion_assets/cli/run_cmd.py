@@ -109,6 +109,7 @@ def _run(project: Path, settings: MedallionSettings, wait_seconds: float) -> Run
                     progress=True,
                     settings=settings,
                     warm_up=warm_up,
+                    run_lock_held=True,
                 )
             finally:
                 # An error before the first step is said on stderr, which the JVM's launch

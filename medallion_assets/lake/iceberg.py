@@ -258,7 +258,7 @@ class Lake(LakeReads):
         before a SQL write (a MERGE) that can only write columns the table has."""
         self.attach(spark)
         columns = _storable(columns)
-        tables.ensure_table(spark, table, columns, partition_column)
+        tables.ensure_table(spark, table, columns, partition_column, self._refs)
         tables.evolve(spark, table, columns)
 
     def schema(self, table: str) -> list[tuple[str, str]]:

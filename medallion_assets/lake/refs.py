@@ -86,6 +86,26 @@ class Refs:
 
         self._commit(table, point)
 
+    def partition_by(self, table: str, column: str) -> None:
+        """``table`` partitioned by ``column`` (its day), the field added when it is not."""
+        # pyiceberg and pyarrow: loaded only when the lake is read without Spark
+        from pyiceberg.exceptions import CommitFailedException
+        from pyiceberg.transforms import IdentityTransform
+
+        for attempt in range(COMMIT_ATTEMPTS):
+            loaded = self.catalog.load_table(table)
+            source = loaded.schema().find_field(column).field_id
+            spec = loaded.spec()
+            if any(f.source_id == source for f in spec.fields):
+                return
+            try:
+                with loaded.update_spec() as update:
+                    update.add_field(column, IdentityTransform(), column)
+                return
+            except CommitFailedException:  # another writer's change came first: look again
+                time.sleep(0.05 * (attempt + 1))
+        raise CommitConflict(f"{table}: could not partition it by {column}; run the step again")
+
     def _commit(self, table: str, change: Any, only_if: str | None = None) -> None:
         # pyiceberg and pyarrow: loaded only when the lake is read without Spark
         from pyiceberg.exceptions import CommitFailedException

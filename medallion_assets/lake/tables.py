@@ -83,12 +83,26 @@ def exists(spark: SparkSession, table: str) -> bool:
 
 
 def ensure_table(
-    spark: SparkSession, table: str, frame: DataFrame, partition_column: str | None
+    spark: SparkSession,
+    table: str,
+    frame: DataFrame,
+    partition_column: str | None,
+    refs: Refs,
 ) -> None:
-    """Create the table with ``frame``'s schema (partitioned by day) when it does not exist:
-    an empty first snapshot, so branches can be made from ``main``."""
-    if exists(spark, table):
-        return
+    """Create the table with ``frame``'s schema when it does not exist (an empty first
+    snapshot, so branches can be made from ``main``), partitioned by day when it is daily.
+
+    The partition field is added once the table exists, in a commit of its own, and every
+    caller makes sure of it before writing: a day written to a table not yet partitioned by
+    it would replace the whole table. (Created partitioned in one request, some REST
+    catalogs, SeaweedFS 4.48's, refuse a table partitioned on its first column.)"""
+    if not exists(spark, table):
+        _create(spark, table, frame)
+    if partition_column is not None:
+        refs.partition_by(table, partition_column)
+
+
+def _create(spark: SparkSession, table: str, frame: DataFrame) -> None:
     layer = table.split(".", 1)[0]
     try:
         spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {SPARK_CATALOG}.`{layer}`")
@@ -101,11 +115,6 @@ def ensure_table(
     # rewriting every data file holding one (copy-on-write): their cost follows the change.
     for operation in ("merge", "update", "delete"):
         writer = writer.tableProperty(f"write.{operation}.mode", "merge-on-read")
-    if partition_column is not None:
-        # pyspark: loaded only where Spark runs (the CLI reads the lake without it)
-        from pyspark.sql import functions as F
-
-        writer = writer.partitionedBy(F.col(f"`{partition_column}`"))
     try:
         writer.create()
     except Exception as error:  # another writer created it first: use theirs
@@ -131,7 +140,7 @@ def stage(
     """Write ``frame`` to a new branch of ``table``: ``replace`` overwrites the table (a daily
     table: only the days in ``frame``), ``append`` adds its rows. ``properties`` go into the
     snapshot's summary as ``medallion.<key>``."""
-    ensure_table(spark, table, frame, partition_column)
+    ensure_table(spark, table, frame, partition_column, refs)
     frame = evolve(spark, table, frame, whole=mode == "replace" and partition_column is None)
     branch, head = refs.branch(table)
     writer = frame.writeTo(identifier(table, branch))

@@ -339,3 +339,23 @@ def test_a_write_without_a_column_stores_null_there(lake_spark: Any):
         refs=lake_spark.medallion_refs,
     )
     assert main_rows(lake_spark, "bronze.n") == [(1, "d", "a"), (2, "d", None)]
+
+
+def test_a_daily_table_is_partitioned_by_its_day_before_a_day_is_written(lake_spark: Any):
+    # Another writer made the table and has not added its partition field yet: a day's write
+    # adds it first, else replacing the day would replace the whole table.
+    refs = lake_spark.medallion_refs
+    schema = "event_date string, n bigint"  # the day first: field id 1, as SeaweedFS refused
+    tables.ensure_table(
+        lake_spark, "silver.days", lake_spark.createDataFrame([], schema), None, refs
+    )
+    for day, n in (("2026-01-01", 1), ("2026-01-02", 2), ("2026-01-02", 3)):
+        frame = lake_spark.createDataFrame([(day, n)], schema)
+        staged = tables.stage(
+            lake_spark, frame, "silver.days", mode="replace", partition=day,
+            partition_column="event_date", properties=produced_by("r", day), refs=refs,
+        )  # fmt: skip
+        tables.publish(lake_spark, staged, refs=refs)
+    assert main_rows(lake_spark, "silver.days") == [("2026-01-01", 1), ("2026-01-02", 3)]
+    spec = refs.catalog.load_table("silver.days").spec()
+    assert [field.name for field in spec.fields] == ["event_date"]
