@@ -31,7 +31,7 @@ from medallion_assets.lineage.scopes import (
     star_of,
     using_columns,
 )
-from medallion_assets.lineage.statement import SqlError, table_name
+from medallion_assets.lineage.statement import SqlError, check_distinct_names, table_name
 
 Schema = Mapping[str, Mapping[str, str]]  # table -> column -> type
 
@@ -47,6 +47,8 @@ def query_columns(query: exp.Expr, schema: Schema) -> list[OutputColumn]:
     root = build_scope(query)
     if root is None:
         return []
+    for scope in root.traverse():
+        check_distinct_names(scope)
     return _Resolver(schema).outputs(root)
 
 

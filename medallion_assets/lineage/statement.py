@@ -342,21 +342,26 @@ def _tables_read(query: exp.Expr) -> tuple[str, ...]:
 
 
 def real_tables(root: Scope) -> list[exp.Table]:
-    """Table nodes that name a real table (not a CTE), semi and anti joins included."""
+    """Table nodes that name a real table (not a CTE), semi and anti joins included. Two
+    relations of one FROM clause under one name leave one of them in the scope's sources: the
+    other is still read, a real table unless it names a CTE (``check_distinct_names`` keeps
+    column lineage from guessing which one a column of that name is)."""
     tables: list[exp.Table] = []
     for scope in root.traverse():
-        _check_distinct_names(scope)
         for table in scope.tables:
-            if scope.sources.get(table.alias_or_name) is table:
+            source = scope.sources.get(table.alias_or_name)
+            cte = not table.db and not table.catalog and table.name in scope.cte_sources
+            if source is table or (source is not None and not cte):
                 tables.append(table)
     return tables
 
 
-def _check_distinct_names(scope: Scope) -> None:
-    """Two different tables (or a table and a subquery) of one FROM clause under one name would
-    leave only one of them in the scope's sources: the other's table would be dropped without a
-    word. Warehouses refuse such a query too ("table name specified more than once"). One table
-    read twice under its own name loses no table and is left to column lineage to report."""
+def check_distinct_names(scope: Scope) -> None:
+    """Two different tables (or a table and a subquery) of one FROM clause under one name leave
+    only one of them in the scope's sources: a column qualified by that name could be either.
+    Warehouses refuse such a query too ("table name specified more than once"); its tables are
+    still its lineage, its column lineage is refused. One table read twice under its own name
+    is left to column lineage to report."""
     seen: dict[str, str] = {}
     for source in [*scope.tables, *scope.derived_tables]:
         name = source.alias_or_name
