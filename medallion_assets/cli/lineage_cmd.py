@@ -109,8 +109,9 @@ def scan(
 
     A file may be a script or a stored procedure: each statement that writes a table is traced
     as a part of its own (load.sql#3: its third statement), after the temporary views and
-    variables before it; DROP, DELETE, ALTER, TRUNCATE and the like move no data and are passed
-    over; a CREATE TABLE's declared columns name a later INSERT's. COPY, UNLOAD and INSERT
+    variables before it; DROP, DELETE, ALTER, TRUNCATE, CALL and dynamic SQL and the like are
+    passed over, and so is a file of nothing else ("passed_over"); a CREATE TABLE's declared
+    columns name a later INSERT's. COPY, UNLOAD and INSERT
     OVERWRITE DIRECTORY read or write files: a path is a node named as written.
 
     A file that cannot be analysed is listed under "errors" (JSON) or on stderr and the scan
@@ -142,6 +143,9 @@ def scan(
 
 def _echo_errors(result: ScanResult) -> None:
     """The files that could not be analysed, on stderr, so stdout stays a valid graph."""
+    if result.passed:
+        shown = ", ".join(result.passed[:5]) + (" ..." if len(result.passed) > 5 else "")
+        click.echo(f"{len(result.passed)} file(s) move no data, passed over: {shown}", err=True)
     if not result.errors:
         return
     click.echo(f"{len(result.errors)} error(s):", err=True)

@@ -25,13 +25,19 @@ from medallion_assets.lineage.origins import (
 from medallion_assets.lineage.scopes import (
     apply_alias_columns,
     enclosing,
+    joined_star,
     source_label,
     source_named,
     star_as,
     star_of,
     using_columns,
 )
-from medallion_assets.lineage.statement import SqlError, check_distinct_names, table_name
+from medallion_assets.lineage.statement import (
+    UNNEST_ALIAS,
+    SqlError,
+    check_distinct_names,
+    table_name,
+)
 
 Schema = Mapping[str, Mapping[str, str]]  # table -> column -> type
 
@@ -152,8 +158,12 @@ class _Resolver:
         ]
         alias = unnest.args.get("alias")
         names = [c.name for c in alias.columns] if isinstance(alias, exp.TableAlias) else []
-        if not names and alias is not None and alias.name:
+        internal = alias is not None and alias.name.startswith(UNNEST_ALIAS)
+        if not names and alias is not None and alias.name and not internal:
             names = [alias.name]  # BigQuery's value alias
+        fields = self._struct_fields(scope, unnest) if internal else None
+        if fields is not None:  # UNNEST([STRUCT(... AS a, ...), ...]): a column per field
+            return fields
         if not names:
             names = ["unnest" if len(origins) == 1 else f"col{i}" for i in range(len(origins))]
         outputs = [
@@ -167,6 +177,24 @@ class _Resolver:
                 merged = merged.merge(origin)
             outputs.append(OutputColumn(offset.name or "offset", merged))
         return outputs
+
+    def _struct_fields(self, scope: Scope, unnest: exp.Unnest) -> list[OutputColumn] | None:
+        """UNNEST of an array literal of structs with named fields: a column per field, from
+        its values in every struct; None for any other UNNEST."""
+        arrays = unnest.expressions
+        array = arrays[0] if len(arrays) == 1 else None
+        structs = array.expressions if isinstance(array, exp.Array) else []
+        if not structs or not all(isinstance(e, exp.Struct) for e in structs):
+            return None
+        fields: dict[str, Origin] = {}
+        for field in (f for struct in structs for f in struct.expressions):
+            if isinstance(field, exp.PropertyEQ):
+                field = exp.alias_(field.expression.copy(), field.name)
+            if not (isinstance(field, exp.Alias) and field.alias):
+                return None  # an unnamed field: not a column of its own
+            origin = self.expression_origin(scope, field.unalias(), [])
+            fields[field.alias] = fields.get(field.alias, Origin()).merge(origin)
+        return [OutputColumn(name, origin) for name, origin in fields.items()]
 
     def _modified(
         self, scope: Scope, star: exp.Star, columns: list[OutputColumn]
@@ -208,10 +236,9 @@ class _Resolver:
             if not chosen:
                 reason = f"'{only}.*': no table or alias named {only!r}"
                 return [OutputColumn("*", Origin(transform="star", unresolved=reason))]
-        columns: list[OutputColumn] = []
-        for source in chosen:
-            columns.extend(self._source_columns(source))
-        return columns
+        per_source = [self._source_columns(source) for source in chosen]
+        using = using_columns(scope) if only is None and len(chosen) > 1 else set()
+        return joined_star(per_source, using)
 
     def _source_columns(self, source: exp.Table | Scope) -> list[OutputColumn]:
         if isinstance(source, Scope):

@@ -31,6 +31,7 @@ class ScanResult:
     unresolved: tuple[dict[str, str], ...]
     errors: tuple[FileError, ...]
     files: Mapping[str, FileLineage]
+    passed: tuple[str, ...] = ()  # files that move no data (comments, functions, DROP ...)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -45,6 +46,7 @@ class ScanResult:
                 {"file": e.file, "kind": e.kind, "stage": e.stage, "message": e.message}
                 for e in self.errors
             ],
+            "passed_over": list(self.passed),
         }
 
     @property
@@ -91,8 +93,11 @@ def scan_files(
     declared: dict[str, dict[str, str]] = {}
     schema_only: dict[str, FileLineage] = {}  # files that only declare tables
     unread: list[FileError] = []  # statements of scripts that could not be read
+    passed: list[str] = []
     for sql_file in files:
         script = script_parts(sql_file)
+        if script.moves_no_data:
+            passed.append(sql_file.label)
         parts.extend(script.parts)
         unread.extend(script.errors)
         for table, table_columns in script.declared.items():
@@ -103,7 +108,7 @@ def scan_files(
     known = {**declared, **(schema or {})}  # what the caller gives wins
     analysis = analyze(parts, known, columns=columns, cache=cache)
     errors = read_errors + tuple(unread) + analysis.errors
-    return build_result({**schema_only, **analysis.lineage}, errors)
+    return build_result({**schema_only, **analysis.lineage}, errors, tuple(passed))
 
 
 def _declared_table(table: str, columns: dict[str, str], with_columns: bool) -> FileLineage:
@@ -113,7 +118,9 @@ def _declared_table(table: str, columns: dict[str, str], with_columns: bool) -> 
     return FileLineage(table, "create_table", (), declared if with_columns else None)
 
 
-def build_result(files: Mapping[str, FileLineage], errors: tuple[FileError, ...]) -> ScanResult:
+def build_result(
+    files: Mapping[str, FileLineage], errors: tuple[FileError, ...], passed: tuple[str, ...] = ()
+) -> ScanResult:
     nodes: dict[str, None] = {}
     edges: dict[tuple[str, str], None] = {}
     column_edges: dict[tuple[str, str], str] = {}
@@ -136,6 +143,7 @@ def build_result(files: Mapping[str, FileLineage], errors: tuple[FileError, ...]
         tuple(unresolved),
         errors + _cycle_errors(files),
         files,
+        passed,
     )
 
 

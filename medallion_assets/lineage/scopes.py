@@ -17,18 +17,43 @@ def star_of(branch: list[OutputColumn]) -> str | None:
 
 
 def star_as(branch: list[OutputColumn], named: list[OutputColumn]) -> list[OutputColumn]:
-    """A set operation's branch that is one ``*`` over a table of unknown schema, as the
-    columns another branch names (the operation matches them by position)."""
-    if len(branch) != 1 or branch[0].name != "*" or branch[0].star_table is None:
+    """A set operation's branch holding one ``*`` of unknown columns (a table of unknown
+    schema, the fields of an UNNEST's elements) beside columns it lists, as the columns another
+    branch names at the positions the ``*`` fills (the operation matches them by position):
+    ``tab.*`` becomes ``tab.<name>``; any other ``*`` keeps its sources and why it is unknown."""
+    stars = [i for i, column in enumerate(branch) if column.name == "*"]
+    if len(stars) != 1 or len(named) < len(branch) - 1:
         return branch
-    table = branch[0].star_table
-    return [OutputColumn(o.name, Origin(frozenset({f"{table}.{o.name}"}), "direct")) for o in named]
+    at = stars[0]
+    star, after = branch[at], branch[at + 1 :]
+    if star.star_table is None and len(branch) == 1:
+        return branch  # nothing listed beside it: its columns are not known (the caller says)
+
+    def filled(name: str) -> OutputColumn:
+        if star.star_table is None:
+            return OutputColumn(name, star.origin)
+        return OutputColumn(name, Origin(frozenset({f"{star.star_table}.{name}"}), "direct"))
+
+    middle = [filled(column.name) for column in named[at : len(named) - len(after)]]
+    return [*branch[:at], *middle, *after]
 
 
 def using_columns(scope: Scope) -> set[str]:
     """The columns the joins of ``scope``'s SELECT join ``USING``."""
     joins = scope.expression.args.get("joins") or []
     return {c.name for join in joins for c in join.args.get("using") or []}
+
+
+def joined_star(per_source: list[list[OutputColumn]], using: set[str]) -> list[OutputColumn]:
+    """The columns of ``*`` over its sources' columns: with ``JOIN ... USING (k)`` each ``k``
+    once, first, from either side."""
+    merged: dict[str, Origin] = {}
+    for columns in per_source:
+        for column in columns:
+            if column.name in using:
+                merged[column.name] = merged.get(column.name, Origin()).merge(column.origin)
+    rest = [c for columns in per_source for c in columns if c.name not in using]
+    return [OutputColumn(name, origin) for name, origin in merged.items()] + rest
 
 
 def source_named(scope: Scope, name: str) -> exp.Table | Scope | None:

@@ -13,10 +13,12 @@ database. Lineage reads the write with every temporary relation inlined, so a te
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
+import sqlglot
 from sqlglot import exp
-from sqlglot.errors import ErrorLevel, UnsupportedError
+from sqlglot.errors import ErrorLevel, SqlglotError, UnsupportedError
 
 
 class SqlError(ValueError):
@@ -108,6 +110,40 @@ def split_script(statements: list[exp.Expr]) -> Script:
             f"split it into one file per table (a file may start with {PREAMBLE_KINDS})"
         )
     return Script(tuple(preamble), writes[0][1])
+
+
+_CLONE = re.compile(
+    r"^\s*snapshot\s+(table\b.*?)(?:\bfor\s+system_time\s+as\s+of\b.*)?$", re.I | re.S
+)
+
+
+def known_command(command: exp.Command, dialect: str) -> list[exp.Expr] | None:
+    """A statement sqlglot keeps unparsed (a scanned script's) whose effect on data is known:
+    the statements of ``EXECUTE IMMEDIATE 'literal'``; nothing for other dynamic SQL, a
+    ``CALL`` or a ``DROP``; BigQuery's ``CREATE SNAPSHOT TABLE t CLONE s`` as a clone. None:
+    not one of these."""
+    head, rest = command.name.upper(), command.text("expression")
+    if head == "DROP" or head == "CALL":
+        return []
+    if head in ("EXECUTE", "EXEC"):
+        immediate = re.match(r"\s*immediate\b", rest, re.I)
+        try:
+            value = sqlglot.parse_one(rest[immediate.end() :], read=dialect) if immediate else None
+        except SqlglotError:
+            value = None
+        if not (isinstance(value, exp.Literal) and value.is_string):
+            return []  # built at run time: not in the text
+        try:
+            return [s for s in sqlglot.parse(value.this, read=dialect) if s]
+        except SqlglotError:
+            return [command]  # the analysis names it as unsupported
+    clone = _CLONE.match(rest) if head == "CREATE" else None
+    if clone is None:
+        return None
+    try:
+        return [sqlglot.parse_one(f"CREATE {clone.group(1)}", read=dialect)]
+    except SqlglotError:
+        return [command]
 
 
 def preamble_part(statement: exp.Expr) -> Preamble | None:

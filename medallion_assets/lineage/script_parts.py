@@ -7,7 +7,10 @@ becomes a part of its own (``load.sql#3``: the file's third statement) after the
 objects, variables and ``USE`` before it; procedure parameters are variables; statements that
 move no data are passed over, and the columns a ``CREATE TABLE`` declares name a later
 ``INSERT``'s columns by position. A file that is one write after its preamble is traced as
-written.
+written; one that moves no data at all (comments, function definitions, DROP) adds nothing.
+Dynamic SQL (``EXECUTE IMMEDIATE`` of a value built at run time) and a ``CALL`` are passed
+over: the data they move is not in the file's text (a called procedure is traced where it is
+defined); ``EXECUTE IMMEDIATE`` of a string literal is traced as the statement it holds.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from medallion_assets.lineage.copies import copy_query
 from medallion_assets.lineage.script import (
     SqlError,
     first_line,
+    known_command,
     preamble_part,
     split_script,
     table_name,
@@ -38,6 +42,11 @@ class ScriptParts:
     parts: list[SqlFile]  # what lineage traces: the file, or one part per write
     declared: dict[str, dict[str, str]]  # table -> column -> type, from CREATE TABLE t (a INT)
     errors: tuple[FileError, ...] = ()  # statements of a script that could not be read
+
+    @property
+    def moves_no_data(self) -> bool:
+        """Nothing to trace: comments, functions, DROP ... (a declared table is a node)."""
+        return not (self.parts or self.declared or self.errors)
 
 
 # Files parsed as scripts even without a semicolon between statements: a CREATE without
@@ -52,6 +61,13 @@ _LINE_STARTS = re.compile(
     r"^(?:insert|merge|update|delete|create|drop|truncate|alter)\b", re.I | re.M
 )
 
+# A file that may move no data at all: comments only, a function, a DROP ...
+_NO_DATA_START = re.compile(
+    r"^\s*(?:(?:--|#)[^\n]*(?:\n|$)\s*|/\*.*?\*/\s*)*(?:$|drop\b|truncate\b|grant\b|"
+    r"revoke\b|create\s+(?:or\s+replace\s+)?(?:temp(?:orary)?\s+)?(?:function|procedure)\b)",
+    re.I | re.S,
+)
+
 
 def script_parts(sql_file: SqlFile) -> ScriptParts:
     """``sql_file`` as the parts lineage traces: the file itself when it is one write after a
@@ -60,7 +76,8 @@ def script_parts(sql_file: SqlFile) -> ScriptParts:
     statements declare."""
     one = ";" not in sql_file.text.strip().rstrip(";")
     lines = len(_LINE_STARTS.findall(sql_file.text))
-    if one and lines < 2 and not _SCRIPT_HINT.search(sql_file.text):
+    hint = _SCRIPT_HINT.search(sql_file.text) or _NO_DATA_START.match(sql_file.text)
+    if one and lines < 2 and not hint:
         return ScriptParts([sql_file], {})  # one statement (a ';' in a string costs a parse)
     dialect = sqlglot_dialect(sql_file.dialect)
     errors: tuple[FileError, ...] = ()
@@ -157,10 +174,24 @@ def _read_piece(
             i = end
             break
         else:
+            body = _body_start(piece, i)
+            if body is not None:  # a routine's signature sqlglot cannot read: its body
+                i = body
+                continue
             if piece[i].token_type in _STARTS:
                 failure = last
             i = later[0] if later else len(piece)
     return read, failure
+
+
+def _body_start(piece: list[Token], i: int) -> int | None:
+    """Where the body of ``CREATE ... PROCEDURE|FUNCTION ... BEGIN`` at ``i`` starts."""
+    head = [token.text.upper() for token in piece[i : i + 6]]
+    if not head or head[0] != "CREATE" or not {"PROCEDURE", "FUNCTION"} & set(head):
+        return None
+    words = (token.text.upper() for token in piece[i:])
+    begin = next((n for n, word in enumerate(words, start=i) if word == "BEGIN"), None)
+    return None if begin is None else begin + 1
 
 
 # The heads of control flow whose statement follows a condition and THEN, DO or LOOP.
@@ -206,6 +237,9 @@ def _body(statement: exp.Expr, dialect: str) -> list[exp.Expr]:
     if isinstance(statement, exp.Command):
         if _routine_head(statement, dialect):
             return []  # a procedure's signature read apart from its body (``_salvage``)
+        known = known_command(statement, dialect)
+        if known is not None:
+            return flatten(known, dialect)
         rest = _control_rest(statement.name.upper(), statement.text("expression"), dialect)
         if rest is None:
             return [statement]  # not control flow: the analysis names it as unsupported
@@ -303,8 +337,8 @@ def _parts(
         if _bare_query(statement) and len(queries) > 1 and target:
             target = f"{target}_{queries.index(statement) + 1}"
         parts.append((position, ";\n".join([*preamble, text]), target))
-    if not parts:  # declarations only (nodes), else nothing to trace: the analysis says so
-        return [] if declares else [sql_file]
+    if not parts:  # declarations (nodes), functions, DROP ...: nothing to trace
+        return []
     if len(parts) == 1:
         return [SqlFile(sql_file.label, parts[0][1], sql_file.dialect, parts[0][2])]
     return [
@@ -322,9 +356,13 @@ def _moves_no_data(statement: exp.Expr, declared: dict[str, dict[str, str]], dia
         return False
     if isinstance(statement, _NO_DATA):
         return True
-    if not isinstance(statement, exp.Create) or statement.expression is not None:
+    if not isinstance(statement, exp.Create):
         return False
     kind = str(statement.args.get("kind") or "").upper()
+    if kind == "FUNCTION" and preamble_part(statement) is None:
+        return True  # a lasting function: a temporary one is the preamble of later writes
+    if statement.expression is not None:
+        return False
     if kind in ("TABLE", "EXTERNAL TABLE") and isinstance(statement.this, exp.Schema):
         table = statement.this.this
         columns = {

@@ -168,6 +168,9 @@ def _parse_all(sql: str, dialect: str) -> list[exp.Expr]:
     return statements
 
 
+UNNEST_ALIAS = "_unnest_"
+
+
 def _name_derived_tables(statement: exp.Expr) -> None:
     """Give each subquery of a FROM or JOIN without an alias an internal one
     (``_subquery_1``...): Spark, BigQuery and others allow several, and scopes need a name
@@ -180,6 +183,11 @@ def _name_derived_tables(statement: exp.Expr) -> None:
         if derived and not subquery.alias and _in_from(subquery):
             count += 1
             subquery.set("alias", exp.TableAlias(this=exp.to_identifier(f"_subquery_{count}")))
+    # An UNNEST without an alias (BigQuery: its struct fields are the columns) likewise; the
+    # name is internal, not the element's value alias (``columns._unnest_outputs``).
+    for count, unnest in enumerate(statement.find_all(exp.Unnest), start=1):
+        if not unnest.args.get("alias") and _in_from(unnest):
+            unnest.set("alias", exp.TableAlias(this=exp.to_identifier(f"{UNNEST_ALIAS}{count}")))
 
 
 def _lower_identifiers(expression: exp.Expr) -> None:
@@ -368,6 +376,8 @@ def check_distinct_names(scope: Scope) -> None:
         if not name:
             continue
         what = table_name(source) if isinstance(source, exp.Table) else "a subquery"
+        if isinstance(source, exp.Table) and not source.db and source.name in scope.cte_sources:
+            what = f"the CTE {source.name}"
         if name in seen and (seen[name] != what or what == "a subquery"):
             raise SqlError(
                 f"two tables or subqueries in one FROM clause are both named {name!r} "

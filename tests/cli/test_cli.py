@@ -231,12 +231,12 @@ def scan(*args: str) -> Result:
 def test_scan_lists_files_sqlglot_cannot_analyse_and_exits_0():
     result = scan(str(SCAN_CASES / "spark_internal_errors_among_good_files"), "--columns")
     assert result.exit_code == 0, result.output
-    errors = json.loads(result.stdout)["errors"]
-    assert [(e["file"], e["kind"], e["stage"]) for e in errors] == [
+    data = json.loads(result.stdout)
+    assert [(e["file"], e["kind"], e["stage"]) for e in data["errors"]] == [
         ("broken.sql", None, "statement"),
-        ("drop_table.sql", None, "statement"),
         ("self_join.sql", "select", "columns"),
     ]
+    assert data["passed_over"] == ["drop_table.sql"]  # it moves no data
 
 
 @pytest.mark.parametrize("fmt", ["tree", "mermaid", "dot"])
@@ -246,8 +246,9 @@ def test_scan_graph_formats_list_the_errors_on_stderr(fmt):
     )
     assert result.exit_code == 0, result.output
     lines = result.stderr.splitlines()
-    assert lines[0] == "3 error(s):"
-    assert lines[1].startswith("error: broken.sql: does not parse as spark SQL")
+    assert lines[0] == "1 file(s) move no data, passed over: drop_table.sql"
+    assert lines[1] == "2 error(s):"
+    assert lines[2].startswith("error: broken.sql: does not parse as spark SQL")
     assert lines[3].startswith("error: self_join.sql: its column lineage could not be analysed")
     assert lines[3].endswith("give each its own alias (its table edges are shown)")
     assert "self_join" in result.stdout  # the file's table is drawn all the same

@@ -33,13 +33,14 @@ def test_scan_case(case: Path):
     ]
     for error, wanted in zip(errors, expected["errors"], strict=True):
         assert wanted["message"] in error["message"]
+    assert sorted(result.passed) == expected.get("passed_over", [])
 
 
 @pytest.mark.parametrize("case", CASES, ids=[p.name for p in CASES])
 def test_every_file_is_analysed_or_reported(case: Path):
     _, result = _scan(case)
     files = {str(p.relative_to(case)) for p in case.rglob("*.sql")}
-    labels = set(result.files) | {e.file for e in result.errors}
+    labels = set(result.files) | {e.file for e in result.errors} | set(result.passed)
     assert {label.split("#", 1)[0] for label in labels} == files
 
 

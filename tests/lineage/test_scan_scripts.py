@@ -72,19 +72,32 @@ class Records(logging.Handler):
         self.messages.append(record.getMessage())
 
 
-def test_an_unsupported_statement_is_reported_and_the_rest_of_the_script_traced(tmp_path, capsys):
+def test_a_call_and_dynamic_sql_are_passed_over_and_a_literal_one_is_traced(tmp_path, capsys):
     records = Records()
     sqlglot_log = logging.getLogger("sqlglot")
     sqlglot_log.addHandler(records)
+    script = (
+        "CALL shop.refresh();\n"
+        "EXECUTE IMMEDIATE CONCAT('INSERT INTO x SELECT * FROM ', source_table);\n"
+        'EXECUTE IMMEDIATE "INSERT INTO u SELECT b FROM r";\n'
+        "INSERT INTO t SELECT a FROM s"
+    )
     try:
-        result = scan(tmp_path, {"load.sql": "CALL refresh(); INSERT INTO t SELECT a FROM s"})
+        result = scan(tmp_path, {"load.sql": script}, "bigquery")
     finally:
         sqlglot_log.removeHandler(records)
+    assert set(result.edges) == {("s", "t"), ("r", "u")}
+    assert result.errors == ()
+    # sqlglot's own warning about the statements does not reach the console or the log.
+    assert "Falling back" not in capsys.readouterr().err + " ".join(records.messages)
+
+
+def test_a_statement_that_does_not_parse_is_reported_and_the_rest_traced(tmp_path):
+    result = scan(
+        tmp_path, {"load.sql": "INSERT INTO u SELECT FROM WHERE; INSERT INTO t SELECT a FROM s"}
+    )
     assert set(result.edges) == {("s", "t")}
     assert [(e.file, e.stage) for e in result.errors] == [("load.sql#1", "statement")]
-    assert "unsupported statement 'CALL'" in result.errors[0].message
-    # sqlglot's own warning about the statement does not reach the console or the log.
-    assert "Falling back" not in capsys.readouterr().err + " ".join(records.messages)
 
 
 def test_a_file_that_only_declares_a_table_is_a_node_with_its_columns(tmp_path):
@@ -96,9 +109,31 @@ def test_a_file_that_only_declares_a_table_is_a_node_with_its_columns(tmp_path):
     assert result.nodes == ("mart.t",)
 
 
-def test_a_file_of_statements_that_move_no_data_says_so(tmp_path):
-    result = scan(tmp_path, {"purge.sql": "DELETE FROM t WHERE a = 1; DROP TABLE u"})
-    assert [(e.file, e.stage) for e in result.errors] == [("purge.sql", "statement")]
+def test_a_file_that_moves_no_data_is_passed_over_by_name(tmp_path):
+    files = {
+        "purge.sql": "DELETE FROM t WHERE a = 1; DROP TABLE u",
+        "udf.sql": "CREATE OR REPLACE FUNCTION shop.twice(x INT64) AS (x * 2)",
+        "notes.sql": "-- nothing runs here any more\n",
+        "temp_only.sql": "CREATE TEMP FUNCTION f(x INT64) AS (x + 1);",
+        "snapshot.sql": "DROP SNAPSHOT TABLE a.b;\nCREATE SNAPSHOT TABLE a.b CLONE c.d",
+    }
+    result = scan(tmp_path, files, "bigquery")
+    assert result.errors == ()
+    assert set(result.passed) == {"purge.sql", "udf.sql", "notes.sql", "temp_only.sql"}
+    assert result.as_dict()["passed_over"] == list(result.passed)
+    assert set(result.edges) == {("c.d", "a.b")}  # a snapshot is a clone
+
+
+def test_a_procedure_whose_signature_sqlglot_cannot_read_has_its_body_traced(tmp_path):
+    procedure = """CREATE OR REPLACE PROCEDURE utils.diff(
+  query_a STRING, OUT res ARRAY<STRUCT<i INT64, differs BOOL>>)
+BEGIN
+  DECLARE id STRING DEFAULT GENERATE_UUID();
+  INSERT INTO audit.diffs SELECT id, a FROM staging.pairs;
+END"""
+    result = scan(tmp_path, {"diff.sql": procedure}, "bigquery")
+    assert set(result.edges) == {("staging.pairs", "audit.diffs")}
+    assert result.errors == ()
 
 
 BIGQUERY_PROCEDURE = """
