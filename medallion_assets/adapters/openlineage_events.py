@@ -34,8 +34,7 @@ from openlineage.client.facet_v2 import (
 )
 
 from medallion_assets.catalog import Catalog, Dataset
-from medallion_assets.io import spark_lineage
-from medallion_assets.io.openlineage import LineageEmitter
+from medallion_assets.io.openlineage import LineageEmitter, job_namespace
 from medallion_assets.openlineage.events import (
     PRODUCER,
     Naming,
@@ -62,10 +61,6 @@ def emitter() -> LineageEmitter | None:
     if key not in _EMITTERS:
         _EMITTERS[key] = LineageEmitter.from_env()
     return _EMITTERS[key]
-
-
-def job_namespace() -> str:
-    return spark_lineage.job_namespace(os.environ)
 
 
 @dataclass

@@ -25,7 +25,7 @@ from pydantic import Field, PrivateAttr
 from medallion_assets.catalog import load_catalog
 from medallion_assets.catalog.models import Throttle
 from medallion_assets.control_plane import ControlPlane
-from medallion_assets.io import spark_lineage
+from medallion_assets.io.openlineage import job_namespace
 from medallion_assets.io.spark_lineage import Parent
 from medallion_assets.lake import Lake
 from medallion_assets.runtime.spark_session import (
@@ -152,7 +152,7 @@ class SparkResource(SettingsResource, PySparkResource):
         SettingsResource.setup_for_execution(self, context)  # no session yet: see session()
         run = context.dagster_run
         if run is not None:  # the parent of what Spark reports (io/spark_lineage.py)
-            namespace = spark_lineage.job_namespace(os.environ)
+            namespace = job_namespace(os.environ)
             self._parent = Parent(namespace, run.job_name, run.run_id)
 
     @property

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -227,16 +226,16 @@ def export(fmt: str, out: Path | None, send: bool, project: Path) -> None:
     from openlineage.client.serde import Serde
 
     from medallion_assets.cli.common import settings_for
-    from medallion_assets.io.openlineage import LineageEmitter, configured
+    from medallion_assets.io.openlineage import LineageEmitter, configured, job_namespace
     from medallion_assets.lake.catalog import LakeCatalog
-    from medallion_assets.openlineage.events import DEFAULT_NAMESPACE, Naming, static_events
+    from medallion_assets.openlineage.events import Naming, static_events
     from medallion_assets.openlineage.events import warehouse_naming as warehouse
 
     catalog = load(project)
     settings = settings_for(project)
     namespace, prefix = warehouse(settings.effective_warehouse_url)
     naming = Naming(
-        os.environ.get("OPENLINEAGE_NAMESPACE") or DEFAULT_NAMESPACE,
+        job_namespace(),
         LakeCatalog.of(settings).warehouse,
         namespace,
         prefix,

@@ -89,17 +89,18 @@ def _run(project: Path, settings: MedallionSettings, wait_seconds: float) -> Run
     try:
         catalog = load_catalog(project)
         with one_run_at_a_time(settings, catalog.project.name, click.echo, wait_seconds):
-            reachable(settings, catalog)
-            # The Spark driver starts behind the run lock, while Dagster is imported and the
-            # instance loaded: its start-up is off the run's critical path.
-            # Not when Spark reports lineage: its driver names the Dagster run that starts it
-            # as parent (io/spark_lineage.py), so the first step starts it.
+            # The Spark driver starts behind the run lock, while the lake and the warehouse
+            # are checked, Dagster imported and the instance loaded: its start-up is off the
+            # run's critical path. Not when Spark reports lineage: its driver names the
+            # Dagster run that starts it as parent (io/spark_lineage.py), so the first step
+            # starts it.
             warm_up = (
                 None
                 if reports_lineage(settings)
                 else SparkWarmUp(settings, pool_weights(catalog.profiles), say=click.echo)
             )
             try:
+                reachable(settings, catalog)
                 # Dagster: loaded only by the commands that run it (`medallion --help` stays quick)
                 from medallion_assets.adapters.headless import run_project
 

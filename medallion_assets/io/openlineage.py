@@ -25,6 +25,14 @@ from medallion_assets.settings import MedallionSettings
 log = logging.getLogger(__name__)
 
 TIMEOUT_VAR = "MEDALLION_OPENLINEAGE_TIMEOUT"
+DEFAULT_NAMESPACE = "medallion"
+
+
+def job_namespace(env: Mapping[str, str] | None = None) -> str:
+    """The namespace of the project's OpenLineage jobs (the steps', Spark's, the export's):
+    ``OPENLINEAGE_NAMESPACE``, else ``medallion``."""
+    env = os.environ if env is None else env
+    return env.get("OPENLINEAGE_NAMESPACE") or DEFAULT_NAMESPACE
 
 
 def configured(env: Mapping[str, str] | None = None, cwd: Path | None = None) -> bool:

@@ -23,7 +23,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from medallion_assets.io.openlineage import configured
-from medallion_assets.openlineage.events import DEFAULT_NAMESPACE
 
 LISTENER = "io.openlineage.spark.agent.OpenLineageSparkListener"
 NAMED_CATALOGS = frozenset({"rest", "glue"})  # those openlineage-spark 1.53 can name
@@ -37,12 +36,6 @@ class Parent:
     namespace: str
     job: str
     run_id: str
-
-
-def job_namespace(env: Mapping[str, str]) -> str:
-    """The namespace of the project's OpenLineage jobs: ``OPENLINEAGE_NAMESPACE``, else
-    ``medallion``."""
-    return env.get("OPENLINEAGE_NAMESPACE") or DEFAULT_NAMESPACE
 
 
 def listener_conf(

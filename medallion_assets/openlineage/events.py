@@ -43,7 +43,6 @@ from openlineage.client.facet_v2 import (
 from medallion_assets.catalog import Catalog, Dataset
 from medallion_assets.lineage.graph import ColumnEdge
 
-DEFAULT_NAMESPACE = "medallion"
 PRODUCER = "https://github.com/medallion-assets/medallion_assets"
 RAW = "raw."
 

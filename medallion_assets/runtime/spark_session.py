@@ -25,6 +25,7 @@ from pyspark.sql import SparkSession
 from medallion_assets.catalog.base import CRITICALITIES
 from medallion_assets.credentials import MaskedFileHandler, mask_credentials
 from medallion_assets.io import spark_lineage
+from medallion_assets.io.openlineage import job_namespace
 from medallion_assets.io.spark_lineage import Parent
 from medallion_assets.jvm import class_archive
 from medallion_assets.jvm.jars import jar_folder
@@ -90,7 +91,7 @@ def spark_session(
         lake.make_folder()
         for key, value in lake.spark_conf().items():
             builder = builder.config(key, value)
-        namespace = spark_lineage.job_namespace(os.environ)
+        namespace = job_namespace(os.environ)
         listener = spark_lineage.listener_conf(os.environ, lake.kind, namespace, parent)
         for key, value in listener.items():
             builder = builder.config(key, value)
