@@ -181,8 +181,7 @@ class _Resolver:
     def _struct_fields(self, scope: Scope, unnest: exp.Unnest) -> list[OutputColumn] | None:
         """UNNEST of an array literal of structs with named fields: a column per field, from
         its values in every struct; None for any other UNNEST."""
-        arrays = unnest.expressions
-        array = arrays[0] if len(arrays) == 1 else None
+        array = unnest.expressions[0] if len(unnest.expressions) == 1 else None
         structs = array.expressions if isinstance(array, exp.Array) else []
         if not structs or not all(isinstance(e, exp.Struct) for e in structs):
             return None
@@ -242,7 +241,14 @@ class _Resolver:
 
     def _source_columns(self, source: exp.Table | Scope) -> list[OutputColumn]:
         if isinstance(source, Scope):
-            return list(self.outputs(source))
+            outputs, unnest = list(self.outputs(source)), source.expression
+            internal = isinstance(unnest, exp.Unnest) and unnest.alias.startswith(UNNEST_ALIAS)
+            if internal and [o.name for o in outputs] == ["unnest"]:  # not known structs
+                # ``*`` over an UNNEST without an alias: its elements' fields (BigQuery)
+                shown = exp.Unnest(expressions=unnest.expressions).sql()[:80]
+                reason = f"'*' over {shown}: the fields of its elements are unknown"
+                return [OutputColumn("*", Origin(outputs[0].origin.sources, "star", None, reason))]
+            return outputs
         if not isinstance(source.this, exp.Identifier):  # range(10), generate_series(...)
             reason = f"'*' over the table function {source.this.sql()}: its columns are unknown"
             return [OutputColumn("*", Origin(transform="star", unresolved=reason))]
