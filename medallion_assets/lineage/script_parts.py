@@ -204,7 +204,7 @@ _CLOSING = frozenset(
 )
 
 
-_BRANCHES = (exp.IfBlock, exp.WhileBlock, exp.LoopBlock, exp.RepeatBlock)
+_BRANCHES = (exp.IfBlock, exp.WhileBlock, exp.LoopBlock, exp.RepeatBlock, exp.ForIn)
 
 
 def flatten(statements: list[exp.Expr], dialect: str) -> list[exp.Expr]:
@@ -227,7 +227,7 @@ def _body(statement: exp.Expr, dialect: str) -> list[exp.Expr]:
     if isinstance(statement, exp.Block):
         return flatten(list(statement.expressions), dialect)
     if isinstance(statement, _BRANCHES):  # every branch and loop body, in order
-        parts = [statement.args.get(arg) for arg in ("true", "false", "body")]
+        parts = [statement.args.get(arg) for arg in ("true", "false", "body", "expression")]
         return flatten([p for p in parts if isinstance(p, exp.Expr)], dialect)
     if isinstance(statement, exp.Create) and str(statement.args.get("kind")).upper() == (
         "PROCEDURE"

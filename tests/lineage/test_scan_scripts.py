@@ -252,3 +252,14 @@ def test_an_insert_naming_some_columns_does_not_fix_the_tables_schema(tmp_path):
     result = scan(tmp_path, {"load.sql": sql})
     assert columns(result) == {("raw.s.x", "mart.t.a"), ("mart.t.b", "mart.u.b")}
     assert result.unresolved == ()
+
+
+def test_a_for_in_loops_body_is_traced(tmp_path):
+    script = (
+        "FOR day IN (SELECT DISTINCT d FROM shop.calendar) DO\n"
+        "  INSERT INTO mart.daily SELECT d, count(*) AS n FROM shop.orders GROUP BY d;\n"
+        "END FOR;"
+    )
+    result = scan(tmp_path, {"loop.sql": script}, "bigquery")
+    assert set(result.edges) == {("shop.orders", "mart.daily")}
+    assert result.errors == ()
