@@ -165,6 +165,8 @@ def _read_piece(
         later = [s for s in starts if s > i]
         last: SqlglotError | None = None
         for end in [len(piece), *reversed(later)][:6]:
+            if end < len(piece) and piece[end - 1].token_type == TokenType.ALIAS:
+                continue  # ``CREATE VIEW v AS`` cut from its query: not a statement
             try:
                 run = text[piece[i].start : piece[end - 1].end + 1]
                 read.extend(s for s in sqlglot.parse(run, read=dialect) if s is not None)

@@ -263,3 +263,14 @@ def test_a_for_in_loops_body_is_traced(tmp_path):
     result = scan(tmp_path, {"loop.sql": script}, "bigquery")
     assert set(result.edges) == {("shop.orders", "mart.daily")}
     assert result.errors == ()
+
+
+def test_a_view_whose_query_does_not_parse_is_one_error_not_two(tmp_path):
+    script = (
+        "CREATE OR REPLACE TABLE ops.output (job_id STRING, slot_hours FLOAT64);\n"
+        "CREATE OR REPLACE VIEW ops.input_view AS\n"
+        "SELECT <id_column> id FROM <input_table> WHERE <id_column> IS NOT NULL;\n"
+    )
+    result = scan(tmp_path, {"tables.sql": script}, "bigquery")
+    assert [(e.file, e.stage) for e in result.errors] == [("tables.sql#2", "statement")]
+    assert result.nodes == ("ops.output",)  # the declared table is still a node
