@@ -84,10 +84,13 @@ def open_catalog(lake: LakeCatalog) -> Catalog:
 
 
 def _no_tables_yet(error: BaseException) -> bool:
-    """Whether ``error`` says the catalog's own tables are not there: a JDBC catalog Spark has
-    not written a table to yet (it makes them; pyiceberg's would lack a column)."""
+    """Whether ``error`` says the catalog's own tables are not there (yet): a JDBC catalog
+    Spark has not written a table to yet (it makes them; pyiceberg's would lack a column), or
+    one Spark is making right now (Iceberg creates ``iceberg_tables``, then adds the column
+    ``iceberg_type`` of its V1 schema: a reader in between finds no such column)."""
     text = str(error)
-    return "iceberg_" in text and ("no such table" in text or "does not exist" in text)
+    missing = ("no such table", "no such column", "does not exist")
+    return "iceberg_" in text and any(words in text for words in missing)
 
 
 def load(catalog: Catalog, table: str) -> Table | None:

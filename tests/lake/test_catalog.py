@@ -102,3 +102,22 @@ def test_an_unreachable_catalog_is_one_line_naming_it_without_its_password(tmp_p
     assert "\n" not in message and "hunter2" not in message
     assert f"jdbc:postgresql://127.0.0.1:{port}/lake cannot be used" in message
     assert "MEDALLION_LAKE_CATALOG" in message
+
+
+def test_a_catalog_spark_is_still_creating_reads_as_one_without_tables(tmp_path: Path):
+    # Iceberg's JDBC catalog creates iceberg_tables, then adds iceberg_type (its V1 schema): a
+    # reader in between (a sensor, `medallion table history`) sees no table, not an error.
+    import sqlite3
+
+    from medallion_assets.lake.versions import load, open_catalog
+
+    database = tmp_path / "catalog.db"
+    with sqlite3.connect(database) as connection:
+        connection.execute(
+            "CREATE TABLE iceberg_tables (catalog_name VARCHAR(255) NOT NULL, table_namespace "
+            "VARCHAR(255) NOT NULL, table_name VARCHAR(255) NOT NULL, metadata_location "
+            "VARCHAR(1000), previous_metadata_location VARCHAR(1000), "
+            "PRIMARY KEY (catalog_name, table_namespace, table_name))"
+        )
+    catalog = open_catalog(LakeCatalog.parse(f"sqlite:///{database}", str(tmp_path / "lake")))
+    assert load(catalog, "bronze.orders") is None
