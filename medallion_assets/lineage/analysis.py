@@ -15,6 +15,7 @@ from medallion_assets.lineage.columns import Schema
 from medallion_assets.lineage.dag import DAG, CycleError
 from medallion_assets.lineage.file_lineage import FileLineage, schema_subset, statement_columns
 from medallion_assets.lineage.statement import SqlError, Statement, parse_statement
+from medallion_assets.lineage.token_tables import words_lineage
 
 
 @dataclass(frozen=True)
@@ -55,12 +56,16 @@ def analyze(
     columns: bool = True,
     cache: LineageCache | None = None,
     save_cache: bool = True,
+    words: bool = False,
 ) -> Analysis:
     """Lineage for every file; a file that fails is reported in ``errors`` and the rest go on.
 
     ``save_cache=False`` lets a caller run several analyses on one cache and save it once.
+    ``words=True`` keeps the table lineage of a file that does not parse, read from its tokens
+    (``token_tables``), with an error of stage ``columns``: a scan of foreign SQL wants it, a
+    project (whose files Spark must run as parsed) does not.
     """
-    run = _Run(base_schema, cache)
+    run = _Run(base_schema, cache, words)
     for sql_file in files:
         run.table_level(sql_file)
     if columns:
@@ -73,9 +78,11 @@ def analyze(
 
 
 class _Run:
-    def __init__(self, base_schema: Schema, cache: LineageCache | None):
+    def __init__(self, base_schema: Schema, cache: LineageCache | None, words: bool = False):
         self.base_schema = base_schema
         self.cache = cache
+        self.words = words
+        self.unparsed: set[str] = set()  # labels whose tables were read from their tokens
         self.results: dict[str, FileLineage] = {}
         self.schemas: dict[str, dict[str, str]] = {}  # derived output schemas by target
         self.statements: dict[str, Statement] = {}
@@ -106,7 +113,13 @@ class _Run:
         try:
             statement = self._statement(sql_file)
         except Exception as error:  # sqlglot's own errors too: one file never stops the rest
-            self.errors.append(FileError(sql_file.label, failure_message(error, "statement")))
+            message = failure_message(error, "statement")
+            if not (
+                self.words
+                and message.startswith("does not parse")
+                and self._by_words(sql_file, message)
+            ):
+                self.errors.append(FileError(sql_file.label, message))
             return
         result = FileLineage(statement.target, statement.kind, statement.sources, None)
         self.results[sql_file.label] = result
@@ -114,6 +127,20 @@ class _Run:
             self.cache.put(
                 key, {"target": result.target, "kind": result.kind, "sources": list(result.sources)}
             )
+
+    def _by_words(self, sql_file: SqlFile, message: str) -> bool:
+        """Keep the tables of a file that does not parse, read from its tokens, if they name
+        one write; its error says its columns are lost."""
+        found = words_lineage(sql_file.text, sql_file.dialect, sql_file.default_target)
+        if found is None:
+            return False
+        self.unparsed.add(sql_file.label)
+        message += "; its tables are read from the names after FROM, JOIN and INTO, "
+        self.errors.append(
+            FileError(sql_file.label, message + "its columns are lost", found.kind, "columns")
+        )
+        self.results[sql_file.label] = FileLineage(found.target, found.kind, found.sources, None)
+        return True
 
     def column_order(self, files: Sequence[SqlFile]) -> list[SqlFile]:
         """Files in dependency order; files caught in a cycle come last, in input order."""
@@ -139,6 +166,8 @@ class _Run:
         return [by_label[label] for label in order]
 
     def column_level(self, sql_file: SqlFile) -> None:
+        if sql_file.label in self.unparsed:
+            return  # its error says its columns are lost
         table = self.results[sql_file.label]
         # An INSERT writes its target's columns by position when that schema is known.
         writes = (table.target,) if table.kind.startswith("insert") else ()

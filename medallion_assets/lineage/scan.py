@@ -106,7 +106,7 @@ def scan_files(
                 label = sql_file.label if len(script.declared) == 1 else f"{sql_file.label}#{table}"
                 schema_only[label] = _declared_table(table, table_columns, columns)
     known = {**declared, **(schema or {})}  # what the caller gives wins
-    analysis = analyze(parts, known, columns=columns, cache=cache)
+    analysis = analyze(parts, known, columns=columns, cache=cache, words=True)
     errors = read_errors + tuple(unread) + analysis.errors
     return build_result({**schema_only, **analysis.lineage}, errors, tuple(passed))
 

@@ -1,0 +1,1 @@
+SELECT id, ts FROM shop.events WATERMARK ts DELAY OF INTERVAL 1 HOUR
