@@ -2,8 +2,12 @@
 
 ``COPY t FROM 's3://b/p'`` (PostgreSQL, Redshift, Snowflake's ``COPY INTO``, T-SQL), Redshift's
 ``UNLOAD ('SELECT ...') TO 's3://...'``, ``INSERT OVERWRITE DIRECTORY 'path' SELECT ...``,
-``CREATE TABLE t LIKE s`` / ``CLONE s`` and ``ALTER TABLE s RENAME TO t`` each become a target
-and the query whose rows (or, for LIKE, whose columns) it takes: ``SELECT * FROM s``. A file
+``CREATE TABLE t LIKE s`` / ``CLONE s``, ``ALTER TABLE s RENAME TO t`` and the statements that
+move a table's rows into another (Snowflake's ``ALTER TABLE t SWAP WITH s``, Hive's and
+Oracle's ``ALTER TABLE t EXCHANGE PARTITION (...) WITH TABLE s``) each become a target and the
+query whose rows (or, for LIKE, whose columns) it takes: ``SELECT * FROM s``. A swap moves
+rows both ways; the lineage draws the table named first as the one written, as a statement
+has one target. A file
 path is a node of its own, named as written (``s3://b/p``), like Spark's ``parquet.`s3://b/p```.
 
 >>> import sqlglot
@@ -25,22 +29,26 @@ from medallion_assets.lineage.script import SqlError, first_line, table_name
 
 def copy_query(expression: exp.Expr, dialect: str) -> tuple[str, str, exp.Query] | None:
     """(kind, target, the query whose rows it copies) of a statement that copies whole, else
-    None. ``kind``: ``copy`` (COPY, UNLOAD), ``clone``, ``rename`` or ``create_like`` (the
-    query gives the columns, no rows)."""
+    None. ``kind``: ``copy`` (COPY, UNLOAD), ``clone``, ``rename``, ``swap``,
+    ``exchange_partition`` or ``create_like`` (the query gives the columns, no rows)."""
     if isinstance(expression, exp.Copy):
         return _copy(expression)
     if isinstance(expression, exp.Command) and expression.name.upper() == "UNLOAD":
         return _unload(expression.text("expression"), dialect)
+    if isinstance(expression, exp.Command) and expression.name.upper() == "ALTER":
+        return _exchange(expression.text("expression"), dialect)
     if isinstance(expression, exp.Alter) and isinstance(expression.this, exp.Table):
-        renames = [
-            a for a in expression.args.get("actions") or [] if isinstance(a, exp.AlterRename)
-        ]
+        actions = expression.args.get("actions") or []
+        renames = [a for a in actions if isinstance(a, exp.AlterRename)]
         if renames and isinstance(renames[0].this, exp.Table):
             return (
                 "rename",
                 table_name(_beside(renames[0].this, expression.this)),
                 _rows_of([expression.this]),
             )
+        swaps = [a for a in actions if isinstance(a, exp.SwapTable)]
+        if swaps and isinstance(swaps[0].this, exp.Table):
+            return "swap", table_name(expression.this), _rows_of([swaps[0].this])
     if isinstance(expression, exp.Create):
         properties = expression.args.get("properties")
         like = next(
@@ -107,6 +115,28 @@ def _unload(text: str, dialect: str) -> tuple[str, str, exp.Query]:
     if not isinstance(query, exp.Query):
         raise SqlError("UNLOAD's query is not a SELECT")
     return "copy", match.group(2), query
+
+
+_EXCHANGE = re.compile(
+    r"^\s*table\s+(?P<target>[^\s(]+)\s+exchange\s+partition\b.*?\bwith\s+table\s+"
+    r"(?P<source>[^\s;]+)",
+    re.I | re.S,
+)
+
+
+def _exchange(text: str, dialect: str) -> tuple[str, str, exp.Query] | None:
+    """``ALTER TABLE t EXCHANGE PARTITION (...) WITH TABLE s`` (sqlglot keeps it as text): the
+    partition's rows move from ``s`` into ``t``."""
+    match = _EXCHANGE.match(text)
+    if match is None:
+        return None
+    try:
+        target, source = (
+            exp.to_table(match.group(name), dialect=dialect) for name in ("target", "source")
+        )
+    except SqlglotError:
+        return None
+    return "exchange_partition", table_name(target), _rows_of([source])
 
 
 def _relation(node: exp.Expr) -> exp.Table:

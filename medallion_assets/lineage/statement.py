@@ -160,12 +160,20 @@ def _parse_all(sql: str, dialect: str) -> list[exp.Expr]:
     if not statements:
         raise SqlError("holds no SQL statement: write the SELECT that produces the table")
     for statement in statements:
-        if isinstance(statement, exp.Command) and statement.name.upper() != "UNLOAD":
+        if isinstance(statement, exp.Command) and not _copies(statement, dialect):
             raise SqlError(
                 f"does not parse as {dialect} SQL: unsupported statement {statement.name!r}"
             )
         _name_derived_tables(statement)
     return statements
+
+
+def _copies(command: exp.Command, dialect: str) -> bool:
+    """A statement sqlglot keeps as text that copies rows (UNLOAD, EXCHANGE PARTITION)."""
+    try:
+        return copy_query(command, sqlglot_dialect(dialect)) is not None
+    except SqlError:
+        return command.name.upper() == "UNLOAD"  # a malformed UNLOAD: its own error says why
 
 
 UNNEST_ALIAS = "_unnest_"

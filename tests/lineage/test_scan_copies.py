@@ -111,3 +111,41 @@ def test_a_table_renamed_after_its_build_passes_its_lineage_on():
         ("shop.orders_tmp", "shop.orders_final"),
     }
     assert ("shop.orders_tmp.amount", "shop.orders_final.amount") in columns(result)
+
+
+@pytest.mark.parametrize(
+    ("dialect", "sql", "kind"),
+    [
+        ("snowflake", "ALTER TABLE shop.orders_final SWAP WITH shop.orders", "swap"),
+        (
+            "spark",  # sqlglot keeps this as text: the statement is read from it
+            "ALTER TABLE shop.orders_final EXCHANGE PARTITION (dt='2026-01-01') "
+            "WITH TABLE shop.orders",
+            "exchange_partition",
+        ),
+        (
+            "oracle",
+            "ALTER TABLE shop.orders_final EXCHANGE PARTITION p2026 WITH TABLE shop.orders",
+            "exchange_partition",
+        ),
+    ],
+)
+def test_a_swap_or_partition_exchange_moves_the_other_tables_rows_in(dialect, sql, kind):
+    result = scan(sql, dialect)
+    assert result.errors == ()
+    assert result.files["f.sql"].kind == kind
+    assert result.edges == (("shop.orders", "shop.orders_final"),)
+    assert columns(result) == {
+        ("shop.orders.order_id", "shop.orders_final.order_id"),
+        ("shop.orders.amount", "shop.orders_final.amount"),
+    }
+
+
+def test_a_partition_exchange_in_a_script_is_traced_not_passed_over():
+    sql = (
+        "INSERT OVERWRITE TABLE stage.day SELECT * FROM shop.orders;\n"
+        "ALTER TABLE shop.history EXCHANGE PARTITION (dt='2026-01-01') WITH TABLE stage.day;\n"
+    )
+    result = scan(sql, "spark")
+    assert result.errors == ()
+    assert set(result.edges) == {("shop.orders", "stage.day"), ("stage.day", "shop.history")}
