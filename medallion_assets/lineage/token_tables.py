@@ -53,7 +53,8 @@ class WordsLineage:
 
 def words_lineage(sql: str, dialect: str, default_target: str | None) -> WordsLineage | None:
     """The table a statement writes and those it reads, from its tokens; None when they do not
-    name one write (a DELETE, two writes, no tokens) or its parentheses do not pair."""
+    name one write (a DELETE, two writes, no tokens), a FROM names no table it can read, or its
+    parentheses do not pair."""
     try:
         tokens = [t for t in sqlglot.Dialect.get_or_raise(dialect).tokenize(sql) if not _tick(t)]
     except (SqlglotError, ValueError):
@@ -63,7 +64,7 @@ def words_lineage(sql: str, dialect: str, default_target: str | None) -> WordsLi
     reader = _Reader(tokens)
     reader.read()
     writes = {(kind, target) for kind, target in reader.writes}
-    if len(writes) > 1 or reader.deletes:
+    if len(writes) > 1 or reader.deletes or reader.unreadable:
         return None
     if writes:
         kind, target = writes.pop()
@@ -102,6 +103,7 @@ class _Reader:
         self.aliases: dict[str, str] = {}
         self.selects = False
         self.deletes = False
+        self.unreadable = False  # a FROM or JOIN followed by no name the reader knows
 
     def read(self) -> None:
         # Per open parenthesis: whether FROM in it names tables (a subquery, a parenthesised
@@ -166,6 +168,9 @@ class _Reader:
         start = self.i
         name = self._name()
         if name is None:
+            # a subquery, UNNEST(...), VALUES are no table; anything else (legacy SQL's
+            # [project:dataset.table], a template's <table>) leaves the lineage incomplete
+            self.unreadable |= self._peek() not in (T.L_PAREN, T.UNNEST, T.LATERAL, T.VALUES)
             return
         if self._peek() == T.L_PAREN:  # a table function: UNNEST(...), range(10), f(x)
             self.i = start + 1
