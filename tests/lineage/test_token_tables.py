@@ -68,7 +68,7 @@ def test_tables_of_a_statement_sqlglot_refuses(dialect, sql, kind, target, sourc
         'INSERT INTO a SELECT 1 "as"; INSERT INTO b SELECT 2',  # two writes: whose sources?
         "SELECT SUBSTRING(x FROM 2)",  # no table, and a bare SELECT without a target name
         "SELECT a FROM [project:ds.t1], [project:ds.t2]",  # legacy BigQuery: names unread
-        "SELECT 1 \"as\" FROM <input_table>",  # a template's placeholder
+        'SELECT 1 "as" FROM <input_table>',  # a template's placeholder
     ],
 )
 def test_no_lineage_when_the_words_do_not_name_one_write(sql):
