@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
+import sys
+import threading
 from typing import Any
 
 import click
@@ -31,6 +35,7 @@ from medallion_assets.cli.simulate_cmd import simulate_cmd
 from medallion_assets.cli.table_cmd import table
 from medallion_assets.cli.throttle_cmd import throttle
 from medallion_assets.errors import ResourceError
+from medallion_assets.io.openlineage import configured as lineage_configured
 from medallion_assets.settings import MedallionSettings
 
 
@@ -89,4 +94,33 @@ control.add_command(throttle)
 
 
 def main() -> None:
-    cli(prog_name="medallion")
+    try:
+        cli.main(prog_name="medallion")
+    except SystemExit as done:
+        _leave(done.code)
+
+
+def _leave(code: int | str | None) -> None:
+    """End the process without the interpreter's teardown when nothing is left to finish:
+    after a run, freeing the objects of Dagster, pandera, pyiceberg and Spark's gateway one by
+    one took ~1.2 s of the starter project's ~17 s. Output and log records are flushed and
+    Spark's driver JVM is ended (``end_driver``) first, so nothing goes on writing after it.
+    A thread still working (not a daemon) or OpenLineage's client, whose transport may hold
+    events, get the ordinary exit, which waits for them."""
+    working = [
+        t for t in threading.enumerate() if not t.daemon and t is not threading.main_thread()
+    ]
+    if working or lineage_configured():
+        sys.exit(code)
+    if isinstance(code, str):
+        click.echo(code, err=True)
+    if "pyspark" in sys.modules:
+        # Spark: loaded only by the commands that ran it (this one did)
+        from medallion_assets.runtime.spark_session import end_driver
+
+        end_driver()
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe (`| head`)
+            stream.flush()
+    os._exit(code if isinstance(code, int) else 0 if code is None else 1)

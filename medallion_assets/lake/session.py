@@ -22,28 +22,32 @@ def attach(catalog: LakeCatalog, spark: SparkSession) -> SparkSession:
     last; a Spark Connect session uses its server's catalog); returns ``spark``. The
     session's settings alone do not say which catalog it made: a session made with other
     settings, or given new ones since, made its ``lake`` from those."""
-    jsession = getattr(spark, "_jsparkSession", None)
-    if jsession is None:  # Spark Connect: the server's catalog, first used one at a time
+    with _ATTACH_LOCK:  # the run's Spark warm-up attaches it while its first step starts
+        jsession = getattr(spark, "_jsparkSession", None)
+        if jsession is None:  # Spark Connect: the server's catalog, first used one at a time
+            return _initialized(catalog, spark)
+        conf = catalog.spark_conf()
+        own = {k: v for k, v in conf.items() if k.startswith(f"spark.sql.catalog.{SPARK_CATALOG}")}
+        wanted = tuple(sorted(own.items()))
+        if getattr(spark, "_medallion_lake", None) == wanted:
+            return _initialized(catalog, spark)
+        catalog.make_folder()
+        hadoop = spark.sparkContext._jsc.hadoopConfiguration()
+        for key, value in conf.items():
+            if key.startswith("spark.hadoop."):
+                hadoop.set(key.removeprefix("spark.hadoop."), value)
+        for key in [k for k in _catalog_keys(spark) if k not in own]:
+            spark.conf.unset(key)
+        for key, value in own.items():
+            spark.conf.set(key, value)
+        # The session made its catalog ``lake`` when first used: forget it, so the next use
+        # makes it again from the settings above.
+        jsession.sessionState().catalogManager().reset()
+        spark._medallion_lake = wanted  # type: ignore[attr-defined]
         return _initialized(catalog, spark)
-    conf = catalog.spark_conf()
-    own = {k: v for k, v in conf.items() if k.startswith(f"spark.sql.catalog.{SPARK_CATALOG}")}
-    wanted = tuple(sorted(own.items()))
-    if getattr(spark, "_medallion_lake", None) == wanted:
-        return _initialized(catalog, spark)
-    catalog.make_folder()
-    hadoop = spark.sparkContext._jsc.hadoopConfiguration()
-    for key, value in conf.items():
-        if key.startswith("spark.hadoop."):
-            hadoop.set(key.removeprefix("spark.hadoop."), value)
-    for key in [k for k in _catalog_keys(spark) if k not in own]:
-        spark.conf.unset(key)
-    for key, value in own.items():
-        spark.conf.set(key, value)
-    # The session made its catalog ``lake`` when first used: forget it, so the next use
-    # makes it again from the settings above.
-    jsession.sessionState().catalogManager().reset()
-    spark._medallion_lake = wanted  # type: ignore[attr-defined]
-    return _initialized(catalog, spark)
+
+
+_ATTACH_LOCK = threading.RLock()
 
 
 def _initialized(catalog: LakeCatalog, spark: SparkSession) -> SparkSession:

@@ -9,6 +9,7 @@ import os
 import re
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import jsonschema
@@ -148,27 +149,50 @@ def test_the_new_project_runs_green_at_once_on_the_embedded_defaults(tmp_path):
     assert medallion("init", str(root)).exit_code == 0
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEDALLION_")}
     env.pop("DAGSTER_HOME", None)
+    mark = f"test-{uuid.uuid4().hex}"  # in the environment of the run and of its JVM
     env.update(
         PYSPARK_PYTHON=sys.executable,
         PYSPARK_DRIVER_PYTHON=sys.executable,
         SPARK_LOCAL_IP="127.0.0.1",
+        RUN_MARK=mark,
     )
 
     def run() -> str:
-        done = subprocess.run(
-            [str(Path(sys.executable).parent / "medallion"), "run", "--project", str(root)],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        assert done.returncode == 0, done.stdout + done.stderr
-        assert "Traceback" not in done.stdout + done.stderr, done.stdout + done.stderr
-        return done.stdout
+        # Output into files, not pipes: the command returns when its process ends, as at a
+        # terminal (a pipe would also wait for any child holding it open).
+        out, err = tmp_path / "out.txt", tmp_path / "err.txt"
+        with out.open("w") as stdout, err.open("w") as stderr:
+            done = subprocess.run(
+                [str(Path(sys.executable).parent / "medallion"), "run", "--project", str(root)],
+                env=env,
+                stdout=stdout,
+                stderr=stderr,
+                timeout=600,
+            )
+        said = out.read_text() + err.read_text()
+        assert done.returncode == 0, said
+        assert "Traceback" not in said, said
+        return out.read_text()
 
     first = run()
+    # The command ends without the interpreter's teardown, its Spark driver ended first:
+    # no process of it goes on (writing the project's Spark log) once it has returned.
+    assert _processes_marked(mark) == []
     statuses = dict(re.findall(r"^(\w+\.\w+)\s+-\s+(\w+)", first, re.M))
     assert statuses == dict.fromkeys(TABLES, "built"), first
     assert "4 built;" in first and "BLOCKED" not in first and "FAILED" not in first, first
     assert (root / ".medallion" / "dagster" / "dagster.yaml").is_file()  # the project's own
     # (a second run changing nothing is tests/cli/test_run_output.py's and the e2e demo's)
+
+
+def _processes_marked(mark: str) -> list[str]:
+    found = []
+    for environ in Path("/proc").glob("[0-9]*/environ"):
+        try:
+            if f"RUN_MARK={mark}".encode() in environ.read_bytes():
+                found.append(
+                    (environ.parent / "cmdline").read_bytes()[:200].decode(errors="replace")
+                )
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+    return found
