@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from medallion_assets.lake.tables import (
@@ -89,39 +90,39 @@ class Refs:
     def partition_by(self, table: str, column: str) -> None:
         """``table`` partitioned by ``column`` (its day), the field added when it is not."""
         # pyiceberg and pyarrow: loaded only when the lake is read without Spark
-        from pyiceberg.exceptions import CommitFailedException
         from pyiceberg.transforms import IdentityTransform
 
-        for attempt in range(COMMIT_ATTEMPTS):
-            loaded = self.catalog.load_table(table)
+        def add(loaded: Any) -> None:
             source = loaded.schema().find_field(column).field_id
-            spec = loaded.spec()
-            if any(f.source_id == source for f in spec.fields):
+            if any(f.source_id == source for f in loaded.spec().fields):
                 return
-            try:
-                with loaded.update_spec() as update:
-                    update.add_field(column, IdentityTransform(), column)
-                return
-            except CommitFailedException:  # another writer's change came first: look again
-                time.sleep(0.05 * (attempt + 1))
-        raise CommitConflict(f"{table}: could not partition it by {column}; run the step again")
+            with loaded.update_spec() as update:
+                update.add_field(column, IdentityTransform(), column)
+
+        self._retried(table, add, f"could not partition it by {column}")
 
     def _commit(self, table: str, change: Any, only_if: str | None = None) -> None:
+        """One change of ``table``'s branches and tags (none when ref ``only_if`` is gone)."""
+
+        def of_refs(loaded: Any) -> None:
+            if only_if is not None and only_if not in loaded.metadata.refs:
+                return
+            with loaded.manage_snapshots() as refs:
+                change(loaded, refs)
+
+        self._retried(table, of_refs, "other writers kept changing its branches and tags")
+
+    def _retried(self, table: str, change: Callable[[Any], None], gave_up: str) -> None:
+        """``change`` committed to ``table`` as loaded now; when another writer's commit came
+        first, loaded and tried again, then ``CommitConflict`` saying ``gave_up``."""
         # pyiceberg and pyarrow: loaded only when the lake is read without Spark
         from pyiceberg.exceptions import CommitFailedException
 
         for attempt in range(COMMIT_ATTEMPTS):
-            loaded = self.catalog.load_table(table)
-            if only_if is not None and only_if not in loaded.metadata.refs:
-                return
             try:
-                with loaded.manage_snapshots() as refs:
-                    change(loaded, refs)
+                change(self.catalog.load_table(table))
                 return
             except CommitFailedException:
                 if attempt == COMMIT_ATTEMPTS - 1:
-                    raise CommitConflict(
-                        f"{table}: other writers kept changing its branches and tags; "
-                        "run the step again"
-                    ) from None
+                    raise CommitConflict(f"{table}: {gave_up}; run the step again") from None
                 time.sleep(0.05 * (attempt + 1))
