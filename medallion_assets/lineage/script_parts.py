@@ -61,9 +61,10 @@ _LINE_STARTS = re.compile(
     r"^(?:insert|merge|update|delete|create|drop|truncate|alter)\b", re.I | re.M
 )
 
-# A file that may move no data at all: comments only, a function, a DROP ...
+# A file that may move no data at all: comments only, a function, a DROP, an ALTER (but for
+# RENAME, SWAP and EXCHANGE PARTITION, which ``copy_query`` traces), a DELETE ...
 _NO_DATA_START = re.compile(
-    r"^\s*(?:(?:--|#)[^\n]*(?:\n|$)\s*|/\*.*?\*/\s*)*(?:$|drop\b|truncate\b|grant\b|"
+    r"^\s*(?:(?:--|#)[^\n]*(?:\n|$)\s*|/\*.*?\*/\s*)*(?:$|drop\b|truncate\b|grant\b|alter\b|delete\b|"
     r"revoke\b|create\s+(?:or\s+replace\s+)?(?:temp(?:orary)?\s+)?(?:function|procedure)\b)",
     re.I | re.S,
 )

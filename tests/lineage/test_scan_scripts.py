@@ -116,12 +116,17 @@ def test_a_file_that_moves_no_data_is_passed_over_by_name(tmp_path):
         "notes.sql": "-- nothing runs here any more\n",
         "temp_only.sql": "CREATE TEMP FUNCTION f(x INT64) AS (x + 1);",
         "snapshot.sql": "DROP SNAPSHOT TABLE a.b;\nCREATE SNAPSHOT TABLE a.b CLONE c.d",
+        "drop_column.sql": "ALTER TABLE `p.d.t` DROP COLUMN patient_name",  # one statement
+        "delete_only.sql": "-- old rows\nDELETE FROM t WHERE a = 1",
+        "rename.sql": "ALTER TABLE x.tmp RENAME TO done",  # moves rows: traced
     }
     result = scan(tmp_path, files, "bigquery")
     assert result.errors == ()
-    assert set(result.passed) == {"purge.sql", "udf.sql", "notes.sql", "temp_only.sql"}
+    assert set(result.passed) == {
+        "purge.sql", "udf.sql", "notes.sql", "temp_only.sql", "drop_column.sql", "delete_only.sql"
+    }  # fmt: skip
     assert result.as_dict()["passed_over"] == list(result.passed)
-    assert set(result.edges) == {("c.d", "a.b")}  # a snapshot is a clone
+    assert set(result.edges) == {("c.d", "a.b"), ("x.tmp", "x.done")}  # a snapshot is a clone
 
 
 def test_a_procedure_whose_signature_sqlglot_cannot_read_has_its_body_traced(tmp_path):
