@@ -64,3 +64,24 @@ def test_union_with_different_column_counts_is_an_error_naming_the_file(tmp_path
     assert [e.file for e in result.errors] == ["bad.sql"]
     assert "different numbers of columns (2, 1)" in result.errors[0].message
     assert ("s.a", "good.a", "direct") in edges(result)
+
+
+def test_a_bigquery_partition_decorator_reads_its_table(tmp_path: Path):
+    folder = write(
+        tmp_path,
+        {
+            "q.sql": "SELECT a.col1, d.v FROM `p.ds.events$__UNPARTITIONED__` a "
+            "JOIN ds.daily$20230101 d ON a.col1 = d.k",
+        },
+    )
+    schema = {"p.ds.events": {"col1": "int"}, "ds.daily": {"k": "int", "v": "int"}}
+    result = scan_directory(folder, "bigquery", schema=schema)
+    assert set(result.edges) == {("p.ds.events", "q"), ("ds.daily", "q")}
+    assert edges(result) == {
+        ("p.ds.events.col1", "q.col1", "direct"),
+        ("ds.daily.v", "q.v", "direct"),
+    }
+    # elsewhere ``$`` is part of a name (Oracle's V$SESSION)
+    (tmp_path / "oracle").mkdir()
+    oracle = write(tmp_path / "oracle", {"s.sql": "SELECT sid FROM v$session"})
+    assert set(scan_directory(oracle, "oracle").edges) == {("v$session", "s")}
