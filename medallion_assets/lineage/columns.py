@@ -26,6 +26,7 @@ from medallion_assets.lineage.scopes import (
     apply_alias_columns,
     enclosing,
     joined_star,
+    renamed,
     source_label,
     source_named,
     star_as,
@@ -140,22 +141,19 @@ class _Resolver:
         return result
 
     def _lateral_outputs(self, scope: Scope, lateral: exp.Lateral) -> list[OutputColumn]:
-        origin = self.expression_origin(scope, lateral.this, [])
-        origin = Origin(
-            origin.sources, stronger(origin.transform, "expression"), None, origin.unresolved
-        )
         alias = lateral.args.get("alias")
         names = [c.name for c in alias.columns] if alias is not None else []
+        query = lateral.this.this if isinstance(lateral.this, exp.Subquery) else None
+        inner = next((c for c in scope.subquery_scopes if c.expression is query), None)
+        if inner is not None:  # ``LATERAL (SELECT ...) AS x(a, b)``: the subquery's columns
+            return renamed(names, self.outputs(inner))
+        origin = self.expression_origin(scope, lateral.this, []).computed()
         return [OutputColumn(name, origin) for name in names or [lateral.alias_or_name]]
 
     def _unnest_outputs(self, scope: Scope, unnest: exp.Unnest) -> list[OutputColumn]:
         """``UNNEST(items) AS item`` (BigQuery: the alias names the element),
         ``unnest(a, b) AS u(x, y)``, ``WITH OFFSET AS pos``: each element from its array."""
-        arrays = [self.expression_origin(scope, e, []) for e in unnest.expressions]
-        origins = [
-            Origin(o.sources, stronger(o.transform, "expression"), None, o.unresolved)
-            for o in arrays
-        ]
+        origins = [self.expression_origin(scope, e, []).computed() for e in unnest.expressions]
         alias = unnest.args.get("alias")
         names = [c.name for c in alias.columns] if isinstance(alias, exp.TableAlias) else []
         internal = alias is not None and alias.name.startswith(UNNEST_ALIAS)
@@ -294,9 +292,7 @@ class _Resolver:
         origin = Origin()
         for column in self.outputs(scope):
             origin = origin.merge(column.origin)
-        return Origin(
-            origin.sources, stronger(origin.transform, "expression"), None, origin.unresolved
-        )
+        return origin.computed()
 
     def column_origin(
         self, scope: Scope, column: exp.Column, earlier: list[OutputColumn]

@@ -34,6 +34,11 @@ class Origin:
             self.unresolved or other.unresolved,
         )
 
+    def computed(self) -> Origin:
+        """This origin as the value of an expression over it: no longer a copy, type unknown."""
+        transform = max(self.transform, "expression", key=_RANK.__getitem__)
+        return Origin(self.sources, transform, None, self.unresolved)
+
 
 @dataclass(frozen=True)
 class OutputColumn:

@@ -77,10 +77,16 @@ def apply_alias_columns(scope: Scope, outputs: list[OutputColumn]) -> list[Outpu
     parent = scope.expression.parent
     alias = parent.args.get("alias") if isinstance(parent, (exp.Subquery, exp.CTE)) else None
     names = [c.name for c in alias.columns] if isinstance(alias, exp.TableAlias) else []
+    return renamed(names, outputs)
+
+
+def renamed(names: list[str], outputs: list[OutputColumn]) -> list[OutputColumn]:
+    """``outputs`` renamed by position (as they are when a ``*`` leaves positions unknown)."""
     if not names or any(o.name == "*" for o in outputs):
         return outputs
-    renamed = [OutputColumn(n, o.origin) for n, o in zip(names, outputs, strict=False)]
-    return renamed + outputs[len(names) :]
+    return [OutputColumn(n, o.origin) for n, o in zip(names, outputs, strict=False)] + outputs[
+        len(names) :
+    ]
 
 
 def source_label(source: exp.Table | Scope) -> str:

@@ -94,6 +94,27 @@ CASES = {
         {},
         {"id": {"orders.id"}, "pid": {"orders.items"}},
     ),
+    "lateral_subquery": (
+        "postgres",
+        "SELECT t1.id, t2.value FROM t1, LATERAL (SELECT value FROM t2) t2",
+        {},
+        {"id": {"t1.id"}, "value": {"t2.value"}},
+    ),
+    "lateral_subquery_correlated_with_column_names": (
+        "postgres",
+        "SELECT c.id, x.* FROM customers c CROSS JOIN LATERAL "
+        "(SELECT sum(o.amount) AS s, max(c.name) AS n FROM orders o WHERE o.cid = c.id) "
+        "AS x(total, last_name)",
+        {},
+        {"id": {"customers.id"}, "total": {"orders.amount"}, "last_name": {"customers.name"}},
+    ),
+    "spark_lateral_subquery": (
+        "spark",
+        "SELECT t1.id, x.total FROM t1, LATERAL (SELECT sum(o.amount) AS total FROM orders o "
+        "WHERE o.cid = t1.id) x",
+        {},
+        {"id": {"t1.id"}, "total": {"orders.amount"}},
+    ),
     "bigquery_star_except": (
         "bigquery",
         "SELECT * EXCEPT (b) FROM (SELECT a, b, c FROM t)",
