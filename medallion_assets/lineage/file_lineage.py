@@ -165,7 +165,9 @@ def _merge_outputs(merge: exp.Expr, schema: Schema) -> list[OutputColumn]:
         if name == "*":
             continue
         kept = frozenset(s for s in out.origin.sources if not s.startswith(f"{_MERGE_TARGET}."))
-        origin = Origin(kept, out.origin.transform, out.origin.type, out.origin.unresolved)
+        why = out.origin.unresolved
+        why = why.replace(_MERGE_TARGET, table_name(merge.this)) if why else None
+        origin = Origin(kept, out.origin.transform, out.origin.type, why)
         by_name[name] = by_name[name].merge(origin) if name in by_name else origin
     star = _merge_star(merge, schema, using)
     for column in star:
@@ -186,7 +188,10 @@ def _assignments(then: exp.Expr | None, source_alias: str) -> list[tuple[str, ex
         if isinstance(then.this, exp.Star):
             return [("*", exp.Star())]
         names = [c.name for c in then.this.expressions] if then.this else []
-        values = then.expression.expressions if then.expression else []
+        values = [v.copy() for v in then.expression.expressions] if then.expression else []
+        for column in (c for v in values for c in v.find_all(exp.Column)):
+            if not column.table and source_alias:  # no target row: a name is the source's
+                column.set("table", exp.to_identifier(source_alias))
         return list(zip(names, values, strict=False))
     return []
 

@@ -50,6 +50,15 @@ def path_of(name: exp.Expr | None) -> str | None:
     return None
 
 
+def drop_partition_decorators(statement: exp.Expr) -> None:
+    """BigQuery's ``t$20230101`` and ``t$__UNPARTITIONED__`` read a partition of ``t``: the
+    table is ``t`` (``$`` is in no BigQuery table's name)."""
+    for table in statement.find_all(exp.Table):
+        name = table.this
+        if isinstance(name, exp.Identifier) and "$" in name.name.lstrip("$"):
+            name.set("this", name.name[: name.name.index("$", 1)])
+
+
 _WRITES = (exp.Query, exp.Create, exp.Insert, exp.Merge)
 PREAMBLE_KINDS = "temporary functions, views and tables, DECLARE, SET, USE and CACHE TABLE"
 

@@ -19,6 +19,7 @@ from medallion_assets.lineage.copies import copy_query, path_target
 from medallion_assets.lineage.script import (
     Script,
     SqlError,
+    drop_partition_decorators,
     first_line,
     inline_temporary,
     path_of,
@@ -166,17 +167,8 @@ def _parse_all(sql: str, dialect: str) -> list[exp.Expr]:
             )
         _name_derived_tables(statement)
         if sqlglot_dialect(dialect) == "bigquery":
-            _drop_partition_decorators(statement)
+            drop_partition_decorators(statement)
     return statements
-
-
-def _drop_partition_decorators(statement: exp.Expr) -> None:
-    """BigQuery's ``t$20230101`` and ``t$__UNPARTITIONED__`` read a partition of ``t``: the
-    table is ``t`` (``$`` is in no BigQuery table's name)."""
-    for table in statement.find_all(exp.Table):
-        name = table.this
-        if isinstance(name, exp.Identifier) and "$" in name.name.lstrip("$"):
-            name.set("this", name.name[: name.name.index("$", 1)])
 
 
 def _copies(command: exp.Command, dialect: str) -> bool:

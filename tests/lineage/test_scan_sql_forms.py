@@ -85,3 +85,11 @@ def test_a_bigquery_partition_decorator_reads_its_table(tmp_path: Path):
     (tmp_path / "oracle").mkdir()
     oracle = write(tmp_path / "oracle", {"s.sql": "SELECT sid FROM v$session"})
     assert set(scan_directory(oracle, "oracle").edges) == {("v$session", "s")}
+
+
+def test_an_ambiguous_name_in_a_merge_names_the_target_table(tmp_path: Path):
+    sql = "MERGE INTO ds.tgt T USING ds.src S ON T.id = S.id WHEN MATCHED THEN UPDATE SET w = v"
+    result = scan_directory(write(tmp_path, {"m.sql": sql}), "bigquery")
+    assert [u["reason"] for u in result.unresolved] == [
+        "v: ambiguous, could come from ds.tgt, ds.src (schemas unknown)"
+    ]
