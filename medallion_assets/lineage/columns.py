@@ -22,6 +22,7 @@ from medallion_assets.lineage.origins import (
     own_transform,
     stronger,
 )
+from medallion_assets.lineage.relations import check_distinct_names, function_tables
 from medallion_assets.lineage.scopes import (
     apply_alias_columns,
     enclosing,
@@ -33,12 +34,7 @@ from medallion_assets.lineage.scopes import (
     star_of,
     using_columns,
 )
-from medallion_assets.lineage.statement import (
-    UNNEST_ALIAS,
-    SqlError,
-    check_distinct_names,
-    table_name,
-)
+from medallion_assets.lineage.statement import UNNEST_ALIAS, SqlError, table_name
 
 Schema = Mapping[str, Mapping[str, str]]  # table -> column -> type
 
@@ -346,6 +342,12 @@ class _Resolver:
             if stars:
                 return Origin(unresolved=stars[0].origin.unresolved)
             return Origin(unresolved=f"{name}: the subquery or CTE has no column {name!r}")
+        if not isinstance(source.this, exp.Identifier):  # a table function
+            inner = function_tables(source)
+            if len(inner) != 1:  # generate_series(1, 3): values of its own
+                call = source.this.sql()[:60]
+                return Origin(unresolved=f"{name}: a column of the table function {call}")
+            source = inner[0]  # SEMANTIC_VIEW(v ...): the columns of the view it reads
         table = table_name(source)
         known = self.schema.get(table)
         col_type = known.get(name) if known else None

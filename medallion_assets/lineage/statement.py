@@ -13,9 +13,10 @@ from dataclasses import dataclass
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
-from sqlglot.optimizer.scope import Scope, build_scope
+from sqlglot.optimizer.scope import build_scope
 
 from medallion_assets.lineage.copies import copy_query, path_target
+from medallion_assets.lineage.relations import real_tables
 from medallion_assets.lineage.script import (
     Script,
     SqlError,
@@ -358,40 +359,3 @@ def _tables_read(query: exp.Expr) -> tuple[str, ...]:
     if root is None:
         return ()
     return tuple(sorted({table_name(t) for t in real_tables(root)}))
-
-
-def real_tables(root: Scope) -> list[exp.Table]:
-    """Table nodes that name a real table (not a CTE), semi and anti joins included. Two
-    relations of one FROM clause under one name leave one of them in the scope's sources: the
-    other is still read, a real table unless it names a CTE (``check_distinct_names`` keeps
-    column lineage from guessing which one a column of that name is)."""
-    tables: list[exp.Table] = []
-    for scope in root.traverse():
-        for table in scope.tables:
-            source = scope.sources.get(table.alias_or_name)
-            cte = not table.db and not table.catalog and table.name in scope.cte_sources
-            if source is table or (source is not None and not cte):
-                tables.append(table)
-    return tables
-
-
-def check_distinct_names(scope: Scope) -> None:
-    """Two different tables (or a table and a subquery) of one FROM clause under one name leave
-    only one of them in the scope's sources: a column qualified by that name could be either.
-    Warehouses refuse such a query too ("table name specified more than once"); its tables are
-    still its lineage, its column lineage is refused. One table read twice under its own name
-    is left to column lineage to report."""
-    seen: dict[str, str] = {}
-    for source in [*scope.tables, *scope.derived_tables]:
-        name = source.alias_or_name
-        if not name:
-            continue
-        what = table_name(source) if isinstance(source, exp.Table) else "a subquery"
-        if isinstance(source, exp.Table) and not source.db and source.name in scope.cte_sources:
-            what = f"the CTE {source.name}"
-        if name in seen and (seen[name] != what or what == "a subquery"):
-            raise SqlError(
-                f"two tables or subqueries in one FROM clause are both named {name!r} "
-                f"({seen[name]} and {what}): give each its own alias"
-            )
-        seen[name] = what

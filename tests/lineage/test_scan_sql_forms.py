@@ -93,3 +93,24 @@ def test_an_ambiguous_name_in_a_merge_names_the_target_table(tmp_path: Path):
     assert [u["reason"] for u in result.unresolved] == [
         "v: ambiguous, could come from ds.tgt, ds.src (schemas unknown)"
     ]
+
+
+def test_a_table_function_is_no_table_and_its_columns_are_said_unknown(tmp_path: Path):
+    folder = write(
+        tmp_path,
+        {
+            "series.sql": "SELECT g, o.id FROM generate_series(1, 3) g, shop.orders o",
+            "numbers.sql": "SELECT id FROM range(10)",
+        },
+    )
+    result = scan_directory(folder, "postgres")
+    assert set(result.edges) == {("shop.orders", "series")}  # no table named '' or 'range'
+    assert edges(result) == {("shop.orders.id", "series.id", "direct")}
+    assert {u["column"] for u in result.unresolved} == {"series.g", "numbers.id"}
+
+
+def test_a_snowflake_semantic_view_reads_the_view_it_names(tmp_path: Path):
+    folder = write(tmp_path, {"q.sql": "SELECT a FROM SEMANTIC_VIEW(sem.sales FACTS a)"})
+    result = scan_directory(folder, "snowflake")
+    assert set(result.edges) == {("sem.sales", "q")}
+    assert edges(result) == {("sem.sales.a", "q.a", "direct")}
