@@ -68,8 +68,8 @@ def words_lineage(sql: str, dialect: str, default_target: str | None) -> WordsLi
         return None
     if writes:
         kind, target = writes.pop()
-        target = reader.aliases.get(target, target)  # T-SQL: UPDATE alias ... FROM t AS alias
-        if kind == "update":
+        if kind == "update":  # T-SQL: UPDATE alias SET ... FROM t AS alias
+            target = reader.aliases.get(target, target)
             reader.reads = [t for t in reader.reads if t != target]
     elif reader.selects and default_target:
         kind, target = "select", default_target

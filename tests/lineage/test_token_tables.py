@@ -50,6 +50,8 @@ UNPARSED = [
     ),
     ("spark", "SELECT id FROM shop.events WATERMARK ts DELAY OF INTERVAL 1 HOUR", "select",
      "q", ("shop.events",)),
+    # an INSERT's target is never a source's alias
+    ("spark", 'INSERT INTO t SELECT 1 "as" FROM raw.x AS t', "insert", "t", ("raw.x",)),
 ]  # fmt: skip
 
 
