@@ -98,6 +98,9 @@ def _copy(expression: exp.Copy) -> tuple[str, str, exp.Query]:
         raise SqlError("COPY ... TO needs a table or a query to copy")
     if not isinstance(this, exp.Table) or not files:
         raise SqlError("COPY needs a target table and the files or table it loads")
+    queries = [f.this for f in expression.args["files"] if isinstance(f, exp.Subquery)]
+    if len(queries) == 1 and isinstance(queries[0], exp.Query):  # COPY INTO t FROM (SELECT ...)
+        return "copy", _name(this), queries[0]
     return "copy", _name(this), _rows_of(files)
 
 

@@ -375,4 +375,11 @@ def _moves_no_data(statement: exp.Expr, declared: dict[str, dict[str, str]], dia
         }
         if isinstance(table, exp.Table) and columns:
             declared.setdefault(table_name(table), columns)
-    return kind in ("TABLE", "SCHEMA", "DATABASE", "INDEX", "EXTERNAL TABLE")
+    return kind in _NO_DATA_CREATES
+
+
+# What ``CREATE <kind> x`` without a query makes holds no rows yet (a table declares columns).
+_NO_DATA_CREATES = frozenset(
+    {"TABLE", "SCHEMA", "DATABASE", "INDEX", "EXTERNAL TABLE", "STAGE", "SEQUENCE",
+     "FILE FORMAT", "WAREHOUSE"}
+)  # fmt: skip

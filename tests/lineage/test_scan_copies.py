@@ -149,3 +149,11 @@ def test_a_partition_exchange_in_a_script_is_traced_not_passed_over():
     result = scan(sql, "spark")
     assert result.errors == ()
     assert set(result.edges) == {("shop.orders", "stage.day"), ("stage.day", "shop.history")}
+
+
+def test_a_copy_of_a_querys_rows_reads_the_querys_tables():
+    sql = "COPY INTO mart.ids FROM (SELECT o.order_id FROM shop.orders o)"
+    result = scan(sql, "snowflake")
+    assert result.errors == ()
+    assert result.edges == (("shop.orders", "mart.ids"),)  # not a table named ''
+    assert columns(result) == {("shop.orders.order_id", "mart.ids.order_id")}

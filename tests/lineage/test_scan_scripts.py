@@ -119,11 +119,13 @@ def test_a_file_that_moves_no_data_is_passed_over_by_name(tmp_path):
         "drop_column.sql": "ALTER TABLE `p.d.t` DROP COLUMN patient_name",  # one statement
         "delete_only.sql": "-- old rows\nDELETE FROM t WHERE a = 1",
         "rename.sql": "ALTER TABLE x.tmp RENAME TO done",  # moves rows: traced
+        "sequence.sql": "CREATE SEQUENCE ids",
     }
     result = scan(tmp_path, files, "bigquery")
     assert result.errors == ()
     assert set(result.passed) == {
-        "purge.sql", "udf.sql", "notes.sql", "temp_only.sql", "drop_column.sql", "delete_only.sql"
+        "purge.sql", "udf.sql", "notes.sql", "temp_only.sql", "drop_column.sql", "delete_only.sql",
+        "sequence.sql",
     }  # fmt: skip
     assert result.as_dict()["passed_over"] == list(result.passed)
     assert set(result.edges) == {("c.d", "a.b"), ("x.tmp", "x.done")}  # a snapshot is a clone
@@ -279,3 +281,13 @@ def test_a_view_whose_query_does_not_parse_is_one_error_not_two(tmp_path):
     result = scan(tmp_path, {"tables.sql": script}, "bigquery")
     assert [(e.file, e.stage) for e in result.errors] == [("tables.sql#2", "statement")]
     assert result.nodes == ("ops.output",)  # the declared table is still a node
+
+
+def test_a_snowflake_stage_or_file_format_is_passed_over(tmp_path):
+    files = {
+        "stage.sql": "CREATE STAGE IF NOT EXISTS raw.landing URL='gcs://bucket/data/'",
+        "format.sql": "CREATE OR REPLACE FILE FORMAT raw.csv_fmt TYPE = CSV",
+    }
+    result = scan(tmp_path, files, "snowflake")
+    assert result.errors == ()
+    assert set(result.passed) == {"stage.sql", "format.sql"}
