@@ -35,6 +35,7 @@ from medallion_assets.lineage.script import (
     table_name,
 )
 from medallion_assets.lineage.statement import sqlglot_dialect
+from medallion_assets.lineage.token_tables import words_lineage
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,7 @@ def script_parts(sql_file: SqlFile) -> ScriptParts:
         return ScriptParts([sql_file], {})  # one statement (a ';' in a string costs a parse)
     dialect = sqlglot_dialect(sql_file.dialect)
     errors: tuple[FileError, ...] = ()
+    unparsed: list[SqlFile] = []
     try:
         written = [
             s
@@ -92,7 +94,7 @@ def script_parts(sql_file: SqlFile) -> ScriptParts:
         salvaged = _salvage(sql_file, dialect)
         if salvaged is None:
             return ScriptParts([sql_file], {})  # the analysis says why it does not parse
-        written, errors = salvaged
+        written, errors, unparsed = salvaged
     try:
         statements = flatten(written, dialect)
     except (SqlglotError, ValueError):
@@ -100,14 +102,14 @@ def script_parts(sql_file: SqlFile) -> ScriptParts:
     declared: dict[str, dict[str, str]] = {}
     passed = [s for s in statements if _moves_no_data(s, declared, dialect)]
     as_written = len(statements) == len(written) and all(map(operator.is_, statements, written))
-    if not passed and not errors and as_written:
+    if not passed and not errors and not unparsed and as_written:
         try:
             split_script(statements)
             return ScriptParts([sql_file], {})  # one write after its preamble, as written
         except SqlError:
             pass
-    parts = _parts(sql_file, dialect, statements, passed, bool(declared) or bool(errors))
-    return ScriptParts(parts, declared, errors)
+    parts = _parts(sql_file, dialect, statements, passed, bool(declared or errors or unparsed))
+    return ScriptParts(parts + unparsed, declared, errors)
 
 
 # Where a statement that moves data can start, for a script sqlglot cannot read whole.
@@ -118,12 +120,14 @@ _STARTS = frozenset(
 
 def _salvage(
     sql_file: SqlFile, dialect: str
-) -> tuple[list[exp.Expr], tuple[FileError, ...]] | None:
+) -> tuple[list[exp.Expr], tuple[FileError, ...], list[SqlFile]] | None:
     """The statements of a script sqlglot cannot parse whole (a PL/SQL procedure, T-SQL
     control flow): each piece between semicolons parsed alone, or from the first place in it
     where a statement that moves data starts (``IF c THEN INSERT ...``). A piece that holds
-    such a start and still does not parse is an error of the script's statement; a piece
-    without one (control flow, assignments) moves no data. None when nothing can be read."""
+    such a start and still does not parse is a part of its own when its words name its
+    tables (the analysis reads them, ``token_tables``), else an error of the script's
+    statement; a piece without one (control flow, assignments) moves no data. None when
+    nothing can be read."""
     try:
         tokens = sqlglot.Dialect.get_or_raise(dialect).tokenize(sql_file.text)
     except (SqlglotError, ValueError):
@@ -136,13 +140,23 @@ def _salvage(
             pieces[-1].append(token)
     statements: list[exp.Expr] = []
     errors: list[FileError] = []
+    unparsed: list[SqlFile] = []
     for position, piece in enumerate((p for p in pieces if p), start=1):
         read, failure = _read_piece(sql_file.text, piece, dialect)
         statements.extend(read)
-        if failure is not None:
+        if failure is None:
+            continue
+        label, text = f"{sql_file.label}#{position}", _text(sql_file.text, piece)
+        if words_lineage(text, dialect, sql_file.default_target) is not None:
+            unparsed.append(SqlFile(label, text, sql_file.dialect, sql_file.default_target))
+        else:
             message = f"does not parse as {sql_file.dialect} SQL: {first_line(failure)}"
-            errors.append(FileError(f"{sql_file.label}#{position}", message))
-    return (statements, tuple(errors)) if statements else None
+            errors.append(FileError(label, message))
+    return (statements, tuple(errors), unparsed) if statements else None
+
+
+def _text(text: str, piece: list[Token]) -> str:
+    return text[piece[0].start : piece[-1].end + 1]
 
 
 def _read_piece(

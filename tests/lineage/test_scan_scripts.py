@@ -291,3 +291,12 @@ def test_a_snowflake_stage_or_file_format_is_passed_over(tmp_path):
     result = scan(tmp_path, files, "snowflake")
     assert result.errors == ()
     assert set(result.passed) == {"stage.sql", "format.sql"}
+
+
+def test_a_scripts_statement_sqlglot_cannot_parse_keeps_its_tables(tmp_path):
+    # sqlglot's MySQL reads no column named `key`; MySQL does
+    files = {"load.sql": "USE shop;\nINSERT INTO mart.kv SELECT key, value FROM settings;\n"}
+    result = scan(tmp_path, files, "mysql")
+    assert [(e.file, e.stage) for e in result.errors] == [("load.sql#2", "columns")]
+    assert "its tables are read from the names after FROM" in result.errors[0].message
+    assert set(result.edges) == {("settings", "mart.kv")}
