@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope, build_scope
 
+from medallion_assets.lineage import relations
 from medallion_assets.lineage.origins import (
     Origin,
     OutputColumn,
@@ -22,7 +23,6 @@ from medallion_assets.lineage.origins import (
     own_transform,
     stronger,
 )
-from medallion_assets.lineage.relations import check_distinct_names, function_tables
 from medallion_assets.lineage.scopes import (
     apply_alias_columns,
     enclosing,
@@ -51,7 +51,7 @@ def query_columns(query: exp.Expr, schema: Schema) -> list[OutputColumn]:
     if root is None:
         return []
     for scope in root.traverse():
-        check_distinct_names(scope)
+        relations.check_distinct_names(scope)
     return _Resolver(schema).outputs(root)
 
 
@@ -342,8 +342,8 @@ class _Resolver:
             if stars:
                 return Origin(unresolved=stars[0].origin.unresolved)
             return Origin(unresolved=f"{name}: the subquery or CTE has no column {name!r}")
-        if not isinstance(source.this, exp.Identifier):  # a table function
-            inner = function_tables(source)
+        if relations.is_table_function(source):
+            inner = relations.function_tables(source)
             if len(inner) != 1:  # generate_series(1, 3): values of its own
                 call = source.this.sql()[:60]
                 return Origin(unresolved=f"{name}: a column of the table function {call}")

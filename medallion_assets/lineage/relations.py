@@ -17,9 +17,8 @@ def real_tables(root: Scope) -> list[exp.Table]:
     tables: list[exp.Table] = []
     for scope in root.traverse():
         for table in scope.tables:
-            if not isinstance(table.this, exp.Identifier):
-                # a table function (generate_series(1, 3), SEMANTIC_VIEW(v ...)): the tables
-                # named inside it are read
+            if is_table_function(table):
+                # generate_series(1, 3), SEMANTIC_VIEW(v ...): the tables named inside are read
                 tables.extend(function_tables(table))
                 continue
             source = scope.sources.get(table.alias_or_name)
@@ -27,6 +26,12 @@ def real_tables(root: Scope) -> list[exp.Table]:
             if source is table or (source is not None and not cte):
                 tables.append(table)
     return tables
+
+
+def is_table_function(table: exp.Table) -> bool:
+    """A call in FROM (``generate_series(1, 3)``), not a name (``db.t``, Snowflake's stage
+    ``@schema.stage``)."""
+    return not isinstance(table.this, (exp.Identifier, exp.Var))
 
 
 def function_tables(table: exp.Table) -> list[exp.Table]:

@@ -157,3 +157,10 @@ def test_a_copy_of_a_querys_rows_reads_the_querys_tables():
     assert result.errors == ()
     assert result.edges == (("shop.orders", "mart.ids"),)  # not a table named ''
     assert columns(result) == {("shop.orders.order_id", "mart.ids.order_id")}
+
+
+def test_a_snowflake_stage_is_a_node_named_as_written():
+    result = scan("COPY INTO shop.orders FROM @raw.landing/orders/", "snowflake")
+    assert result.edges == (("@raw.landing/orders/", "shop.orders"),)
+    query = "SELECT t.$1:id AS id FROM @raw.landing t"  # a query over the stage's files
+    assert scan(query, "snowflake").edges == (("@raw.landing", "report"),)
