@@ -243,7 +243,7 @@ class _Resolver:
                 reason = f"'*' over {shown}: the fields of its elements are unknown"
                 return [OutputColumn("*", Origin(outputs[0].origin.sources, "star", None, reason))]
             return outputs
-        if not isinstance(source.this, exp.Identifier):  # range(10), generate_series(...)
+        if relations.is_table_function(source):  # range(10), generate_series(...)
             reason = f"'*' over the table function {source.this.sql()}: its columns are unknown"
             return [OutputColumn("*", Origin(transform="star", unresolved=reason))]
         table = table_name(source)

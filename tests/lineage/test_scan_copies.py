@@ -164,3 +164,5 @@ def test_a_snowflake_stage_is_a_node_named_as_written():
     assert result.edges == (("@raw.landing/orders/", "shop.orders"),)
     query = "SELECT t.$1:id AS id FROM @raw.landing t"  # a query over the stage's files
     assert scan(query, "snowflake").edges == (("@raw.landing", "report"),)
+    star = scan("SELECT * FROM @raw.landing", "snowflake")  # a stage is a name, not a call
+    assert columns(star) == {("@raw.landing.*", "report.*")}
