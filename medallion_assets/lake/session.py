@@ -57,14 +57,13 @@ def _initialized(catalog: LakeCatalog, spark: SparkSession) -> SparkSession:
     key = catalog.uri or catalog.warehouse
     if key in _INITIALIZED:
         return spark
-    with _INIT_LOCK, _file_lock(catalog.sqlite_file):
+    with _file_lock(catalog.sqlite_file):  # threads: ``attach``'s lock, which calls this
         spark.sql(f"SHOW NAMESPACES IN {SPARK_CATALOG}").collect()
     _INITIALIZED.add(key)
     return spark
 
 
 _INITIALIZED: set[str] = set()  # catalogs this process has seen initialized
-_INIT_LOCK = threading.Lock()
 
 
 @contextmanager

@@ -183,7 +183,7 @@ def _read_piece(
             if end < len(piece) and piece[end - 1].token_type == TokenType.ALIAS:
                 continue  # ``CREATE VIEW v AS`` cut from its query: not a statement
             try:
-                run = text[piece[i].start : piece[end - 1].end + 1]
+                run = _text(text, piece[i:end])
                 read.extend(s for s in sqlglot.parse(run, read=dialect) if s is not None)
             except SqlglotError as error:
                 last = error
