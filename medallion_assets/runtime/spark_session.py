@@ -307,9 +307,10 @@ class SparkWarmUp:
     raised here: the step that asks for the session meets it again and reports it as the
     step's error, where every other Spark failure is reported.
 
-    Until ``wait`` returns, the JVM's launch may be pointing the process's stderr at the Spark
-    log (``_console_to``): callers wait before anything else redirects the process's output
-    (a Dagster run's compute-log capture)."""
+    Until ``wait`` returns (the driver started, or failed to), the JVM's launch may be pointing
+    the process's stderr at the Spark log (``_console_to``): callers wait before anything else
+    redirects the process's output (a Dagster run's compute-log capture). The lake's catalog
+    and the steps' libraries are then readied behind the first step."""
 
     def __init__(
         self,
@@ -320,6 +321,7 @@ class SparkWarmUp:
         """``say``: told when the start begins and ends (the first start on a machine takes
         tens of seconds, which would otherwise be silence)."""
         self.error: BaseException | None = None
+        self._started = threading.Event()  # the driver is up, or its start failed
         self._say = say or (lambda _line: None)
         where = settings.spark_remote or settings.spark_master
         self._say(f"starting Spark ({mask_credentials(where)}) ...")
@@ -335,17 +337,21 @@ class SparkWarmUp:
         except BaseException as error:  # the first step meets it again and reports it
             self.error = error
             return
+        finally:
+            self._started.set()
         self._say(f"Spark started in {time.perf_counter() - started:.1f} s")
         # While the first step's first Spark jobs run (this process mostly waiting on the
-        # JVM): the lake's catalog made in the JVM (its JDBC tables checked, ~0.3 s), and the
-        # libraries the steps import lazily (~0.6 s on the starter project's bronze step).
-        # Not earlier: while the JVM starts, this process imports Dagster on the other core.
+        # JVM; the step's own attach waits on the lock this one holds): the lake's catalog
+        # made in the JVM (its JDBC tables checked, ~0.5-0.9 s), and the libraries the steps
+        # import lazily (~0.6-0.8 s on the starter project's bronze step). Not earlier: while
+        # the JVM starts, this process imports Dagster on the other core.
         with contextlib.suppress(Exception):  # the step that attaches it says what is wrong
             attach(LakeCatalog.of(settings), session)
         _import_step_libraries()
 
     def wait(self) -> None:
-        self._thread.join()
+        """Until the driver has started (or failed to): the console is the process's again."""
+        self._started.wait()
 
 
 # What the steps import lazily to keep other commands quick: pandera's Spark backend (row
