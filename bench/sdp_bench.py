@@ -107,7 +107,7 @@ def run_side(side: str, tmp: Path, data: Any, template: Path, rep: int) -> tuple
     env = run_env(work / "home", data.s3_root)
     if side == "sdp":
         from bench.silver_gold import sdp_project
-        from medallion_assets.runtime.spark_session import driver_java_options
+        from medallion_assets.jvm.driver import driver_java_options
         from medallion_assets.settings import MedallionSettings
 
         spec = sdp_project(data.project, template / "lake", work, spark_settings(env))

@@ -104,8 +104,8 @@ def _launch(
 ) -> subprocess.Popen[bytes]:
     # What sbin/start-connect-server.sh runs (pyspark 4.1's package does not ship that script),
     # with the lake's jars and its catalog on the server, as a production server has them.
+    from medallion_assets.jvm.driver import QUICK_JIT
     from medallion_assets.jvm.jars import jar_folder
-    from medallion_assets.runtime.spark_session import QUICK_JIT
     from medallion_assets.settings import MedallionSettings
 
     script = spark_home() / "sbin" / "spark-daemon.sh"

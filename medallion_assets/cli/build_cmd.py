@@ -41,8 +41,8 @@ def build(table: str, partition: str | None, no_retry: bool, project: Path) -> N
     from medallion_assets.adapters.headless import build_table
     from medallion_assets.cli.run_cmd import blocked, failed, warnings, with_spark_log
     from medallion_assets.cli.run_cmd import table as summary_table
+    from medallion_assets.jvm.driver import spark_jars
     from medallion_assets.lake import Lake
-    from medallion_assets.runtime.spark_session import spark_jars
 
     settings = with_spark_log(settings_for(project))  # Spark's own lines to a file, as for run
     spark_jars(settings)  # a missing jar: one line, before the run starts

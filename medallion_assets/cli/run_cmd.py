@@ -56,8 +56,8 @@ def run(project: Path, allow_blocked: bool, wait_seconds: float, max_workers: in
     `dagster dev` with that DAGSTER_HOME shows them.
     """
     # Spark and the lake: loaded only by the commands that use them
+    from medallion_assets.jvm.driver import spark_jars
     from medallion_assets.lake import Lake
-    from medallion_assets.runtime.spark_session import spark_jars
 
     settings = settings_for(project)
     if max_workers is not None:  # through the environment too, like the Spark log below

@@ -68,8 +68,9 @@ def rollback(
     that version as current; a later change of its code or inputs rebuilds it as usual."""
     # the control store (SQLAlchemy): loaded only by the commands that use it
     from medallion_assets.control_plane import ControlPlane
+    from medallion_assets.jvm.driver import spark_jars
     from medallion_assets.lake import Lake
-    from medallion_assets.runtime.spark_session import spark_jars, spark_session
+    from medallion_assets.runtime.spark_session import spark_session
 
     _known(project, name)
     settings = settings_for(project)

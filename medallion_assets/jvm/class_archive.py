@@ -25,6 +25,10 @@ ARCHIVE = "driver-classes"  # + "-<runtime key>.jsa"
 KEPT = 3  # archives kept per jar folder (one per Python environment and JDK that records one)
 _QUIET = ("-Xshare:auto", "-Xlog:cds=off", "-Xlog:cds+dynamic=off")
 RECORD = "record:"  # MEDALLION_SPARK_CLASS_ARCHIVE=record:PATH: write the archive at exit
+# How the driver is given the jars, part of the archive's key: an archive recorded with them
+# elsewhere (``spark.jars``, before 2026-11-28) would not map, and ``medallion jars`` records
+# again instead of finding one.
+CLASSPATH = "driver-classpath"
 
 
 def archive_file(jars: Path) -> Path:
@@ -40,7 +44,7 @@ def runtime_key() -> str:
     pyspark = Path(spec.origin).parent if spec is not None and spec.origin else Path("?")
     home = os.environ.get("JAVA_HOME")
     java = Path(home) / "bin" / "java" if home else Path(shutil.which("java") or "java")
-    where = f"{pyspark.resolve() / 'jars'}|{java.resolve()}"
+    where = f"{pyspark.resolve() / 'jars'}|{java.resolve()}|{CLASSPATH}"
     return hashlib.sha256(where.encode()).hexdigest()[:12]
 
 

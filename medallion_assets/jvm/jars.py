@@ -4,7 +4,8 @@ when it is incomplete.
 The pom beside this module names the packages; ``mvn dependency:copy-dependencies`` resolves
 them with their dependencies from Maven Central into a fresh folder, which is renamed into place
 only when complete, with a manifest of what it holds. A session then puts exactly the manifest's
-jars on Spark's classpath (``spark.jars``), so nothing is resolved or downloaded at run time.
+jars on Spark's classpath (a local driver's own, ``spark.driver.extraClassPath``; a cluster's
+``spark.jars``), so nothing is resolved or downloaded at run time.
 
 Maven rather than ``spark.jars.packages`` (Ivy): Ivy resolves the packages again each time a
 driver starts, which needs the network on every run and costs seconds each time, and it cannot

@@ -30,8 +30,7 @@ from medallion_assets.credentials import MaskedFileHandler, mask_credentials
 from medallion_assets.io import spark_lineage
 from medallion_assets.io.openlineage import job_namespace
 from medallion_assets.io.spark_lineage import Parent
-from medallion_assets.jvm import class_archive
-from medallion_assets.jvm.jars import jar_folder
+from medallion_assets.jvm.driver import driver_java_options, jar_conf
 from medallion_assets.lake.catalog import LakeCatalog
 from medallion_assets.lake.session import attach
 
@@ -70,13 +69,17 @@ def spark_session(
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
     builder = SparkSession.builder.appName(APP_NAME)
+    jar_key = ""
     if settings.spark_remote:
         builder = builder.remote(settings.spark_remote)
     else:
+        jar_key, jar_value = jar_conf(settings)
+        if conf and conf.get(jar_key):  # a resource's own jars join the lake's
+            sep = "," if jar_key == "spark.jars" else os.pathsep
+            jar_value = f"{jar_value}{sep}{conf[jar_key]}"
         builder = (
             builder.master(settings.spark_master)
-            # Iceberg, s3a and the JDBC drivers; a cluster's executors get them from the driver.
-            .config("spark.jars", ",".join(str(jar) for jar in spark_jars(settings)))
+            .config(jar_key, jar_value)
             .config("spark.driver.memory", settings.spark_driver_memory)
             # Read by spark-submit when this call launches the driver JVM (client mode).
             .config("spark.driver.extraJavaOptions", driver_java_options(settings))
@@ -102,7 +105,8 @@ def spark_session(
     partitions = str(settings.spark_shuffle_partitions)
     builder = builder.config("spark.sql.shuffle.partitions", partitions)
     for extra_key, extra_value in (conf or {}).items():
-        builder = builder.config(extra_key, str(extra_value))
+        if extra_key != jar_key:
+            builder = builder.config(extra_key, str(extra_value))
     log = settings.spark_log_file if not settings.spark_remote else None
     with _console_to(None if log is None else str(log)):
         session = builder.getOrCreate()
@@ -188,40 +192,6 @@ def driver_watch(on_exit: Callable[[str], None], every: float = 0.5) -> Iterator
     finally:
         done.set()
         thread.join()
-
-
-def spark_jars(settings: MedallionSettings) -> tuple[Path, ...]:
-    """The JVM packages a session started here puts on Spark's classpath (none for Spark
-    Connect, whose server has its own); ``MissingJars`` (one line naming what is missing and
-    the command that fetches it) when the folder is incomplete."""
-    if settings.spark_remote:
-        return ()
-
-    return jar_folder(settings.jars_folder).jars
-
-
-# C1 only; the JVM then reserves a client VM's 48 MB of code cache, which Spark's generated
-# code fills within a demo run ("CodeCache is full. Compiler has been disabled." on the
-# console, and everything after it interpreted): the tiered default's 240 MB instead.
-QUICK_JIT_FLAGS = ("-XX:TieredStopAtLevel=1", "-XX:ReservedCodeCacheSize=240m")
-QUICK_JIT = " ".join(QUICK_JIT_FLAGS)
-# At most this many cores, a local driver's C2 compiler threads compete with its task threads.
-QUICK_JIT_MAX_CORES = 4
-
-
-def driver_java_options(settings: MedallionSettings, cores: int | None = None) -> str:
-    """The local driver JVM's options for ``settings.spark_jit``: C1 only (``quick``) or the
-    JVM's tiered default (``full``, no option). ``auto`` is quick for a ``local`` master on at
-    most 4 cores (``cores``: the machine's, by default). A run is a fresh JVM, so it pays the
-    JIT's warm-up every time; on 2 cores the sequential demo run spent 40 s of its driver's
-    104 s of CPU in C2 compiler threads, time the tasks then wait for (README, bench G). C1's
-    code is slower in long hot loops, so a bigger machine or a cluster keeps the full JIT."""
-    jit = settings.spark_jit
-    if jit == "auto":
-        count = cores if cores is not None else (os.cpu_count() or 1)
-        jit = "quick" if settings.local_driver and count <= QUICK_JIT_MAX_CORES else "full"
-    archive = class_archive.java_options(settings.spark_class_archive, settings.jars_folder)
-    return " ".join(o for o in (QUICK_JIT if jit == "quick" else "", archive) if o)
 
 
 def fair_pools(folder: Path, weights: Mapping[str, int]) -> Path:

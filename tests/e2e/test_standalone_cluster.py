@@ -23,8 +23,8 @@ import pytest
 from medallion_assets.catalog import load_catalog
 from medallion_assets.demo import DemoSettings, generate, write_files
 from medallion_assets.io.s3_store import Boto3ObjectStore
+from medallion_assets.jvm.driver import QUICK_JIT
 from medallion_assets.jvm.jars import MANIFEST, jar_folder
-from medallion_assets.runtime.spark_session import QUICK_JIT
 from medallion_assets.settings import MedallionSettings
 from medallion_assets.testing import read_table
 from tests.conftest import copy_demo_project

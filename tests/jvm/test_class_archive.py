@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from medallion_assets.jvm.class_archive import KEPT, _prune, archive_file, java_options
-from medallion_assets.runtime.spark_session import QUICK_JIT, driver_java_options
+from medallion_assets.jvm.driver import QUICK_JIT, driver_java_options
 from medallion_assets.settings import MedallionSettings
 
 
@@ -58,7 +58,8 @@ def test_the_driver_options_carry_the_archive_after_the_jit(tmp_path: Path):
 _DRIVER = textwrap.dedent(
     """
     import os, sys
-    from medallion_assets.runtime.spark_session import driver_java_options, spark_session
+    from medallion_assets.jvm.driver import driver_java_options
+    from medallion_assets.runtime.spark_session import spark_session
     from medallion_assets.settings import MedallionSettings
 
     settings = MedallionSettings.from_env(os.environ, sys.argv[1])

@@ -4,7 +4,6 @@ table's criticality, weighted as the profile ranks it."""
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 import xml.etree.ElementTree as ET
@@ -13,11 +12,8 @@ from pathlib import Path
 import pytest
 
 from medallion_assets.runtime.spark_session import (
-    QUICK_JIT,
-    QUICK_JIT_FLAGS,
     SparkWarmUp,
     cancel_run_jobs,
-    driver_java_options,
     fair_pools,
     pool_weights,
     run_job_tag,
@@ -139,39 +135,3 @@ def test_the_warm_up_starts_the_driver_the_first_step_then_finds(spark, tmp_path
     warm_up.wait()
     assert warm_up.error is None
     assert step_session(spark, settings, "low").sparkContext is spark.sparkContext
-
-
-@pytest.mark.parametrize(
-    ("env", "cores", "quick"),
-    [
-        ({}, 2, True),
-        ({}, 4, True),
-        ({}, 8, False),
-        ({"MEDALLION_SPARK_MASTER": "spark://127.0.0.1:7077"}, 2, False),
-        ({"MEDALLION_SPARK_JIT": "quick"}, 64, True),
-        ({"MEDALLION_SPARK_JIT": "full"}, 2, False),
-    ],
-)
-def test_a_local_driver_on_few_cores_compiles_with_c1_only(env, cores, quick, tmp_path: Path):
-    settings = MedallionSettings.from_env({**env, "MEDALLION_SPARK_CLASS_ARCHIVE": "off"}, tmp_path)
-    assert driver_java_options(settings, cores) == (QUICK_JIT if quick else "")
-
-
-@pytest.mark.slow
-def test_the_driver_jvm_runs_with_the_jit_its_settings_chose(spark):
-    """The option reaches the JVM spark-submit launched (the test session's defaults)."""
-    bean = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
-    arguments = list(bean.getInputArguments())
-    chosen = driver_java_options(MedallionSettings.from_env({}))
-    quick = all(flag in arguments for flag in QUICK_JIT_FLAGS)
-    assert quick == chosen.startswith(QUICK_JIT)
-    if (os.cpu_count() or 1) <= 4:
-        assert quick  # this machine's default: the measured case (bench G)
-    code_cache = spark.sparkContext._jvm.java.lang.management.ManagementFactory
-    pools = code_cache.getMemoryPoolMXBeans()
-    reserved = sum(
-        p.getUsage().getMax()
-        for p in pools
-        if "CodeHeap" in p.getName() or p.getName() == "CodeCache"
-    )
-    assert reserved >= 200 * 2**20  # not the 48 MB C1 alone gets, which Spark's code fills
