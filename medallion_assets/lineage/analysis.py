@@ -14,6 +14,7 @@ from medallion_assets.lineage.cache import LineageCache, content_key
 from medallion_assets.lineage.columns import Schema
 from medallion_assets.lineage.dag import DAG, CycleError
 from medallion_assets.lineage.file_lineage import FileLineage, schema_subset, statement_columns
+from medallion_assets.lineage.script import Unparsable
 from medallion_assets.lineage.statement import SqlError, Statement, parse_statement
 from medallion_assets.lineage.token_tables import words_lineage
 
@@ -115,9 +116,7 @@ class _Run:
         except Exception as error:  # sqlglot's own errors too: one file never stops the rest
             message = failure_message(error, "statement")
             if not (
-                self.words
-                and message.startswith("does not parse")
-                and self._by_words(sql_file, message)
+                self.words and isinstance(error, Unparsable) and self._by_words(sql_file, message)
             ):
                 self.errors.append(FileError(sql_file.label, message))
             return

@@ -25,6 +25,11 @@ class SqlError(ValueError):
     """A SQL file that cannot be analysed; the message says why and what to do."""
 
 
+class Unparsable(SqlError):
+    """SQL that sqlglot cannot parse in its dialect ("does not parse as ..."): valid SQL a
+    scan may still read the tables of (``token_tables``), or SQL with a mistake."""
+
+
 def first_line(error: Exception) -> str:
     """What a parse error says, in one line: sqlglot's first error with its line and column."""
     errors = getattr(error, "errors", None)

@@ -20,6 +20,7 @@ from medallion_assets.lineage.relations import real_tables
 from medallion_assets.lineage.script import (
     Script,
     SqlError,
+    Unparsable,
     drop_partition_decorators,
     first_line,
     inline_temporary,
@@ -156,14 +157,14 @@ def _parse_all(sql: str, dialect: str) -> list[exp.Expr]:
         # Empty statements (`;;`, or `;` after a comment) are not statements.
         statements = [s for s in parsed if s is not None and not isinstance(s, exp.Semicolon)]
     except (ParseError, TokenError) as error:
-        raise SqlError(f"does not parse as {dialect} SQL: {first_line(error)}") from None
+        raise Unparsable(f"does not parse as {dialect} SQL: {first_line(error)}") from None
     except ValueError as error:  # unknown dialect name
         raise SqlError(f"{error} Known dialects: {', '.join(known_dialects())}") from None
     if not statements:
         raise SqlError("holds no SQL statement: write the SELECT that produces the table")
     for statement in statements:
         if isinstance(statement, exp.Command) and not _copies(statement, dialect):
-            raise SqlError(
+            raise Unparsable(
                 f"does not parse as {dialect} SQL: unsupported statement {statement.name!r}"
             )
         _name_derived_tables(statement)
