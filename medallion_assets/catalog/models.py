@@ -220,7 +220,8 @@ class DatasetSettings(Model):
     tags: tuple[str, ...] = ()
     """Labels (Dagster tags tag_<tag>) that select.tags and `--select tag:<tag>` pick tables by."""
     pii_columns: tuple[str, ...] = ()
-    """Columns holding personal data: masked in check samples, traced by `medallion trace-pii`."""
+    """Columns holding personal data: masked in check samples here and in every table they
+    reach unmasked by column lineage; traced by `medallion trace-pii`."""
     partitions: Partitioning | None = None
     """Daily partitions: built, checked and loaded a day at a time; none: built as a whole."""
     checks: tuple[str, ...] = ()

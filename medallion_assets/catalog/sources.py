@@ -126,7 +126,8 @@ class Source(Model):
     columns: tuple[Column, ...]
     """The declared schema: records are read with exactly these columns, plus the ingestion ones."""
     pii_columns: tuple[str, ...] = ()
-    """Columns holding personal data: masked in check samples, traced by `medallion trace-pii`."""
+    """Columns holding personal data: masked in check samples here and in every table they
+    reach unmasked by column lineage; traced by `medallion trace-pii`."""
     csv_header: bool = True
     """true: each CSV object starts with a header row, read by name; false: in declared order."""
     encoding: str = "utf-8"

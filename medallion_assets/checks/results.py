@@ -7,6 +7,7 @@ A ``Validation`` with a failed ``error``-severity result is blocking: the build 
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
@@ -120,9 +121,13 @@ class CheckContext:
     records_read: int | None = None  # bronze: records read from the raw objects
     now: float = field(default_factory=time.time)
 
-    @property
+    @functools.cached_property
     def pii_columns(self) -> frozenset[str]:
-        columns = set(self.dataset.pii_columns)
+        """Masked in samples: the table's declared PII columns, those of the raw sources it
+        reads, and every column of it a PII column upstream reaches by column lineage (a
+        source's ``pii_columns`` protect the silver and gold columns they flow into)."""
+        columns = set(self.catalog.lineage.pii_in(self.dataset.name))
+        columns.update(self.dataset.pii_columns)
         for _name, source in self.catalog.raw_sources(self.dataset):
             columns.update(source.pii_columns)
         return frozenset(columns)

@@ -26,7 +26,13 @@ from medallion_assets.catalog.rules import (
     SchemaRule,
     UniqueRule,
 )
-from medallion_assets.checks.results import CheckContext, CheckResult, result_of, sample_rows
+from medallion_assets.checks.results import (
+    MASKED,
+    CheckContext,
+    CheckResult,
+    result_of,
+    sample_rows,
+)
 
 if TYPE_CHECKING:
     from pandera.api.checks import Check
@@ -50,6 +56,8 @@ def evaluate(rule: Rule, frame: DataFrame, total: int, context: CheckContext) ->
     if not errors:
         return result_of(rule, True, 0, total, _passed_message(rule, total), engine="pandera")
     failing_frame, details = _failing(rule, checked)
+    if "unexpected_values" in details and rule.referenced_columns()[0] in context.pii_columns:
+        details["unexpected_values"] = [MASKED for _ in details["unexpected_values"]]
     failing = failing_frame.count()
     details["pandera"] = errors
     samples = sample_rows(failing_frame, context.pii_columns)

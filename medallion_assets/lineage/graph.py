@@ -130,6 +130,18 @@ class LineageGraph:
             for column, (origins, exposed, depth) in sorted(reached.items())
         ]
 
+    def pii_in(self, table: str) -> frozenset[str]:
+        """The columns of ``table`` that hold personal data in the clear: declared on it, or
+        reached unmasked (``pii_trace``'s exposed) from a PII column declared upstream."""
+        declared = self.nodes[table].pii_columns if table in self.nodes else ()
+        prefix = f"{table}."
+        reached = {
+            r.column.removeprefix(prefix)
+            for r in self.pii_trace()
+            if r.exposed and r.column.startswith(prefix)
+        }
+        return frozenset(declared) | frozenset(reached)
+
     def _trace(self, start: str) -> dict[str, tuple[bool, int]]:
         """Columns reached from ``start``; exposed when some path has no masking step."""
         best: dict[str, tuple[bool, int]] = {}

@@ -114,6 +114,16 @@ def test_accepted_values_ignores_nulls_and_names_the_unexpected_values(spark, en
     # Samples show the failing rows with the PII column masked.
     assert {s["order_id"] for s in bad.samples} == {4, 5}
     assert all(s["email"] == MASKED and s["country"] == "UK" for s in bad.samples)
+    # A PII column's own unexpected values are not shown either.
+    on_pii = check(
+        spark,
+        env,
+        frame,
+        rule(kind="accepted_values", column="email", values=["a@x.com"]),
+        pii=["email"],
+    )
+    assert on_pii.details["unexpected_values"] == [MASKED] * 3  # b@, d@ and e@x.com
+    assert "@x.com" not in on_pii.message and "b@x.com" not in str(on_pii.details)
 
 
 def test_range_with_inclusive_and_exclusive_bounds(spark, env):
@@ -229,3 +239,23 @@ def test_reconciliation_after_a_warehouse_load():
     assert reconciliation_result(
         ReconciliationRule(kind="reconciliation", tolerance=2), 10, 8, "g.x"
     ).passed
+
+
+def test_a_source_pii_column_is_masked_in_samples_of_the_tables_it_flows_into(spark, tmp_path):
+    """Declared on the raw source only, the PII column is masked in a silver table's samples:
+    column lineage carries it there unmasked (upper(country))."""
+    root = tmp_path / "project"
+    shutil.copytree(MINIMAL, root)
+    sources = root / "metadata" / "sources.yaml"
+    declared = sources.read_text().replace(
+        "    format: jsonl\n", "    format: jsonl\n    pii_columns: [country]\n", 1
+    )
+    sources.write_text(declared)
+    catalog = load_catalog(root, use_cache=False)
+    assert catalog.datasets["silver.orders_clean"].pii_columns == ()
+    frame = orders(spark, [(1, 10, "DE", None), (2, -5, "FR", None)])
+    env = (catalog, Lake.local(root / "lake"))
+    bad = check(spark, env, frame, rule(kind="range", column="amount", min=0))
+    assert (bad.passed, bad.failing_rows) == (False, 1)
+    assert [s["country"] for s in bad.samples] == [MASKED]
+    assert [s["order_id"] for s in bad.samples] == [2]

@@ -494,3 +494,12 @@ def test_customers_have_a_cross_region_replica(demo_catalog):
         )
     ]
     assert "s3_raw_replica" in demo_catalog.systems
+
+
+def test_the_pii_in_a_table_is_what_is_declared_or_arrives_unmasked(demo_catalog):
+    """What check samples mask (checks/results.py): declared, or reached in the clear."""
+    graph = demo_catalog.lineage
+    assert "email_domain" in graph.pii_in("gold.fraud_features")  # declared nowhere there
+    assert "email_sha256" not in graph.pii_in("gold.customer_ltv")  # hashed on the way
+    assert graph.pii_in("silver.customers_clean") >= {"email", "phone"}
+    assert graph.pii_in("gold.revenue_by_region") == frozenset()
