@@ -163,7 +163,8 @@ def _materialized(row: TableResult, materialization: Any) -> None:
     skipped = bool(meta.get("skipped", False))
     row.status = "unchanged" if skipped else "built"
     row.current_rows = int(meta.get("rows", 0))
-    row.rows = 0 if skipped else row.current_rows
+    # A bronze append wrote only its new rows (``rows_written``); a rebuild, all of them.
+    row.rows = 0 if skipped else int(meta.get("rows_written", row.current_rows))
     row.quarantined = meta.get("quarantined_rows")
     row.warehouse_rows = meta.get("warehouse_rows")
     row.warehouse_loaded = meta.get("warehouse_loaded")

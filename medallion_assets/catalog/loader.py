@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 
 from medallion_assets.catalog import models, operations
@@ -167,7 +168,8 @@ def _tables(
             if source.startswith("raw.") and not sources_loaded:
                 continue  # sources.yaml did not validate: its own problems are said instead
             if source not in tables and source not in raw:
-                issues.append(_unknown_table(sql_file.label, source, tables, raw))
+                issue = _unknown_table(sql_file.label, source, tables, raw)
+                issues.append(replace(issue, line=line_naming(sql_file.text, source)))
         issues.extend(
             CatalogIssue(sql_file.label, "sql", f"{name} {message}", fix)
             for message, fix in layer_problems(name, lineage.sources)
@@ -227,6 +229,20 @@ def _duplicate_columns(tables: Mapping[str, tuple[SqlFile, FileLineage]]) -> lis
                 )
             )
     return issues
+
+
+def line_naming(text: str, table: str) -> int | None:
+    """The line of ``text`` where it first names ``table`` (any quoting, any case), if any.
+
+    >>> line_naming("SELECT *" + chr(10) + "FROM `silver`.`Orders` o", "silver.orders")
+    2
+    >>> line_naming("SELECT * FROM silver.orders_x", "silver.orders") is None
+    True
+    """
+    quote = '[`"\\[\\]]?'
+    parts = [quote + re.escape(p) + quote for p in table.split(".")]
+    found = re.search(r"(?<![\w.])" + r"\s*\.\s*".join(parts) + r"(?![\w])", text, re.I)
+    return text.count("\n", 0, found.start()) + 1 if found else None
 
 
 def _unknown_table(

@@ -231,9 +231,12 @@ def table(summary: RunSummary) -> str:
     tally = ", ".join(f"{n} {status}" for status, n in found.items() if n)
     passed = sum(r.checks_passed for r in rows)
     failed_checks = sum(r.checks_failed for r in rows)
-    head = "nothing changed: " if summary.nothing_changed else ""
+    head = ""
+    if summary.nothing_changed:  # with a table blocked, its rejected output is a change refused
+        head = "nothing published: " if summary.having("blocked") else "nothing changed: "
     lines.append(
-        f"{head}{tally}; {summary.rows_written:,} rows written by this run; checks {passed} "
+        f"{head}{tally}; {summary.rows_written:,} row{'' if summary.rows_written == 1 else 's'} "
+        f"written by this run; checks {passed} "
         f"passed / {failed_checks} failed; {summary.seconds:.1f} s, {len(summary.run_ids)} run(s)"
     )
     return "\n".join(lines)

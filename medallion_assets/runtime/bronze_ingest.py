@@ -199,10 +199,13 @@ def ingest(run: TableRun, store: ObjectSource) -> IngestOutcome:
         f"quarantined out of {total}"
     )
     rate = quarantined / total if total else 0.0
+    # An append adds to the version before it: the rows this run wrote are the difference.
+    before = previous.rows if append and previous is not None else 0
     metadata = {
         "new_objects": new,
         "objects": len(readable),
         "bronze_write": "append" if append else "rebuild",
+        "rows_written": outcome.version.rows - before,
         "quarantined_rows": quarantined,
         "quarantine_rate": round(rate, 6),
         "records_read": total,

@@ -53,6 +53,9 @@ def combined_metadata(outcomes: Sequence[TableOutcome]) -> dict[str, Any]:
     return {
         "partitions": len(outcomes),
         "rows": sum(o.version.rows for o in outcomes),
+        "rows_written": sum(
+            int(o.metadata.get("rows_written", o.version.rows)) for o in outcomes if not o.skipped
+        ),
         "skipped": all(o.skipped for o in outcomes),
         "lake_versions": {o.version.partition: o.version.version_id for o in outcomes},
     }

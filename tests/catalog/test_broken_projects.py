@@ -183,7 +183,7 @@ CASES: dict[str, Broken] = {
         [
             (
                 "sql/bronze/orders.sql",
-                None,
+                1,
                 "reads unknown table 'raw.orderz' (fix: did you mean 'raw.orders'?",
             )
         ],

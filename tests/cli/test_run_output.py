@@ -57,13 +57,14 @@ def test_a_run_reports_each_table_and_a_rerun_of_a_blocked_table_rebuilds_nothin
     assert 'sample failing row: {"order_id": 2' in report
     assert "stays current" in report
     assert "NOT RUN: an upstream table did not publish" in second and "gold.revenue" in second
-    assert "1 built, 1 blocked, 1 not run; 2 rows written by this run" in second
+    # bronze appended the one new record: the run wrote 1 row (the table now holds 2)
+    assert "1 built, 1 blocked, 1 not run; 1 row written by this run" in second
     rejected = kept_outputs(lake, "silver.orders_clean")
     assert list(rejected) == ["medallion_rejected_table"]  # kept under a tag, no branch left
 
     third = medallion_run(root, 0, "--allow-blocked")
     assert "still blocked since" in third and "code and inputs unchanged, not rebuilt" in third
-    assert "nothing changed: 1 unchanged, 1 blocked, 1 not run; 0 rows written" in third
+    assert "nothing published: 1 unchanged, 1 blocked, 1 not run; 0 rows written" in third
     assert kept_outputs(lake, "silver.orders_clean") == rejected  # nothing was rebuilt
 
     outcomes = [
@@ -93,7 +94,7 @@ def test_raw_objects_set_aside_are_named_with_their_reason_on_the_console(
     lines = section.splitlines()[1:3]
     assert lines[0].startswith("  bronze.orders: orders/empty.jsonl: ") and "empty" in lines[0]
     assert lines[1].startswith("  bronze.orders: orders/zipped.jsonl: ") and "gzip" in lines[1]
-    assert "1 rows written" not in printed and "3 built" in printed  # the good one was read
+    assert "3 built; 3 rows written by this run" in printed  # the good one was read
 
 
 def test_a_library_logging_a_traceback_on_the_root_logger_goes_to_the_log_not_the_console(

@@ -299,10 +299,14 @@ def test_reruns_backfills_and_a_new_version_of_a_day_keep_the_warehouse_exact(pi
         Key=f"{source.prefix}dt={days[-1]}/late.jsonl",
         Body="\n".join(late).encode(),
     )
+    source_table = "bronze.user_events"
     before = lake_days(pipeline)
     third = run_project(pipeline["root"], log=lambda _m: None, instance=pipeline["instance"])
 
     assert third.success
+    # The day's bronze appended the late object: the run wrote its 25 rows, not the day's.
+    (bronze,) = [r for r in third.results if (r.table, r.partition) == (source_table, days[-1])]
+    assert bronze.status == "built" and bronze.rows == 25 < (bronze.current_rows or 0)
     after = lake_days(pipeline)
     assert after[days[0]] == before[days[0]] and after[days[-1]] > before[days[-1]]
     assert warehouse_days(pipeline) == (after, 0)

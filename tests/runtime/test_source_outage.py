@@ -52,6 +52,7 @@ def test_an_emptied_or_shrunken_source_never_shrinks_bronze(spark, tmp_path, s3_
     outcome = project.run(spark, "partial")
     assert outcome.metadata["bronze_write"] == "append"
     assert order_ids(project) == [1, 2, 3, 4]
+    assert (outcome.metadata["rows_written"], outcome.build.version.rows) == (1, 4)  # new row
     (warning,) = [w for w in project.warned if w.startswith("missing at source")]
     assert "1 object(s) ingested before are no longer under" in warning
     assert "orders/b.jsonl" in warning and "their rows stay in bronze.orders" in warning
