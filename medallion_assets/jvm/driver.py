@@ -5,6 +5,7 @@ starts a local driver or a cluster's client-mode driver."""
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -25,16 +26,24 @@ def spark_jars(settings: MedallionSettings) -> tuple[Path, ...]:
     return jar_folder(settings.jars_folder).jars
 
 
-def jar_conf(settings: MedallionSettings) -> tuple[str, str]:
+def jar_conf(
+    settings: MedallionSettings, conf: Mapping[str, object] | None = None
+) -> tuple[str, str]:
     """The Spark setting that puts ``spark_jars`` on the classpath. A local driver's executors
     are its own threads: the jars go on the JVM's own classpath (``spark.driver.extraClassPath``),
     where its class-data archive covers their classes too. Through ``spark.jars`` each run's
     first task would copy them (~120 MB) into Spark's temporary folder and load them again
-    from there. A cluster's executors get them from the driver (``spark.jars``)."""
-    jars = spark_jars(settings)
-    if settings.local_driver:
-        return "spark.driver.extraClassPath", os.pathsep.join(str(jar) for jar in jars)
-    return "spark.jars", ",".join(str(jar) for jar in jars)
+    from there. A cluster's executors get them from the driver (``spark.jars``).
+
+    ``conf``: the session's other Spark settings; jars it names under the same key join these.
+    """
+    named = [str(jar) for jar in spark_jars(settings)]
+    key, sep = ("spark.driver.extraClassPath", os.pathsep)
+    if not settings.local_driver:
+        key, sep = ("spark.jars", ",")
+    if conf and conf.get(key):
+        named.append(str(conf[key]))
+    return key, sep.join(named)
 
 
 # C1 only; the JVM then reserves a client VM's 48 MB of code cache, which Spark's generated

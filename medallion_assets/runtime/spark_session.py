@@ -73,10 +73,7 @@ def spark_session(
     if settings.spark_remote:
         builder = builder.remote(settings.spark_remote)
     else:
-        jar_key, jar_value = jar_conf(settings)
-        if conf and conf.get(jar_key):  # a resource's own jars join the lake's
-            sep = "," if jar_key == "spark.jars" else os.pathsep
-            jar_value = f"{jar_value}{sep}{conf[jar_key]}"
+        jar_key, jar_value = jar_conf(settings, conf)
         builder = (
             builder.master(settings.spark_master)
             .config(jar_key, jar_value)

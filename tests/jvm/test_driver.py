@@ -58,6 +58,11 @@ def test_a_local_driver_has_the_jars_on_its_own_classpath_a_cluster_ships_them(t
     key, value = jar_conf(cluster)
     assert key == "spark.jars"
     assert any("iceberg-spark-runtime" in p for p in value.split(","))
+    # A resource's own jars under the same key join the lake's instead of replacing them.
+    _, joined = jar_conf(local, {"spark.driver.extraClassPath": "/opt/mine.jar"})
+    assert joined.endswith(f"{os.pathsep}/opt/mine.jar") and "iceberg-spark-runtime" in joined
+    _, joined = jar_conf(cluster, {"spark.jars": "/opt/mine.jar", "spark.x": "y"})
+    assert joined.endswith(",/opt/mine.jar") and "iceberg-spark-runtime" in joined
 
 
 @pytest.mark.slow
