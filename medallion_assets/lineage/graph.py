@@ -5,6 +5,7 @@ Node ids: ``raw.<source>``, ``<layer>.<table>``, ``exposure.<name>``.
 
 from __future__ import annotations
 
+import functools
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -134,13 +135,17 @@ class LineageGraph:
         """The columns of ``table`` that hold personal data in the clear: declared on it, or
         reached unmasked (``pii_trace``'s exposed) from a PII column declared upstream."""
         declared = self.nodes[table].pii_columns if table in self.nodes else ()
-        prefix = f"{table}."
-        reached = {
-            r.column.removeprefix(prefix)
-            for r in self.pii_trace()
-            if r.exposed and r.column.startswith(prefix)
-        }
-        return frozenset(declared) | frozenset(reached)
+        return frozenset(declared) | self._exposed_pii.get(table, frozenset())
+
+    @functools.cached_property
+    def _exposed_pii(self) -> dict[str, frozenset[str]]:
+        """Table -> its columns PII reaches unmasked: traced once per graph, not per step."""
+        found: dict[str, set[str]] = {}
+        for reach in self.pii_trace():
+            if reach.exposed:
+                layer, name, column = reach.column.split(".", 2)  # a table is layer.name
+                found.setdefault(f"{layer}.{name}", set()).add(column)
+        return {table: frozenset(columns) for table, columns in found.items()}
 
     def _trace(self, start: str) -> dict[str, tuple[bool, int]]:
         """Columns reached from ``start``; exposed when some path has no masking step."""
