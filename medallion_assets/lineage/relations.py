@@ -36,7 +36,7 @@ def is_table_function(table: exp.Table) -> bool:
 
 def function_tables(table: exp.Table) -> list[exp.Table]:
     """The tables named inside a table function's call (none for ``range(10)``)."""
-    return [t for t in table.this.find_all(exp.Table) if isinstance(t.this, exp.Identifier)]
+    return [t for t in table.this.find_all(exp.Table) if not is_table_function(t)]
 
 
 def check_distinct_names(scope: Scope) -> None:
