@@ -32,6 +32,7 @@ from medallion_assets.lineage.scopes import (
     source_named,
     star_as,
     star_of,
+    table_written,
     using_columns,
 )
 from medallion_assets.lineage.statement import UNNEST_ALIAS, SqlError, table_name
@@ -299,9 +300,12 @@ class _Resolver:
             source = source_named(scope, qualifier)
             if source is not None:
                 return self._qualified(source, qualifier, name)
+            parts = [part.name for part in column.parts]
+            table = table_written(scope, parts[:-1])
+            if table is not None:
+                return self._named_column(table, name)
             # Not a source: a struct's field, ``after.id`` (the column ``after``) or
             # ``t.after.id`` (``after`` of the source ``t``); a field maps to its root column.
-            parts = [part.name for part in column.parts]
             for position, part in enumerate(parts[:-2]):
                 source = source_named(scope, part)
                 if source is not None:

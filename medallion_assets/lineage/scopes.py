@@ -68,6 +68,23 @@ def source_named(scope: Scope, name: str) -> exp.Table | Scope | None:
     return None
 
 
+def table_written(scope: Scope, parts: list[str]) -> exp.Table | None:
+    """The table of ``scope`` (or of a scope enclosing it) written ``parts`` (at least
+    ``db.name``), under whatever alias: ``db.t.x`` of ``FROM db.t AS t1`` reads ``db.t``'s
+    ``x``, not a field of a column ``db``."""
+    if len(parts) < 2:
+        return None
+    current: Scope | None = scope
+    while current is not None:
+        for source in current.sources.values():
+            if isinstance(source, exp.Table):
+                written = [p.name for p in source.parts]
+                if written[-len(parts) :] == parts:
+                    return source
+        current = enclosing(current)
+    return None
+
+
 def enclosing(scope: Scope) -> Scope | None:
     return scope.parent if scope.is_subquery or scope.is_udtf else None
 

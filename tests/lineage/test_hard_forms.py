@@ -38,6 +38,12 @@ CASES = {
         {},
         {"id": {"raw_table.after"}},
     ),
+    "column_through_the_full_name_of_an_aliased_table": (
+        "postgres",
+        "SELECT db.t.x AS x, y, t1.z AS z FROM db.t AS t1",
+        {},
+        {"x": {"db.t.x"}, "y": {"db.t.y"}, "z": {"db.t.z"}},
+    ),
     "deep_struct_field": (
         "bigquery",
         "SELECT t.payload.customer.address.city AS city FROM events AS t",
