@@ -1,7 +1,9 @@
 """Benchmark G: silver and gold of TheWorldShop rebuilt from the same bronze, whole process:
-Spark Declarative Pipelines vs a plain sequential PySpark script vs `medallion run`.
+Spark Declarative Pipelines (to Parquet and to the Iceberg catalog) vs a plain sequential
+PySpark script vs `medallion run` before the Iceberg change vs `medallion run`.
 
-    python -m bench G        (BENCH_G_REPS=3, BENCH_G_ROWS=20000, BENCH_G_DAYS=3)
+    python -m bench G        (BENCH_G_REPS=3, BENCH_G_ROWS=20000, BENCH_G_DAYS=3,
+                              BENCH_G_SIDES=sdp,sdp-iceberg,folder-lake,... for some sides)
 
 Issue 14's first benchmark. Data: ``medallion demo-data`` (``shop_data.prepare``, seed 22, no
 validation rules: neither SDP nor the script runs checks). Bronze is built once, off the clock,
@@ -11,16 +13,22 @@ warehouse are then removed; every repetition of every side starts from that bron
 - ``sdp``:      `spark-pipelines run` (the pyspark package's CLI) on a project written by
                 ``bench.silver_gold.sdp_project``: the project's own silver/gold SQL as
                 materialized views over the bronze parquet (SDP starts independent flows
-                together; it loads no warehouse);
+                together; it loads no warehouse), written as plain Parquet (``spark-warehouse``);
+- ``sdp-iceberg``: the same views written into a copy of the lake's Iceberg catalog, bronze
+                read as its Iceberg tables (``bench.sdp_iceberg``);
 - ``script``:   ``python -m bench.silver_gold script``: one table after another, daily tables
                 day by day, warehouse loads as declared;
+- ``folder-lake``: `medallion run` of commit 9f93b34 (the folder lake, before Iceberg), in its
+                own virtualenv made once per machine, from its own bronze-only template home
+                (``bench.folder_lake``; left out, saying why, when it cannot be installed);
 - ``medallion-1``: `medallion run --max-workers 1` on a copy of the template home (the bronze
                 steps find their inputs unchanged and skip; silver and gold build; the
                 warehouse is loaded);
 - ``medallion``: `medallion run` with its default workers.
 
 JIT: every side's driver JVM runs with the JIT ``MEDALLION_SPARK_JIT`` chooses (C1 only on a
-local master with at most 4 cores; SDP gets it through ``JAVA_TOOL_OPTIONS``).
+local master with at most 4 cores; SDP gets it through ``JAVA_TOOL_OPTIONS``; the old version
+chooses its own, the same way).
 
 Clock: the whole process, launch to exit (Spark start-up included), on every side. Repetitions
 are interleaved (the order of the sides rotates every repetition). Off the clock, one checker
@@ -39,6 +47,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +59,8 @@ REPS = int(os.environ.get("BENCH_G_REPS", "3"))
 ROWS = int(os.environ.get("BENCH_G_ROWS", "20000"))
 DAYS = int(os.environ.get("BENCH_G_DAYS", "3"))
 TIMEOUT_S = 3600
+# BENCH_G_SIDES=a,b: only those sides (and the script, every output's reference).
+CHOSEN = [s for s in os.environ.get("BENCH_G_SIDES", "").split(",") if s]
 BIN = Path(sys.executable).parent
 
 # side -> the `medallion run` options it adds (None: not a medallion side).
@@ -57,9 +68,19 @@ MEDALLION_SIDES: dict[str, list[str]] = {
     "medallion-1": ["--max-workers", "1"],
     "medallion": [],
 }
-SIDES = ["sdp", "script", *MEDALLION_SIDES]
+SIDES = ["sdp", "sdp-iceberg", "script", "folder-lake", *MEDALLION_SIDES]
 # The issue's bars: medallion (default workers) / x <= bar.
-BARS = {"sdp": 0.95, "script": 0.9, "medallion-1": 0.85}
+BARS = {"sdp": 0.95, "script": 0.9, "medallion-1": 0.85, "folder-lake": 1.1}
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What every repetition starts from, made once off the clock."""
+
+    data: Any  # shop_data.ShopData
+    template: Path  # the bronze-only MEDALLION_HOME (Iceberg lake)
+    old_cli: Path | None = None  # the folder lake's `medallion` (None: side left out)
+    old_template: Path | None = None  # its bronze-only MEDALLION_HOME
 
 
 def supports_max_workers() -> bool:
@@ -101,27 +122,32 @@ def template_home(tmp: Path, data: Any) -> Path:
     return home
 
 
-def run_side(side: str, tmp: Path, data: Any, template: Path, rep: int) -> tuple[float, Path]:
+def run_side(side: str, tmp: Path, setup: Setup, rep: int) -> tuple[float, Path]:
     """Run one side once in a fresh process; (wall seconds, its working folder)."""
     work = tmp / f"{side}-{rep}"
+    data, template = setup.data, setup.template
     env = run_env(work / "home", data.s3_root)
-    if side == "sdp":
+    if side in ("sdp", "sdp-iceberg"):
+        from bench import sdp_iceberg
         from bench.silver_gold import sdp_project
-        from medallion_assets.jvm.driver import driver_java_options
-        from medallion_assets.settings import MedallionSettings
 
-        spec = sdp_project(data.project, template / "lake", work, spark_settings(env))
+        if side == "sdp":
+            spec = sdp_project(data.project, template / "lake", work, spark_settings(env))
+            options = []
+        else:
+            spec = sdp_iceberg.project(data.project, template / "lake", work, spark_settings(env))
+            options = sdp_iceberg.server_options(env)
         # Its own choice of Spark: a local Spark Connect server it starts (no --master allowed).
-        command = [str(BIN / "spark-pipelines"), "run", "--spec", str(spec)]
-        env["PYSPARK_PYTHON"] = sys.executable
-        # The JIT the other sides' drivers get (medallion's spark_session, which the script
-        # uses too): spark-pipelines launches its JVM itself, so through the JVM's variable.
-        jit = driver_java_options(MedallionSettings.from_env(env))
-        if jit:
-            env["JAVA_TOOL_OPTIONS"] = f"{env.get('JAVA_TOOL_OPTIONS', '')} {jit}".strip()
+        command = [str(BIN / "spark-pipelines"), "run", "--spec", str(spec), *options]
+        sdp_env(env)
     elif side == "script":
         command = [sys.executable, "-m", "bench.silver_gold", "script", str(data.project)]
         command += ["--lake", str(template / "lake"), "--out", str(work)]
+    elif side == "folder-lake":
+        from bench import folder_lake
+
+        assert setup.old_cli is not None and setup.old_template is not None
+        command, env = folder_lake.prepare_run(work, data, setup.old_template, setup.old_cli)
     else:
         shutil.copytree(template, work / "home")
         env["DAGSTER_HOME"] = str(work / "home" / "dagster")
@@ -140,21 +166,63 @@ def run_side(side: str, tmp: Path, data: Any, template: Path, rep: int) -> tuple
     return seconds, work
 
 
+def sdp_env(env: dict[str, str]) -> None:
+    """``spark-pipelines``' environment: our Python, and the JIT the other sides' drivers get
+    (medallion's spark_session, which the script uses too): it launches its JVM itself, so
+    through the JVM's variable."""
+    from medallion_assets.jvm.driver import driver_java_options
+    from medallion_assets.settings import MedallionSettings
+
+    env["PYSPARK_PYTHON"] = sys.executable
+    jit = driver_java_options(MedallionSettings.from_env(env))
+    if jit:
+        env["JAVA_TOOL_OPTIONS"] = f"{env.get('JAVA_TOOL_OPTIONS', '')} {jit}".strip()
+
+
 def outputs(side: str, work: Path, catalog: Any) -> dict[str, list[str]]:
+    from bench import folder_lake, sdp_iceberg
     from bench.silver_gold import medallion_outputs, sdp_outputs
 
     if side == "sdp":
         return sdp_outputs(work, catalog)
+    if side == "sdp-iceberg":
+        return sdp_iceberg.outputs(work, catalog)
+    if side == "folder-lake":
+        return folder_lake.outputs(work / "home" / "lake", catalog)
     if side == "script":
         written: dict[str, list[str]] = json.loads((work / "outputs.json").read_text())
         return written
     return medallion_outputs(work / "home" / "lake", catalog)
 
 
+def old_version(tmp: Path, setup: Setup) -> Setup:
+    """``setup`` with the folder lake's CLI and bronze-only template (built here, off the
+    clock), or as it is, after one line saying why the side is left out."""
+    from bench import folder_lake
+
+    started = time.perf_counter()
+    cli, why = folder_lake.install()
+    if cli is None:
+        print(f"  folder-lake ({folder_lake.COMMIT}) left out: {why}")
+        return setup
+    try:
+        old_template = folder_lake.template_home(tmp, setup.data, cli)
+    except Exception as error:  # reported; the other sides still run
+        why = (str(error).splitlines() or [repr(error)])[-1]
+        print(f"  folder-lake ({folder_lake.COMMIT}) left out: {why}")
+        return setup
+    print(
+        f"  folder lake ({folder_lake.COMMIT}, {cli.parent.parent}): installed, bronze built by "
+        f"its medallion run ({time.perf_counter() - started:.0f} s)"
+    )
+    return Setup(setup.data, setup.template, cli, old_template)
+
+
 def main() -> None:
     print(report.heading("G. Silver + gold from one bronze: SDP vs plain script vs medallion run"))
-    sides = [s for s in SIDES if s != "medallion-1" or supports_max_workers()]
-    if "medallion-1" not in sides:
+    sides = [s for s in SIDES if not CHOSEN or s in CHOSEN or s == "script"]
+    if "medallion-1" in sides and not supports_max_workers():
+        sides.remove("medallion-1")
         print("  `medallion run --max-workers` is not there yet: the sequential side is left out")
     with tempfile.TemporaryDirectory(prefix="medallion-bench-g-") as name:
         tmp = Path(name)
@@ -167,18 +235,24 @@ def main() -> None:
         started = time.perf_counter()
         template = template_home(tmp, data)
         print(f"  bronze built once by medallion run ({time.perf_counter() - started:.0f} s)")
+        setup = Setup(data, template)
+        if "folder-lake" in sides:
+            setup = old_version(tmp, setup)
+            if setup.old_cli is None:
+                sides.remove("folder-lake")
         times: dict[str, list[float]] = {s: [] for s in sides}
         manifest: dict[str, dict[str, list[str]]] = {}
         for rep in range(REPS):
             shift = rep % len(sides)
             for side in sides[shift:] + sides[:shift]:
                 try:
-                    seconds, work = run_side(side, tmp, data, template, rep)
+                    seconds, work = run_side(side, tmp, setup, rep)
+                    found = outputs(side, work, catalog)
                 except Exception as error:  # reported; the others still run
                     print(f"  rep {rep + 1} {side}: FAILED {str(error)[-1500:]}", flush=True)
                     continue
                 times[side].append(seconds)
-                manifest[f"{side}#{rep + 1}"] = outputs(side, work, catalog)
+                manifest[f"{side}#{rep + 1}"] = found
                 load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
                 print(
                     f"  rep {rep + 1}/{REPS} {side}: {seconds:.1f} s (load average after it: "
@@ -238,7 +312,13 @@ def _summary(times: dict[str, list[float]], sums: dict[str, dict[str, list[Any]]
                 f"ratio of medians {by_median:.3f}",
             )
         )
-    for other in ("sdp", "script", "medallion-1"):
+    for other in [s for s in times if s not in BARS and s != "medallion" and times[s]]:
+        theirs = times[other]
+        print(
+            f"  medallion / {other} (no bar): fastest {min(ours) / min(theirs):.3f}, "
+            f"median {median(ours) / median(theirs):.3f}"
+        )
+    for other in [s for s in times if s != "medallion"]:
         theirs = times.get(other) or []
         if theirs:
             print(

@@ -13,6 +13,8 @@ whose SQL is the project's own with table references rewritten to the flat names
 (``silver.orders`` -> ``silver__orders``) by the runtime's SQL rewriter (pure SQL text). SDP
 sees the whole graph and runs independent flows together; daily tables are one view over all
 days. `spark-pipelines run` writes each view under ``spark-warehouse/`` of its working folder.
+``materialized_views`` and ``sdp_spec`` serve ``bench.sdp_iceberg`` too (the same views, into
+the lake's Iceberg catalog).
 
 ``script``: what a data engineer writes by hand, one table after another in the catalog's
 order (daily tables day by day, as `medallion run` does), benchmark D's ``PlainPipeline.build``
@@ -63,7 +65,6 @@ def bronze_paths(lake_root: Path, catalog: Any) -> dict[str, dict[str, list[str]
 def sdp_project(project: Path, lake_root: Path, folder: Path, settings: dict[str, str]) -> Path:
     """Write the SDP project for the silver and gold of ``project``; the spec's path."""
     from medallion_assets.catalog import load_catalog
-    from medallion_assets.lineage.spark_sql import spark_script
 
     catalog = load_catalog(project)
     transformations = folder / "transformations"
@@ -74,6 +75,15 @@ def sdp_project(project: Path, lake_root: Path, folder: Path, settings: dict[str
         )
         text = f"CREATE TEMPORARY VIEW {flat(name)} AS {reads}\n"
         (transformations / f"{flat(name)}.sql").write_text(text, encoding="utf-8")
+    materialized_views(catalog, transformations)
+    return sdp_spec(folder, "medallion_bench", settings)
+
+
+def materialized_views(catalog: Any, transformations: Path) -> None:
+    """One ``CREATE MATERIALIZED VIEW <flat name>`` file per silver/gold table of ``catalog``:
+    the project's own SQL, its table references rewritten to the flat names."""
+    from medallion_assets.lineage.spark_sql import spark_script
+
     for name, dataset in catalog.datasets.items():
         if dataset.layer == "bronze":
             continue
@@ -83,12 +93,17 @@ def sdp_project(project: Path, lake_root: Path, folder: Path, settings: dict[str
             raise RuntimeError(f"{name}: SQL with a preamble has no SDP port in this benchmark")
         text = f"CREATE MATERIALIZED VIEW {flat(name)} AS\n{script.query}\n"
         (transformations / f"{flat(name)}.sql").write_text(text, encoding="utf-8")
+
+
+def sdp_spec(folder: Path, name: str, settings: dict[str, str], target: str = "") -> Path:
+    """``folder/spark-pipeline.yml``: the pipeline's storage, Spark settings and SQL files;
+    ``target``: spec lines naming its default catalog and database (none: the session's)."""
     storage = (folder / STORAGE).resolve()
     storage.mkdir()
     configuration = "".join(f"  {k}: '{v}'\n" for k, v in settings.items())
     spec = folder / "spark-pipeline.yml"
     spec.write_text(
-        f"name: medallion_bench\nstorage: file://{storage}\n"
+        f"name: {name}\nstorage: file://{storage}\n{target}"
         f"configuration:\n{configuration}"
         "libraries:\n  - glob:\n      include: transformations/**\n",
         encoding="utf-8",
@@ -178,6 +193,7 @@ def check(args: argparse.Namespace) -> int:
                 continue
             frame = spark.read.parquet(*paths)
             row = frame.selectExpr("count(*)", "sum(cast(xxhash64(*) as decimal(38, 0)))").first()
+            assert row is not None  # an aggregate has one row
             sums[side][table] = [int(row[0]), str(row[1])]
     sys.stdout.write(json.dumps(sums) + "\n")
     spark.stop()
