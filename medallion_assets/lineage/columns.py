@@ -25,6 +25,7 @@ from medallion_assets.lineage.origins import (
 )
 from medallion_assets.lineage.scopes import (
     apply_alias_columns,
+    column_source,
     enclosing,
     joined_star,
     renamed,
@@ -32,7 +33,6 @@ from medallion_assets.lineage.scopes import (
     source_named,
     star_as,
     star_of,
-    table_written,
     using_columns,
 )
 from medallion_assets.lineage.statement import UNNEST_ALIAS, SqlError, table_name
@@ -297,13 +297,10 @@ class _Resolver:
         name = column.name
         qualifier = column.table
         if qualifier:
-            source = source_named(scope, qualifier)
+            source = column_source(scope, column)
             if source is not None:
                 return self._qualified(source, qualifier, name)
             parts = [part.name for part in column.parts]
-            table = table_written(scope, parts[:-1])
-            if table is not None:
-                return self._named_column(table, name)
             # Not a source: a struct's field, ``after.id`` (the column ``after``) or
             # ``t.after.id`` (``after`` of the source ``t``); a field maps to its root column.
             for position, part in enumerate(parts[:-2]):

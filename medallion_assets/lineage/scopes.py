@@ -68,10 +68,14 @@ def source_named(scope: Scope, name: str) -> exp.Table | Scope | None:
     return None
 
 
-def table_written(scope: Scope, parts: list[str]) -> exp.Table | None:
-    """The table of ``scope`` (or of a scope enclosing it) written ``parts`` (at least
-    ``db.name``), under whatever alias: ``db.t.x`` of ``FROM db.t AS t1`` reads ``db.t``'s
-    ``x``, not a field of a column ``db``."""
+def column_source(scope: Scope, column: exp.Column) -> exp.Table | Scope | None:
+    """The source a qualified column names: its qualifier's (``source_named``), else the table
+    written with its full name (at least ``db.name``) under whatever alias: ``db.t.x`` of
+    ``FROM db.t AS t1`` reads ``db.t``'s ``x``, not a field of a column ``db``."""
+    source = source_named(scope, column.table)
+    if source is not None:
+        return source
+    parts = [part.name for part in column.parts][:-1]
     if len(parts) < 2:
         return None
     current: Scope | None = scope
