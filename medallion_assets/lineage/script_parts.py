@@ -26,6 +26,11 @@ from sqlglot.tokenizer_core import Token, TokenType
 
 from medallion_assets.lineage.analysis import FileError, SqlFile
 from medallion_assets.lineage.copies import copy_query
+from medallion_assets.lineage.normal_forms import (
+    MULTITABLE_HINT,
+    identifier_clauses,
+    split_multitable,
+)
 from medallion_assets.lineage.script import (
     SqlError,
     first_line,
@@ -79,6 +84,7 @@ def script_parts(sql_file: SqlFile) -> ScriptParts:
     one = ";" not in sql_file.text.strip().rstrip(";")
     lines = len(_LINE_STARTS.findall(sql_file.text))
     hint = _SCRIPT_HINT.search(sql_file.text) or _NO_DATA_START.match(sql_file.text)
+    hint = hint or MULTITABLE_HINT.search(sql_file.text)  # one statement, several writes
     if one and lines < 2 and not hint:
         return ScriptParts([sql_file], {})  # one statement (a ';' in a string costs a parse)
     dialect = sqlglot_dialect(sql_file.dialect)
@@ -87,7 +93,7 @@ def script_parts(sql_file: SqlFile) -> ScriptParts:
     try:
         written = [
             s
-            for s in sqlglot.parse(sql_file.text, read=dialect)
+            for s in sqlglot.parse(identifier_clauses(sql_file.text, dialect), read=dialect)
             if s is not None and not isinstance(s, exp.Semicolon)
         ]
     except (SqlglotError, ValueError):
@@ -243,6 +249,8 @@ def _body(statement: exp.Expr, dialect: str) -> list[exp.Expr]:
         return []
     if isinstance(statement, exp.Block):
         return flatten(list(statement.expressions), dialect)
+    if isinstance(statement, exp.MultitableInserts):
+        return split_multitable(statement)  # one INSERT per target
     if isinstance(statement, _BRANCHES):  # every branch and loop body, in order
         parts = [statement.args.get(arg) for arg in ("true", "false", "body", "expression")]
         return flatten([p for p in parts if isinstance(p, exp.Expr)], dialect)
@@ -316,20 +324,9 @@ def _control_rest(head: str, rest: str, dialect: str) -> str | None:
 
 # Statements that move no data: a scanned script's writes are traced without them.
 _NO_DATA = (
-    exp.Drop,
-    exp.TruncateTable,
-    exp.Delete,
-    exp.Alter,
-    exp.Grant,
-    exp.Transaction,
-    exp.Commit,
-    exp.Rollback,
-    exp.Analyze,
-    exp.Describe,
-    exp.Refresh,
-    exp.Uncache,
-    exp.Comment,
-)
+    exp.Drop, exp.TruncateTable, exp.Delete, exp.Alter, exp.Grant, exp.Transaction, exp.Commit,
+    exp.Rollback, exp.Analyze, exp.Describe, exp.Refresh, exp.Uncache, exp.Comment,
+)  # fmt: skip
 
 
 def _parts(

@@ -16,6 +16,7 @@ from sqlglot.errors import ParseError, TokenError
 from sqlglot.optimizer.scope import build_scope
 
 from medallion_assets.lineage.copies import copy_query, path_target
+from medallion_assets.lineage.normal_forms import identifier_clauses, split_multitable
 from medallion_assets.lineage.relations import real_tables
 from medallion_assets.lineage.script import (
     Script,
@@ -153,9 +154,11 @@ def _statement(expression: exp.Expr, default_target: str | None, dialect: str = 
 
 def _parse_all(sql: str, dialect: str) -> list[exp.Expr]:
     try:
-        parsed = sqlglot.parse(sql, read=sqlglot_dialect(dialect))
+        read = sqlglot_dialect(dialect)
+        parsed = sqlglot.parse(identifier_clauses(sql, read), read=read)
         # Empty statements (`;;`, or `;` after a comment) are not statements.
-        statements = [s for s in parsed if s is not None and not isinstance(s, exp.Semicolon)]
+        kept = [s for s in parsed if s is not None and not isinstance(s, exp.Semicolon)]
+        statements = [one for s in kept for one in split_multitable(s)]
     except (ParseError, TokenError) as error:
         raise Unparsable(f"does not parse as {dialect} SQL: {first_line(error)}") from None
     except ValueError as error:  # unknown dialect name
