@@ -25,17 +25,20 @@ from medallion_assets.lineage.origins import (
 )
 from medallion_assets.lineage.scopes import (
     apply_alias_columns,
+    check_widths,
     column_source,
     enclosing,
     joined_star,
+    projection_parts,
     renamed,
     source_label,
     source_named,
     star_as,
     star_of,
     using_columns,
+    using_relations,
 )
-from medallion_assets.lineage.statement import UNNEST_ALIAS, SqlError, table_name
+from medallion_assets.lineage.statement import UNNEST_ALIAS, table_name
 
 Schema = Mapping[str, Mapping[str, str]]  # table -> column -> type
 
@@ -95,10 +98,9 @@ class _Resolver:
                 star = self._star(scope, projection.table)
                 outputs.extend(self._modified(scope, projection.this, star))
             else:
-                # Spark names an unaliased expression by its SQL text, e.g. "sum(sales)".
-                name = projection.alias_or_name or projection.sql("spark").lower()
-                origin = self.expression_origin(scope, projection.unalias(), outputs)
-                outputs.append(OutputColumn(name, origin))
+                value, names = projection_parts(projection)
+                origin = self.expression_origin(scope, value, outputs)
+                outputs.extend(OutputColumn(name, origin) for name in names)
         return outputs
 
     def _set_operation_outputs(self, scope: Scope) -> list[OutputColumn]:
@@ -117,14 +119,7 @@ class _Resolver:
             branches = listed
         if not branches:
             return []
-        widths = [len(b) for b in branches]
-        if len(set(widths)) > 1 and not any(o.name == "*" for b in branches for o in b):
-            operation = type(scope.expression).__name__.upper()
-            raise SqlError(
-                f"has a {operation} whose branches select different numbers of columns "
-                f"({', '.join(map(str, widths))}): every branch must select the same columns "
-                "in the same order"
-            )
+        check_widths(scope, branches)
         first = branches[0]
         result = []
         for position, column in enumerate(first):
@@ -379,6 +374,12 @@ class _Resolver:
             return merged
         if len(definite) > 1:
             return Origin(unresolved=f"{name}: ambiguous, more than one source has it")
+        joined = [] if definite else using_relations(scope, name)
+        if joined:  # JOIN ... USING (name) of tables of unknown schema: each has it
+            merged = Origin()
+            for source in joined:
+                merged = merged.merge(self._named_column(source, name))
+            return merged
         if len(possible) == 1:
             return self._named_column(possible[0], name)
         for output in earlier:  # Spark's lateral column alias: SELECT a + 1 AS b, b * 2 AS c

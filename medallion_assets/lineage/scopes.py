@@ -8,7 +8,7 @@ from sqlglot import exp
 from sqlglot.optimizer.scope import Scope
 
 from medallion_assets.lineage.origins import Origin, OutputColumn
-from medallion_assets.lineage.statement import table_name
+from medallion_assets.lineage.statement import SqlError, table_name
 
 
 def star_of(branch: list[OutputColumn]) -> str | None:
@@ -42,6 +42,38 @@ def using_columns(scope: Scope) -> set[str]:
     """The columns the joins of ``scope``'s SELECT join ``USING``."""
     joins = scope.expression.args.get("joins") or []
     return {c.name for join in joins for c in join.args.get("using") or []}
+
+
+def using_relations(scope: Scope, name: str) -> list[exp.Table | Scope]:
+    """The sources ``JOIN ... USING (name)`` joins in ``scope``'s SELECT: its FROM relation
+    and each relation joined using ``name`` (none when no join uses it). Every one of them
+    has the column, whatever their schemas."""
+    joins = scope.expression.args.get("joins") or []
+    using = [j.this for j in joins if name in {c.name for c in j.args.get("using") or []}]
+    first = scope.expression.args.get("from_")
+    labels = [r.alias_or_name for r in ([first.this] if first else []) + using] if using else []
+    selected = scope.selected_sources
+    return [selected[label][1] for label in labels if label in selected]
+
+
+def projection_parts(projection: exp.Expr) -> tuple[exp.Expr, list[str]]:
+    """A select item's value and the columns it makes: ``explode(m) AS (k, v)`` two, an
+    unaliased expression one named by its SQL text as Spark names it (``sum(sales)``)."""
+    if isinstance(projection, exp.Aliases):
+        return projection.this, [alias.name for alias in projection.expressions]
+    return projection.unalias(), [projection.alias_or_name or projection.sql("spark").lower()]
+
+
+def check_widths(scope: Scope, branches: list[list[OutputColumn]]) -> None:
+    """A set operation's branches select as many columns each (but a ``*`` of unknown ones)."""
+    widths = [len(b) for b in branches]
+    if len(set(widths)) > 1 and not any(o.name == "*" for b in branches for o in b):
+        operation = type(scope.expression).__name__.upper()
+        raise SqlError(
+            f"has a {operation} whose branches select different numbers of columns "
+            f"({', '.join(map(str, widths))}): every branch must select the same columns "
+            "in the same order"
+        )
 
 
 def joined_star(per_source: list[list[OutputColumn]], using: set[str]) -> list[OutputColumn]:

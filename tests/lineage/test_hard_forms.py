@@ -44,6 +44,18 @@ CASES = {
         {},
         {"x": {"db.t.x"}, "y": {"db.t.y"}, "z": {"db.t.z"}},
     ),
+    "generator_with_an_alias_per_column": (
+        "spark",
+        "SELECT id, explode(m) AS (k, v) FROM s",
+        {},
+        {"id": {"s.id"}, "k": {"s.m"}, "v": {"s.m"}},
+    ),
+    "using_column_of_tables_of_unknown_schema": (
+        "spark",
+        "SELECT k FROM x JOIN w ON x.i = w.i JOIN y USING (k)",
+        {},
+        {"k": {"x.k", "y.k"}},
+    ),
     "deep_struct_field": (
         "bigquery",
         "SELECT t.payload.customer.address.city AS city FROM events AS t",
