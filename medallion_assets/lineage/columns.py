@@ -20,6 +20,7 @@ from medallion_assets.lineage.origins import (
     OutputColumn,
     cast_type,
     is_query,
+    merged,
     own_transform,
     stronger,
 )
@@ -162,10 +163,7 @@ class _Resolver:
         ]
         offset = unnest.args.get("offset")
         if isinstance(offset, exp.Expr):
-            merged = Origin()
-            for origin in origins:
-                merged = merged.merge(origin)
-            outputs.append(OutputColumn(offset.name or "offset", merged))
+            outputs.append(OutputColumn(offset.name or "offset", merged(origins)))
         return outputs
 
     def _struct_fields(self, scope: Scope, unnest: exp.Unnest) -> list[OutputColumn] | None:
@@ -265,6 +263,10 @@ class _Resolver:
                 part = self.column_origin(scope, node, earlier)
             elif is_query(node) and node is not expression:
                 part = self._subquery_origin(node)
+            elif isinstance(node, exp.Star) and not isinstance(node.parent, exp.Count):
+                # struct(*), hash(t.*): every column of the sources (count(*) reads none)
+                table = node.parent.table if isinstance(node.parent, exp.Column) else None
+                part = merged(c.origin for c in self._star(scope, table)).computed()
             if part is not None:
                 found = part if found is None else found.merge(part)
         if found is None:
@@ -281,10 +283,7 @@ class _Resolver:
         scope = self._subquery_scopes.get(id(query)) or self._subquery_scopes.get(id(node))
         if scope is None:
             return Origin(unresolved="a subquery in this expression could not be analysed")
-        origin = Origin()
-        for column in self.outputs(scope):
-            origin = origin.merge(column.origin)
-        return origin.computed()
+        return merged(column.origin for column in self.outputs(scope)).computed()
 
     def column_origin(
         self, scope: Scope, column: exp.Column, earlier: list[OutputColumn]
@@ -368,18 +367,13 @@ class _Resolver:
         if len(definite) == 1:
             return self._named_column(definite[0], name)
         if len(definite) > 1 and name in using_columns(scope):
-            merged = Origin()  # JOIN ... USING (name): one column, from either side
-            for source in definite:
-                merged = merged.merge(self._named_column(source, name))
-            return merged
+            # JOIN ... USING (name): one column, from either side
+            return merged(self._named_column(source, name) for source in definite)
         if len(definite) > 1:
             return Origin(unresolved=f"{name}: ambiguous, more than one source has it")
         joined = [] if definite else using_relations(scope, name)
         if joined:  # JOIN ... USING (name) of tables of unknown schema: each has it
-            merged = Origin()
-            for source in joined:
-                merged = merged.merge(self._named_column(source, name))
-            return merged
+            return merged(self._named_column(source, name) for source in joined)
         if len(possible) == 1:
             return self._named_column(possible[0], name)
         for output in earlier:  # Spark's lateral column alias: SELECT a + 1 AS b, b * 2 AS c

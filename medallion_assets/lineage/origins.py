@@ -3,6 +3,8 @@ column (``OutputColumn``), and what an expression does to the values it reads.""
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from sqlglot import exp
@@ -38,6 +40,11 @@ class Origin:
         """This origin as the value of an expression over it: no longer a copy, type unknown."""
         transform = max(self.transform, "expression", key=_RANK.__getitem__)
         return Origin(self.sources, transform, None, self.unresolved)
+
+
+def merged(origins: Iterable[Origin]) -> Origin:
+    """One value that comes from any of ``origins``."""
+    return functools.reduce(Origin.merge, origins, Origin())
 
 
 @dataclass(frozen=True)

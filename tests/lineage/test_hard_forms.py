@@ -56,6 +56,12 @@ CASES = {
         {},
         {"k": {"x.k", "y.k"}},
     ),
+    "star_inside_a_function": (
+        "spark",
+        "SELECT id, to_json(struct(*)) AS j, xxhash64(t.*) AS h, count(*) AS n FROM s AS t",
+        {"s": {"id": "int", "v": "string"}},
+        {"id": {"s.id"}, "j": {"s.id", "s.v"}, "h": {"s.id", "s.v"}, "n": set()},
+    ),
     "deep_struct_field": (
         "bigquery",
         "SELECT t.payload.customer.address.city AS city FROM events AS t",
