@@ -30,8 +30,11 @@ def real_tables(root: Scope) -> list[exp.Table]:
 
 def is_table_function(table: exp.Table) -> bool:
     """A call in FROM (``generate_series(1, 3)``), not a name (``db.t``, Snowflake's stage
-    ``@schema.stage``)."""
-    return not isinstance(table.this, (exp.Identifier, exp.Var))
+    ``@schema.stage``, an Iceberg metadata table ``lake.db.t.snapshots``)."""
+    name = table.this
+    if isinstance(name, exp.Dot):  # a name of four parts or more
+        return not all(isinstance(part, (exp.Identifier, exp.Var)) for part in name.flatten())
+    return not isinstance(name, (exp.Identifier, exp.Var))
 
 
 def function_tables(table: exp.Table) -> list[exp.Table]:

@@ -62,6 +62,12 @@ CASES = {
         {"s": {"id": "int", "v": "string"}},
         {"id": {"s.id"}, "j": {"s.id", "s.v"}, "h": {"s.id", "s.v"}, "n": set()},
     ),
+    "iceberg_metadata_table_of_four_parts": (
+        "spark",
+        "SELECT snapshot_id FROM lake.silver.orders.snapshots",
+        {},
+        {"snapshot_id": {"lake.silver.orders.snapshots.snapshot_id"}},
+    ),
     "deep_struct_field": (
         "bigquery",
         "SELECT t.payload.customer.address.city AS city FROM events AS t",
