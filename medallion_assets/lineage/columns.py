@@ -57,18 +57,22 @@ def query_columns(query: exp.Expr, schema: Schema) -> list[OutputColumn]:
         return []
     for scope in root.traverse():
         relations.check_distinct_names(scope)
-    return _Resolver(schema).outputs(root)
+    return _Resolver(schema, root).outputs(root)
 
 
 class _Resolver:
-    def __init__(self, schema: Schema):
+    def __init__(self, schema: Schema, root: Scope):
         self.schema = schema
+        # A query's scopes by expression: sqlglot gives a recursive CTE's self-reference a
+        # bare scope of its anchor query, which stands for the anchor's own (traversed) scope.
+        self._scopes = {id(scope.expression): scope for scope in root.traverse()}
         self._outputs: dict[int, list[OutputColumn]] = {}
         self._subquery_scopes: dict[int, Scope] = {}
 
     # --- outputs of a scope ---------------------------------------------------------------------
 
     def outputs(self, scope: Scope) -> list[OutputColumn]:
+        scope = self._scopes.get(id(scope.expression), scope)
         key = id(scope)
         if key not in self._outputs:
             self._outputs[key] = []  # guards against self-reference

@@ -126,8 +126,12 @@ def enclosing(scope: Scope) -> Scope | None:
 
 
 def apply_alias_columns(scope: Scope, outputs: list[OutputColumn]) -> list[OutputColumn]:
-    """``(SELECT ...) AS d(x, y)`` and ``WITH t(x, y) AS (...)`` rename outputs by position."""
-    parent = scope.expression.parent
+    """``(SELECT ...) AS d(x, y)`` and ``WITH t(x, y) AS (...)`` rename outputs by position
+    (a set operation's first branch too: a recursive CTE's self-reference reads it)."""
+    node = scope.expression
+    while isinstance(node.parent, exp.SetOperation) and node.parent.this is node:
+        node = node.parent
+    parent = node.parent
     alias = parent.args.get("alias") if isinstance(parent, (exp.Subquery, exp.CTE)) else None
     names = [c.name for c in alias.columns] if isinstance(alias, exp.TableAlias) else []
     return renamed(names, outputs)

@@ -68,6 +68,21 @@ CASES = {
         {},
         {"snapshot_id": {"lake.silver.orders.snapshots.snapshot_id"}},
     ),
+    "recursive_cte_reading_itself_through_an_alias": (
+        "postgres",
+        "WITH RECURSIVE tree AS (SELECT id, name FROM nodes WHERE parent_id IS NULL UNION ALL "
+        "SELECT c.id, t.name || '/' || c.name FROM nodes c JOIN tree t ON c.parent_id = t.id) "
+        "SELECT id, name FROM tree",
+        {},
+        {"id": {"nodes.id"}, "name": {"nodes.name"}},
+    ),
+    "recursive_cte_with_a_column_list": (
+        "postgres",
+        "WITH RECURSIVE t (n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM t WHERE n < 5) "
+        "SELECT n FROM t",
+        {},
+        {"n": set()},
+    ),
     "deep_struct_field": (
         "bigquery",
         "SELECT t.payload.customer.address.city AS city FROM events AS t",
