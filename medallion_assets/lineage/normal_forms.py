@@ -8,6 +8,8 @@
   Snowflake's ``INSERT ALL|FIRST [WHEN ...] INTO t1 [(cols)] [VALUES (...)] ... SELECT ...``
   (each INTO takes the SELECT's rows; its VALUES pick the SELECT's columns). The conditions
   filter rows and move no values, so they are not part of the lineage.
+- A window function over a named window (``rank() OVER w ... WINDOW w AS (PARTITION BY a ORDER
+  BY b)``) reads the named window's partition and order as an inline ``OVER (...)`` does.
 """
 
 from __future__ import annotations
@@ -91,3 +93,27 @@ def _rows(taken: exp.Expr | None, source: exp.Expr, oracle: bool) -> exp.Query:
         columns = [e.copy() for e in picked] or [exp.Star()]
         return exp.select(*columns).from_(rows)
     return exp.select(exp.Star()).from_(source.copy())  # INTO t VALUES ... FROM s: its rows
+
+
+def inline_named_windows(statement: exp.Expr) -> None:
+    """Give every ``OVER w`` (or ``OVER (w ROWS ...)``) the partition and order of the SELECT's
+    ``WINDOW w AS (...)``, in place; the WINDOW clause stays.
+
+    >>> import sqlglot
+    >>> q = sqlglot.parse_one("SELECT rank() OVER w AS r FROM s WINDOW w AS (PARTITION BY a "
+    ...     "ORDER BY b)", read="postgres")
+    >>> inline_named_windows(q)
+    >>> q.expressions[0].sql("postgres")
+    'RANK() OVER (PARTITION BY a ORDER BY b) AS r'
+    """
+    for select in statement.find_all(exp.Select):
+        named = {w.name: w for w in select.args.get("windows") or [] if isinstance(w, exp.Window)}
+        for window in select.find_all(exp.Window) if named else ():
+            definition = named.get(window.alias) if window.args.get("alias") else None
+            if definition is None or window.find_ancestor(exp.Select) is not select:
+                continue
+            if not window.args.get("partition_by") and definition.args.get("partition_by"):
+                window.set("partition_by", [e.copy() for e in definition.args["partition_by"]])
+            if not window.args.get("order") and definition.args.get("order"):
+                window.set("order", definition.args["order"].copy())
+            window.set("alias", None)

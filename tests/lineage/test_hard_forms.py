@@ -83,6 +83,13 @@ CASES = {
         {},
         {"n": set()},
     ),
+    "window_function_over_a_named_window": (
+        "postgres",
+        "SELECT a, rank() OVER w AS r, sum(c) OVER (w ROWS 1 PRECEDING) AS s2 FROM s "
+        "WINDOW w AS (PARTITION BY d ORDER BY b)",
+        {},
+        {"a": {"s.a"}, "r": {"s.b", "s.d"}, "s2": {"s.b", "s.c", "s.d"}},
+    ),
     "deep_struct_field": (
         "bigquery",
         "SELECT t.payload.customer.address.city AS city FROM events AS t",
