@@ -64,14 +64,17 @@ def split_multitable(statement: exp.Expr) -> list[exp.Expr]:
     if not isinstance(statement, exp.MultitableInserts):
         return [statement]
     source = statement.args.get("source")
+    shared = statement.args.get("with_")  # WITH s AS (...) FROM s INSERT ... INSERT ...
+    oracle = statement.args.get("kind") is not None  # INSERT ALL / FIRST
     inserts: list[exp.Expr] = []
     for entry in statement.expressions:
         insert = entry.this if isinstance(entry, exp.ConditionalInsert) else entry
         if not isinstance(insert, exp.Insert) or source is None:
             continue
         one = insert.copy()
-        oracle = statement.args.get("kind") is not None  # INSERT ALL / FIRST
         one.set("expression", _rows(insert.expression, source, oracle))
+        if shared is not None:
+            one.set("with_", shared.copy())
         inserts.append(one)
     return inserts or [statement]
 

@@ -77,3 +77,15 @@ def test_insert_first_traces_every_branch(tmp_path: Path):
     )
     tables, _columns = traced(tmp_path, sql, "snowflake")
     assert tables == {("raw.s", "mart.hi"), ("raw.s", "mart.lo")}
+
+
+def test_a_multi_insert_keeps_the_with_it_starts_with(tmp_path: Path):
+    sql = (
+        "WITH s AS (SELECT a, b FROM raw.src WHERE a > 0)\n"
+        "FROM s\n"
+        "INSERT INTO mart.t1 SELECT a\n"
+        "INSERT OVERWRITE TABLE mart.t2 SELECT b"
+    )
+    tables, columns = traced(tmp_path, sql, "spark")
+    assert tables == {("raw.src", "mart.t1"), ("raw.src", "mart.t2")}
+    assert columns == {("raw.src.a", "mart.t1.a"), ("raw.src.b", "mart.t2.b")}
