@@ -8,6 +8,7 @@
   Snowflake's ``INSERT ALL|FIRST [WHEN ...] INTO t1 [(cols)] [VALUES (...)] ... SELECT ...``
   (each INTO takes the SELECT's rows; its VALUES pick the SELECT's columns). The conditions
   filter rows and move no values, so they are not part of the lineage.
+- ``ALTER VIEW v AS SELECT ...`` redefines the view: it is ``CREATE OR REPLACE VIEW v AS SELECT``.
 - A window function over a named window (``rank() OVER w ... WINDOW w AS (PARTITION BY a ORDER
   BY b)``) reads the named window's partition and order as an inline ``OVER (...)`` does.
 """
@@ -45,6 +46,24 @@ def identifier_clauses(sql: str, dialect: str) -> str:
         return ".".join(f"`{part.strip()}`" for part in text.split("."))
 
     return _IDENTIFIER_CLAUSE.sub(name, sql)
+
+
+def view_redefinition(statement: exp.Expr) -> exp.Expr:
+    """``ALTER VIEW v AS <query>`` as ``CREATE OR REPLACE VIEW v AS <query>``; any other
+    statement as it is.
+
+    >>> import sqlglot
+    >>> view_redefinition(sqlglot.parse_one("ALTER VIEW v AS SELECT a FROM t", read="spark")).sql()
+    'CREATE OR REPLACE VIEW v AS SELECT a FROM t'
+    """
+    if not isinstance(statement, exp.Alter) or str(statement.args.get("kind")).upper() != "VIEW":
+        return statement
+    actions = statement.args.get("actions") or []
+    if len(actions) != 1 or not isinstance(actions[0], exp.Query):
+        return statement  # ALTER VIEW v RENAME TO ..., SET TBLPROPERTIES ...: no rows move
+    return exp.Create(
+        this=statement.this.copy(), kind="VIEW", replace=True, expression=actions[0].copy()
+    )
 
 
 def split_multitable(statement: exp.Expr) -> list[exp.Expr]:

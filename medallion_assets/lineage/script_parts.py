@@ -25,11 +25,12 @@ from sqlglot.errors import SqlglotError
 from sqlglot.tokenizer_core import Token, TokenType
 
 from medallion_assets.lineage.analysis import FileError, SqlFile
-from medallion_assets.lineage.copies import copy_query
+from medallion_assets.lineage.no_data import NO_DATA_START, SESSION_WORDS, moves_no_data
 from medallion_assets.lineage.normal_forms import (
     MULTITABLE_HINT,
     identifier_clauses,
     split_multitable,
+    view_redefinition,
 )
 from medallion_assets.lineage.script import (
     SqlError,
@@ -37,7 +38,6 @@ from medallion_assets.lineage.script import (
     known_command,
     preamble_part,
     split_script,
-    table_name,
 )
 from medallion_assets.lineage.statement import sqlglot_dialect
 from medallion_assets.lineage.token_tables import words_lineage
@@ -67,14 +67,6 @@ _LINE_STARTS = re.compile(
     r"^(?:insert|merge|update|delete|create|drop|truncate|alter)\b", re.I | re.M
 )
 
-# A file that may move no data at all: comments only, a function, a DROP, an ALTER (but for
-# RENAME, SWAP and EXCHANGE PARTITION, which ``copy_query`` traces), a DELETE ...
-_NO_DATA_START = re.compile(
-    r"^\s*(?:(?:--|#)[^\n]*(?:\n|$)\s*|/\*.*?\*/\s*)*(?:$|drop\b|truncate\b|grant\b|alter\b|delete\b|"
-    r"revoke\b|create\s+(?:or\s+replace\s+)?(?:temp(?:orary)?\s+)?(?:function|procedure)\b)",
-    re.I | re.S,
-)
-
 
 def script_parts(sql_file: SqlFile) -> ScriptParts:
     """``sql_file`` as the parts lineage traces: the file itself when it is one write after a
@@ -83,13 +75,14 @@ def script_parts(sql_file: SqlFile) -> ScriptParts:
     statements declare."""
     one = ";" not in sql_file.text.strip().rstrip(";")
     lines = len(_LINE_STARTS.findall(sql_file.text))
-    hint = _SCRIPT_HINT.search(sql_file.text) or _NO_DATA_START.match(sql_file.text)
+    hint = _SCRIPT_HINT.search(sql_file.text) or NO_DATA_START.match(sql_file.text)
     hint = hint or MULTITABLE_HINT.search(sql_file.text)  # one statement, several writes
     if one and lines < 2 and not hint:
         return ScriptParts([sql_file], {})  # one statement (a ';' in a string costs a parse)
     dialect = sqlglot_dialect(sql_file.dialect)
     errors: tuple[FileError, ...] = ()
     unparsed: list[SqlFile] = []
+    salvaged = False  # pieces of it were passed over: the file does not parse as written
     try:
         written = [
             s
@@ -97,18 +90,18 @@ def script_parts(sql_file: SqlFile) -> ScriptParts:
             if s is not None and not isinstance(s, exp.Semicolon)
         ]
     except (SqlglotError, ValueError):
-        salvaged = _salvage(sql_file, dialect)
-        if salvaged is None:
+        pieces = _salvage(sql_file, dialect)
+        if pieces is None:
             return ScriptParts([sql_file], {})  # the analysis says why it does not parse
-        written, errors, unparsed = salvaged
+        (written, errors, unparsed), salvaged = pieces, True
     try:
         statements = flatten(written, dialect)
     except (SqlglotError, ValueError):
         return ScriptParts([sql_file], {})
     declared: dict[str, dict[str, str]] = {}
-    passed = [s for s in statements if _moves_no_data(s, declared, dialect)]
+    passed = [s for s in statements if moves_no_data(s, declared, dialect)]
     as_written = len(statements) == len(written) and all(map(operator.is_, statements, written))
-    if not passed and not errors and not unparsed and as_written:
+    if not passed and not errors and not unparsed and as_written and not salvaged:
         try:
             split_script(statements)
             return ScriptParts([sql_file], {})  # one write after its preamble, as written
@@ -158,7 +151,8 @@ def _salvage(
         else:
             message = f"does not parse as {sql_file.dialect} SQL: {first_line(failure)}"
             errors.append(FileError(label, message))
-    return (statements, tuple(errors), unparsed) if statements else None
+    session = all(p[0].text.upper() in SESSION_WORDS for p in pieces if p)  # RESET a.b; DESC ...
+    return (statements, tuple(errors), unparsed) if statements or session else None
 
 
 def _text(text: str, piece: list[Token]) -> str:
@@ -251,6 +245,8 @@ def _body(statement: exp.Expr, dialect: str) -> list[exp.Expr]:
         return flatten(list(statement.expressions), dialect)
     if isinstance(statement, exp.MultitableInserts):
         return split_multitable(statement)  # one INSERT per target
+    if isinstance(statement, exp.Alter):
+        return [view_redefinition(statement)]  # ALTER VIEW v AS SELECT: a new definition
     if isinstance(statement, _BRANCHES):  # every branch and loop body, in order
         parts = [statement.args.get(arg) for arg in ("true", "false", "body", "expression")]
         return flatten([p for p in parts if isinstance(p, exp.Expr)], dialect)
@@ -322,13 +318,6 @@ def _control_rest(head: str, rest: str, dialect: str) -> str | None:
     return ""  # a condition alone (EXCEPTION WHEN ... without a statement)
 
 
-# Statements that move no data: a scanned script's writes are traced without them.
-_NO_DATA = (
-    exp.Drop, exp.TruncateTable, exp.Delete, exp.Alter, exp.Grant, exp.Transaction, exp.Commit,
-    exp.Rollback, exp.Analyze, exp.Describe, exp.Refresh, exp.Uncache, exp.Comment,
-)  # fmt: skip
-
-
 def _parts(
     sql_file: SqlFile,
     dialect: str,
@@ -363,34 +352,3 @@ def _parts(
 
 def _bare_query(statement: exp.Expr) -> bool:
     return isinstance(statement, exp.Query) and not isinstance(statement.args.get("into"), exp.Into)
-
-
-def _moves_no_data(statement: exp.Expr, declared: dict[str, dict[str, str]], dialect: str) -> bool:
-    if copy_query(statement, dialect) is not None:  # RENAME, CLONE and LIKE move or copy
-        return False
-    if isinstance(statement, _NO_DATA):
-        return True
-    if not isinstance(statement, exp.Create):
-        return False
-    kind = str(statement.args.get("kind") or "").upper()
-    if kind == "FUNCTION" and preamble_part(statement) is None:
-        return True  # a lasting function: a temporary one is the preamble of later writes
-    if statement.expression is not None:
-        return False
-    if kind in ("TABLE", "EXTERNAL TABLE") and isinstance(statement.this, exp.Schema):
-        table = statement.this.this
-        columns = {
-            c.name.lower(): c.args["kind"].sql(dialect=dialect) if c.args.get("kind") else "unknown"
-            for c in statement.this.expressions
-            if isinstance(c, exp.ColumnDef)
-        }
-        if isinstance(table, exp.Table) and columns:
-            declared.setdefault(table_name(table), columns)
-    return kind in _NO_DATA_CREATES
-
-
-# What ``CREATE <kind> x`` without a query makes holds no rows yet (a table declares columns).
-_NO_DATA_CREATES = frozenset(
-    {"TABLE", "SCHEMA", "DATABASE", "INDEX", "EXTERNAL TABLE", "STAGE", "SEQUENCE",
-     "FILE FORMAT", "WAREHOUSE"}
-)  # fmt: skip

@@ -300,3 +300,27 @@ def test_a_scripts_statement_sqlglot_cannot_parse_keeps_its_tables(tmp_path):
     assert [(e.file, e.stage) for e in result.errors] == [("load.sql#2", "columns")]
     assert "its tables are read from the names after FROM" in result.errors[0].message
     assert set(result.edges) == {("settings", "mart.kv")}
+
+
+def test_a_sessions_own_statements_are_passed_over_and_the_write_after_them_traced(tmp_path):
+    files = {
+        "desc.sql": "DESC mart.t",
+        "show.sql": "SHOW TABLES IN mart",
+        "explain.sql": "EXPLAIN SELECT a FROM raw.s",
+        "reset.sql": "RESET spark.sql.ansi.enabled",  # sqlglot cannot parse it
+        "session.sql": "SET TIME ZONE 'UTC'; CACHE TABLE raw.s; MSCK REPAIR TABLE raw.s",
+        "maintenance.sql": "-- weekly\nOPTIMIZE mart.t; VACUUM mart.t",
+        "load.sql": "RESET spark.sql.ansi.enabled;\nINSERT INTO mart.t SELECT a FROM raw.s",
+    }
+    result = scan(tmp_path, files)
+    assert result.errors == ()
+    assert set(result.passed) == set(files) - {"load.sql"}
+    assert set(result.edges) == {("raw.s", "mart.t")}
+    assert columns(result) == {("raw.s.a", "mart.t.a")}  # the RESET cost no column
+
+
+def test_alter_view_as_select_redefines_the_view(tmp_path):
+    result = scan(tmp_path, {"v.sql": "ALTER VIEW mart.v AS SELECT a, b + 1 AS c FROM raw.s"})
+    assert result.errors == ()
+    assert set(result.edges) == {("raw.s", "mart.v")}
+    assert columns(result) == {("raw.s.a", "mart.v.a"), ("raw.s.b", "mart.v.c")}
