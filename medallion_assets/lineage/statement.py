@@ -201,6 +201,13 @@ def _name_derived_tables(statement: exp.Expr) -> None:
     for subquery in statement.find_all(exp.Subquery):
         # A derived table's Subquery holds its query; parentheses around tables or a join
         # ``((a JOIN b))`` are Subqueries holding a Table or another Subquery.
+        joined = subquery.this
+        if isinstance(joined, exp.Table) and joined.args.get("joins") and subquery.alias:
+            # ``(t1 CROSS JOIN t2) AS tx``: the joined rows under one name, a derived table
+            joins = joined.args.pop("joins")
+            derived_table = exp.select(exp.Star()).from_(joined)
+            derived_table.set("joins", joins)  # after the FROM: the star lists t1's first
+            subquery.set("this", derived_table)
         derived = isinstance(subquery.this, (exp.Select, exp.SetOperation))
         if derived and not subquery.alias and _in_from(subquery):
             count += 1

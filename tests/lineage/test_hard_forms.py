@@ -240,6 +240,18 @@ CASES = {
         {},
         {"a": {"t.a"}, "b": {"u.b"}},
     ),
+    "parenthesised_join_under_an_alias": (
+        "spark",
+        "SELECT tx.a, tx.b FROM (t1 CROSS JOIN t2) AS tx",
+        {"t1": {"a": "int"}, "t2": {"b": "int"}},
+        {"a": {"t1.a"}, "b": {"t2.b"}},
+    ),
+    "parenthesised_join_under_an_alias_with_columns": (
+        "spark",
+        "SELECT ii, jj FROM (t1 JOIN t2 ON t1.k = t2.j) AS tx(ii, jj)",
+        {"t1": {"k": "int"}, "t2": {"j": "int"}},
+        {"ii": {"t1.k"}, "jj": {"t2.j"}},
+    ),
     "view_with_columns_over_a_doubly_parenthesised_query": (
         "spark",
         "CREATE VIEW my_view (random1, random2) AS ((SELECT col1, col2 FROM tbl))",
