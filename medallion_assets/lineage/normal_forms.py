@@ -9,6 +9,9 @@
   (each INTO takes the SELECT's rows; its VALUES pick the SELECT's columns). The conditions
   filter rows and move no values, so they are not part of the lineage.
 - ``ALTER VIEW v AS SELECT ...`` redefines the view: it is ``CREATE OR REPLACE VIEW v AS SELECT``.
+- Words that are not columns are not read as columns: the unit of ``timediff(QUARTER, a, b)``
+  and the other date functions sqlglot does not know, a collation (``COLLATE utf8_lcase``),
+  Spark's ``grouping__id`` (the grouping set of a row, no column of a table).
 - A window function over a named window (``rank() OVER w ... WINDOW w AS (PARTITION BY a ORDER
   BY b)``) reads the named window's partition and order as an inline ``OVER (...)`` does.
 """
@@ -117,25 +120,83 @@ def _rows(taken: exp.Expr | None, source: exp.Expr, oracle: bool) -> exp.Query:
     return exp.select(exp.Star()).from_(source.copy())  # INTO t VALUES ... FROM s: its rows
 
 
-def inline_named_windows(statement: exp.Expr) -> None:
-    """Give every ``OVER w`` (or ``OVER (w ROWS ...)``) the partition and order of the SELECT's
-    ``WINDOW w AS (...)``, in place; the WINDOW clause stays.
+def common_form(statement: exp.Expr) -> None:
+    """Named windows inlined and words that are not columns turned into what they are, in
+    place, in one walk of ``statement``.
 
     >>> import sqlglot
     >>> q = sqlglot.parse_one("SELECT rank() OVER w AS r FROM s WINDOW w AS (PARTITION BY a "
     ...     "ORDER BY b)", read="postgres")
-    >>> inline_named_windows(q)
+    >>> common_form(q)
     >>> q.expressions[0].sql("postgres")
     'RANK() OVER (PARTITION BY a ORDER BY b) AS r'
+    >>> q = sqlglot.parse_one("SELECT timediff(QUARTER, a, b), c COLLATE utf8_lcase, "
+    ...     "grouping__id FROM t", read="spark")
+    >>> common_form(q)
+    >>> sorted(c.name for c in q.find_all(exp.Column))
+    ['a', 'b', 'c']
     """
-    for select in statement.find_all(exp.Select):
-        named = {w.name: w for w in select.args.get("windows") or [] if isinstance(w, exp.Window)}
-        for window in select.find_all(exp.Window) if named else ():
-            definition = named.get(window.alias) if window.args.get("alias") else None
-            if definition is None or window.find_ancestor(exp.Select) is not select:
-                continue
-            if not window.args.get("partition_by") and definition.args.get("partition_by"):
-                window.set("partition_by", [e.copy() for e in definition.args["partition_by"]])
-            if not window.args.get("order") and definition.args.get("order"):
-                window.set("order", definition.args["order"].copy())
-            window.set("alias", None)
+    kinds = (exp.Select, exp.Anonymous, exp.Collate, exp.DataType, exp.Column)
+    for node in list(statement.find_all(*kinds)):
+        if isinstance(node, exp.Select):
+            if node.args.get("windows"):
+                _inline_named_windows(node)
+        else:
+            _word_not_column(node)
+
+
+def _inline_named_windows(select: exp.Select) -> None:
+    """Give every ``OVER w`` (or ``OVER (w ROWS ...)``) the partition and order of the SELECT's
+    ``WINDOW w AS (...)``; the WINDOW clause stays."""
+    named = {w.name: w for w in select.args.get("windows") or [] if isinstance(w, exp.Window)}
+    for window in select.find_all(exp.Window) if named else ():
+        definition = named.get(window.alias) if window.args.get("alias") else None
+        if definition is None or window.find_ancestor(exp.Select) is not select:
+            continue
+        if not window.args.get("partition_by") and definition.args.get("partition_by"):
+            window.set("partition_by", [e.copy() for e in definition.args["partition_by"]])
+        if not window.args.get("order") and definition.args.get("order"):
+            window.set("order", definition.args["order"].copy())
+        window.set("alias", None)
+
+
+# Functions sqlglot keeps as anonymous whose first argument may be a date or time unit.
+_UNIT_FIRST = frozenset(
+    {"timediff", "timestampdiff", "timestampadd", "timestamp_diff", "timestamp_add", "dateadd",
+     "datediff", "date_diff", "date_add", "datetime_diff", "datetime_add", "time_diff",
+     "date_trunc", "datetrunc", "datepart", "date_part", "datename", "time_bucket", "age"}
+)  # fmt: skip
+_UNITS = frozenset(
+    {"year", "years", "yy", "yyyy", "quarter", "quarters", "qq", "month", "months", "mm", "week",
+     "weeks", "wk", "ww", "day", "days", "dd", "d", "dayofyear", "dy", "dayofweek", "dw",
+     "weekday", "hour", "hours", "hh", "minute", "minutes", "mi", "n", "second", "seconds", "ss",
+     "s", "millisecond", "milliseconds", "ms", "microsecond", "microseconds", "mcs",
+     "nanosecond", "ns", "isoweek", "isoyear", "epoch"}
+)  # fmt: skip
+
+
+def _word_not_column(node: exp.Expr) -> None:
+    """A word sqlglot reads as a column but that names none as what it is: a date unit, a
+    collation, Spark's ``grouping__id``."""
+    if isinstance(node, exp.Anonymous) and str(node.this).lower() in _UNIT_FIRST:
+        unit = node.expressions[0] if node.expressions else None
+        if unit is not None and _bare(unit) and unit.name.lower() in _UNITS:
+            unit.replace(exp.var(unit.name))
+    elif isinstance(node, (exp.Collate, exp.DataType)):
+        collation = node.args.get("expression" if isinstance(node, exp.Collate) else "collate")
+        if isinstance(collation, exp.Column):
+            collation.replace(exp.var(collation.sql()))
+    elif _bare(node) and node.name.lower() == "grouping__id":
+        grouping: exp.Expr = exp.Anonymous(this="grouping_id")
+        named = isinstance(node.parent, exp.Select) and node.arg_key == "expressions"
+        node.replace(exp.alias_(grouping, node.name) if named else grouping)
+
+
+def _bare(node: exp.Expr | None) -> bool:
+    """An unqualified, unquoted column name."""
+    return (
+        isinstance(node, exp.Column)
+        and not node.table
+        and isinstance(node.this, exp.Identifier)
+        and not node.this.quoted
+    )

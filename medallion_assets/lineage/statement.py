@@ -17,8 +17,8 @@ from sqlglot.optimizer.scope import build_scope
 
 from medallion_assets.lineage.copies import copy_query, path_target
 from medallion_assets.lineage.normal_forms import (
+    common_form,
     identifier_clauses,
-    inline_named_windows,
     split_multitable,
 )
 from medallion_assets.lineage.relations import real_tables
@@ -164,7 +164,7 @@ def _parse_all(sql: str, dialect: str) -> list[exp.Expr]:
         kept = [s for s in parsed if s is not None and not isinstance(s, exp.Semicolon)]
         statements = [one for s in kept for one in split_multitable(s)]
         for statement in statements:
-            inline_named_windows(statement)
+            common_form(statement)
     except (ParseError, TokenError) as error:
         raise Unparsable(f"does not parse as {dialect} SQL: {first_line(error)}") from None
     except ValueError as error:  # unknown dialect name

@@ -252,6 +252,31 @@ CASES = {
         {"t1": {"k": "int"}, "t2": {"j": "int"}},
         {"ii": {"t1.k"}, "jj": {"t2.j"}},
     ),
+    "date_unit_of_a_function_sqlglot_does_not_know": (
+        "spark",
+        "SELECT timediff(QUARTER, t1, t2) AS d, dateadd(day, 1, t1) AS e FROM t",
+        {},
+        {"d": {"t.t1", "t.t2"}, "e": {"t.t1"}},
+    ),
+    "collation_of_a_cast_and_of_a_column": (
+        "spark",
+        "SELECT cast(s AS STRING COLLATE utf8_lcase) AS c, "
+        "s COLLATE system.builtin.UTF8_BINARY AS d FROM t",
+        {},
+        {"c": {"t.s"}, "d": {"t.s"}},
+    ),
+    "grouping_id_of_spark": (
+        "spark",
+        "SELECT a, grouping__id, grouping__id + 1 AS g FROM t GROUP BY GROUPING SETS ((a), ())",
+        {},
+        {"a": {"t.a"}, "grouping__id": set(), "g": set()},
+    ),
+    "a_column_named_like_a_unit_in_a_users_function": (
+        "spark",
+        "SELECT my_udf(day, x) AS z FROM t",
+        {},
+        {"z": {"t.day", "t.x"}},
+    ),
     "view_with_columns_over_a_doubly_parenthesised_query": (
         "spark",
         "CREATE VIEW my_view (random1, random2) AS ((SELECT col1, col2 FROM tbl))",
