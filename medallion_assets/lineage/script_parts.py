@@ -38,6 +38,7 @@ from medallion_assets.lineage.script import (
     known_command,
     preamble_part,
     split_script,
+    table_name,
 )
 from medallion_assets.lineage.statement import sqlglot_dialect
 from medallion_assets.lineage.token_tables import words_lineage
@@ -327,19 +328,21 @@ def _parts(
 ) -> list[SqlFile]:
     skipped = {id(s) for s in passed}
     queries = [s for s in statements if _bare_query(s)]
-    preamble: list[str] = []
+    preamble: list[tuple[str, str, frozenset[str]]] = []  # (relation or "", text, its reads)
     parts: list[tuple[int, str, str | None]] = []
     for position, statement in enumerate(statements, start=1):
         if id(statement) in skipped:
             continue
         text = statement.sql(dialect=dialect)
-        if preamble_part(statement) is not None:
-            preamble.append(text)
+        part = preamble_part(statement)
+        if part is not None:
+            relation = part.name if part.query is not None else ""
+            preamble.append((relation, text, _reads(part.query or statement)))
             continue
         target = sql_file.default_target
         if _bare_query(statement) and len(queries) > 1 and target:
             target = f"{target}_{queries.index(statement) + 1}"
-        parts.append((position, ";\n".join([*preamble, text]), target))
+        parts.append((position, ";\n".join([*_needed(preamble, statement), text]), target))
     if not parts:  # declarations (nodes), functions, DROP ...: nothing to trace
         return []
     if len(parts) == 1:
@@ -348,6 +351,24 @@ def _parts(
         SqlFile(f"{sql_file.label}#{position}", text, sql_file.dialect, target)
         for position, text, target in parts
     ]
+
+
+def _reads(statement: exp.Expr) -> frozenset[str]:
+    return frozenset(table_name(t) for t in statement.find_all(exp.Table))
+
+
+def _needed(preamble: list[tuple[str, str, frozenset[str]]], write: exp.Expr) -> list[str]:
+    """The preamble a write needs: every statement but the temporary relations it does not
+    read, directly or through another (a script's parts stay linear in its length); of a
+    relation defined twice, the last definition before the write."""
+    wanted, kept = _reads(write), []
+    for relation, text, reads in reversed(preamble):
+        if relation:
+            if relation not in wanted:
+                continue
+            wanted = (wanted - {relation}) | reads
+        kept.append(text)
+    return kept[::-1]
 
 
 def _bare_query(statement: exp.Expr) -> bool:

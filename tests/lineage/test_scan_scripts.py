@@ -324,3 +324,37 @@ def test_alter_view_as_select_redefines_the_view(tmp_path):
     assert result.errors == ()
     assert set(result.edges) == {("raw.s", "mart.v")}
     assert columns(result) == {("raw.s.a", "mart.v.a"), ("raw.s.b", "mart.v.c")}
+
+
+def test_each_write_carries_only_the_temporary_views_it_reads():
+    from medallion_assets.lineage.analysis import SqlFile
+    from medallion_assets.lineage.script_parts import script_parts
+
+    sql = (
+        "CREATE TEMP VIEW a AS SELECT x FROM raw.s;\n"
+        "CREATE TEMP VIEW b AS SELECT y FROM raw.u;\n"
+        "CREATE TEMP VIEW c AS SELECT x FROM a;\n"
+        "SET spark.sql.shuffle.partitions = 4;\n"
+        "INSERT INTO mart.one SELECT x FROM c;\n"
+        "CREATE OR REPLACE TEMP VIEW b AS SELECT z AS y FROM raw.w;\n"
+        "INSERT INTO mart.two SELECT y FROM b"
+    )
+    one, two = script_parts(SqlFile("load.sql", sql, "spark", None)).parts
+    assert [line.split(" AS ")[0] for line in one.text.splitlines()] == [
+        "CREATE TEMPORARY VIEW a",
+        "CREATE TEMPORARY VIEW c",
+        "SET spark.sql.shuffle.partitions = 4;",
+        "INSERT INTO mart.one SELECT x FROM c",
+    ]
+    assert "raw.u" not in two.text and "raw.w" in two.text  # the last b before the write
+
+
+def test_a_long_script_of_temporary_views_is_traced_view_by_view(tmp_path):
+    sql = "".join(
+        f"CREATE OR REPLACE TEMP VIEW v{i} AS SELECT a, b FROM raw.t{i};\n"
+        f"INSERT INTO mart.o{i} SELECT a FROM v{i} WHERE b > {i};\n"
+        for i in range(60)
+    )
+    result = scan(tmp_path, {"long.sql": sql})
+    assert result.errors == ()
+    assert set(result.edges) == {(f"raw.t{i}", f"mart.o{i}") for i in range(60)}
