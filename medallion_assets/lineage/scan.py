@@ -152,6 +152,8 @@ def _cycle_errors(files: Mapping[str, FileLineage]) -> tuple[FileError, ...]:
 
     A file that reads its own target (``INSERT INTO t SELECT ... FROM t WHERE NOT EXISTS ...``,
     an incremental load) is not a cycle here: outside a project that is a common, valid pattern.
+    Nor are the writes of one script that read one another in turn (``CREATE TABLE bak AS SELECT
+    * FROM t; ...; INSERT INTO t SELECT * FROM bak``): its statements run in order.
     """
     writers: dict[str, list[str]] = {}
     for label, result in files.items():
@@ -165,6 +167,8 @@ def _cycle_errors(files: Mapping[str, FileLineage]) -> tuple[FileError, ...]:
     errors = []
     for cycle in DAG(list(writers), edges).cycles():
         labels = [label for table in cycle[:-1] for label in writers[table]]
+        if len({label.rpartition("#")[0] or label for label in labels}) == 1:
+            continue  # one script's statements, in the order they run
         named = CycleError(list[object](cycle))
         message = (
             f"{named}; files: {', '.join(labels)}; break the cycle: a table cannot read, "

@@ -358,3 +358,18 @@ def test_a_long_script_of_temporary_views_is_traced_view_by_view(tmp_path):
     result = scan(tmp_path, {"long.sql": sql})
     assert result.errors == ()
     assert set(result.edges) == {(f"raw.t{i}", f"mart.o{i}") for i in range(60)}
+
+
+def test_one_scripts_writes_that_read_one_another_in_turn_are_no_cycle(tmp_path):
+    script = (
+        "CREATE TABLE stage.bak AS SELECT * FROM mart.t;\n"
+        "DELETE FROM mart.t;\n"
+        "INSERT INTO mart.t SELECT * FROM stage.bak WHERE keep"
+    )
+    result = scan(tmp_path, {"reload.sql": script})
+    assert result.errors == ()
+    assert set(result.edges) == {("mart.t", "stage.bak"), ("stage.bak", "mart.t")}
+    # The same two writes in two files are a cycle: nothing orders them.
+    (tmp_path / "reload.sql").unlink()
+    two = scan(tmp_path, {"a.sql": script.split(";")[0], "b.sql": script.split(";")[2]})
+    assert [e.stage for e in two.errors] == ["cycle"]
