@@ -3,6 +3,8 @@
 - Spark's ``IDENTIFIER('db.t')`` clause names a table or column by a string literal: it becomes
   the name itself (```db`.`t```) before parsing, wherever it stands (a FROM, an INSERT's target,
   a column). ``IDENTIFIER(:param)`` names nothing known before the run and is left as it is.
+- Spark's ``TABLE t`` query (``INSERT INTO x TABLE t``, ``... UNION ALL TABLE t``, ``(TABLE t)``,
+  ``CREATE VIEW v AS TABLE t``) is ``SELECT * FROM t``.
 - A multi-table insert is one INSERT per target: Hive's and Spark's ``FROM s INSERT INTO t1
   SELECT ... INSERT OVERWRITE TABLE t2 SELECT ...`` (each SELECT reads ``s``), and Oracle's and
   Snowflake's ``INSERT ALL|FIRST [WHEN ...] INTO t1 [(cols)] [VALUES (...)] ... SELECT ...``
@@ -20,7 +22,10 @@ from __future__ import annotations
 
 import re
 
+import sqlglot
 from sqlglot import exp
+from sqlglot.errors import SqlglotError
+from sqlglot.tokenizer_core import TokenType
 
 _IDENTIFIER_CLAUSE = re.compile(r"\bIDENTIFIER\s*\(\s*(?:'([^'\\]*)'|\"([^\"\\]*)\")\s*\)", re.I)
 SPARK_DIALECTS = frozenset({"spark", "spark2", "databricks", "hive"})
@@ -29,6 +34,12 @@ MULTITABLE_SOURCE = "_multitable_source_"
 MULTITABLE_HINT = re.compile(
     r"\binsert\s+(?:all|first)\b|^\s*(?:--[^\n]*\n\s*|/\*.*?\*/\s*)*from\b", re.I | re.S
 )
+
+
+def common_text(sql: str, dialect: str) -> str:
+    """``sql`` with the dialect's own forms rewritten before parsing: ``IDENTIFIER('...')``
+    clauses and ``TABLE t`` queries."""
+    return table_queries(identifier_clauses(sql, dialect), dialect)
 
 
 def identifier_clauses(sql: str, dialect: str) -> str:
@@ -49,6 +60,51 @@ def identifier_clauses(sql: str, dialect: str) -> str:
         return ".".join(f"`{part.strip()}`" for part in text.split("."))
 
     return _IDENTIFIER_CLAUSE.sub(name, sql)
+
+
+_TABLE_QUERY_HINT = re.compile(
+    r"(?:^|[(;]|\b(?:union|intersect|except|all|distinct|as)\b)\s*table\s|(?:^|;)\s*insert\b.*\btable\s",
+    re.I | re.S | re.M,
+)
+_SET_OPERATORS = frozenset(
+    {TokenType.UNION, TokenType.INTERSECT, TokenType.EXCEPT, TokenType.ALL, TokenType.DISTINCT}
+)
+_NAME = frozenset({TokenType.VAR, TokenType.IDENTIFIER})
+
+
+def table_queries(sql: str, dialect: str) -> str:
+    """``sql`` with Spark's ``TABLE t`` queries written ``SELECT * FROM t``.
+
+    >>> table_queries("INSERT INTO x TABLE s", "spark")
+    'INSERT INTO x SELECT * FROM s'
+    >>> table_queries("WITH c AS (TABLE s) SELECT a FROM c UNION ALL TABLE db.u", "spark")
+    'WITH c AS (SELECT * FROM s) SELECT a FROM c UNION ALL SELECT * FROM db.u'
+    >>> table_queries("CREATE EXTERNAL TABLE x (a INT); INSERT OVERWRITE TABLE t TABLE s", "hive")
+    'CREATE EXTERNAL TABLE x (a INT); INSERT OVERWRITE TABLE t SELECT * FROM s'
+    """
+    if dialect not in SPARK_DIALECTS or not _TABLE_QUERY_HINT.search(sql):
+        return sql
+    try:
+        tokens = sqlglot.Dialect.get_or_raise(dialect).tokenize(sql)
+    except SqlglotError:
+        return sql  # the parse says why
+    starts, first, depth, previous = [], None, 0, None
+    for index, token in enumerate(tokens):
+        kind = token.token_type
+        following = tokens[index + 1].token_type if index + 1 < len(tokens) else None
+        if kind == TokenType.TABLE and following in _NAME:
+            before = previous.token_type if previous is not None else TokenType.SEMICOLON
+            inserted = first == TokenType.INSERT and depth == 0  # INSERT INTO t [(a)] TABLE s
+            if before in (TokenType.SEMICOLON, TokenType.L_PAREN, TokenType.ALIAS) or (
+                before in _SET_OPERATORS or (inserted and before in (*_NAME, TokenType.R_PAREN))
+            ):
+                starts.append(token)
+        depth += (kind == TokenType.L_PAREN) - (kind == TokenType.R_PAREN)
+        first = None if kind == TokenType.SEMICOLON else first or kind
+        previous = token
+    for token in reversed(starts):
+        sql = sql[: token.start] + "SELECT * FROM" + sql[token.end + 1 :]
+    return sql
 
 
 def view_redefinition(statement: exp.Expr) -> exp.Expr:

@@ -28,7 +28,7 @@ from medallion_assets.lineage.analysis import FileError, SqlFile
 from medallion_assets.lineage.no_data import NO_DATA_START, SESSION_WORDS, moves_no_data
 from medallion_assets.lineage.normal_forms import (
     MULTITABLE_HINT,
-    identifier_clauses,
+    common_text,
     split_multitable,
     view_redefinition,
 )
@@ -87,7 +87,7 @@ def script_parts(sql_file: SqlFile) -> ScriptParts:
     try:
         written = [
             s
-            for s in sqlglot.parse(identifier_clauses(sql_file.text, dialect), read=dialect)
+            for s in sqlglot.parse(common_text(sql_file.text, dialect), read=dialect)
             if s is not None and not isinstance(s, exp.Semicolon)
         ]
     except (SqlglotError, ValueError):

@@ -18,7 +18,7 @@ from sqlglot.optimizer.scope import build_scope
 from medallion_assets.lineage.copies import copy_query, path_target
 from medallion_assets.lineage.normal_forms import (
     common_form,
-    identifier_clauses,
+    common_text,
     split_multitable,
 )
 from medallion_assets.lineage.relations import real_tables
@@ -159,7 +159,7 @@ def _statement(expression: exp.Expr, default_target: str | None, dialect: str = 
 def _parse_all(sql: str, dialect: str) -> list[exp.Expr]:
     try:
         read = sqlglot_dialect(dialect)
-        parsed = sqlglot.parse(identifier_clauses(sql, read), read=read)
+        parsed = sqlglot.parse(common_text(sql, read), read=read)
         # Empty statements (`;;`, or `;` after a comment) are not statements.
         kept = [s for s in parsed if s is not None and not isinstance(s, exp.Semicolon)]
         statements = [one for s in kept for one in split_multitable(s)]

@@ -89,3 +89,23 @@ def test_a_multi_insert_keeps_the_with_it_starts_with(tmp_path: Path):
     tables, columns = traced(tmp_path, sql, "spark")
     assert tables == {("raw.src", "mart.t1"), ("raw.src", "mart.t2")}
     assert columns == {("raw.src.a", "mart.t1.a"), ("raw.src.b", "mart.t2.b")}
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "INSERT INTO mart.t TABLE raw.s",
+        "INSERT OVERWRITE TABLE mart.t TABLE raw.s",
+        "CREATE VIEW mart.t AS TABLE raw.s",
+        "INSERT INTO mart.t SELECT a FROM (TABLE raw.s)",
+        "WITH c AS (TABLE raw.s) INSERT INTO mart.t SELECT a FROM c",
+        "CREATE TABLE mart.t (a INT);\n"
+        "INSERT INTO mart.t SELECT a FROM raw.s WHERE false UNION ALL TABLE raw.s",
+    ],
+)
+def test_sparks_table_query_reads_the_table(tmp_path: Path, sql: str):
+    (tmp_path / "load.sql").write_text(sql)
+    result = scan_directory(tmp_path, "spark", schema={"raw.s": {"a": "int"}})
+    assert not result.errors
+    assert set(result.edges) == {("raw.s", "mart.t")}
+    assert {(e.source, e.target) for e in result.column_edges} == {("raw.s.a", "mart.t.a")}
