@@ -245,10 +245,14 @@ def _create(expression: exp.Create) -> Statement:
     if kind not in ("TABLE", "VIEW"):
         raise SqlError(f"CREATE {kind} does not produce a table: use CREATE TABLE ... AS SELECT")
     query = _unwrap(expression.expression)
+    statement_kind = "create_view" if kind == "VIEW" else "create_table"
+    if isinstance(query, exp.Values):  # CREATE TABLE t AS VALUES (1, 2) AS v(a, b): constants
+        table, _ = _target_table(expression.this)
+        read = {t for q in _nested_queries(query, skip=None) for t in _tables_read(q)}
+        return Statement(statement_kind, table_name(table), tuple(sorted(read)), expression, None)
     if not isinstance(query, exp.Query):
         raise SqlError("CREATE TABLE without AS SELECT holds no query: add 'AS SELECT ...'")
     table, columns = _target_table(expression.this)
-    statement_kind = "create_view" if kind == "VIEW" else "create_table"
     return Statement(
         statement_kind, table_name(table), _tables_read(query), expression, query, columns
     )

@@ -373,3 +373,14 @@ def test_one_scripts_writes_that_read_one_another_in_turn_are_no_cycle(tmp_path)
     (tmp_path / "reload.sql").unlink()
     two = scan(tmp_path, {"a.sql": script.split(";")[0], "b.sql": script.split(";")[2]})
     assert [e.stage for e in two.errors] == ["cycle"]
+
+
+def test_a_table_or_view_created_as_values_is_a_node_reading_its_subqueries(tmp_path):
+    files = {
+        "consts.sql": "CREATE TABLE ref.consts AS VALUES (1, 'a'), (2, 'b') AS v(k, name)",
+        "top.sql": "CREATE VIEW ref.top (m) AS VALUES ((SELECT max(x) FROM raw.s))",
+    }
+    result = scan(tmp_path, files)
+    assert result.errors == ()
+    assert "ref.consts" in result.nodes
+    assert set(result.edges) == {("raw.s", "ref.top")}
