@@ -5,7 +5,7 @@ PARTITION, which are traced), GRANT, transactions, comments, a lasting function,
 TABLE t (a INT, ...)`` (its columns name a later ``INSERT``'s by position), and what a session
 asks of its engine without writing: ``DESC``, ``SHOW``, ``EXPLAIN``, ``SET TIME ZONE``,
 ``RESET``, ``CACHE TABLE t``, ``REFRESH``, ``ANALYZE``, ``MSCK REPAIR``, ``OPTIMIZE``,
-``VACUUM``, ``ADD JAR``, T-SQL's ``PRINT`` and ``DBCC``.
+``VACUUM``, ``ADD JAR``, a ``DECLARE`` sqlglot cannot read, T-SQL's ``PRINT`` and ``DBCC``.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from medallion_assets.lineage.script import preamble_part, table_name
 SESSION_WORDS = frozenset(
     {"SHOW", "EXPLAIN", "SET", "RESET", "MSCK", "ADD", "LIST", "CLEAR", "OPTIMIZE", "VACUUM",
      "FSCK", "REPAIR", "PRINT", "DBCC", "DESC", "DESCRIBE", "KILL", "CHECKPOINT", "LOCK",
-     "UNLOCK", "REINDEX", "DISCARD", "LISTEN", "NOTIFY", "UNLISTEN"}
+     "UNLOCK", "REINDEX", "DISCARD", "LISTEN", "NOTIFY", "UNLISTEN", "DECLARE"}
 )  # fmt: skip
 
 # A file that may move no data at all: comments only, a function, a DROP, an ALTER, a DELETE,

@@ -168,8 +168,16 @@ def preamble_part(statement: exp.Expr) -> Preamble | None:
         if kind == "FUNCTION":
             table = target.this if isinstance(target, exp.UserDefinedFunction) else target
             return Preamble("function", _name(table), statement)
-        if kind in ("VIEW", "TABLE") and isinstance(statement.expression, exp.Query):
-            return Preamble(kind.lower(), _name(target), statement, statement.expression)
+        rows = statement.expression
+        if isinstance(rows, exp.Values):  # CREATE TEMP VIEW v AS VALUES (1, 2) AS t(a, b)
+            rows = exp.select(exp.Star()).from_(rows.copy())
+        if isinstance(target, exp.Schema) and isinstance(rows, exp.Query):
+            # CREATE TEMP VIEW v (a, b) AS ...: the rows under the listed names, by position
+            named = [exp.to_identifier(c.name) for c in target.expressions]
+            alias = exp.TableAlias(this=exp.to_identifier("_named_"), columns=named)
+            rows, target = exp.select(exp.Star()).from_(rows.subquery(alias)), target.this
+        if kind in ("VIEW", "TABLE") and isinstance(rows, exp.Query):
+            return Preamble(kind.lower(), _name(target), statement, rows)
     if isinstance(statement, exp.Cache) and isinstance(statement.expression, exp.Query):
         return Preamble("cache", _name(statement.this), statement, statement.expression)
     into = statement.args.get("into") if isinstance(statement, exp.Select) else None

@@ -57,9 +57,11 @@ class ScriptParts:
 
 
 # Files parsed as scripts even without a semicolon between statements: a CREATE without
-# AS SELECT (a schema-only table, LIKE, CLONE), a procedure or a block.
+# AS SELECT (a schema-only table, LIKE, CLONE), dynamic SQL, a DECLARE, a procedure, a block,
+# a temporary object (a file of nothing else moves no data).
 _SCRIPT_HINT = re.compile(
-    r"^\s*(?:--[^\n]*\n\s*|/\*.*?\*/\s*)*create\b(?!.*\bas\s*(?:select|with|\())|\bprocedure\b|\bbegin\b",
+    r"^\s*(?:--[^\n]*\n\s*|/\*.*?\*/\s*)*(?:create\b(?!.*\bas\s*(?:select|with|\())|execute\b|exec\b|"
+    r"declare\b)|\bprocedure\b|\bbegin\b|\bcreate\s+(?:or\s+replace\s+)?(?:global\s+)?temp(?:orary)?\s",
     re.I | re.S,
 )
 

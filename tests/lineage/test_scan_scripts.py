@@ -384,3 +384,24 @@ def test_a_table_or_view_created_as_values_is_a_node_reading_its_subqueries(tmp_
     assert result.errors == ()
     assert "ref.consts" in result.nodes
     assert set(result.edges) == {("raw.s", "ref.top")}
+
+
+def test_temporary_views_alone_dynamic_sql_and_a_named_view_are_read_as_spark_runs_them(tmp_path):
+    files = {
+        "views_only.sql": "CREATE TEMPORARY VIEW v AS SELECT a FROM raw.s",  # gone at the end
+        "declare_only.sql": "DECLARE var = 'sometable'",
+        "dynamic.sql": "EXECUTE IMMEDIATE 'INSERT INTO mart.d SELECT a FROM raw.s'",
+        "named.sql": (
+            "CREATE TEMP VIEW n (k, v) AS SELECT x, y FROM raw.u;\n"
+            "CREATE TEMP VIEW c AS VALUES (1, 'a') AS t(code, label);\n"
+            "INSERT INTO mart.n SELECT n.k, n.v, c.label FROM n JOIN c ON n.k = c.code"
+        ),
+    }
+    result = scan(tmp_path, files)
+    assert result.errors == ()
+    assert set(result.passed) == {"views_only.sql", "declare_only.sql"}
+    assert set(result.edges) == {("raw.s", "mart.d"), ("raw.u", "mart.n")}
+    assert {(s, t) for s, t in columns(result) if t.startswith("mart.n")} == {
+        ("raw.u.x", "mart.n.k"),
+        ("raw.u.y", "mart.n.v"),
+    }

@@ -106,3 +106,23 @@ def test_an_alternate_insert_writes_the_tables_columns_by_position(spark, tmp_pa
     build_table(TableRun(spark=spark, lake=lake, catalog=catalog, dataset=along(primary, route)))
     published = read_table("silver.orders_clean", lake_root=lake.root)
     assert published.to_dict("records") == [{"order_id": 4, "amount": 2, "country": "FR"}]
+
+
+@pytest.mark.parametrize(
+    "view",
+    [
+        "CREATE TEMP VIEW v (a, b) AS SELECT 1 AS x, 'p' AS y",
+        "CREATE TEMP VIEW v (a COMMENT 'first', b) AS VALUES (1, 'p')",
+        "CREATE TEMP VIEW v AS VALUES (1, 'p') AS t(a, b)",
+    ],
+)
+def test_a_temporary_view_with_a_column_list_or_values_runs_under_its_names(spark, view):
+    from medallion_assets.lineage.script import spark_preamble, spark_sql
+    from medallion_assets.lineage.statement import parse_script
+
+    sql = f"{view};\nSELECT a, b FROM v"
+    script, statement = parse_script(sql, "spark", "out", inline=False)
+    assert [p.name for p in script.preamble] == ["v"]
+    for preamble in spark_preamble(script, "spark"):
+        spark.sql(spark_sql(preamble))
+    assert spark.sql(spark_sql(statement.expression)).collect() == [(1, "p")]
