@@ -14,6 +14,8 @@
 - Words that are not columns are not read as columns: the unit of ``timediff(QUARTER, a, b)``
   and the other date functions sqlglot does not know, a collation (``COLLATE utf8_lcase``),
   Spark's ``grouping__id`` (the grouping set of a row, no column of a table).
+- Two tables of one FROM named alike in different databases (``FROM prod.orders JOIN
+  staging.orders``) get aliases; a column qualified by its database reads its own table.
 - A window function over a named window (``rank() OVER w ... WINDOW w AS (PARTITION BY a ORDER
   BY b)``) reads the named window's partition and order as an inline ``OVER (...)`` does.
 """
@@ -26,6 +28,9 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 from sqlglot.tokenizer_core import TokenType
+
+from medallion_assets.lineage.relations import is_table_function
+from medallion_assets.lineage.script import table_name
 
 _IDENTIFIER_CLAUSE = re.compile(r"\bIDENTIFIER\s*\(\s*(?:'([^'\\]*)'|\"([^\"\\]*)\")\s*\)", re.I)
 SPARK_DIALECTS = frozenset({"spark", "spark2", "databricks", "hive"})
@@ -177,8 +182,8 @@ def _rows(taken: exp.Expr | None, source: exp.Expr, oracle: bool) -> exp.Query:
 
 
 def common_form(statement: exp.Expr) -> None:
-    """Named windows inlined and words that are not columns turned into what they are, in
-    place, in one walk of ``statement``.
+    """Named windows inlined, tables of one FROM named alike given aliases and words that are
+    not columns turned into what they are, in place, in one walk of ``statement``.
 
     >>> import sqlglot
     >>> q = sqlglot.parse_one("SELECT rank() OVER w AS r FROM s WINDOW w AS (PARTITION BY a "
@@ -197,8 +202,40 @@ def common_form(statement: exp.Expr) -> None:
         if isinstance(node, exp.Select):
             if node.args.get("windows"):
                 _inline_named_windows(node)
+            if node.args.get("joins"):
+                _alias_same_named_tables(node)
         else:
             _word_not_column(node)
+
+
+def _alias_same_named_tables(select: exp.Select) -> None:
+    """Give an alias to each of two tables of one FROM clause named alike in different
+    databases (``FROM prod.orders JOIN staging.orders``, as Spark and Snowflake allow), in
+    place; a column qualified by its database (``staging.orders.amount``) then reads its own
+    table. A column qualified by the bare name stays ambiguous."""
+    named: dict[str, list[exp.Table]] = {}
+    for table in _from_tables(select):
+        if not table.alias and table.db and not is_table_function(table):
+            named.setdefault(table.name, []).append(table)
+    for name, tables in named.items():
+        if len({table_name(t) for t in tables}) < 2:
+            continue
+        for number, table in enumerate(tables, start=1):
+            alias = f"_{name}_{number}_"
+            for column in select.find_all(exp.Column):
+                if column.table == name and column.db == table.db:
+                    column.set("db", None)
+                    column.set("catalog", None)
+                    column.set("table", exp.to_identifier(alias))
+            table.set("alias", exp.TableAlias(this=exp.to_identifier(alias)))
+
+
+def _from_tables(select: exp.Select) -> list[exp.Table]:
+    joins = select.args.get("joins") or []
+    from_ = select.args.get("from_")
+    sources = [from_.this] if isinstance(from_, exp.From) else []
+    sources += [join.this for join in joins]
+    return [s for s in sources if isinstance(s, exp.Table)]
 
 
 def _inline_named_windows(select: exp.Select) -> None:

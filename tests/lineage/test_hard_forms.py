@@ -277,6 +277,13 @@ CASES = {
         {},
         {"z": {"t.day", "t.x"}},
     ),
+    "one_table_name_in_two_databases_read_by_qualified_columns": (
+        "spark",
+        "SELECT prod.orders.id, staging.orders.amount FROM prod.orders "
+        "JOIN staging.orders ON prod.orders.id = staging.orders.id",
+        {},
+        {"id": {"prod.orders.id"}, "amount": {"staging.orders.amount"}},
+    ),
     "view_with_columns_over_a_doubly_parenthesised_query": (
         "spark",
         "CREATE VIEW my_view (random1, random2) AS ((SELECT col1, col2 FROM tbl))",
