@@ -16,6 +16,8 @@
   Spark's ``grouping__id`` (the grouping set of a row, no column of a table).
 - Two tables of one FROM named alike in different databases (``FROM prod.orders JOIN
   staging.orders``) get aliases; a column qualified by its database reads its own table.
+- The columns of a ``VALUES`` in a FROM without names are named as the dialect names them
+  (Spark's ``col1``, PostgreSQL's and Snowflake's ``column1``).
 - A window function over a named window (``rank() OVER w ... WINDOW w AS (PARTITION BY a ORDER
   BY b)``) reads the named window's partition and order as an inline ``OVER (...)`` does.
 """
@@ -181,9 +183,10 @@ def _rows(taken: exp.Expr | None, source: exp.Expr, oracle: bool) -> exp.Query:
     return exp.select(exp.Star()).from_(source.copy())  # INTO t VALUES ... FROM s: its rows
 
 
-def common_form(statement: exp.Expr) -> None:
-    """Named windows inlined, tables of one FROM named alike given aliases and words that are
-    not columns turned into what they are, in place, in one walk of ``statement``.
+def common_form(statement: exp.Expr, dialect: str = "") -> None:
+    """Named windows inlined, tables of one FROM named alike given aliases, the columns of a
+    ``VALUES`` named as ``dialect`` names them and words that are not columns turned into what
+    they are, in place, in one walk of ``statement``.
 
     >>> import sqlglot
     >>> q = sqlglot.parse_one("SELECT rank() OVER w AS r FROM s WINDOW w AS (PARTITION BY a "
@@ -197,9 +200,11 @@ def common_form(statement: exp.Expr) -> None:
     >>> sorted(c.name for c in q.find_all(exp.Column))
     ['a', 'b', 'c']
     """
-    kinds = (exp.Select, exp.Anonymous, exp.Collate, exp.DataType, exp.Column)
+    kinds = (exp.Select, exp.Anonymous, exp.Collate, exp.DataType, exp.Column, exp.Values)
     for node in list(statement.find_all(*kinds)):
-        if isinstance(node, exp.Select):
+        if isinstance(node, exp.Values):
+            _name_values_columns(node, dialect)
+        elif isinstance(node, exp.Select):
             if node.args.get("windows"):
                 _inline_named_windows(node)
             if node.args.get("joins"):
@@ -236,6 +241,20 @@ def _from_tables(select: exp.Select) -> list[exp.Table]:
     sources = [from_.this] if isinstance(from_, exp.From) else []
     sources += [join.this for join in joins]
     return [s for s in sources if isinstance(s, exp.Table)]
+
+
+def _name_values_columns(values: exp.Values, dialect: str) -> None:
+    """``FROM VALUES (1, 'a')`` without column names: Spark's ``col1, col2``, the others'
+    ``column1, column2`` (PostgreSQL, Snowflake, DuckDB, Redshift)."""
+    alias = values.args.get("alias")
+    if not isinstance(values.parent, (exp.From, exp.Join)) or (alias and alias.columns):
+        return
+    first = values.expressions[0] if values.expressions else None
+    width = len(first.expressions) if isinstance(first, exp.Tuple) else 1
+    stem = "col" if dialect in SPARK_DIALECTS else "column"
+    columns = [exp.to_identifier(f"{stem}{n}") for n in range(1, width + 1)]
+    name = alias.this if alias and alias.this else exp.to_identifier("_values")
+    values.set("alias", exp.TableAlias(this=name, columns=columns))
 
 
 def _inline_named_windows(select: exp.Select) -> None:

@@ -164,7 +164,7 @@ def _parse_all(sql: str, dialect: str) -> list[exp.Expr]:
         kept = [s for s in parsed if s is not None and not isinstance(s, exp.Semicolon)]
         statements = [one for s in kept for one in split_multitable(s)]
         for statement in statements:
-            common_form(statement)
+            common_form(statement, read)
     except (ParseError, TokenError) as error:
         raise Unparsable(f"does not parse as {dialect} SQL: {first_line(error)}") from None
     except ValueError as error:  # unknown dialect name

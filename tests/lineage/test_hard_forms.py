@@ -284,6 +284,18 @@ CASES = {
         {},
         {"id": {"prod.orders.id"}, "amount": {"staging.orders.amount"}},
     ),
+    "values_columns_named_as_spark_names_them": (
+        "spark",
+        "SELECT v.col1 AS k, t.x FROM VALUES (1, 'a') AS v JOIN t ON t.k = v.col1",
+        {},
+        {"k": set(), "x": {"t.x"}},
+    ),
+    "values_columns_named_as_postgres_names_them": (
+        "postgres",
+        "WITH c (k) AS (VALUES (1)) SELECT c.k, v.column2 FROM c, (VALUES (1, 2)) AS v",
+        {},
+        {"k": set(), "column2": set()},
+    ),
     "view_with_columns_over_a_doubly_parenthesised_query": (
         "spark",
         "CREATE VIEW my_view (random1, random2) AS ((SELECT col1, col2 FROM tbl))",
