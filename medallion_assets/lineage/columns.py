@@ -15,6 +15,7 @@ from sqlglot import exp
 from sqlglot.optimizer.scope import Scope, build_scope
 
 from medallion_assets.lineage import relations
+from medallion_assets.lineage.nested import NestedOutputs
 from medallion_assets.lineage.origins import (
     Origin,
     OutputColumn,
@@ -31,15 +32,15 @@ from medallion_assets.lineage.scopes import (
     enclosing,
     joined_star,
     projection_parts,
-    renamed,
     source_label,
     source_named,
     star_as,
     star_of,
+    unknown_fields,
     using_columns,
     using_relations,
 )
-from medallion_assets.lineage.statement import UNNEST_ALIAS, table_name
+from medallion_assets.lineage.statement import table_name
 
 Schema = Mapping[str, Mapping[str, str]]  # table -> column -> type
 
@@ -60,7 +61,7 @@ def query_columns(query: exp.Expr, schema: Schema) -> list[OutputColumn]:
     return _Resolver(schema, root).outputs(root)
 
 
-class _Resolver:
+class _Resolver(NestedOutputs):
     def __init__(self, schema: Schema, root: Scope):
         self.schema = schema
         # A query's scopes by expression: sqlglot gives a recursive CTE's self-reference a
@@ -137,56 +138,6 @@ class _Resolver:
             result.append(OutputColumn(column.name, origin))
         return result
 
-    def _lateral_outputs(self, scope: Scope, lateral: exp.Lateral) -> list[OutputColumn]:
-        alias = lateral.args.get("alias")
-        names = [c.name for c in alias.columns] if alias is not None else []
-        query = lateral.this.this if isinstance(lateral.this, exp.Subquery) else None
-        inner = next((c for c in scope.subquery_scopes if c.expression is query), None)
-        if inner is not None:  # ``LATERAL (SELECT ...) AS x(a, b)``: the subquery's columns
-            return renamed(names, self.outputs(inner))
-        origin = self.expression_origin(scope, lateral.this, []).computed()
-        return [OutputColumn(name, origin) for name in names or [lateral.alias_or_name]]
-
-    def _unnest_outputs(self, scope: Scope, unnest: exp.Unnest) -> list[OutputColumn]:
-        """``UNNEST(items) AS item`` (BigQuery: the alias names the element),
-        ``unnest(a, b) AS u(x, y)``, ``WITH OFFSET AS pos``: each element from its array."""
-        origins = [self.expression_origin(scope, e, []).computed() for e in unnest.expressions]
-        alias = unnest.args.get("alias")
-        names = [c.name for c in alias.columns] if isinstance(alias, exp.TableAlias) else []
-        internal = alias is not None and alias.name.startswith(UNNEST_ALIAS)
-        if not names and alias is not None and alias.name and not internal:
-            names = [alias.name]  # BigQuery's value alias
-        fields = self._struct_fields(scope, unnest) if internal else None
-        if fields is not None:  # UNNEST([STRUCT(... AS a, ...), ...]): a column per field
-            return fields
-        if not names:
-            names = ["unnest" if len(origins) == 1 else f"col{i}" for i in range(len(origins))]
-        outputs = [
-            OutputColumn(name, origins[min(i, len(origins) - 1)] if origins else Origin())
-            for i, name in enumerate(names)
-        ]
-        offset = unnest.args.get("offset")
-        if isinstance(offset, exp.Expr):
-            outputs.append(OutputColumn(offset.name or "offset", merged(origins)))
-        return outputs
-
-    def _struct_fields(self, scope: Scope, unnest: exp.Unnest) -> list[OutputColumn] | None:
-        """UNNEST of an array literal of structs with named fields: a column per field, from
-        its values in every struct; None for any other UNNEST."""
-        array = unnest.expressions[0] if len(unnest.expressions) == 1 else None
-        structs = array.expressions if isinstance(array, exp.Array) else []
-        if not structs or not all(isinstance(e, exp.Struct) for e in structs):
-            return None
-        fields: dict[str, Origin] = {}
-        for field in (f for struct in structs for f in struct.expressions):
-            if isinstance(field, exp.PropertyEQ):
-                field = exp.alias_(field.expression.copy(), field.name)
-            if not (isinstance(field, exp.Alias) and field.alias):
-                return None  # an unnamed field: not a column of its own
-            origin = self.expression_origin(scope, field.unalias(), [])
-            fields[field.alias] = fields.get(field.alias, Origin()).merge(origin)
-        return [OutputColumn(name, origin) for name, origin in fields.items()]
-
     def _modified(
         self, scope: Scope, star: exp.Star, columns: list[OutputColumn]
     ) -> list[OutputColumn]:
@@ -224,9 +175,16 @@ class _Resolver:
                 for _, s in sources.values()
                 if isinstance(s, exp.Table) and only in (s.name, table_name(s))
             ]
-            if not chosen:
-                reason = f"'{only}.*': no table or alias named {only!r}"
-                return [OutputColumn("*", Origin(transform="star", unresolved=reason))]
+            if not chosen:  # ``s.*`` of a struct column ``s``: its fields, from ``s``
+                root = self.column_origin(scope, exp.column(only), [])
+                known = bool(root.sources) and root.unresolved is None
+                what = "the fields of the column" if known else "no table or alias named"
+                reason = f"'{only}.*': {what} {only!r}" + (" are unknown" if known else "")
+                read = root.sources if known else frozenset()
+                return [OutputColumn("*", Origin(read, "star", unresolved=reason))]
+        element = self._element_star(chosen[0], only) if only and len(chosen) == 1 else None
+        if element is not None:
+            return element
         per_source = [self._source_columns(source) for source in chosen]
         using = using_columns(scope) if only is None and len(chosen) > 1 else set()
         return joined_star(per_source, using)
@@ -234,9 +192,7 @@ class _Resolver:
     def _source_columns(self, source: exp.Table | Scope) -> list[OutputColumn]:
         if isinstance(source, Scope):
             outputs, unnest = list(self.outputs(source)), source.expression
-            internal = isinstance(unnest, exp.Unnest) and unnest.alias.startswith(UNNEST_ALIAS)
-            if internal and [o.name for o in outputs] == ["unnest"]:  # not known structs
-                # ``*`` over an UNNEST without an alias: its elements' fields (BigQuery)
+            if unknown_fields(source, outputs):  # ``*`` over an UNNEST without an alias
                 shown = exp.Unnest(expressions=unnest.expressions).sql()[:80]
                 reason = f"'*' over {shown}: the fields of its elements are unknown"
                 return [OutputColumn("*", Origin(outputs[0].origin.sources, "star", None, reason))]
@@ -307,7 +263,8 @@ class _Resolver:
                     root = self._qualified(source, part, parts[position + 1])
                     return Origin(root.sources, root.transform, None, root.unresolved)
             root = self.column_origin(scope, exp.column(parts[0]), earlier)
-            if root.sources or root.unresolved is None:  # the field's type is not the root's
+            if root.sources or root.unresolved is None or "ambiguous" in root.unresolved:
+                # the field's type is not the root's
                 return Origin(root.sources, root.transform, None, root.unresolved)
             return Origin(unresolved=f"{qualifier}.{name}: no table or alias named {qualifier!r}")
         current: Scope | None = scope
@@ -361,13 +318,15 @@ class _Resolver:
     def _unqualified(self, scope: Scope, name: str, earlier: list[OutputColumn]) -> Origin | None:
         sources = [source for _, source in scope.selected_sources.values()]
         sources += list(scope.lateral_sources.values())
-        definite, possible = [], []
+        definite, possible, elements = [], [], []
         for source in sources:
             columns = self._known_columns(source)
             if columns is None:
                 possible.append(source)
             elif name in columns:
                 definite.append(source)
+            elif isinstance(source, Scope) and unknown_fields(source, self.outputs(source)):
+                elements.append(source)  # a field of an UNNEST's elements, from its array
         if len(definite) == 1:
             return self._named_column(definite[0], name)
         if len(definite) > 1 and name in using_columns(scope):
@@ -380,6 +339,8 @@ class _Resolver:
             return merged(self._named_column(source, name) for source in joined)
         if len(possible) == 1:
             return self._named_column(possible[0], name)
+        if not possible and len(elements) == 1:  # BigQuery: FROM UNNEST(event_params) only
+            return self.outputs(elements[0])[0].origin
         for output in earlier:  # Spark's lateral column alias: SELECT a + 1 AS b, b * 2 AS c
             if output.name == name:
                 return output.origin

@@ -8,7 +8,7 @@ from sqlglot import exp
 from sqlglot.optimizer.scope import Scope
 
 from medallion_assets.lineage.origins import Origin, OutputColumn
-from medallion_assets.lineage.statement import SqlError, table_name
+from medallion_assets.lineage.statement import UNNEST_ALIAS, SqlError, table_name
 
 
 def star_of(branch: list[OutputColumn]) -> str | None:
@@ -150,3 +150,11 @@ def source_label(source: exp.Table | Scope) -> str:
     if isinstance(source, exp.Table):
         return table_name(source)
     return "a subquery"
+
+
+def unknown_fields(source: Scope, outputs: list[OutputColumn]) -> bool:
+    """An UNNEST without an alias whose elements' fields are not known (BigQuery names a
+    struct element's fields as columns): ``outputs`` are its one element column."""
+    unnest = source.expression
+    internal = isinstance(unnest, exp.Unnest) and unnest.alias.startswith(UNNEST_ALIAS)
+    return internal and [o.name for o in outputs] == ["unnest"]

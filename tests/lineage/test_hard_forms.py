@@ -296,6 +296,37 @@ CASES = {
         {},
         {"k": set(), "column2": set()},
     ),
+    "field_of_an_unaliased_unnest_in_a_scalar_subquery": (  # GA4's event_params
+        "bigquery",
+        "SELECT (SELECT value.int_value FROM UNNEST(event_params) WHERE key = 'k') AS v "
+        "FROM d.events",
+        {},
+        {"v": {"d.events.event_params"}},
+    ),
+    "field_of_an_unaliased_unnest_beside_a_cte": (
+        "bigquery",
+        "WITH b AS (SELECT arr FROM d.t) SELECT x FROM b, UNNEST(arr)",
+        {},
+        {"x": {"d.t.arr"}},
+    ),
+    "alias_star_over_an_unnest_of_structs": (
+        "bigquery",
+        "SELECT c.* FROM d.t, UNNEST([STRUCT(t.a AS p, t.b AS o)]) AS c",
+        {},
+        {"p": {"d.t.a"}, "o": {"d.t.b"}},
+    ),
+    "structs_named_by_the_first_of_an_array_literal": (
+        "bigquery",
+        "SELECT h FROM d.t, UNNEST([STRUCT(a AS h), STRUCT(b)])",
+        {"d.t": {"a": "int64", "b": "int64"}},
+        {"h": {"d.t.a", "d.t.b"}},
+    ),
+    "structs_of_an_array_subquery": (
+        "bigquery",
+        "SELECT e FROM d.t, UNNEST(ARRAY(SELECT AS STRUCT MIN(x) AS e FROM UNNEST(xs) AS x))",
+        {"d.t": {"xs": "array<int64>"}},
+        {"e": {"d.t.xs"}},
+    ),
     "view_with_columns_over_a_doubly_parenthesised_query": (
         "spark",
         "CREATE VIEW my_view (random1, random2) AS ((SELECT col1, col2 FROM tbl))",
@@ -350,7 +381,7 @@ def test_a_union_branch_whose_columns_cannot_be_listed_is_said_not_an_error():
 @pytest.mark.parametrize(
     ("sql", "reason"),
     [
-        ("SELECT x.* FROM tab2 a", "'x.*': no table or alias named 'x'"),
+        ("SELECT x.* FROM tab2 a JOIN tab3 b ON a.k = b.k", "'x.*': no table or alias named 'x'"),
         ("SELECT * FROM range(10)", "'*' over the table function RANGE(10)"),
     ],
 )
@@ -406,3 +437,25 @@ def test_an_update_gives_the_lineage_of_the_columns_it_sets(name: str):
     assert (lineage.kind, lineage.target) == ("update", target)
     assert target not in lineage.sources  # the table it changes is not its own input
     assert {c.column: set(c.sources) for c in lineage.columns or ()} == expected
+
+
+@pytest.mark.parametrize(
+    ("sql", "sources", "reason"),
+    [
+        (
+            "SELECT s.* FROM (SELECT STRUCT(a, b) AS s FROM d.t)",
+            {"d.t.a", "d.t.b"},
+            "'s.*': the fields of the column 's' are unknown",
+        ),
+        (
+            "SELECT info.id AS x FROM d.t JOIN d.u USING (k)",
+            set(),
+            "info: ambiguous, could come from d.t, d.u (schemas unknown)",
+        ),
+    ],
+)
+def test_a_struct_read_that_cannot_be_listed_says_why(sql: str, sources: set, reason: str):
+    analysis = analyze([SqlFile("f.sql", sql, "bigquery", "out.t")], {})
+    assert analysis.errors == ()
+    (column,) = analysis.lineage["f.sql"].columns or ()
+    assert (set(column.sources), column.unresolved) == (sources, reason)
