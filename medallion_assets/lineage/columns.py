@@ -94,6 +94,9 @@ class _Resolver(NestedOutputs):
             return [OutputColumn(name, Origin()) for name in names]
         if not isinstance(expression, exp.Select):
             return []
+        value_table = self._value_struct(scope, expression)
+        if value_table is not None:
+            return value_table
         for child in scope.subquery_scopes:
             self._subquery_scopes[id(child.expression)] = child
         outputs: list[OutputColumn] = []
@@ -281,7 +284,8 @@ class _Resolver(NestedOutputs):
         if isinstance(source, Scope) and isinstance(source.expression, (exp.Unnest, exp.Lateral)):
             outputs = {o.name: o for o in self.outputs(source)}
             if name not in outputs and qualifier in outputs:
-                return outputs[qualifier].origin
+                field = self._element_field(source, qualifier, name)
+                return field if field is not None else outputs[qualifier].origin
         return self._named_column(source, name)
 
     def _named_column(self, source: exp.Table | Scope, name: str) -> Origin:

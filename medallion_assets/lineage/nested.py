@@ -67,6 +67,8 @@ class NestedOutputs:
         """UNNEST of an array of structs whose fields have names: a column per field, from
         its values in every struct (by position after the first); None for any other."""
         array = unnest.expressions[0] if len(unnest.expressions) == 1 else None
+        typed = array.to if isinstance(array, exp.Cast) else None  # ARRAY<STRUCT<x INT64>>[...]
+        array = array.this if isinstance(array, exp.Cast) else array
         items = array.expressions if isinstance(array, exp.Array) else []
         if not items:
             return None
@@ -74,21 +76,46 @@ class NestedOutputs:
         if len(items) == 1 and struct_query:
             inner = self._subquery_scopes.get(id(items[0]))  # ARRAY(SELECT AS STRUCT ...)
             return list(self.outputs(inner)) if inner is not None else None
-        if not all(isinstance(e, exp.Struct) for e in items):
+        element = typed.expressions[0] if typed is not None and typed.expressions else None
+        if isinstance(element, exp.DataType) and element.this == exp.DType.STRUCT:
+            names = [field.name for field in element.expressions]
+        elif all(isinstance(e, exp.Struct) for e in items):
+            names = [_field_name(field) for field in items[0].expressions]
+        else:
             return None
-        names: list[str] = []
-        for field in items[0].expressions:
-            name = field.name if isinstance(field, exp.PropertyEQ) else field.alias
-            if not name:
-                return None  # an unnamed field of the first struct: no column of its own
-            names.append(name)
+        if not all(names):
+            return None  # an unnamed field of the first struct: no column of its own
+        return self._fields(scope, names, items)
+
+    def _fields(self, scope: Scope, names: list[str], rows: list[exp.Expr]) -> list[OutputColumn]:
+        """The columns ``names`` of struct or tuple ``rows``, each from its position's values."""
         fields = [Origin() for _ in names]
-        for struct in items:
-            for position, field in enumerate(struct.expressions[: len(names)]):
+        for row in rows:
+            for position, field in enumerate(row.expressions[: len(names)]):
                 value = field.expression if isinstance(field, exp.PropertyEQ) else field.unalias()
-                origin = self.expression_origin(scope, value, [])
-                fields[position] = fields[position].merge(origin)
+                fields[position] = fields[position].merge(self.expression_origin(scope, value, []))
         return [OutputColumn(name, origin) for name, origin in zip(names, fields, strict=True)]
+
+    def _value_struct(self, scope: Scope, select: exp.Select) -> list[OutputColumn] | None:
+        """``SELECT AS VALUE STRUCT(a AS n, ...)``: a value table whose columns are the
+        struct's fields (BigQuery); None for any other SELECT."""
+        values = select.expressions
+        if select.args.get("kind") != "VALUE" or len(values) != 1:
+            return None
+        struct = values[0].unalias()
+        if not isinstance(struct, exp.Struct):
+            return None
+        names = [_field_name(field) for field in struct.expressions]
+        return self._fields(scope, names, [struct]) if names and all(names) else None
+
+    def _element_field(self, source: Scope, qualifier: str, name: str) -> Origin | None:
+        """``c.p`` of ``UNNEST([STRUCT(a AS p, ...)]) AS c``: the field's own origin."""
+        if not isinstance(source.expression, exp.Unnest):
+            return None
+        for field in self._struct_fields(source, source.expression) or []:
+            if field.name == name:
+                return field.origin
+        return None
 
     def _element_star(self, source: exp.Table | Scope, only: str) -> list[OutputColumn] | None:
         """``c.*`` over ``UNNEST(...) AS c``: the fields of its struct elements (known for an
@@ -103,3 +130,8 @@ class NestedOutputs:
             return fields
         reason = f"'{only}.*': the fields of its elements are unknown"
         return [OutputColumn("*", Origin(outputs[0].origin.sources, "star", None, reason))]
+
+
+def _field_name(field: exp.Expr) -> str:
+    """The name a struct literal gives a field: ``a AS n`` or ``n := a``; "" for none."""
+    return field.name if isinstance(field, exp.PropertyEQ) else field.alias

@@ -327,6 +327,25 @@ CASES = {
         {"d.t": {"xs": "array<int64>"}},
         {"e": {"d.t.xs"}},
     ),
+    "typed_array_of_structs": (
+        "bigquery",
+        "SELECT u.x, u.y FROM d.t, "
+        "UNNEST(ARRAY<STRUCT<x INT64, y STRING>>[(1, t.a), (t.b, 'c')]) u",
+        {},
+        {"x": {"d.t.b"}, "y": {"d.t.a"}},
+    ),
+    "value_table_of_a_struct": (
+        "bigquery",
+        "WITH h AS (SELECT AS VALUE STRUCT(a AS n, b AS m) FROM d.t) SELECT h.n FROM h",
+        {},
+        {"n": {"d.t.a"}},
+    ),
+    "field_of_an_aliased_unnest_of_structs": (
+        "bigquery",
+        "SELECT c.p AS q FROM d.t, UNNEST([STRUCT(t.a AS p, t.b AS o)]) AS c",
+        {},
+        {"q": {"d.t.a"}},
+    ),
     "view_with_columns_over_a_doubly_parenthesised_query": (
         "spark",
         "CREATE VIEW my_view (random1, random2) AS ((SELECT col1, col2 FROM tbl))",
