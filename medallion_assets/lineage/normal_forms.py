@@ -278,7 +278,7 @@ _UNIT_FIRST = frozenset(
      "datediff", "date_diff", "date_add", "datetime_diff", "datetime_add", "time_diff",
      "date_trunc", "datetrunc", "datepart", "date_part", "datename", "time_bucket", "age"}
 )  # fmt: skip
-_UNITS = frozenset(
+DATE_UNITS = frozenset(
     {"year", "years", "yy", "yyyy", "quarter", "quarters", "qq", "month", "months", "mm", "week",
      "weeks", "wk", "ww", "day", "days", "dd", "d", "dayofyear", "dy", "dayofweek", "dw",
      "weekday", "hour", "hours", "hh", "minute", "minutes", "mi", "n", "second", "seconds", "ss",
@@ -292,7 +292,7 @@ def _word_not_column(node: exp.Expr) -> None:
     collation, Spark's ``grouping__id``."""
     if isinstance(node, exp.Anonymous) and str(node.this).lower() in _UNIT_FIRST:
         unit = node.expressions[0] if node.expressions else None
-        if unit is not None and _bare(unit) and unit.name.lower() in _UNITS:
+        if unit is not None and _bare(unit) and unit.name.lower() in DATE_UNITS:
             unit.replace(exp.var(unit.name))
     elif isinstance(node, (exp.Collate, exp.DataType)):
         collation = node.args.get("expression" if isinstance(node, exp.Collate) else "collate")

@@ -21,6 +21,7 @@ from medallion_assets.lineage.dag import DAG, CycleError
 from medallion_assets.lineage.file_lineage import ColumnLineage, FileLineage
 from medallion_assets.lineage.graph import ColumnEdge
 from medallion_assets.lineage.script_parts import script_parts
+from medallion_assets.lineage.templates import render_template
 
 
 @dataclass(frozen=True)
@@ -95,7 +96,7 @@ def scan_files(
     unread: list[FileError] = []  # statements of scripts that could not be read
     passed: list[str] = []
     for sql_file in files:
-        script = script_parts(sql_file)
+        script = script_parts(render_template(sql_file))  # a dbt model: its SQL
         if script.moves_no_data:
             passed.append(sql_file.label)
         parts.extend(script.parts)

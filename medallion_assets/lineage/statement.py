@@ -39,9 +39,13 @@ __all__ = ["SqlError", "Statement", "parse_script", "parse_statement", "table_na
 
 
 def _not_a_fallback(record: logging.LogRecord) -> bool:
-    """sqlglot warns on the console for each statement it keeps unparsed (``CALL p()``); the
-    file's error names that statement instead."""
-    return "Falling back to parsing as a 'Command'" not in record.getMessage()
+    """sqlglot warns on the console for each statement it keeps unparsed (``CALL p()``) and
+    each scope it cannot walk (``WITH c AS (TABLE s)``); the file's error or its unresolved
+    columns say so instead."""
+    message = record.getMessage()
+    return "Falling back to parsing as a 'Command'" not in message and not message.startswith(
+        "Cannot traverse scope"
+    )
 
 
 logging.getLogger("sqlglot").addFilter(_not_a_fallback)
