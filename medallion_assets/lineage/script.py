@@ -70,7 +70,7 @@ PREAMBLE_KINDS = "temporary functions, views and tables, DECLARE, SET, USE and C
 
 @dataclass(frozen=True)
 class Preamble:
-    kind: str  # function | view | table | cache | declare | set | use
+    kind: str  # function | view | table | cache | declare | set | use | use_database | session
     name: str  # the object or database; "" for DECLARE/SET (see ``variables``)
     expression: exp.Expr
     query: exp.Expr | None = None  # the rows of a temporary view, table or cache
@@ -195,7 +195,12 @@ def preamble_part(statement: exp.Expr) -> Preamble | None:
     if isinstance(statement, exp.Set):
         return Preamble("set", "", statement)
     if isinstance(statement, exp.Use):
-        return Preamble("use", _name(statement.this), statement)
+        kind = statement.text("kind").upper()
+        if kind in ("DATABASE", "CATALOG"):
+            return Preamble("use_database", _name(statement.this), statement)
+        if kind in ("", "SCHEMA", "NAMESPACE"):
+            return Preamble("use", _name(statement.this), statement)
+        return Preamble("session", "", statement)  # USE ROLE r, USE WAREHOUSE w: no names
     return None
 
 
@@ -236,32 +241,6 @@ def _describe(statement: exp.Expr) -> str:
     if isinstance(statement, exp.Query):
         return "a bare SELECT"
     return _kind(statement)
-
-
-def qualify_for_use(script: Script) -> None:
-    """``USE db`` qualifies the unqualified tables of the statements after it (in place);
-    temporary objects and CTE names stay as written."""
-    database = ""
-    temporary: set[str] = set()
-    for statement in [*(p.expression for p in script.preamble), script.main]:
-        part = next((p for p in script.preamble if p.expression is statement), None)
-        if part is not None and part.kind == "use":
-            database = part.name
-            continue
-        if database:
-            ctes = {cte.alias_or_name for cte in statement.find_all(exp.CTE)}
-            for table in statement.find_all(exp.Table):
-                name = table.name
-                if table.args.get("db") or name in temporary or name in ctes or not name:
-                    continue
-                if isinstance(table.parent, exp.UserDefinedFunction):
-                    continue
-                parts = database.split(".")
-                table.set("db", exp.to_identifier(parts[-1]))
-                if len(parts) > 1:
-                    table.set("catalog", exp.to_identifier(parts[0]))
-        if part is not None and part.name and part.kind != "use":
-            temporary.add(part.name)
 
 
 def inline_temporary(script: Script) -> exp.Expr:
@@ -314,7 +293,7 @@ def spark_preamble(script: Script, dialect: str) -> list[exp.Expr]:
             statements.append(declare)
         elif part.kind == "set":
             statements.extend(_spark_set(part.expression, declared, dialect))
-        # USE is not run: the tables after it are qualified already (qualify_for_use).
+        # USE is not run: the tables after it are qualified already (lineage/use_names.py).
     return statements
 
 
@@ -386,7 +365,6 @@ __all__ = [
     "Preamble",
     "Script",
     "inline_temporary",
-    "qualify_for_use",
     "spark_preamble",
     "spark_sql",
     "split_script",

@@ -30,10 +30,10 @@ from medallion_assets.lineage.script import (
     first_line,
     inline_temporary,
     path_of,
-    qualify_for_use,
     split_script,
     table_name,
 )
+from medallion_assets.lineage.use_names import qualify_for_use
 
 __all__ = ["SqlError", "Statement", "parse_script", "parse_statement", "table_name"]
 
@@ -112,7 +112,7 @@ def parse_script(
             check_nesting(expression)
             _lower_identifiers(expression)
         script = split_script(expressions)
-        qualify_for_use(script)
+        qualify_for_use(script, sqlglot_dialect(dialect))
         main = inline_temporary(script) if inline else script.main
         return script, _statement(main, default_target, sqlglot_dialect(dialect))
     except RecursionError:
