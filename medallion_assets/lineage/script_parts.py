@@ -173,8 +173,9 @@ def _read_piece(
     for index, token in enumerate(piece):
         depth += token.token_type == TokenType.L_PAREN
         depth -= token.token_type == TokenType.R_PAREN
-        if depth == 0 and token.token_type in _STARTS:
-            starts.append(index)
+        after_paren = index > 0 and piece[index - 1].token_type == TokenType.R_PAREN
+        if depth == 0 and token.token_type in _STARTS and not after_paren:
+            starts.append(index)  # ``WITH c AS (...) SELECT``: the SELECT is no start
     starts = starts[:12]
     read: list[exp.Expr] = []
     failure: SqlglotError | None = None

@@ -405,3 +405,10 @@ def test_temporary_views_alone_dynamic_sql_and_a_named_view_are_read_as_spark_ru
         ("raw.u.x", "mart.n.k"),
         ("raw.u.y", "mart.n.v"),
     }
+
+
+def test_a_with_that_does_not_parse_keeps_its_cte_names_out_of_the_sources(tmp_path):
+    sql = "with a as (select ';' as e from raw.t where 1 = 1 NULL)\nselect e from a"
+    result = scan(tmp_path, {"m.sql": sql}, "snowflake")
+    assert [e.stage for e in result.errors] == ["columns"]  # its columns are lost, said so
+    assert set(result.edges) == {("raw.t", "m")}
