@@ -236,8 +236,8 @@ def _preempt(instance: dg.DagsterInstance, plane: ControlPlane, preemption: Pree
     done."""
     why = preemption.describe()
     victim = instance.get_run_by_id(preemption.victim.run_id)
-    if victim is None:
-        return why
+    if victim is None or victim.tags.get(PREEMPTED_TAG) == "pending":
+        return why  # being terminated already: the coordinator and the sensor both see it
     tags = {PREEMPTED_TAG: "pending", PREEMPTED_FOR_TAG: preemption.by.run_id}
     instance.add_run_tags(victim.run_id, tags)
     message = terminate_run(instance, victim, f"pre-empted: {why}; terminating it")

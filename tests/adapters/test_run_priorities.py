@@ -312,3 +312,25 @@ def test_queueing_a_focus_run_pre_empts_a_running_lower_run_at_once_and_the_sens
         assert request.tags[ORIGIN_TAG] == low.run_id
         assert instance.get_run_by_id(low.run_id).tags[PREEMPTED_TAG] == "requeued"
         assert not evaluate(defs, resources, instance).run_requests  # once
+
+
+def test_a_run_being_pre_empted_is_pre_empted_once_though_it_still_shows_started(project):
+    """Terminating takes a while: a run worker may report its start after the coordinator
+    asked it to stop. The sensor's next tick must not terminate and audit it a second time."""
+    from dagster._core.run_coordinator import SubmitRunContext
+
+    from medallion_assets.adapters.instance import project_instance
+
+    defs, plane, resources = project
+    root = defs.resources["control"].project_root
+    ProfileOverrides(plane.store()).set("finance", "focus", "month-end close", "oncall")
+    profiles = load_catalog(root, use_cache=False).profiles
+    with project_instance(root, {}, profiles) as instance:
+        low = run_of(defs, instance, "reports", dg.DagsterRunStatus.STARTED)
+        critical = run_of(defs, instance, "finance")
+        instance.run_coordinator.submit_run(SubmitRunContext(critical, workspace=None))
+        start(instance, instance.get_run_by_id(low.run_id))  # its start, reported late
+        assert instance.get_run_by_id(low.run_id).status == dg.DagsterRunStatus.STARTED
+        evaluate(defs, resources, instance)
+        preempts = [e for e in plane.store().audit(run_id=low.run_id) if e.kind == "preempt"]
+        assert len(preempts) == 1
