@@ -25,6 +25,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 import sqlglot
 from sqlglot import exp
@@ -183,10 +184,17 @@ def _rows(taken: exp.Expr | None, source: exp.Expr, oracle: bool) -> exp.Query:
     return exp.select(exp.Star()).from_(source.copy())  # INTO t VALUES ... FROM s: its rows
 
 
-def common_form(statement: exp.Expr, dialect: str = "") -> None:
+# The nodes ``common_form`` rewrites.
+COMMON_KINDS = (exp.Select, exp.Anonymous, exp.Collate, exp.DataType, exp.Column, exp.Values)
+
+
+def common_form(
+    statement: exp.Expr, dialect: str = "", nodes: Sequence[exp.Expr] | None = None
+) -> None:
     """Named windows inlined, tables of one FROM named alike given aliases, the columns of a
     ``VALUES`` named as ``dialect`` names them and words that are not columns turned into what
-    they are, in place, in one walk of ``statement``.
+    they are, in place, in one walk of ``statement`` (or over its ``nodes`` of a walk the
+    caller made, ``COMMON_KINDS`` among them).
 
     >>> import sqlglot
     >>> q = sqlglot.parse_one("SELECT rank() OVER w AS r FROM s WINDOW w AS (PARTITION BY a "
@@ -200,8 +208,9 @@ def common_form(statement: exp.Expr, dialect: str = "") -> None:
     >>> sorted(c.name for c in q.find_all(exp.Column))
     ['a', 'b', 'c']
     """
-    kinds = (exp.Select, exp.Anonymous, exp.Collate, exp.DataType, exp.Column, exp.Values)
-    for node in list(statement.find_all(*kinds)):
+    for node in list(statement.find_all(*COMMON_KINDS)) if nodes is None else nodes:
+        if not isinstance(node, COMMON_KINDS):
+            continue
         if isinstance(node, exp.Values):
             _name_values_columns(node, dialect)
         elif isinstance(node, exp.Select):

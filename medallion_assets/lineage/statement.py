@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import sqlglot
@@ -17,6 +18,7 @@ from sqlglot.optimizer.scope import build_scope
 
 from medallion_assets.lineage.copies import copy_query, path_target
 from medallion_assets.lineage.normal_forms import (
+    COMMON_KINDS,
     common_form,
     common_text,
     split_multitable,
@@ -167,20 +169,22 @@ def _parse_all(sql: str, dialect: str) -> list[exp.Expr]:
         # Empty statements (`;;`, or `;` after a comment) are not statements.
         kept = [s for s in parsed if s is not None and not isinstance(s, exp.Semicolon)]
         statements = [one for s in kept for one in split_multitable(s)]
-        for statement in statements:
-            common_form(statement, read)
+        # One walk per statement: its common form, then its derived tables' names.
+        walks = [list(s.find_all(*COMMON_KINDS, exp.Subquery, exp.Unnest)) for s in statements]
+        for statement, nodes in zip(statements, walks, strict=True):
+            common_form(statement, read, nodes)
     except (ParseError, TokenError) as error:
         raise Unparsable(f"does not parse as {dialect} SQL: {first_line(error)}") from None
     except ValueError as error:  # unknown dialect name
         raise SqlError(f"{error} Known dialects: {', '.join(known_dialects())}") from None
     if not statements:
         raise SqlError("holds no SQL statement: write the SELECT that produces the table")
-    for statement in statements:
+    for statement, nodes in zip(statements, walks, strict=True):
         if isinstance(statement, exp.Command) and not _copies(statement, dialect):
             raise Unparsable(
                 f"does not parse as {dialect} SQL: unsupported statement {statement.name!r}"
             )
-        _name_derived_tables(statement)
+        _name_derived_tables(nodes)
         if sqlglot_dialect(dialect) == "bigquery":
             drop_partition_decorators(statement)
     return statements
@@ -197,30 +201,36 @@ def _copies(command: exp.Command, dialect: str) -> bool:
 UNNEST_ALIAS = "_unnest_"
 
 
-def _name_derived_tables(statement: exp.Expr) -> None:
+def _name_derived_tables(nodes: Sequence[exp.Expr]) -> None:
     """Give each subquery of a FROM or JOIN without an alias an internal one
-    (``_subquery_1``...): Spark, BigQuery and others allow several, and scopes need a name
-    for each source."""
-    count = 0
-    for subquery in statement.find_all(exp.Subquery):
+    (``_subquery_1``...) among a statement's walked ``nodes``: Spark, BigQuery and others
+    allow several, and scopes need a name for each source. An UNNEST without an alias
+    (BigQuery: its struct fields are the columns) likewise; the name is internal, not the
+    element's value alias (``columns._unnest_outputs``)."""
+    subqueries = unnests = 0
+    for node in nodes:
+        if isinstance(node, exp.Unnest):
+            unnests += 1
+            if not node.args.get("alias") and _in_from(node):
+                node.set(
+                    "alias", exp.TableAlias(this=exp.to_identifier(f"{UNNEST_ALIAS}{unnests}"))
+                )
+            continue
+        if not isinstance(node, exp.Subquery):
+            continue
         # A derived table's Subquery holds its query; parentheses around tables or a join
         # ``((a JOIN b))`` are Subqueries holding a Table or another Subquery.
-        joined = subquery.this
-        if isinstance(joined, exp.Table) and joined.args.get("joins") and subquery.alias:
+        joined = node.this
+        if isinstance(joined, exp.Table) and joined.args.get("joins") and node.alias:
             # ``(t1 CROSS JOIN t2) AS tx``: the joined rows under one name, a derived table
             joins = joined.args.pop("joins")
             derived_table = exp.select(exp.Star()).from_(joined)
             derived_table.set("joins", joins)  # after the FROM: the star lists t1's first
-            subquery.set("this", derived_table)
-        derived = isinstance(subquery.this, (exp.Select, exp.SetOperation))
-        if derived and not subquery.alias and _in_from(subquery):
-            count += 1
-            subquery.set("alias", exp.TableAlias(this=exp.to_identifier(f"_subquery_{count}")))
-    # An UNNEST without an alias (BigQuery: its struct fields are the columns) likewise; the
-    # name is internal, not the element's value alias (``columns._unnest_outputs``).
-    for count, unnest in enumerate(statement.find_all(exp.Unnest), start=1):
-        if not unnest.args.get("alias") and _in_from(unnest):
-            unnest.set("alias", exp.TableAlias(this=exp.to_identifier(f"{UNNEST_ALIAS}{count}")))
+            node.set("this", derived_table)
+        derived = isinstance(node.this, (exp.Select, exp.SetOperation))
+        if derived and not node.alias and _in_from(node):
+            subqueries += 1
+            node.set("alias", exp.TableAlias(this=exp.to_identifier(f"_subquery_{subqueries}")))
 
 
 def _lower_identifiers(expression: exp.Expr) -> None:
