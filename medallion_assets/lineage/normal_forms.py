@@ -231,12 +231,14 @@ def _alias_same_named_tables(select: exp.Select) -> None:
     for table in _from_tables(select):
         if not table.alias and table.db and not is_table_function(table):
             named.setdefault(table.name, []).append(table)
+    columns: list[exp.Column] = []
     for name, tables in named.items():
         if len({table_name(t) for t in tables}) < 2:
             continue
+        columns = columns or list(select.find_all(exp.Column))  # walked once, if at all
         for number, table in enumerate(tables, start=1):
             alias = f"_{name}_{number}_"
-            for column in select.find_all(exp.Column):
+            for column in columns:
                 if column.table == name and column.db == table.db:
                     column.set("db", None)
                     column.set("catalog", None)

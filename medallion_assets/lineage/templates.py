@@ -31,6 +31,7 @@ from medallion_assets.lineage.normal_forms import DATE_UNITS
 
 _CLOSE = {"{{": "}}", "{%": "%}", "{#": "#}"}
 _STRING = re.compile(r"""['"]([^'"]*)['"]""")
+_KEYWORD = re.compile(r"""(\w+)\s*=\s*['"]([^'"]*)['"]""")  # name='literal' of a call
 _CALL = re.compile(r"(?:\w+\.)*(\w+)\s*\((.*)\)\s*$", re.S)
 _TABLES = re.compile(r"\b(ref|source)\s*\(([^()]*)\)")
 _OPENS = {
@@ -162,7 +163,7 @@ class _Place:
         self.after = after
         self.in_name = bool(re.search(r"\w\Z", before)) or bool(re.match(r"[\w.]", after))
         self.table = bool(re.search(r"\b(?:from|join)$", self.tail, re.I))
-        query_opening = re.search(r"(?:^|\bas\s*\(|\(\s*\()\s*$", self.tail, re.I) is not None
+        query_opening = re.search(r"(?:\bas\s*\(|\(\s*\()$", self.tail, re.I) is not None
         self.query = not self.tail or query_opening or self.tail.endswith(";")
         follows = re.match(r"(?:\s|--[^\n]*\n|\{%.*?%\})*(?:select|with)\b", after, re.I | re.S)
         self.statement = self.query and follows is not None  # a macro run before the query
@@ -209,8 +210,8 @@ def _tables(expression: str, names: dict[str, str]) -> list[str]:
     variable argument by the literal it holds, ``names``)."""
     found: list[str] = []
     for function, arguments in _TABLES.findall(expression):
-        keywords = dict(re.findall(r"(\w+)\s*=\s*['\"]([^'\"]*)['\"]", arguments))
-        positional = _STRING.findall(re.sub(r"\w+\s*=\s*['\"][^'\"]*['\"]", "", arguments))
+        keywords = dict(_KEYWORD.findall(arguments))
+        positional = _STRING.findall(_KEYWORD.sub("", arguments))
         if not positional and not keywords:  # ref(r) inside {% for r in ['a', 'b'] %}
             positional = [names[w] for w in re.findall(r"\w+", arguments) if w in names]
         if function == "ref":

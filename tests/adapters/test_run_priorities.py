@@ -8,7 +8,10 @@ run in progress pre-empts too, and holds lower runs queued for its systems until
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
+from typing import Any
 
 import dagster as dg
 import pytest
@@ -279,18 +282,15 @@ def test_queueing_a_focus_run_holds_the_lower_runs_already_queued_at_once(projec
         )
 
 
-def test_queueing_a_focus_run_pre_empts_a_running_lower_run_at_once_and_the_sensor_requeues_it(
-    project,
-):
-    """The coordinator pre-empts as it queues the focus run, not at the sensor's next tick; the
-    run it terminated waits on its tags (not in the sensor's cursor) and the sensor re-queues
-    it once it is canceled and the focus run has its slot."""
+@contextmanager
+def focus_queued_over_a_lower_run(project) -> Iterator[tuple[dg.DagsterInstance, Any, Any]]:
+    """The project's instance, a lower run started, and a focus run (finance under the focus
+    profile) just submitted through the project's run coordinator: (instance, low, critical)."""
     from dagster._core.run_coordinator import SubmitRunContext
 
     from medallion_assets.adapters.instance import project_instance
-    from medallion_assets.adapters.preemption import PREEMPTED_FOR_TAG, PREEMPTED_TAG
 
-    defs, plane, resources = project
+    defs, plane, _resources = project
     root = defs.resources["control"].project_root
     ProfileOverrides(plane.store()).set("finance", "focus", "month-end close", "oncall")
     profiles = load_catalog(root, use_cache=False).profiles
@@ -298,6 +298,19 @@ def test_queueing_a_focus_run_pre_empts_a_running_lower_run_at_once_and_the_sens
         low = run_of(defs, instance, "reports", dg.DagsterRunStatus.STARTED)
         critical = run_of(defs, instance, "finance")
         instance.run_coordinator.submit_run(SubmitRunContext(critical, workspace=None))
+        yield instance, low, critical
+
+
+def test_queueing_a_focus_run_pre_empts_a_running_lower_run_at_once_and_the_sensor_requeues_it(
+    project,
+):
+    """The coordinator pre-empts as it queues the focus run, not at the sensor's next tick; the
+    run it terminated waits on its tags (not in the sensor's cursor) and the sensor re-queues
+    it once it is canceled and the focus run has its slot."""
+    from medallion_assets.adapters.preemption import PREEMPTED_FOR_TAG, PREEMPTED_TAG
+
+    defs, plane, resources = project
+    with focus_queued_over_a_lower_run(project) as (instance, low, critical):
         victim = instance.get_run_by_id(low.run_id)
         assert victim.status == dg.DagsterRunStatus.CANCELING
         assert victim.tags[PREEMPTED_TAG] == "pending"
@@ -317,18 +330,8 @@ def test_queueing_a_focus_run_pre_empts_a_running_lower_run_at_once_and_the_sens
 def test_a_run_being_pre_empted_is_pre_empted_once_though_it_still_shows_started(project):
     """Terminating takes a while: a run worker may report its start after the coordinator
     asked it to stop. The sensor's next tick must not terminate and audit it a second time."""
-    from dagster._core.run_coordinator import SubmitRunContext
-
-    from medallion_assets.adapters.instance import project_instance
-
     defs, plane, resources = project
-    root = defs.resources["control"].project_root
-    ProfileOverrides(plane.store()).set("finance", "focus", "month-end close", "oncall")
-    profiles = load_catalog(root, use_cache=False).profiles
-    with project_instance(root, {}, profiles) as instance:
-        low = run_of(defs, instance, "reports", dg.DagsterRunStatus.STARTED)
-        critical = run_of(defs, instance, "finance")
-        instance.run_coordinator.submit_run(SubmitRunContext(critical, workspace=None))
+    with focus_queued_over_a_lower_run(project) as (instance, low, _critical):
         start(instance, instance.get_run_by_id(low.run_id))  # its start, reported late
         assert instance.get_run_by_id(low.run_id).status == dg.DagsterRunStatus.STARTED
         evaluate(defs, resources, instance)
