@@ -73,6 +73,15 @@ class StoreSettings(BaseModel):
         "sqlite:///PATH, postgresql://USER@HOST:PORT/DB, https://… (REST) or glue",
         alias="MEDALLION_LAKE_CATALOG",
     )
+    # Creating a bucket is an account-level act (its region, policies, billing): a run does it
+    # only when told to; by default a missing lake bucket stops the run in one line.
+    lake_create: bool = setting(
+        False,
+        "`0`",
+        "`1`: a run creates the lake's S3 bucket when it is missing (else it stops, naming it)",
+        "1 or 0",
+        alias="MEDALLION_LAKE_CREATE",
+    )
     keep_versions: int = setting(
         3,
         "`3`",

@@ -30,6 +30,7 @@ def test_an_empty_environment_gives_every_default():
     assert (settings.spark_master, settings.spark_remote) == ("local[*]", None)
     assert (settings.spark_shuffle_partitions, settings.spark_driver_memory) == (4, "2g")
     assert settings.spark_log is None and settings.keep_versions == 3
+    assert settings.lake_create is False  # a missing lake bucket stops the run, named
     assert settings.spark_log_file == PROJECT / ".medallion/logs/spark.log"  # never the console
     assert settings.lock_wait_seconds == 900 and settings.crash_at is None
     assert settings.run_slots(cores=2) == 1 and settings.run_slots(cores=16) == 8
@@ -50,6 +51,7 @@ def test_each_variable_overrides_its_default():
         "MEDALLION_HOME": "/h",
         "MEDALLION_LAKE": "/lake",
         "MEDALLION_LAKE_CATALOG": "postgresql://ice:ice-pass@db/lake",
+        "MEDALLION_LAKE_CREATE": "1",
         "MEDALLION_KEEP_VERSIONS": "5",
         "MEDALLION_S3": " AWS ",
         "MEDALLION_S3_ENDPOINT": "http://127.0.0.1:9000",
@@ -77,6 +79,7 @@ def test_each_variable_overrides_its_default():
     settings = read(env)
     assert (settings.lake_root, settings.keep_versions, settings.s3) == (Path("/lake"), 5, "aws")
     assert settings.uses_s3_api and settings.s3_endpoint == "http://127.0.0.1:9000"
+    assert settings.lake_create is True
     assert (settings.s3_root, settings.aws_region) == (Path("/s3"), "eu-west-1")
     assert settings.spark_master == "spark://m:7077"
     assert settings.spark_remote == "sc://spark:15002/;token=spark-token"

@@ -20,6 +20,7 @@ from medallion_assets.cli.common import does_not_load, mask_output
 from medallion_assets.cli.control_cmd import control
 from medallion_assets.cli.demo_cmd import demo_data
 from medallion_assets.cli.dev_cmd import dev
+from medallion_assets.cli.doctor_cmd import doctor
 from medallion_assets.cli.export_cmd import export
 from medallion_assets.cli.graph_cmds import impact, split, trace_pii
 from medallion_assets.cli.init_cmd import init
@@ -79,6 +80,7 @@ for command in (
     demo_data,
     jars,
     run,
+    doctor,
     dev,
     build,
     export,

@@ -11,7 +11,13 @@ import click
 from medallion_assets.backfill.plan import BackfillPreview, parse_range, preview_backfill
 from medallion_assets.catalog import Catalog
 from medallion_assets.catalog.selection import select_tables
-from medallion_assets.cli.common import fail, load, project_option, settings_for
+from medallion_assets.cli.common import (
+    checked_before_spark,
+    fail,
+    load,
+    project_option,
+    settings_for,
+)
 from medallion_assets.cli.simulate_cmd import durations_for
 from medallion_assets.lake import Lake
 
@@ -70,6 +76,7 @@ def backfill(selection: str, days: str, preview: bool, fmt: str, project: Path) 
         fail(f"nothing to rebuild: no table of {selection} has days in {days}")
     backfill_id = None
     if not preview:
+        checked_before_spark(project, settings)  # the daemon's runs would each fail the same way
         backfill_id = launch(catalog, project, selection, found)
     if fmt == "json":
         data = found.as_dict()

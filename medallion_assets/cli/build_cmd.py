@@ -8,7 +8,13 @@ from pathlib import Path
 import click
 
 from medallion_assets.catalog import CatalogError
-from medallion_assets.cli.common import does_not_load, fail, project_option, settings_for
+from medallion_assets.cli.common import (
+    checked_before_spark,
+    does_not_load,
+    fail,
+    project_option,
+    settings_for,
+)
 
 EXIT_RETRYABLE = 1  # failed; another attempt may succeed
 EXIT_PERMANENT = 3  # blocked by a check, a permanent error, no route left: do not retry
@@ -41,12 +47,11 @@ def build(table: str, partition: str | None, no_retry: bool, project: Path) -> N
     from medallion_assets.adapters.headless import build_table
     from medallion_assets.cli.run_cmd import blocked, failed, warnings, with_spark_log
     from medallion_assets.cli.run_cmd import table as summary_table
-    from medallion_assets.jvm.driver import spark_jars
     from medallion_assets.lake import Lake
 
     settings = with_spark_log(settings_for(project))  # Spark's own lines to a file, as for run
-    spark_jars(settings)  # a missing jar: one line, before the run starts
-    Lake.of(settings).check_layout()  # a lake folder of the old layout: one line too
+    Lake.of(settings).check_layout()  # a lake folder of the old layout: one line
+    checked_before_spark(project, settings)  # jars, credentials, lake, catalog, warehouse
     try:
         summary = build_table(
             project, table, partition, log=click.echo, settings=settings, retry=not no_retry

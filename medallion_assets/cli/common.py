@@ -66,6 +66,28 @@ def does_not_load(project: Path, error: CatalogError) -> NoReturn:
     sys.exit(2)
 
 
+def checked_before_spark(project: Path, settings: MedallionSettings) -> None:
+    """Preflight (``medallion_assets.preflight``) before a command starts Spark: each warning
+    said on stderr; each problem said in one line with its fix, then exit 2, within seconds."""
+    # boto3, pyiceberg and the warehouse drivers: loaded only by the commands that run tables
+    from medallion_assets.preflight import preflight
+
+    findings = preflight(settings, load(project))
+    for found in findings:
+        if found.status == "warning":
+            click.echo(f"warning: {found.line}", err=True)
+    problems = [found for found in findings if found.failed]
+    if problems:
+        for found in problems:
+            click.echo(f"error: {found.line}", err=True)
+        click.echo(
+            "error: preflight found the problems above before Spark started; nothing was run "
+            "(`medallion doctor` checks again)",
+            err=True,
+        )
+        sys.exit(2)
+
+
 def fail(message: str, code: int = 2) -> NoReturn:
     click.echo(f"error: {message}", err=True)
     sys.exit(code)

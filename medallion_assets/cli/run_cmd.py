@@ -14,6 +14,7 @@ import click
 
 from medallion_assets.catalog import CatalogError, load_catalog
 from medallion_assets.cli.common import (
+    checked_before_spark,
     does_not_load,
     log_python_to,
     max_workers_option,
@@ -27,7 +28,6 @@ EXIT_BLOCKED = 3  # as `medallion build`: blocking checks kept a table from publ
 
 if TYPE_CHECKING:
     from medallion_assets.adapters.run_summary import RunSummary
-    from medallion_assets.catalog import Catalog
     from medallion_assets.settings import MedallionSettings
 
 
@@ -56,7 +56,6 @@ def run(project: Path, allow_blocked: bool, wait_seconds: float, max_workers: in
     `dagster dev` with that DAGSTER_HOME shows them.
     """
     # Spark and the lake: loaded only by the commands that use them
-    from medallion_assets.jvm.driver import spark_jars
     from medallion_assets.lake import Lake
 
     settings = settings_for(project)
@@ -64,8 +63,8 @@ def run(project: Path, allow_blocked: bool, wait_seconds: float, max_workers: in
         os.environ["MEDALLION_MAX_WORKERS"] = str(max_workers)
         settings = settings.model_copy(update={"max_workers": max_workers})
     settings = with_spark_log(settings)
-    spark_jars(settings)  # a missing jar stops the run here, in one line, before any step
-    Lake.of(settings).check_layout()  # a lake folder of the old layout: one line too
+    Lake.of(settings).check_layout()  # a lake folder of the old layout: one line
+    checked_before_spark(project, settings)  # jars, credentials, lake, catalog, warehouse
     try:
         with stop_on_signals():
             summary = _run(project, settings, wait_seconds)
@@ -100,7 +99,6 @@ def _run(project: Path, settings: MedallionSettings, wait_seconds: float) -> Run
                 else SparkWarmUp(settings, pool_weights(catalog.profiles), say=click.echo)
             )
             try:
-                reachable(settings, catalog)
                 # Dagster: loaded only by the commands that run it (`medallion --help` stays quick)
                 from medallion_assets.adapters.headless import run_project
 
@@ -123,39 +121,6 @@ def _run(project: Path, settings: MedallionSettings, wait_seconds: float) -> Run
         click.echo(f"error: {busy}", err=True)
         sys.exit(1)
     return summary
-
-
-def reachable(settings: MedallionSettings, catalog: Catalog) -> None:
-    """Stop before any step, in one line naming it, when the lake's catalog or (for a project
-    that loads tables into it) the warehouse cannot be reached: every step would otherwise
-    fail, each after its retries. The control store was reached for the run lock, and S3 is
-    said when the first source is listed."""
-    # the warehouse drivers and pyarrow: loaded only when a table loads
-    from medallion_assets.credentials import mask_credentials
-    from medallion_assets.errors import ResourceError
-    from medallion_assets.io.warehouse import warehouse_from_url
-    from medallion_assets.lake.catalog import LakeCatalog
-    from medallion_assets.lake.versions import open_catalog
-
-    lake = LakeCatalog.of(settings)
-    lake.make_folder()  # the embedded catalog: made on the first run
-    open_catalog(lake)  # a LakeCatalogError naming it, without its password
-    if not any(d.target is not None for d in catalog.datasets.values()):
-        return
-    url = settings.effective_warehouse_url
-    warehouse = warehouse_from_url(url)
-    try:
-        warehouse.reach()
-    except (ConnectionError, OSError, ImportError) as error:
-        # The error names the warehouse (masked) itself: a line holding a masked URL twice
-        # would be masked from the first one's user to the second one's host.
-        said = " ".join(mask_credentials(str(error)).split())
-        raise ResourceError(
-            f"cannot reach the warehouse (MEDALLION_WAREHOUSE_URL): {said}. Check that it is "
-            "up and the URL is right"
-        ) from None
-    finally:
-        warehouse.close()
 
 
 def _report(project: Path, summary: RunSummary, allow_blocked: bool) -> None:

@@ -12,6 +12,7 @@ snapshot it was copied from).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -108,10 +109,24 @@ def load(catalog: Catalog, table: str) -> Table | None:
         raise _unreachable(str(catalog.properties.get("uri", catalog.name)), error) from None
 
 
+_DAMAGED_SQLITE = re.compile(r"file is not a database|database disk image is malformed")
+
+
 def _unreachable(where: str, error: BaseException) -> LakeCatalogError:
 
     text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
     text = text.split(") ", 1)[-1] if text.startswith("(") else text  # SQLAlchemy's "(driver)"
+    if where.startswith("jdbc:sqlite:") and _DAMAGED_SQLITE.search(text):
+        # No server to bring up: the file itself is broken. The tables' data and metadata
+        # files in the lake are untouched, and Iceberg can register each from them again.
+        path = where.removeprefix("jdbc:sqlite:")
+        return LakeCatalogError(
+            f"the lake's catalog file {path} is damaged ({text}): restore it from a backup; or "
+            "move it aside, and either run `medallion run` to rebuild every table from raw, or "
+            "register each table again from its newest metadata file in the lake (Spark SQL: "
+            "CALL lake.system.register_table('layer.table', "
+            "'<lake>/layer/table/metadata/<newest>.metadata.json'))"
+        )
     return LakeCatalogError(
         f"the lake's catalog {mask_credentials(where)} cannot be used: {mask_credentials(text)}; "
         "check MEDALLION_LAKE_CATALOG and that the catalog's server is up"

@@ -1,0 +1,158 @@
+"""Preflight on real components: moto's S3 server on 127.0.0.1 (with the lake's bucket
+missing, present, and behind a proxy answering 503 SlowDown), the embedded SQLite catalog and
+DuckDB warehouse, through the ``medallion`` command a user types."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from medallion_assets.cli import cli
+from tests.conftest import copy_demo_project
+from tests.s3_server import S3Server
+from tests.slowdown_proxy import slowdown_proxy
+
+SECRET = "preflight-secret-key-7f3a"
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The demo with no MEDALLION_* or AWS_* variable but its own state folder, and no AWS
+    credentials anywhere the chain looks (no files, no instance metadata)."""
+    import os
+
+    for name in list(os.environ):
+        if name.startswith(("MEDALLION_", "AWS_")) or name == "DAGSTER_HOME":
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-credentials"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-config"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    root = copy_demo_project(tmp_path / "theworldshop")
+    monkeypatch.setenv("MEDALLION_HOME", str(root / ".medallion"))
+    return root
+
+
+@pytest.fixture
+def on_s3(s3_server: S3Server, monkeypatch: pytest.MonkeyPatch, project: Path) -> str:
+    """The lake on S3 (a bucket of this test's, not created) with credentials in the
+    environment; returns the bucket's name."""
+    bucket = f"lake-{uuid.uuid4().hex[:12]}"
+    monkeypatch.setenv("MEDALLION_S3_ENDPOINT", s3_server.endpoint_url)
+    monkeypatch.setenv("MEDALLION_LAKE", f"s3://{bucket}/prod")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET)
+    return bucket
+
+
+def medallion(project: Path, *args: str) -> Result:
+    return CliRunner().invoke(cli, [*args, "--project", str(project)])
+
+
+def errors(result: Result) -> list[str]:
+    return [line for line in result.output.splitlines() if line.startswith("error:")]
+
+
+def test_a_missing_lake_bucket_stops_the_run_in_one_line_before_spark(project: Path, on_s3: str):
+    started = time.monotonic()
+    result = medallion(project, "run")
+    took = time.monotonic() - started
+    assert result.exit_code == 2, result.output
+    problem, summary = errors(result)
+    assert f"the lake's bucket s3://{on_s3}" in problem and "does not exist" in problem
+    assert "MEDALLION_LAKE_CREATE=1" in problem and "MEDALLION_S3_ENDPOINT" in problem
+    assert "before Spark started" in summary
+    assert "Traceback" not in result.output and SECRET not in result.output
+    assert not (project / ".medallion" / "logs" / "spark.log").exists()  # no driver started
+    assert took < 10, f"preflight took {took:.1f} s"
+
+
+def test_lake_create_makes_the_missing_bucket_and_checks_it_takes_writes(
+    project: Path, on_s3: str, s3_server: S3Server, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setenv("MEDALLION_LAKE_CREATE", "1")
+    result = medallion(project, "doctor")
+    assert result.exit_code == 0, result.output
+    assert f"s3://{on_s3} (MEDALLION_LAKE=s3://{on_s3}/prod) was created" in result.output
+    s3_server.client().head_bucket(Bucket=on_s3)  # there now
+    listed = s3_server.client().list_objects_v2(Bucket=on_s3).get("Contents", [])
+    assert listed == []  # the write probe removed its object
+
+
+def test_without_credentials_the_run_names_the_fix_and_checks_no_bucket(
+    project: Path, on_s3: str, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.delenv("AWS_ACCESS_KEY_ID")
+    monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
+    result = medallion(project, "doctor")
+    assert result.exit_code == 2
+    failed = [line for line in result.output.splitlines() if line.startswith("FAIL")]
+    assert len(failed) == 1 and "no AWS credentials were found" in failed[0], result.output
+    assert "AWS_ACCESS_KEY_ID" in failed[0]
+
+
+def test_doctor_names_where_credentials_come_from_never_their_value(
+    project: Path, on_s3: str, s3_server: S3Server
+):
+    s3_server.client().create_bucket(Bucket=on_s3)
+    result = medallion(project, "doctor")
+    assert result.exit_code == 0, result.output
+    assert "AWS credentials from the environment (AWS_ACCESS_KEY_ID)" in result.output
+    assert SECRET not in result.output and "testing" not in result.output
+    assert "is there and takes writes" in result.output
+
+
+def test_an_endpoint_that_does_not_answer_is_one_line_within_seconds(
+    project: Path, on_s3: str, monkeypatch: pytest.MonkeyPatch
+):
+    import socket
+
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    monkeypatch.setenv("MEDALLION_S3_ENDPOINT", f"http://127.0.0.1:{port}")
+    started = time.monotonic()
+    result = medallion(project, "run")
+    assert result.exit_code == 2
+    problem, _ = errors(result)
+    assert f"cannot reach the S3 endpoint http://127.0.0.1:{port}" in problem
+    assert time.monotonic() - started < 10
+
+
+def test_preflight_rides_out_s3_throttling(
+    project: Path, on_s3: str, s3_server: S3Server, monkeypatch: pytest.MonkeyPatch
+):
+    s3_server.client().create_bucket(Bucket=on_s3)
+    with slowdown_proxy(s3_server.endpoint_url, every=2) as proxy:
+        monkeypatch.setenv("MEDALLION_S3_ENDPOINT", proxy.url)
+        result = medallion(project, "doctor")
+    assert proxy.throttled >= 2  # half the requests were answered 503 SlowDown
+    assert result.exit_code == 0, result.output
+    assert "takes writes" in result.output
+
+
+def test_a_file_where_the_lake_folder_should_be_is_one_line(
+    project: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+):
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("x")
+    monkeypatch.setenv("MEDALLION_LAKE", str(blocker / "lake"))
+    monkeypatch.setenv("MEDALLION_LAKE_CATALOG", f"sqlite:///{tmp_path / 'catalog.db'}")
+    result = medallion(project, "run")
+    assert result.exit_code == 2
+    problem, _ = errors(result)
+    assert f"the lake's folder {blocker / 'lake'} (MEDALLION_LAKE) cannot be written" in problem
+
+
+def test_a_damaged_catalog_file_is_named_with_how_to_recover(project: Path):
+    catalog = project / ".medallion" / "lake" / "catalog.db"
+    catalog.parent.mkdir(parents=True)
+    catalog.write_bytes(b"this is not a SQLite database" * 100)
+    result = medallion(project, "doctor")
+    assert result.exit_code == 2
+    failed = [line for line in result.output.splitlines() if line.startswith("FAIL")]
+    assert len(failed) == 1 and str(catalog) in failed[0], result.output
+    assert "damaged" in failed[0] and "register" in failed[0]
