@@ -27,6 +27,7 @@ from medallion_assets.adapters.checks import (
 from medallion_assets.adapters.masking import masked_step
 from medallion_assets.adapters.openlineage_events import StepLineage
 from medallion_assets.adapters.retry import Audit, heal_and_retry
+from medallion_assets.adapters.run_summary import PUBLISHED, UNAVAILABLE
 from medallion_assets.adapters.step_order import below_profile
 from medallion_assets.adapters.threads import step_interrupted
 from medallion_assets.adapters.translator import (
@@ -222,13 +223,7 @@ def _build_step(
 ) -> Iterator[StepEvent]:
     unavailable = route_around_down(run, plane)
     if unavailable:
-        message = f"skipped: {unavailable}; the current version stays published"
-        context.log.warning(f"{run.dataset.name} {message}")
-        audit.record("outcome", message)
-        if lineage:
-            lineage.abort(message)
-        # an output, so the tables rerouted around it still run in this run
-        yield dg.MaterializeResult(metadata={"skipped": True, "unavailable": unavailable})
+        yield not_built(context, run, audit, unavailable, lineage)
         return
     route, warning = plane.route(run.catalog, run.dataset)  # read now: a reroute is sticky
     if warning:
@@ -251,6 +246,31 @@ def _build_step(
         audit.record("outcome", "skipped: code and inputs unchanged; current version kept")
     else:
         audit.record("outcome", f"materialized on attempt {audit.attempt}")
+
+
+def not_built(
+    context: dg.AssetExecutionContext,
+    run: TableRun,
+    audit: Audit,
+    unavailable: str,
+    lineage: StepLineage | None,
+) -> dg.MaterializeResult[None]:
+    """No available path produces the table: an output saying so (status "not built", never
+    "unchanged"), so the tables rerouted around it still run in this run (a failed step would
+    stop every step below it, those with a route of their own too). ``published`` says whether
+    a version from before stays current; without one, ``medallion run`` and ``build`` exit 1:
+    what the run was asked to build is not there."""
+    name = run.dataset.name
+    published = run.lake.current(name, run.partition) is not None
+    kept = "the current version stays published" if published else "it has no version yet"
+    message = f"not built: {unavailable}; {kept}"
+    audit.record("outcome", message)
+    if lineage:
+        lineage.abort(message)
+    context.log.warning(f"{name} {message}")
+    return dg.MaterializeResult(
+        metadata={"skipped": True, UNAVAILABLE: unavailable, PUBLISHED: published}
+    )
 
 
 def route_around_down(run: TableRun, plane: ControlPlane) -> str:

@@ -20,7 +20,7 @@ from typing import Any
 
 import dagster as dg
 
-from medallion_assets.adapters.run_summary import failure_outcome, first_line
+from medallion_assets.adapters.run_summary import failure_outcome, first_line, materialized_status
 from medallion_assets.adapters.translator import step_table
 
 LOGGER_NAME = "medallion.progress"
@@ -113,7 +113,7 @@ class ProgressHandler(logging.Handler):
             self._running.pop((run, table), None)
         if kind == "ASSET_MATERIALIZATION":
             metadata = event.step_materialization_data.materialization.metadata
-            status = "unchanged" if _value(metadata.get("skipped")) else "built"
+            status = materialized_status({k: _value(v) for k, v in metadata.items()})
             self._outcome[run, table] = (status, _value(metadata.get("rows")))
         elif kind == "STEP_SUCCESS":
             status, rows = self._outcome.pop((run, table), ("disabled", None))

@@ -24,7 +24,7 @@ import dagster as dg
 
 from medallion_assets.adapters.run_summary import RETRYABLE
 from medallion_assets.errors import causes
-from medallion_assets.healing.actions import HealingContext, run_actions
+from medallion_assets.healing.actions import HealingContext, places_of, run_actions
 from medallion_assets.healing.diagnosis import Failure, diagnose
 from medallion_assets.healing.retry import decide, policy_of
 from medallion_assets.recovery.reroute import PRIMARY
@@ -74,7 +74,7 @@ def heal_and_retry(
         audit.record("outcome", "interrupted: the run is being terminated; not retried")
         raise error
     name = run.dataset.name
-    failure = Failure.of(error)
+    failure = Failure.of(error, places_of(run))
     diagnosis = diagnose(run.catalog.healing_rules, failure)
     first_line = failure.summary  # a Java trace's root cause, not its 500 lines
     audit.record(
@@ -83,6 +83,7 @@ def heal_and_retry(
         rule=diagnosis.rule,
         sqlstate=failure.sqlstate,
         then=diagnosis.then,
+        system=failure.system or None,
     )
     policy = policy_of(run.catalog, run.dataset, context.run.tags.get("pipeline"))
     if diagnosis.permanent:

@@ -27,7 +27,31 @@ from medallion_assets.errors import summary_line
 # no route left; a blocked table, the checks' own failure, is never worth another attempt).
 RETRYABLE = "retryable"
 
-STATUSES = ("built", "unchanged", "blocked", "failed", "not run", "disabled", "busy")
+STATUSES = (
+    "built",
+    "unchanged",
+    "not built",
+    "blocked",
+    "failed",
+    "not run",
+    "disabled",
+    "busy",
+)
+# A step's materialization that built nothing because no available path produces its table
+# (its source down, no replica or alternate left): ``unavailable`` says why, ``published``
+# whether an earlier version stays current. Never "unchanged": nothing proved it unchanged.
+UNAVAILABLE, PUBLISHED = "unavailable", "published"
+
+
+def materialized_status(metadata: Mapping[str, Any]) -> str:
+    """built, unchanged (skip-unchanged kept the current version) or not built (unavailable).
+
+    >>> materialized_status({"skipped": True, "unavailable": "source:x is down"})
+    'not built'
+    """
+    if metadata.get(UNAVAILABLE):
+        return "not built"
+    return "unchanged" if metadata.get("skipped") else "built"
 
 
 @dataclass(frozen=True)
@@ -59,6 +83,8 @@ class TableResult:
     @property
     def label(self) -> str:
         return f"{self.table}[{self.partition}]" if self.partition else self.table
+
+    published: bool = True  # not built: whether an earlier version stays current
 
     @property
     def skipped(self) -> bool:
@@ -98,8 +124,13 @@ class RunSummary:
         return sum(r.rows for r in self.results)
 
     @property
+    def missing(self) -> list[TableResult]:
+        """Tables not built that have no version: asked for, and not there after the run."""
+        return [r for r in self.having("not built") if not r.published]
+
+    @property
     def nothing_changed(self) -> bool:
-        return not self.having("built", "failed") and not any(
+        return not self.having("built", "failed", "not built") and not any(
             r.warehouse_loaded == "loaded" for r in self.results
         )
 
@@ -161,7 +192,10 @@ def results_of_run(
 def _materialized(row: TableResult, materialization: Any) -> None:
     meta = {k: v.value for k, v in materialization.metadata.items()}
     skipped = bool(meta.get("skipped", False))
-    row.status = "unchanged" if skipped else "built"
+    row.status = materialized_status(meta)
+    if row.status == "not built":
+        row.message = str(meta[UNAVAILABLE])
+        row.published = bool(meta.get(PUBLISHED, True))
     row.current_rows = int(meta.get("rows", 0))
     # A bronze append wrote only its new rows (``rows_written``); a rebuild, all of them.
     row.rows = 0 if skipped else int(meta.get("rows_written", row.current_rows))

@@ -65,6 +65,12 @@ class ErrorSignature(Model):
     """Regular expression searched in the messages of the error and its causes."""
     sqlstate: str | None = None
     """Five-character SQLSTATE of a database error in the chain, e.g. 40001."""
+    system: Literal["lake", "source", "catalog", "warehouse", "spark"] | None = None
+    (
+        "The system the failure happened in: lake (the lake's storage), source (a raw bucket), "
+        "catalog (the lake's catalog), warehouse, or spark (e.g. out of memory). A rule that "
+        "reroutes matches raw-source failures only, whatever this says."
+    )
 
     @field_validator("message")
     @classmethod
@@ -78,8 +84,8 @@ class ErrorSignature(Model):
 
     @model_validator(mode="after")
     def _not_empty(self) -> ErrorSignature:
-        if not (self.exception or self.message or self.sqlstate):
-            raise ValueError("give at least one of exception, message, sqlstate")
+        if not (self.exception or self.message or self.sqlstate or self.system):
+            raise ValueError("give at least one of exception, message, sqlstate, system")
         return self
 
 

@@ -45,7 +45,7 @@ def build(table: str, partition: str | None, no_retry: bool, project: Path) -> N
     """
     # Dagster: loaded only by the commands that run it (`medallion --help` stays quick)
     from medallion_assets.adapters.headless import build_table
-    from medallion_assets.cli.run_cmd import blocked, failed, warnings, with_spark_log
+    from medallion_assets.cli.run_cmd import blocked, failed, not_built, warnings, with_spark_log
     from medallion_assets.cli.run_cmd import table as summary_table
     from medallion_assets.lake import Lake
 
@@ -61,11 +61,18 @@ def build(table: str, partition: str | None, no_retry: bool, project: Path) -> N
     except (KeyError, ValueError) as error:
         fail(str(error).strip("'\""))
     click.echo(summary_table(summary))
-    for section in (blocked(project, summary), warnings(summary), failed(summary)):
+    for section in (
+        blocked(project, summary),
+        not_built(summary),
+        warnings(summary),
+        failed(summary),
+    ):
         if section:
             click.echo("\n" + section)
     for name, message in sorted(summary.disabled.items()):
         click.echo(f"\nDISABLED: {name}: {message.removeprefix('skipped: ')}")
     ended = summary.having("failed", "blocked")
+    if summary.missing and not ended:  # not built, no version: its source may come back
+        sys.exit(EXIT_RETRYABLE)
     if ended:
         sys.exit(EXIT_RETRYABLE if any(r.retryable for r in ended) else EXIT_PERMANENT)

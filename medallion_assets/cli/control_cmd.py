@@ -16,6 +16,7 @@ from medallion_assets.control.store import iso_utc
 from medallion_assets.kill_switch.switch import parse_entity, table_entities
 from medallion_assets.profiles.overrides import ProfileOverrides
 from medallion_assets.recovery.paths import RecoveryGraph
+from medallion_assets.recovery.recover import DownNodes
 from medallion_assets.recovery.reroute import routes
 from medallion_assets.throttles.rate_budgets import RateBudgets
 
@@ -110,6 +111,7 @@ def status(fmt: str, project: Path) -> None:
             "flags": [vars(f) | {"entity": f.entity} for f in flags.values()],
             "disabled_tables": {t: d.flag.entity for t, d in off.items()},
             "routes": [vars(r) for r in plane.store().routes().values()],
+            "down": [vars(n) for n in DownNodes(plane.store()).all().values()],
             "profile_overrides": [vars(o) for o in ProfileOverrides(plane.store()).all().values()],
             "throttle_overrides": [
                 vars(o) for o in RateBudgets(plane.store()).overrides().values()
@@ -119,8 +121,16 @@ def status(fmt: str, project: Path) -> None:
         click.echo(json.dumps(data, indent=2))
         return
     click.echo(f"control store: {plane.store().masked(plane.url)}")
-    if not disabled:
+    down = DownNodes(plane.store()).all()
+    if not disabled and not down and not plane.store().routes():
+        click.echo("nothing is disabled, down or rerouted")
+    elif not disabled:
         click.echo("nothing is disabled")
+    for node in down.values():
+        click.echo(
+            f"DOWN     {node.node}  by {node.changed_by} since {node.changed_at}: {node.reason} "
+            f"(`medallion control up {node.node}` when it is back)"
+        )
     for flag in sorted(disabled, key=lambda f: f.entity):
         click.echo(
             f"DISABLED {flag.entity}  by {flag.changed_by or '?'} since "
@@ -289,8 +299,6 @@ def _recover(
 def down(node: str, reason: str, changed_by: str | None, project: Path) -> None:
     """Mark NODE (source:NAME, replica:NAME or system:NAME) down, and route every table around
     it along its cheapest available path (audited with the path taken)."""
-    # the control store (SQLAlchemy): loaded only by the commands that use it
-    from medallion_assets.recovery.recover import DownNodes
 
     catalog = load(project)
     name = _node(catalog, node, tables=False)
@@ -309,8 +317,6 @@ def down(node: str, reason: str, changed_by: str | None, project: Path) -> None:
 def up(node: str, reason: str, changed_by: str | None, project: Path) -> None:
     """Mark NODE up again: the tables recovery routed around it go back to their primary where
     nothing else on it is down."""
-    # the control store (SQLAlchemy): loaded only by the commands that use it
-    from medallion_assets.recovery.recover import DownNodes
 
     catalog = load(project)
     name = _node(catalog, node, tables=False)

@@ -129,6 +129,7 @@ def _report(project: Path, summary: RunSummary, allow_blocked: bool) -> None:
     click.echo("\n" + table(summary))
     for section in (
         blocked(project, summary),
+        not_built(summary),
         set_aside(summary),
         warnings(summary),
         failed(summary),
@@ -142,6 +143,9 @@ def _report(project: Path, summary: RunSummary, allow_blocked: bool) -> None:
         )
         for name, message in sorted(summary.disabled.items()):
             click.echo(f"  {name}: {message.removeprefix('skipped: ')}")
+    held = in_force(project)
+    if held:
+        click.echo("\n" + held)
     waited = [*summary.waited, *(f"{r.label}: {r.message}" for r in summary.having("busy"))]
     if waited:
         click.echo("\nWAITED: another run was building these tables")
@@ -149,6 +153,15 @@ def _report(project: Path, summary: RunSummary, allow_blocked: bool) -> None:
     _open_the_ui(project)
     if summary.having("failed"):
         click.echo("error: the run failed; see the messages above", err=True)
+        sys.exit(1)
+
+    if summary.missing:
+        click.echo(
+            f"error: {len(summary.missing)} table(s) were not built and have no version (NOT "
+            "BUILT above): bring what is down back up (`medallion control status`, `medallion "
+            "control up NODE`) and run again",
+            err=True,
+        )
         sys.exit(1)
     blocked_tables = {r.table for r in summary.having("blocked")}
     if blocked_tables and not allow_blocked:
@@ -160,6 +173,30 @@ def _report(project: Path, summary: RunSummary, allow_blocked: bool) -> None:
             err=True,
         )
         sys.exit(EXIT_BLOCKED)
+
+
+def in_force(project: Path) -> str:
+    """The down nodes and reroutes the control store holds after the run (healing's or an
+    operator's): a run that read around a source says so, whatever it built."""
+    # the control store (SQLAlchemy): loaded only by the commands that use it
+    from medallion_assets.cli.control_cmd import open_plane
+    from medallion_assets.recovery.recover import DownNodes
+
+    store = open_plane(project).store()
+    lines = [
+        f"  {n.node} is down (by {n.changed_by} since {n.changed_at}): {n.reason}; "
+        f"`medallion control up {n.node}` when it is back"
+        for n in DownNodes(store).all().values()
+    ]
+    lines += [
+        f"  {table} reads along route {r.route} (by {r.changed_by}): {r.reason}"
+        for table, r in sorted(store.routes().items())
+    ]
+    if not lines:
+        return ""
+    return "DOWN AND REROUTED: in force in the control store (`medallion control status`)\n" + (
+        "\n".join(lines)
+    )
 
 
 def _open_the_ui(project: Path) -> None:
@@ -226,6 +263,18 @@ def blocked(project: Path, summary: RunSummary) -> str:
         if protected:
             lines.append(f"    protected downstream (not built on it): {', '.join(protected)}")
     lines.append("  `medallion impact TABLE` shows what depends on them.")
+    return "\n".join(lines)
+
+
+def not_built(summary: RunSummary) -> str:
+    """Tables no available path produced (a source down, no replica or alternate left)."""
+    held = summary.having("not built")
+    if not held:
+        return ""
+    lines = ["NOT BUILT: no available path produces these tables (a source they need is down)"]
+    for r in sorted(held, key=lambda r: r.label):
+        kept = "the version before stays current" if r.published else "it has NO version yet"
+        lines.append(f"  {r.label}: {r.message}; {kept}")
     return "\n".join(lines)
 
 

@@ -37,6 +37,7 @@ from medallion_assets.catalog import Catalog, Dataset
 from medallion_assets.catalog.operations import RetryPolicy
 from medallion_assets.errors import causes
 from medallion_assets.healing.diagnosis import Diagnosis, Failure
+from medallion_assets.healing.systems import Places
 from medallion_assets.lake import Lake
 from medallion_assets.recovery.paths import RecoveryGraph
 from medallion_assets.recovery.recover import DownNodes, recover
@@ -94,6 +95,13 @@ class HealingContext:
         if self.run.control is None:
             raise ValueError(f"{self.dataset.name}: healing needs the control store")
         return self.run.control
+
+
+def places_of(run: TableRun) -> Places:
+    """Where the run's systems keep their data, for telling which one a failure is in."""
+    buckets = {s.bucket for s in run.catalog.sources.values()}
+    buckets |= {r.bucket for s in run.catalog.sources.values() for r in s.replicas}
+    return Places(run.lake.catalog.warehouse, frozenset(buckets))
 
 
 def clear_staging(context: HealingContext) -> str:

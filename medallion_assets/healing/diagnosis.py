@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from medallion_assets.catalog.operations import HealingRule, RetryPolicy
 from medallion_assets.errors import causes, headline
+from medallion_assets.healing.systems import SOURCE, Places, system_of
 
 UNCLASSIFIED = "UNCLASSIFIED"
 
@@ -43,8 +44,11 @@ class ErrorClass:
     message: str | None = None
     fix: str = ""
     permanent: bool = True
+    system: str = ""  # only failures in this system (healing.systems), when given
 
     def matches(self, failure: Failure) -> bool:
+        if self.system and failure.system != self.system:
+            return False
         if any(name in failure.exception_types for name in self.exceptions):
             return True
         return self.message is not None and re.search(self.message, failure.message) is not None
@@ -61,9 +65,12 @@ class Failure:
     sqlstate: str | None = None
     declared: ErrorClass | None = None
     summary: str = ""
+    system: str = ""  # lake, source, catalog, warehouse, spark, or "" (healing.systems)
 
     @classmethod
-    def of(cls, error: BaseException) -> Failure:
+    def of(cls, error: BaseException, places: Places | None = None) -> Failure:
+        """What ``error`` says; with ``places`` (where the project's systems keep their data),
+        also which system it happened in."""
         types: list[str] = []
         messages: list[str] = []
         sqlstate = None
@@ -78,7 +85,10 @@ class Failure:
             if declared is None and (declared := declared_class(current)) is not None:
                 declarer = current
         summary = headline(declarer if declarer is not None else error)
-        return cls(tuple(dict.fromkeys(types)), "\n".join(messages), sqlstate, declared, summary)
+        found = tuple(dict.fromkeys(types))
+        message = "\n".join(messages)
+        system = system_of(found, message, places) if places is not None else ""
+        return cls(found, message, sqlstate, declared, summary, system)
 
 
 def declared_class(error: BaseException) -> ErrorClass | None:
@@ -121,11 +131,21 @@ class Diagnosis:
 
 def matches(rule: HealingRule, failure: Failure) -> bool:
     signature = rule.match
+    if signature.system and signature.system != failure.system:
+        return False
+    if reroutes(rule) and failure.system not in ("", SOURCE):
+        # Only a raw source has replicas and alternates: a lake, catalog, warehouse or Spark
+        # failure rerouted would mark healthy sources down and leave their tables unbuilt.
+        return False
     if signature.exception and signature.exception not in failure.exception_types:
         return False
     if signature.message and not re.search(signature.message, failure.message):
         return False
     return not (signature.sqlstate and signature.sqlstate != failure.sqlstate)
+
+
+def reroutes(rule: HealingRule) -> bool:
+    return rule.then == "reroute" or "reroute_source" in rule.actions
 
 
 def diagnose(rules: Sequence[HealingRule], failure: Failure) -> Diagnosis:
@@ -174,6 +194,15 @@ def _sqlstate(error: BaseException) -> str | None:
 # Errors that retrying cannot clear, in the order they are tried. Their messages are Spark's
 # error classes and root causes, Hadoop's and pyarrow's texts, and the OS errors' names.
 BUILTIN_CLASSES: tuple[ErrorClass, ...] = (
+    ErrorClass(
+        "lake_storage_missing",
+        "LAKE_STORAGE_MISSING",
+        message=r"NoSuchBucket|[Tt]he specified bucket does not exist",
+        system="lake",
+        fix="the lake's bucket (MEDALLION_LAKE) is gone: create it again, or set "
+        "MEDALLION_LAKE_CREATE=1 and the next run creates it (`medallion doctor` checks it); "
+        "no raw source is down",
+    ),
     ErrorClass(
         "project_does_not_load",
         "PROJECT_DOES_NOT_LOAD",

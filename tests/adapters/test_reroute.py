@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from medallion_assets.adapters.code_location import definitions_for
+from medallion_assets.adapters.run_summary import RunSummary, results_of_run
 from medallion_assets.adapters.translator import DatasetTranslator, table_key
 from medallion_assets.catalog import load_catalog
 from medallion_assets.cli import cli
@@ -308,6 +309,11 @@ def test_a_table_two_hops_below_a_down_source_recovers_through_its_cheapest_path
     assert second.success
     left_out = second.asset_materializations_for_node("bronze__orders")[0].metadata
     assert "source:orders down" in left_out["unavailable"].value
+    # Never "unchanged": it was not built, and it has no version (a run exits 1 for it).
+    summary = RunSummary(results_of_run(second, ["bronze.orders"], None, {}))
+    (result,) = [r for r in summary.results if r.table == "bronze.orders"]
+    assert (result.status, result.published) == ("not built", False)
+    assert summary.missing == [result] and not summary.nothing_changed
     rows = lake.read(spark, [lake.current("gold.revenue")]).collect()
     assert [(r.country, float(r.revenue)) for r in rows] == [("GB", 8.0)]
     assert lake.current("silver.orders_clean").inputs == {

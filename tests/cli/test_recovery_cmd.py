@@ -41,6 +41,16 @@ def test_a_node_marked_down_reroutes_around_it_with_its_path_and_back_when_up(pr
     assert entry.details["path"][0] == "replica:customers_us_east_replica"
     assert entry.details["requested_by"] == "oncall" and entry.details["cost"] == 2.5
     assert "source:customers is down (marked down by oncall" in entry.message
+    status = medallion(project, "control", "status")
+    assert "DOWN     source:customers  by oncall since " in status.output
+    assert "`medallion control up source:customers` when it is back" in status.output
+    assert "REROUTED bronze.customers -> customers_us_east_replica" in status.output
+    assert (
+        json.loads(medallion(project, "control", "status", "--format", "json").output)["down"][0][
+            "node"
+        ]
+        == "source:customers"
+    )
 
     # what is down now counts in the paths listed, unless --what-if
     listed = medallion(project, "recovery-paths", "silver.customers_clean", "--format", "json")
@@ -54,6 +64,8 @@ def test_a_node_marked_down_reroutes_around_it_with_its_path_and_back_when_up(pr
     assert up.exit_code == 0, up.output
     assert "rerouted bronze.customers: customers_us_east_replica -> primary" in up.output
     assert store.routes() == {} and DownNodes(store).all() == {}
+    cleared = medallion(project, "control", "status").output
+    assert "nothing is disabled, down or rerouted" in cleared
     kinds = [e.kind for e in store.audit(["source:customers"])]
     assert kinds[-2:] == ["down", "up"]
 
