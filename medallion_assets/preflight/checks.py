@@ -100,12 +100,22 @@ def _lake_storage(settings: MedallionSettings, s3: S3Client | None) -> Iterator[
     if found.state != "there":
         yield Finding("lake", "failed", _bucket_problem(where, found, settings))
         return
+    if _catalog_places_tables(settings):
+        # A REST catalog or Glue hands out each table's location (an S3 Tables bucket takes
+        # writes there only): a probe object elsewhere would be refused, and prove nothing.
+        yield Finding("lake", "ok", f"{where} is there (the catalog places its tables in it)")
+        return
     written = s3_probe.writable(s3, bucket, prefix)
     if written.state != "there":
         yield Finding("lake", "failed", _bucket_problem(where, written, settings, "write to"))
         return
     made = "was created (MEDALLION_LAKE_CREATE=1)" if created else "is there"
     yield Finding("lake", "ok", f"{where} {made} and takes writes")
+
+
+def _catalog_places_tables(settings: MedallionSettings) -> bool:
+    catalog = settings.effective_lake_catalog.strip()
+    return catalog == "glue" or catalog.startswith(("http://", "https://"))
 
 
 def _bucket_problem(

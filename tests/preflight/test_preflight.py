@@ -156,3 +156,29 @@ def test_a_damaged_catalog_file_is_named_with_how_to_recover(project: Path):
     failed = [line for line in result.output.splitlines() if line.startswith("FAIL")]
     assert len(failed) == 1 and str(catalog) in failed[0], result.output
     assert "damaged" in failed[0] and "register" in failed[0]
+
+
+@pytest.mark.slow  # weed mini starts in ~10 s
+def test_a_rest_catalogs_bucket_is_checked_but_not_written(
+    tmp_path: Path, project: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """SeaweedFS's Iceberg REST catalog over its table bucket, which takes writes only where the
+    catalog places tables: preflight finds the bucket and does not write beside them."""
+    from tests import seaweed_server
+
+    folder = tmp_path / "seaweed"
+    folder.mkdir()
+    servers = seaweed_server.start(folder)
+    seaweed = next(servers)
+    try:
+        for name, value in seaweed.env().items():
+            monkeypatch.setenv(name, value)
+        result = medallion(project, "doctor")
+    finally:
+        servers.close()
+    assert result.exit_code == 0, result.output
+    assert (
+        "s3://lake (MEDALLION_LAKE=s3://lake) is there (the catalog places its tables in it)"
+        in result.output
+    )
+    assert "answers" in result.output and seaweed_server.SECRET_KEY not in result.output
