@@ -48,6 +48,26 @@ def _free_ports(count: int) -> list[int]:
             s.close()
 
 
+def _wait_for_table_bucket(server: Seaweed, deadline: float) -> None:
+    """``weed mini`` answers its catalog's config before it has made the table bucket: until
+    then the catalog says "table bucket lake not found"."""
+    from medallion_assets.lake.catalog import LakeCatalog, S3Endpoint
+    from medallion_assets.lake.versions import open_catalog
+
+    env = server.env()
+    lake = LakeCatalog.parse(
+        env["MEDALLION_LAKE_CATALOG"], env["MEDALLION_LAKE"], S3Endpoint(server.s3_url, "us-east-1")
+    )
+    while True:
+        try:
+            open_catalog(lake)
+            return
+        except Exception:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+
+
 def start(folder: Path, timeout: float = 60.0) -> Iterator[Seaweed]:
     """Run ``weed mini`` until the generator is closed (a fixture's body)."""
     weed = shutil.which("weed") or str(Path(os.sys.executable).parent / "weed")
@@ -80,6 +100,7 @@ def start(folder: Path, timeout: float = 60.0) -> Iterator[Seaweed]:
                         f"weed mini did not serve its Iceberg catalog: see {folder / 'weed.log'}"
                     ) from None
                 time.sleep(0.5)
+        _wait_for_table_bucket(server, deadline)
         yield server
     finally:
         os.killpg(process.pid, signal.SIGTERM)

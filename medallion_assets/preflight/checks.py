@@ -84,6 +84,12 @@ def _lake_storage(settings: MedallionSettings, s3: S3Client | None) -> Iterator[
         yield Finding("lake", "skipped", f"the lake's bucket s3://{bucket}: no credentials")
         return
     where = f"the lake's bucket s3://{bucket} (MEDALLION_LAKE={location})"
+    if _catalog_places_tables(settings):
+        # A REST catalog or Glue owns its warehouse and hands out each table's location; an
+        # S3 Tables bucket (SeaweedFS's, AWS's) may not even answer S3's HEAD, and takes writes
+        # only there. The catalog's own check below is what counts.
+        yield Finding("lake", "ok", f"{where}: the catalog places its tables in it")
+        return
     found = s3_probe.bucket(s3, bucket)
     created = found.state == "missing" and settings.lake_create
     if created:
@@ -99,11 +105,6 @@ def _lake_storage(settings: MedallionSettings, s3: S3Client | None) -> Iterator[
         return
     if found.state != "there":
         yield Finding("lake", "failed", _bucket_problem(where, found, settings))
-        return
-    if _catalog_places_tables(settings):
-        # A REST catalog or Glue hands out each table's location (an S3 Tables bucket takes
-        # writes there only): a probe object elsewhere would be refused, and prove nothing.
-        yield Finding("lake", "ok", f"{where} is there (the catalog places its tables in it)")
         return
     written = s3_probe.writable(s3, bucket, prefix)
     if written.state != "there":
