@@ -96,7 +96,7 @@ def spark_settings(env: dict[str, str]) -> dict[str, str]:
 
     settings = MedallionSettings.from_env(env)
     return {
-        "spark.sql.shuffle.partitions": str(settings.spark_shuffle_partitions),
+        "spark.sql.shuffle.partitions": str(settings.shuffle_partitions),
         "spark.sql.session.timeZone": "UTC",
     }
 

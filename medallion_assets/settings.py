@@ -150,6 +150,26 @@ class MedallionSettings(SparkSettings):
         no Spark Connect)."""
         return not self.spark_remote and self.spark_master.startswith("local")
 
+    @property
+    def driver_memory(self) -> str:
+        """``spark.driver.memory``: ``MEDALLION_SPARK_DRIVER_MEMORY``, else a quarter of the
+        machine's memory (``machine_memory``), between 1g and 32g.
+
+        >>> MedallionSettings.from_env({"MEDALLION_SPARK_DRIVER_MEMORY": "3g"}).driver_memory
+        '3g'
+        """
+        if self.spark_driver_memory is not None:
+            return self.spark_driver_memory
+        return auto_driver_memory(machine_memory())
+
+    @property
+    def shuffle_partitions(self) -> int:
+        """``spark.sql.shuffle.partitions``: ``MEDALLION_SPARK_SHUFFLE_PARTITIONS``, else 8 per
+        core of the machine, at least 16 (adaptive execution merges them by size)."""
+        if self.spark_shuffle_partitions is not None:
+            return self.spark_shuffle_partitions
+        return max(16, 8 * (os.cpu_count() or 1))
+
     def run_slots(self, cores: int | None = None) -> int | None:
         """Runs the instance's queue may start at once for this machine: ``local_spark_runs``
         (else half of ``cores``, the machine's by default, at least 1) when each run's Spark is
@@ -240,6 +260,8 @@ class MedallionSettings(SparkSettings):
             "MEDALLION_LAKE": self.lake_root.resolve() if self.lake_root else self.lake,
             "MEDALLION_LAKE_CATALOG": self.effective_lake_catalog,
             "MEDALLION_SPARK_JARS": self.jars_folder,
+            "MEDALLION_SPARK_DRIVER_MEMORY": self.driver_memory,
+            "MEDALLION_SPARK_SHUFFLE_PARTITIONS": self.shuffle_partitions,
             "MEDALLION_S3_LOCAL_ROOT": self.s3_root.resolve(),
             "MEDALLION_WAREHOUSE_URL": self.effective_warehouse_url,
             "MEDALLION_CONTROL_URL": self.effective_control_url,
@@ -266,6 +288,29 @@ class MedallionSettings(SparkSettings):
         found |= secret_forms(self.pg_password or "")
         found |= spark_connect_tokens(self.spark_remote or "")
         return frozenset(found)
+
+
+def machine_memory() -> int:
+    """Bytes of memory this process may use: the machine's, or its cgroup's limit if lower."""
+    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    for limit_file in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            text = Path(limit_file).read_text().strip()
+        except OSError:
+            continue
+        if text.isdigit():
+            total = min(total, int(text))
+    return total
+
+
+def auto_driver_memory(total_bytes: int) -> str:
+    """A quarter of ``total_bytes`` in whole gigabytes, between 1g and 32g (a heap over 32g
+    loses the JVM's compressed pointers).
+
+    >>> auto_driver_memory(24 * 2**30), auto_driver_memory(2 * 2**30), auto_driver_memory(2**40)
+    ('6g', '1g', '32g')
+    """
+    return f"{min(32, max(1, total_bytes // 4 // 2**30))}g"
 
 
 def jars_folder(home: Path, pom: Path = SPARK_JARS_POM) -> Path:

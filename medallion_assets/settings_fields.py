@@ -136,6 +136,12 @@ class StoreSettings(BaseModel):
 class SparkSettings(StoreSettings):
     """How a run's Spark runs: where, with what, on how many workers."""
 
+    @field_validator("spark_shuffle_partitions", "spark_driver_memory", mode="before")
+    @classmethod
+    def _auto(cls, value: object) -> object:
+        """``auto`` is the default, derived from the machine (``MedallionSettings``)."""
+        return None if isinstance(value, str) and value.strip().lower() == "auto" else value
+
     spark_master: str = setting(
         "local[*]",
         "`local[*]`",
@@ -167,20 +173,27 @@ class SparkSettings(StoreSettings):
         alias="MEDALLION_MAX_WORKERS",
         ge=1,
     )
-    # A few shuffle partitions suit the demo's size on a small machine.
-    spark_shuffle_partitions: int = setting(
-        4,
-        "`4`",
-        "`spark.sql.shuffle.partitions` of the run's session",
-        "a whole number of at least 1, e.g. 4",
+    # Adaptive execution coalesces shuffle partitions to ~64 MB each, so this is a ceiling
+    # that must leave room for large data: fixed at 4, one task of a 1.3 GB aggregate spilled
+    # for 25 minutes (issue 43). "auto" scales it with the cores.
+    spark_shuffle_partitions: int | None = setting(
+        None,
+        "`auto`: 8 per core, at least 16",
+        "`spark.sql.shuffle.partitions` of the run's session: the most partitions a shuffle "
+        "starts with; adaptive execution merges them to ~64 MB each, so small data runs in a "
+        "few tasks and large data in many",
+        "a whole number of at least 1, e.g. 64, or auto",
         alias="MEDALLION_SPARK_SHUFFLE_PARTITIONS",
         ge=1,
     )
-    spark_driver_memory: str = setting(
-        "2g",
-        "`2g`",
-        "`spark.driver.memory` of a local session",
-        "a JVM memory size, e.g. 2g or 512m",
+    # A local driver is the executor too: its heap is the run's memory. 2g died of
+    # OutOfMemoryError at 1.3 GB of raw data; a share of the machine follows the machine.
+    spark_driver_memory: str | None = setting(
+        None,
+        "`auto`: a quarter of the machine's memory (of its cgroup limit, when lower), "
+        "between 1g and 32g",
+        "`spark.driver.memory` of a local session (its executors' memory too)",
+        "a JVM memory size, e.g. 8g or 512m, or auto",
         alias="MEDALLION_SPARK_DRIVER_MEMORY",
         pattern=r"(?i)^[0-9]+([kmgtp]b?)?$",
     )

@@ -10,7 +10,14 @@ from pathlib import Path
 import pytest
 
 from medallion_assets.lake.catalog import LakeCatalog
-from medallion_assets.settings import MedallionSettings, SettingsError, documented, variables
+from medallion_assets.settings import (
+    MedallionSettings,
+    SettingsError,
+    auto_driver_memory,
+    documented,
+    machine_memory,
+    variables,
+)
 
 PROJECT = Path("/srv/shop")
 
@@ -28,7 +35,10 @@ def test_an_empty_environment_gives_every_default():
     assert settings.effective_warehouse_url == f"duckdb:///{PROJECT}/.medallion/warehouse.duckdb"
     assert settings.effective_control_url == f"sqlite:///{PROJECT}/.medallion/control.db"
     assert (settings.spark_master, settings.spark_remote) == ("local[*]", None)
-    assert (settings.spark_shuffle_partitions, settings.spark_driver_memory) == (4, "2g")
+    assert (settings.spark_shuffle_partitions, settings.spark_driver_memory) == (None, None)
+    # auto: from the machine (a quarter of its memory; 8 shuffle partitions per core)
+    assert settings.driver_memory == auto_driver_memory(machine_memory())
+    assert settings.shuffle_partitions == max(16, 8 * (os.cpu_count() or 1))
     assert settings.spark_log is None and settings.keep_versions == 3
     assert settings.lake_create is False  # a missing lake bucket stops the run, named
     assert settings.spark_log_file == PROJECT / ".medallion/logs/spark.log"  # never the console
@@ -85,6 +95,7 @@ def test_each_variable_overrides_its_default():
     assert settings.spark_remote == "sc://spark:15002/;token=spark-token"
     assert settings.jars_folder == Path("/jars")
     assert (settings.spark_shuffle_partitions, settings.spark_driver_memory) == (16, "512m")
+    assert (settings.shuffle_partitions, settings.driver_memory) == (16, "512m")
     assert settings.spark_log == Path("/logs/spark.log") and settings.spark_jit == "full"
     assert settings.spark_class_archive == "/jars/driver.jsa"
     assert settings.effective_warehouse_url == env["MEDALLION_WAREHOUSE_URL"]
@@ -131,7 +142,7 @@ def test_the_settings_are_frozen():
         ("MEDALLION_KEEP_VERSIONS", "2.5", "set it to a whole number of at least 1, e.g. 3"),
         ("MEDALLION_SPARK_SHUFFLE_PARTITIONS", "many", "set it to a whole number of at least 1"),
         ("MEDALLION_MAX_WORKERS", "0", "set it to a whole number of at least 1"),
-        ("MEDALLION_SPARK_DRIVER_MEMORY", "2 GB", "set it to a JVM memory size, e.g. 2g"),
+        ("MEDALLION_SPARK_DRIVER_MEMORY", "2 GB", "set it to a JVM memory size, e.g. 8g"),
         ("MEDALLION_SPARK_JIT", "fast", "set it to auto, quick or full"),
         ("MEDALLION_S3", "minio", "set it to aws"),
         ("MEDALLION_S3_ENDPOINT", "127.0.0.1:9000", "set it to a URL with its scheme"),
@@ -225,3 +236,13 @@ def test_the_lake_is_a_folder_or_s3_and_anything_else_is_refused_naming_the_vari
     assert on_s3.lake_root is None  # no local folder: Spark writes the tables through s3a
     with pytest.raises(SettingsError, match=r"MEDALLION_LAKE='gs://b/lake' is not valid"):
         read({"MEDALLION_LAKE": "gs://b/lake"})
+
+
+def test_spark_memory_and_shuffle_partitions_say_auto_or_a_value():
+    auto = read(
+        {"MEDALLION_SPARK_DRIVER_MEMORY": "auto", "MEDALLION_SPARK_SHUFFLE_PARTITIONS": "AUTO"}
+    )
+    assert auto.spark_driver_memory is None and auto.spark_shuffle_partitions is None
+    assert re.fullmatch(r"\d+g", auto.driver_memory)
+    with pytest.raises(SettingsError, match=r"MEDALLION_SPARK_DRIVER_MEMORY='lots'.*or auto"):
+        read({"MEDALLION_SPARK_DRIVER_MEMORY": "lots"})

@@ -2,16 +2,17 @@
 
 The step reads the kill switch, takes the table's build lock, builds a ``TableRun`` from its
 context and resources and hands it to the runner once per day it builds, then reports the
-outcome as a ``MaterializeResult`` whose data version is the published lake version, with one
-``AssetCheckResult`` per validation rule (``checks.py``). When a blocking check fails, the check
-results are reported, nothing is published and the step fails, so downstream assets of the run
-do not run. Any other failure is audited, healed and retried or failed by ``retry.py``.
+outcome as a ``MaterializeResult`` (data version: the published lake version) with one
+``AssetCheckResult`` per validation rule (``checks.py``). A failed blocking check publishes
+nothing and fails the step, so downstream assets do not run; any other failure is audited,
+healed and retried or failed by ``retry.py``.
 """
 
 import functools
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import dagster as dg  # no "from __future__ import annotations": Dagster reads the hints
@@ -134,7 +135,8 @@ class TableStep:
                 lineage.abort("switched off or below the run's profile; nothing was built")
             return
         audit = Audit(plane.store(), run, context.retry_number + 1)
-        with table_guard(context, run, audit, lineage, self.resources.spark.session):
+        spark_log = self.resources.lake.settings.spark_log_file
+        with table_guard(context, run, audit, lineage, self.resources.spark.session, spark_log):
             yield from _build_step(context, runner, run, plane, audit, self.resources, lineage)
 
 
@@ -145,6 +147,7 @@ def table_guard(
     audit: Audit,
     lineage: StepLineage | None,
     spark: Callable[[], Any],
+    spark_log: Path | None = None,
 ) -> Iterator[None]:
     """What a build's end becomes: lineage COMPLETE; a terminated run's step interrupted, never
     retried; a ``dg.Failure`` (blocking checks, or already classified) audited and raised;
@@ -171,7 +174,7 @@ def table_guard(
             raise interrupted(run.dataset, audit) from error
         if lineage:
             lineage.fail(error)
-        heal_and_retry(context, run, audit, error, spark)
+        heal_and_retry(context, run, audit, error, spark, spark_log)
 
 
 def stops_the_run_when_its_stores_go(
@@ -255,22 +258,17 @@ def not_built(
     unavailable: str,
     lineage: StepLineage | None,
 ) -> dg.MaterializeResult[None]:
-    """No available path produces the table: an output saying so (status "not built", never
-    "unchanged"), so the tables rerouted around it still run in this run (a failed step would
-    stop every step below it, those with a route of their own too). ``published`` says whether
-    a version from before stays current; without one, ``medallion run`` and ``build`` exit 1:
-    what the run was asked to build is not there."""
-    name = run.dataset.name
-    published = run.lake.current(name, run.partition) is not None
+    """No path produces the table: an output ("not built"), so tables rerouted around it still
+    run (a failure would stop them); with no version before, run and build exit 1."""
+    published = run.lake.current(run.dataset.name, run.partition) is not None
     kept = "the current version stays published" if published else "it has no version yet"
     message = f"not built: {unavailable}; {kept}"
     audit.record("outcome", message)
     if lineage:
         lineage.abort(message)
-    context.log.warning(f"{name} {message}")
-    return dg.MaterializeResult(
-        metadata={"skipped": True, UNAVAILABLE: unavailable, PUBLISHED: published}
-    )
+    context.log.warning(f"{run.dataset.name} {message}")
+    said: dict[str, Any] = {"skipped": True, UNAVAILABLE: unavailable, PUBLISHED: published}
+    return dg.MaterializeResult(metadata=said)
 
 
 def route_around_down(run: TableRun, plane: ControlPlane) -> str:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import dagster as dg
@@ -26,6 +27,7 @@ from medallion_assets.adapters.run_summary import RETRYABLE
 from medallion_assets.errors import causes
 from medallion_assets.healing.actions import HealingContext, places_of, run_actions
 from medallion_assets.healing.diagnosis import Failure, diagnose
+from medallion_assets.healing.evidence import driver_evidence
 from medallion_assets.healing.retry import decide, policy_of
 from medallion_assets.recovery.reroute import PRIMARY
 from medallion_assets.runtime.table_run import TableRun
@@ -66,15 +68,18 @@ def heal_and_retry(
     audit: Audit,
     error: Exception,
     spark: Callable[[], Any],
+    spark_log: Path | None = None,
 ) -> NoReturn:
     """Classify the error by the healing rules, run their actions, then retry with the
     policy's backoff, or fail at once when the rule says the error is permanent. Raises.
-    ``spark``: the run's Spark session now (its healing actions use it)."""
+    ``spark``: the run's Spark session now (its healing actions use it); ``spark_log``: where
+    the driver's own lines go (an out-of-memory that shut the driver down is said only there)."""
     if interrupted(context, error):
         audit.record("outcome", "interrupted: the run is being terminated; not retried")
         raise error
     name = run.dataset.name
-    failure = Failure.of(error, places_of(run))
+    said = "\n".join(str(e) for e in causes(error))
+    failure = Failure.of(error, places_of(run), driver_evidence(said, spark_log))
     diagnosis = diagnose(run.catalog.healing_rules, failure)
     first_line = failure.summary  # a Java trace's root cause, not its 500 lines
     audit.record(

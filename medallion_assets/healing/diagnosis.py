@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from medallion_assets.catalog.operations import HealingRule, RetryPolicy
 from medallion_assets.errors import causes, headline
-from medallion_assets.healing.systems import SOURCE, Places, system_of
+from medallion_assets.healing.systems import OUT_OF_MEMORY, SOURCE, Places, system_of
 
 UNCLASSIFIED = "UNCLASSIFIED"
 
@@ -68,9 +68,10 @@ class Failure:
     system: str = ""  # lake, source, catalog, warehouse, spark, or "" (healing.systems)
 
     @classmethod
-    def of(cls, error: BaseException, places: Places | None = None) -> Failure:
+    def of(cls, error: BaseException, places: Places | None = None, evidence: str = "") -> Failure:
         """What ``error`` says; with ``places`` (where the project's systems keep their data),
-        also which system it happened in."""
+        also which system it happened in; ``evidence``: lines from elsewhere (the Spark log,
+        ``healing.evidence``) that say what the error could not."""
         types: list[str] = []
         messages: list[str] = []
         sqlstate = None
@@ -86,7 +87,7 @@ class Failure:
                 declarer = current
         summary = headline(declarer if declarer is not None else error)
         found = tuple(dict.fromkeys(types))
-        message = "\n".join(messages)
+        message = "\n".join([*messages, evidence] if evidence else messages)
         system = system_of(found, message, places) if places is not None else ""
         return cls(found, message, sqlstate, declared, summary, system)
 
@@ -194,6 +195,24 @@ def _sqlstate(error: BaseException) -> str | None:
 # Errors that retrying cannot clear, in the order they are tried. Their messages are Spark's
 # error classes and root causes, Hadoop's and pyarrow's texts, and the OS errors' names.
 BUILTIN_CLASSES: tuple[ErrorClass, ...] = (
+    ErrorClass(
+        "out_of_memory",
+        "OUT_OF_MEMORY",
+        message=OUT_OF_MEMORY.pattern,
+        # The same data in the same heap runs out the same way; what clears it is a setting.
+        fix="Spark ran out of memory building this table: raise MEDALLION_SPARK_DRIVER_MEMORY "
+        "(auto: a quarter of the machine's memory; `medallion settings` shows it), or build "
+        "fewer tables at once (MEDALLION_MAX_WORKERS=1), then rerun",
+    ),
+    ErrorClass(
+        "spark_driver_lost",
+        "SPARK_DRIVER_LOST",
+        exceptions=("Py4JNetworkError",),
+        message=r"Answer from Java side is empty|Error while sending or receiving",
+        fix="the run's Spark driver is gone (killed, or out of memory: see the Spark log, "
+        "MEDALLION_SPARK_LOG); nothing was published half-way: rerun, with more memory "
+        "(MEDALLION_SPARK_DRIVER_MEMORY) if it ran out",
+    ),
     ErrorClass(
         "lake_storage_missing",
         "LAKE_STORAGE_MISSING",

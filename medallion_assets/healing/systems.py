@@ -29,7 +29,7 @@ _S3_LOCATION = re.compile(
 )
 _FILE_LOCATION = re.compile(r"(?:\bfile:)?(?P<path>/[^\s'\"(),;:]+)")
 # The JVM's and Spark's words for running out of memory: the driver's or an executor's heap.
-_OUT_OF_MEMORY = re.compile(
+OUT_OF_MEMORY = re.compile(
     r"OutOfMemoryError|Java heap space|GC overhead limit exceeded|Not enough memory to build "
     r"and broadcast|Unable to acquire \d+ bytes of memory|Container killed .* memory"
 )
@@ -55,7 +55,7 @@ def system_of(exception_types: tuple[str, ...], message: str, places: Places) ->
         exception_types
     ):
         return WAREHOUSE
-    if _OUT_OF_MEMORY.search(message):
+    if OUT_OF_MEMORY.search(message):
         return SPARK
     found = set(_s3_systems(message, places)) | set(_folder_systems(message, places))
     return found.pop() if len(found) == 1 else ""

@@ -17,6 +17,7 @@ from medallion_assets.jvm.jars import (
     fetch,
     jar_folder,
 )
+from tests.conftest import copy_demo_project
 
 
 def test_the_pom_names_icebergs_spark_runtime_hadoop_aws_and_both_jdbc_drivers():
@@ -99,12 +100,14 @@ def test_a_run_without_the_jars_stops_in_one_line_before_starting(
     tmp_path: Path, command: list[str], monkeypatch: pytest.MonkeyPatch
 ):
     monkeypatch.setenv("MEDALLION_SPARK_LOG", str(tmp_path / "spark.log"))  # run sets it
+    project = copy_demo_project(tmp_path / "project")
     result = CliRunner().invoke(
         cli,
-        [*command, "--project", str(tmp_path)],
+        [*command, "--project", str(project)],
         env={"MEDALLION_SPARK_JARS": str(tmp_path / "none"), "MEDALLION_HOME": str(tmp_path)},
     )
     assert result.exit_code == 2, result.output
-    assert result.output.count("\n") == 1 and "Traceback" not in result.output
-    assert "run `medallion jars` once on this machine" in result.output
+    problem, summary = result.output.splitlines()  # preflight: the one problem, then the end
+    assert "run `medallion jars` once on this machine" in problem
+    assert "before Spark started" in summary and "Traceback" not in result.output
     assert not (tmp_path / "dagster").exists()  # nothing was started

@@ -1,0 +1,39 @@
+"""What the Spark log adds to a failure the driver's death hides.
+
+When the JVM runs out of heap, Spark's handler shuts the driver down: the step sees only "Job 0
+cancelled because SparkContext was shut down" (or py4j's lost connection), and the
+``OutOfMemoryError`` is in the Spark log alone. Its lines are the evidence that classifies the
+failure as OUT_OF_MEMORY rather than a retry into the same wall.
+
+>>> driver_evidence("Job 0 cancelled because SparkContext was shut down", None)
+''
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from medallion_assets.healing.systems import OUT_OF_MEMORY
+
+DRIVER_GONE = re.compile(
+    r"SparkContext was shut down|Answer from Java side is empty|Error while sending or receiving"
+    r"|SparkContext has been shutdown|Cannot call methods on a stopped SparkContext"
+)
+TAIL_BYTES = 2_000_000
+
+
+def driver_evidence(message: str, spark_log: Path | None) -> str:
+    """The Spark log's out-of-memory lines (at most three, from its last 2 MB) when
+    ``message`` says the driver went away; "" otherwise or when the log has none."""
+    if spark_log is None or not DRIVER_GONE.search(message):
+        return ""
+    try:
+        with spark_log.open("rb") as log:
+            size = log.seek(0, 2)
+            log.seek(max(0, size - TAIL_BYTES))
+            tail = log.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+    found = [line.strip() for line in tail.splitlines() if OUT_OF_MEMORY.search(line)]
+    return "\n".join(dict.fromkeys(found[-3:]))

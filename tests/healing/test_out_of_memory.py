@@ -1,0 +1,63 @@
+"""A Spark driver that runs out of heap is classified OUT_OF_MEMORY (permanent, with the setting
+to raise), not UNCLASSIFIED and retried into the same wall. A real local Spark of 512 MB in a
+process of its own, its console in a log file as a run's is: the OutOfMemoryError shuts the
+driver down, the step sees only "SparkContext was shut down", and the log says why."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from tests.conftest import REPO
+
+pytestmark = pytest.mark.slow
+
+SCRIPT = textwrap.dedent(
+    """
+    import json, sys
+    from pathlib import Path
+    from pyspark.sql import SparkSession
+    from medallion_assets.catalog import load_catalog
+    from medallion_assets.errors import causes
+    from medallion_assets.healing.diagnosis import Failure, diagnose
+    from medallion_assets.healing.evidence import driver_evidence
+    from medallion_assets.healing.systems import Places
+
+    spark = (SparkSession.builder.master("local[1]").config("spark.driver.memory", "512m")
+             .config("spark.ui.enabled", "false").getOrCreate())
+    try:
+        # ~3 GB of rows collected into a 512 MB driver
+        spark.range(0, 40_000_000).selectExpr("id", "repeat('x', 64) AS pad").collect()
+        print(json.dumps({"error": None}))
+    except Exception as error:
+        said = "\\n".join(str(e) for e in causes(error))
+        evidence = driver_evidence(said, Path(sys.argv[2]))
+        failure = Failure.of(error, Places("file:/lake", frozenset()), evidence)
+        found = diagnose(load_catalog(sys.argv[1]).healing_rules, failure)
+        print(json.dumps({"error": found.error_code, "then": found.then, "fix": found.fix,
+                          "system": failure.system, "said": said[:300]}))
+    """
+)
+
+
+def test_a_driver_out_of_heap_is_out_of_memory_with_the_setting_to_raise(tmp_path):
+    log = tmp_path / "spark.log"
+    with log.open("w") as console:  # the driver JVM's console, as `medallion run` keeps it
+        done = subprocess.run(
+            [sys.executable, "-c", SCRIPT, str(REPO), str(log)],
+            stdout=subprocess.PIPE,
+            stderr=console,
+            text=True,
+            timeout=300,
+            env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"},
+        )
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found["error"] == "OUT_OF_MEMORY", (found, log.read_text()[-2000:])
+    assert found["then"] == "fail" and found["system"] == "spark"
+    assert "MEDALLION_SPARK_DRIVER_MEMORY" in found["fix"]
+    assert "OutOfMemoryError" not in found["said"]  # the step's error alone would not tell
