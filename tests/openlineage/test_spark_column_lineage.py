@@ -69,10 +69,18 @@ def known(edge: Edge) -> str | None:
     return KNOWN.get(edge)
 
 
-@pytest.fixture(scope="module")
-def demo_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    """The demo run once on SeaweedFS's REST catalog and S3, every OpenLineage event kept."""
-    folder = tmp_path_factory.mktemp("spark-lineage")
+# OpenLineage's Spark listener handles Spark's events on a queue of its own; when it falls
+# behind (a loaded machine), Spark has already dropped an execution's QueryExecution and the
+# listener logs "Query execution is null: can't emit event" and sends nothing for it
+# (OpenLineage issues 1646 and 3341, open in 1.53). That is a lost report, not a difference in
+# lineage: the demo is run again, on a fresh catalog, when a table's staged write went
+# unreported and the log shows that race; it never hides a report Spark did send.
+UPSTREAM_RACE = "Query execution is null: can't emit event"
+ATTEMPTS = 3
+
+
+def _run_demo(folder: Path) -> dict[str, Any]:
+    """The demo run once on a fresh SeaweedFS (REST catalog and S3), every event kept."""
     project = copy_demo_project(folder / "theworldshop")
     server_folder = folder / "seaweed"
     server_folder.mkdir()
@@ -91,7 +99,8 @@ def demo_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any
                 "MEDALLION_HOME": str(folder / "state"),
                 "OPENLINEAGE_URL": receiver.url,
             }
-            steps = (["demo-data", "--rows", "500"], ["run"])
+            # One step at a time: fewer executions at once keep the listener closer behind.
+            steps = (["demo-data", "--rows", "500"], ["run", "--max-workers", "1"])
             results = [
                 subprocess.run(
                     [*CLI, *step, "--project", str(project)],
@@ -102,9 +111,30 @@ def demo_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any
                 )
                 for step in steps
             ]
-            yield {"project": project, "results": results, "events": list(receiver.events)}
+            log = folder / "state" / "logs" / "spark.log"
+            return {
+                "project": project,
+                "results": results,
+                "events": list(receiver.events),
+                "raced": log.exists() and UPSTREAM_RACE in log.read_text(errors="replace"),
+            }
     finally:
         servers.close()
+
+
+def _unreported(run: dict[str, Any]) -> set[str]:
+    catalog = load_catalog(run["project"])
+    events = [e for e in run["events"] if SPARK_PRODUCER in e.get("producer", "")]
+    return set(catalog.datasets) - {table for table, _, _ in spark_edges(events, catalog)}
+
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    for attempt in range(1, ATTEMPTS + 1):
+        run = _run_demo(tmp_path_factory.mktemp(f"spark-lineage-{attempt}"))
+        if not (run["raced"] and _unreported(run)) or attempt == ATTEMPTS:
+            yield run
+            return
 
 
 def _table_of(dataset: dict[str, Any], catalog: Catalog) -> str:
