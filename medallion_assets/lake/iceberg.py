@@ -13,12 +13,12 @@ catalog (a test run's one Spark serves many lakes, one after the other).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from medallion_assets.lake import snapshots, tables, versions
+from medallion_assets.lake import proof, snapshots, tables, versions
 from medallion_assets.lake.catalog import EMBEDDED_CATALOG, LakeCatalog
 from medallion_assets.lake.reads import LakeReads
 from medallion_assets.lake.records import (
@@ -149,13 +149,27 @@ class Lake(LakeReads):
         code_version: str,
         inputs: Mapping[str, str],
         ignoring: str | None = None,
+        say: Callable[[str], None] | None = None,
     ) -> Version | None:
         """The current version when it was built from this code and these inputs (``ignoring``
-        one recorded input, a MERGE table's own previous version)."""
-        current = self.current(table, partition)
+        one recorded input, a MERGE table's own previous version) and is still what was
+        published: no schema change or lost file since (``lake.proof``; another engine's),
+        else ``say`` is told why it is rebuilt."""
+        loaded = self._load(table)
+        current = versions.current_in(loaded, table, partition) if loaded is not None else None
         if current is None or not versions.built_from(current, code_version, inputs, ignoring):
             return None
+        if loaded is not None and (why := proof.doubt(loaded, partition)):
+            if say is not None:
+                day = f"[{partition}]" if partition else ""
+                say(f"rebuilding {table}{day}, though its code and inputs are unchanged: {why}")
+            return None
         return current
+
+    def doubt(self, table: str, partition: str | None = None, every_file: bool = False) -> str:
+        """Why ``table``'s version in force may not be what medallion published (``proof``)."""
+        loaded = self._load(table)
+        return proof.doubt(loaded, partition, every_file) if loaded is not None else ""
 
     # --- writing --------------------------------------------------------------------------------
 

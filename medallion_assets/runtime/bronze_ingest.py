@@ -143,7 +143,7 @@ def ingest(run: TableRun, store: ObjectSource) -> IngestOutcome:
     inputs = {f"raw.{name}": manifest_digest(readable_entries(updated))}
     if evolved:
         inputs[f"raw.{name}#evolved"] = evolved_digest(evolved)
-    current = lake.reusable(dataset.name, partition, dataset.code_version, inputs)
+    current = lake.reusable(dataset.name, partition, dataset.code_version, inputs, say=warn)
     if current is not None:
         # objects set aside or skipped: remember them
         state.save_manifest(name, partition, manifest, updated, run.run_id)
@@ -166,8 +166,13 @@ def ingest(run: TableRun, store: ObjectSource) -> IngestOutcome:
         raise drift  # before reading: nothing is published, the manifest is not moved
     readable = readable_entries(updated)
     previous = lake.current(dataset.name, partition)
-    append = not propagate and _appendable(
-        previous, dataset.code_version, inputs, manifest, intake.landed, f"raw.{name}"
+    # A version another engine altered (its schema, its files) is rebuilt from every object.
+    append = (
+        not propagate
+        and _appendable(
+            previous, dataset.code_version, inputs, manifest, intake.landed, f"raw.{name}"
+        )
+        and not lake.doubt(dataset.name, partition)
     )
     if not append and gone and not propagate:
         raise SourceUnavailable(

@@ -22,6 +22,7 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
+from medallion_assets.settings import MedallionSettings
 from tests.conftest import REPO
 from tests.spark_connect_server import (
     SparkConnectServer,
@@ -163,7 +164,8 @@ def test_the_projects_session_is_a_spark_connect_client_of_the_server(connect_se
     assert not facts["local_jvm"]  # no JVM in the client: the work happens in the server
     assert facts["server_pid"] == connect_server.pid
     assert facts["version"].startswith("4.")
-    assert (facts["time_zone"], facts["shuffle_partitions"]) == ("UTC", "4")
+    auto = MedallionSettings.from_env({}).shuffle_partitions  # 8 per core, merged by size
+    assert (facts["time_zone"], facts["shuffle_partitions"]) == ("UTC", str(auto))
 
 
 def test_spark_sql_runs_on_the_server(connect_server):
