@@ -28,15 +28,16 @@ HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "proxy-connection
 class Proxy:
     url: str
     every: int  # answer 503 to every n-th request (0: none)
+    burst: int = 1  # ... and to the burst - 1 requests after it (S3 throttles in runs)
     requests: int = 0
     throttled: int = 0
 
 
 @contextmanager
-def slowdown_proxy(upstream: str, every: int = 5) -> Iterator[Proxy]:
+def slowdown_proxy(upstream: str, every: int = 5, burst: int = 1) -> Iterator[Proxy]:
     target = urlsplit(upstream)
     lock = threading.Lock()
-    proxy = Proxy("", every)
+    proxy = Proxy("", every, burst)
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -46,7 +47,7 @@ def slowdown_proxy(upstream: str, every: int = 5) -> Iterator[Proxy]:
             body = self.rfile.read(length) if length else None
             with lock:
                 proxy.requests += 1
-                throttle = proxy.every > 0 and proxy.requests % proxy.every == 0
+                throttle = proxy.every > 0 and proxy.requests % proxy.every < proxy.burst
                 proxy.throttled += throttle
             if throttle:
                 self.send_response(503)
@@ -62,10 +63,12 @@ def slowdown_proxy(upstream: str, every: int = 5) -> Iterator[Proxy]:
             answer = connection.getresponse()
             data = answer.read()
             self.send_response(answer.status)
+            head = self.command == "HEAD"  # its Content-Length is the object's, with no body
             for name, value in answer.getheaders():
-                if name.lower() not in HOP_BY_HOP and name.lower() != "content-length":
+                if name.lower() not in HOP_BY_HOP and (head or name.lower() != "content-length"):
                     self.send_header(name, value)
-            self.send_header("Content-Length", str(len(data)))
+            if not head:
+                self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             if self.command != "HEAD":
                 self.wfile.write(data)

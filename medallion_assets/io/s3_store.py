@@ -80,7 +80,7 @@ class Boto3ObjectStore(StreamingStore):
         *,
         page_size: int = PAGE_SIZE,
         chunk_size: int = CHUNK_SIZE,
-        max_attempts: int = 3,
+        max_attempts: int = 10,  # throttling (503 SlowDown) may last; backoff is exponential
         timeout_seconds: float = 60.0,
     ):
         self.endpoint_url, self.region = endpoint_url, region

@@ -154,6 +154,8 @@ class LakeCatalog:
             props |= self._rest_auth()
         else:
             props["type"] = "glue"
+        # Throttling (503 SlowDown) retried with backoff, as s3a and boto3 do.
+        props["s3.retry-strategy-impl"] = "medallion_assets.lake.s3_retries.PatientS3Retries"
         if self.s3 is not None:
             props |= {
                 "s3.endpoint": self.s3.url,

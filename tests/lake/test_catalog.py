@@ -51,6 +51,7 @@ def test_rest_and_glue_are_configuration_only():
         "warehouse": "s3://shop-lake/w",  # as the catalog names it; Spark reads s3:// by s3a
         "type": "rest",
         "uri": "https://catalog.example/api",
+        "s3.retry-strategy-impl": "medallion_assets.lake.s3_retries.PatientS3Retries",
     }
     assert rest.spark_conf()["spark.hadoop.fs.s3.impl"].endswith("S3AFileSystem")
     glue = LakeCatalog.parse("glue", "s3://shop-lake/w")
