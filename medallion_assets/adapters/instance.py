@@ -1,6 +1,7 @@
-"""The Dagster instance a project's runs are recorded in: ``<project>/.medallion/dagster`` (or
-``$DAGSTER_HOME``), its settings written there (the priority run queue, the profiles' run limits),
-shared by ``medallion run`` and ``medallion dev``."""
+"""The Dagster instance a project's runs are recorded in: ``$MEDALLION_HOME/dagster`` (by
+default ``<project>/.medallion/dagster``; or ``$DAGSTER_HOME``), its settings written there
+(the priority run queue, the profiles' run limits), shared by ``medallion run`` and
+``medallion dev``."""
 
 from __future__ import annotations
 
@@ -91,11 +92,13 @@ def instance_settings(
 
 
 def dagster_home(project_root: Path, env: Mapping[str, str] | None = None) -> Path:
-    """``$DAGSTER_HOME``, else the project's own ``<project>/.medallion/dagster``."""
+    """``$DAGSTER_HOME``, else ``dagster`` in the project's state folder (``$MEDALLION_HOME``,
+    else ``<project>/.medallion``): runs on one lake's state stay apart from another's, so an
+    asset page never shows a version of the other lake."""
     env = os.environ if env is None else env
     if env.get("DAGSTER_HOME"):
         return Path(env["DAGSTER_HOME"]).resolve()
-    return Path(project_root).resolve() / ".medallion" / "dagster"
+    return MedallionSettings.from_env(env, Path(project_root)).state_home.resolve() / "dagster"
 
 
 def project_instance(

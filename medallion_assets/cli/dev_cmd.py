@@ -35,10 +35,11 @@ def dev(project: Path, port: int, host: str, log_level: str) -> None:
     """Open the Dagster UI on the project (`dagster dev`): asset graph, runs, checks, schedules.
 
     It uses the Dagster instance `medallion run` records into ($DAGSTER_HOME, else
-    <project>/.medallion/dagster, created with telemetry off) and loads the project through
-    the installed code location (MEDALLION_PROJECT=<project>, -m medallion_assets.definitions):
-    no workspace.yaml is needed. A project that does not load is reported, as by `medallion
-    catalog validate`, before Dagster starts. Ctrl-C stops it.
+    $MEDALLION_HOME/dagster, by default <project>/.medallion/dagster, created with telemetry
+    off) and loads the project through the installed code location
+    (MEDALLION_PROJECT=<project>, -m medallion_assets.definitions): no workspace.yaml is
+    needed. A project that does not load is reported, as by `medallion catalog validate`,
+    before Dagster starts. Ctrl-C stops it.
     """
     if not ((project / "metadata").is_dir() or (project / "sql").is_dir()):
         fail(

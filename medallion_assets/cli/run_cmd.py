@@ -52,8 +52,8 @@ def run(project: Path, allow_blocked: bool, wait_seconds: float, max_workers: in
     """Materialize every asset of the project on the configured components, headless.
 
     Daily-partitioned tables run for each day found in their raw data, then the rest. Runs
-    go to the Dagster instance of $DAGSTER_HOME, else to <project>/.medallion/dagster, so
-    `dagster dev` with that DAGSTER_HOME shows them.
+    go to the Dagster instance of $DAGSTER_HOME, else to $MEDALLION_HOME/dagster (by default
+    <project>/.medallion/dagster), so `dagster dev` with that DAGSTER_HOME shows them.
     """
     # Spark and the lake: loaded only by the commands that use them
     from medallion_assets.lake import Lake

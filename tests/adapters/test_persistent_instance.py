@@ -22,6 +22,9 @@ RUNS = "{ runsOrError { ... on Runs { results { runId status tags { key value } 
 
 def test_the_instance_folder_is_dagster_home_else_the_projects_own(tmp_path: Path):
     assert dagster_home(tmp_path, {}) == tmp_path.resolve() / ".medallion" / "dagster"
+    # another state folder (another lake): its own instance, its runs apart
+    state = tmp_path / "s3-state"
+    assert dagster_home(tmp_path, {"MEDALLION_HOME": str(state)}) == state.resolve() / "dagster"
     assert dagster_home(tmp_path, {"DAGSTER_HOME": str(tmp_path / "h")}) == tmp_path / "h"
 
 
