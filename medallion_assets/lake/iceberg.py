@@ -28,7 +28,7 @@ from medallion_assets.lake.records import (
     RowsOutsideTheDay,
     StagedWrite,
 )
-from medallion_assets.lake.refs import Refs
+from medallion_assets.lake.refs import STALE_STAGING_S, Refs, drop_staging_branches
 from medallion_assets.lake.session import attach
 from medallion_assets.lake.versions import Version
 
@@ -292,14 +292,14 @@ class Lake(LakeReads):
         """Drop the staging branches attempts killed before their publish left on ``table``
         (no JVM: the relaunch sensor heals without Spark); returns how many."""
         loaded = self._load(table)
-        if loaded is None:
-            return 0
-        names = [n for n in loaded.metadata.refs if n.startswith(tables.STAGE_BRANCH)]
-        if names:
-            with loaded.manage_snapshots() as refs:
-                for name in names:
-                    refs.remove_branch(name)
-        return len(names)
+        return drop_staging_branches(loaded) if loaded is not None else 0
+
+    def drop_stale_staging(self, table: str, older_than_s: float = STALE_STAGING_S) -> int:
+        """Drop the staging branches of ``table`` made more than ``older_than_s`` ago: builds
+        killed before their publish left them, each pinning an old snapshot that expiry could
+        never remove. A build in progress made its own a moment ago."""
+        loaded = self._load(table)
+        return drop_staging_branches(loaded, older_than_s) if loaded is not None else 0
 
     def history(self, table: str) -> list[versions.HistoryEntry]:
         return versions.history(self._metadata, table) if self._has_catalog() else []

@@ -4,6 +4,7 @@ commit, retried on a conflicting one."""
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from collections.abc import Callable
@@ -21,6 +22,44 @@ if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
 
 
+# A build stages, checks and publishes within minutes; a staging branch an hour old was left by
+# a build that was killed (its run's process, its machine) before it could drop it.
+STALE_STAGING_S = 3600.0
+
+
+def drop_staging_branches(loaded: Any, older_than_s: float | None = None) -> int:
+    """Drop the staging branches of a loaded table (those made more than ``older_than_s`` ago,
+    or all); returns how many."""
+    now = time.time()
+    ages = {
+        name: stage_branch_age(name, now)
+        for name in loaded.metadata.refs
+        if name.startswith(STAGE_BRANCH)
+    }
+    stale = [
+        name
+        for name, age in ages.items()
+        if older_than_s is None or age is None or age > older_than_s
+    ]
+    if stale:
+        with loaded.manage_snapshots() as refs:
+            for name in stale:
+                refs.remove_branch(name)
+    return len(stale)
+
+
+def stage_branch_age(name: str, now: float) -> float | None:
+    """Seconds since a staging branch was made, from its name; None for a name without its
+    time (made before names carried it: a leftover).
+
+    >>> stage_branch_age("medallion_stage_1767225600_0a1b2c3d4e5f", 1767229200.0)
+    3600.0
+    >>> stage_branch_age("medallion_stage_0a1b2c3d4e5f", 1767229200.0)
+    """
+    made = re.match(rf"{STAGE_BRANCH}(\d{{9,}})_", name)
+    return now - int(made.group(1)) if made else None
+
+
 class Refs:
     """Branches and tags of the lake's tables, committed through pyiceberg to the same catalog
     Spark writes through: the same code for a local session and a Spark Connect one (Iceberg's
@@ -32,8 +71,10 @@ class Refs:
         self.catalog = catalog
 
     def branch(self, table: str) -> tuple[str, int | None]:
-        """A fresh branch at ``main``'s head; (its name, that head)."""
-        name = f"{STAGE_BRANCH}{uuid.uuid4().hex[:12]}"
+        """A fresh branch at ``main``'s head; (its name, that head). The name carries when it
+        was made (``stage_branch_age``): a branch points at an old snapshot until its write
+        commits, so only its name tells a fresh one from one a killed build left."""
+        name = f"{STAGE_BRANCH}{int(time.time())}_{uuid.uuid4().hex[:12]}"
         heads: list[int | None] = []
 
         def make(loaded: Any, refs: Any) -> None:

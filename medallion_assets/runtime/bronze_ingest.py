@@ -46,6 +46,7 @@ from medallion_assets.runtime.source_objects import (
 )
 from medallion_assets.runtime.table_build import (
     BuildOutcome,
+    drop_stale_staging,
     publish_checked,
     skipped,
     stage_output,
@@ -96,6 +97,7 @@ def ingest(run: TableRun, store: ObjectSource) -> IngestOutcome:
     bucket = replica.bucket if replica is not None else source.bucket
     prefix = source_prefix(source, partition, replica)
     manifest = state.manifest(name, partition)
+    drop_stale_staging(run)
     listed = [o for o in store.list(bucket, prefix) if not o.key.endswith("/")]
     keyed = {primary_key(source, replica, o.key): o for o in listed}
     gone = missing_at_source(manifest, keyed)

@@ -112,6 +112,7 @@ def build_table(run: TableRun) -> BuildOutcome:
         run.partition,
     )
     sources = input_versions(lake, catalog, dataset, partition)
+    drop_stale_staging(run)
     current = lake.current(dataset.name, partition)
     # Parsed once for the build. The kind from the SQL itself, not the catalog's: an alternate
     # producer may be a plain SELECT.
@@ -160,6 +161,16 @@ def build_table(run: TableRun) -> BuildOutcome:
     return BuildOutcome(
         version, False, "built", {"rows": version.rows, "spark_sql": query}, validation
     )
+
+
+def drop_stale_staging(run: TableRun) -> None:
+    """Drop what killed builds of the table left staged (its build lock is held: no other
+    build of it stages now), and say so."""
+    dropped = run.lake.drop_stale_staging(run.dataset.name)
+    if dropped:
+        run.log.info(
+            f"dropped {dropped} staging branch(es) of {run.dataset.name} that killed builds left"
+        )
 
 
 def stage_output(
