@@ -68,7 +68,8 @@ def does_not_load(project: Path, error: CatalogError) -> NoReturn:
 
 def checked_before_spark(project: Path, settings: MedallionSettings) -> None:
     """Preflight (``medallion_assets.preflight``) before a command starts Spark: each warning
-    said on stderr; each problem said in one line with its fix, then exit 2, within seconds."""
+    said on stderr; each problem said in one line with its fix, then exit 2, within seconds
+    (``medallion doctor`` prints every check)."""
     # boto3, pyiceberg and the warehouse drivers: loaded only by the commands that run tables
     from medallion_assets.preflight import preflight
 
@@ -77,14 +78,9 @@ def checked_before_spark(project: Path, settings: MedallionSettings) -> None:
         if found.status == "warning":
             click.echo(f"warning: {found.line}", err=True)
     problems = [found for found in findings if found.failed]
+    for found in problems:  # each line names the problem and its fix; nothing was run
+        click.echo(f"error: {found.line}", err=True)
     if problems:
-        for found in problems:
-            click.echo(f"error: {found.line}", err=True)
-        click.echo(
-            "error: preflight found the problems above before Spark started; nothing was run "
-            "(`medallion doctor` checks again)",
-            err=True,
-        )
         sys.exit(2)
 
 

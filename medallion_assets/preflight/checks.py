@@ -130,8 +130,8 @@ def _bucket_problem(
         )
     if found.state == "unreachable":
         return (
-            f"cannot reach the S3 endpoint {endpoint} for {where} ({found.detail}): check that "
-            "it is up and that MEDALLION_S3_ENDPOINT is its URL"
+            f"cannot reach the S3 endpoint {endpoint} (MEDALLION_S3_ENDPOINT) for {where} "
+            f"({found.detail}). Check that it is up and that MEDALLION_S3_ENDPOINT is its URL"
         )
     return f"{where} cannot be used on {endpoint}: {found.detail}"
 
@@ -200,6 +200,8 @@ def _raw_sources(
             )
         else:
             yield Finding("raw", "failed", _bucket_problem(place, found, settings))
+            if found.state == "unreachable":
+                return  # the other buckets are on the same endpoint: said once
 
 
 def _warehouse(settings: MedallionSettings) -> Finding:
