@@ -270,7 +270,9 @@ class MedallionSettings(SparkSettings):
         values = {}
         for variable, name in variables().items():
             value = derived.get(variable, getattr(self, name))
-            if isinstance(value, float):
+            if isinstance(value, bool):
+                value = "1" if value else "0"  # as the variable is set
+            elif isinstance(value, float):
                 value = f"{value:g}"  # 900, not 900.0
             values[variable] = None if value is None else str(value)
         return values
