@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import uuid
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -24,21 +24,30 @@ if TYPE_CHECKING:
 def preflight(settings: MedallionSettings, catalog: Catalog) -> list[Finding]:
     """Every part checked, in order. A part whose checks need one that failed (S3 without
     credentials) is ``skipped``, not failed twice."""
-    findings = [_jars(settings)]
+    findings = _guarded("jars", lambda: [_jars(settings)])
     s3: S3Client | None = None
     if _needs_s3(settings):
-        found = _credentials()
-        findings.append(found)
-        if not found.failed:
+        found = _guarded("credentials", lambda: [_credentials()])
+        findings += found
+        if not found[0].failed:
             s3 = s3_probe.client(settings.s3_endpoint, settings.aws_region)
-    findings += list(_lake_storage(settings, s3))
-    findings.append(_catalog(settings))
+    findings += _guarded("lake", lambda: list(_lake_storage(settings, s3)))
+    findings += _guarded("catalog", lambda: [_catalog(settings)])
     if any(f.line.startswith("cannot reach the S3 endpoint") for f in findings):
         s3 = None  # said once: the raw buckets are on the same endpoint
-    findings += list(_raw_sources(settings, catalog, s3))
+    findings += _guarded("raw", lambda: list(_raw_sources(settings, catalog, s3)))
     if any(d.target is not None for d in catalog.datasets.values()):
-        findings.append(_warehouse(settings))
+        findings += _guarded("warehouse", lambda: [_warehouse(settings)])
     return findings
+
+
+def _guarded(part: str, check: Callable[[], list[Finding]]) -> list[Finding]:
+    """A check's findings; an error it did not foresee is one failed line, never a traceback."""
+    try:
+        return check()
+    except Exception as error:  # a driver's, a client's: anything a probe may meet
+        said = " ".join(mask_credentials(str(error)).split())[:300] or type(error).__name__
+        return [Finding(part, "failed", f"the {part} could not be checked: {said}")]
 
 
 def _needs_s3(settings: MedallionSettings) -> bool:
@@ -138,13 +147,8 @@ def _bucket_problem(
 
 def _lake_folder(folder: Path) -> Finding:
     """The lake's local folder: made when missing (as the first run makes it), then written."""
-    probe = folder / f".medallion-preflight-{uuid.uuid4().hex}"
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        probe.write_bytes(b"preflight")
-        probe.unlink()
-    except OSError as error:
-        why = error.strerror or type(error).__name__
+    why = _unwritable(folder)
+    if why:
         return Finding(
             "lake",
             "failed",
@@ -152,6 +156,18 @@ def _lake_folder(folder: Path) -> Finding:
             "writable by this user or point MEDALLION_LAKE at a folder that is",
         )
     return Finding("lake", "ok", f"the lake's folder {folder} takes writes")
+
+
+def _unwritable(folder: Path) -> str:
+    """Why a file cannot be made in ``folder`` (made when missing), or ""."""
+    probe = folder / f".medallion-preflight-{uuid.uuid4().hex}"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe.write_bytes(b"preflight")
+        probe.unlink()
+    except OSError as error:
+        return error.strerror or type(error).__name__
+    return ""
 
 
 def _catalog(settings: MedallionSettings) -> Finding:
@@ -210,6 +226,19 @@ def _warehouse(settings: MedallionSettings) -> Finding:
 
     url = settings.effective_warehouse_url
     shown = mask_credentials(url, settings.secrets)
+    if settings.warehouse_kind == "duckdb":
+        # A file, not a server: nothing to reach, and another run holding its write lock
+        # (a run waiting for the run lock) is no fault. Its folder must take the file.
+        folder = Path(url.removeprefix("duckdb:///")).expanduser().resolve().parent
+        why = _unwritable(folder)
+        if why:
+            return Finding(
+                "warehouse",
+                "failed",
+                f"the warehouse's folder {folder} (MEDALLION_WAREHOUSE_URL) cannot be written: "
+                f"{why}; make it writable by this user or point the URL at a folder that is",
+            )
+        return Finding("warehouse", "ok", f"the warehouse {shown}: its folder takes writes")
     try:
         warehouse = warehouse_from_url(url)
     except (ResourceError, ValueError) as error:

@@ -181,3 +181,26 @@ def test_a_rest_catalogs_bucket_is_checked_but_not_written(
         "s3://lake (MEDALLION_LAKE=s3://lake): the catalog places its tables in it" in result.output
     )
     assert "answers" in result.output and seaweed_server.SECRET_KEY not in result.output
+
+
+def test_a_warehouse_file_another_run_holds_is_no_fault(project: Path):
+    """DuckDB's file takes one writer: a run waiting for the run lock must not fail preflight
+    (nor print a traceback) because the run before it holds the warehouse open."""
+    import subprocess
+    import sys
+
+    warehouse = project / ".medallion" / "warehouse.duckdb"
+    warehouse.parent.mkdir(parents=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); "
+         "print('held', flush=True); time.sleep(120)", str(warehouse)],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        result = medallion(project, "doctor")
+    finally:
+        holder.kill()
+        holder.wait()
+    assert result.exit_code == 0, result.output
+    assert f"the warehouse duckdb:///{warehouse}: its folder takes writes" in result.output
