@@ -22,7 +22,6 @@ import re
 from dataclasses import dataclass
 
 LAKE, SOURCE, CATALOG, WAREHOUSE, SPARK = "lake", "source", "catalog", "warehouse", "spark"
-SYSTEMS = (LAKE, SOURCE, CATALOG, WAREHOUSE, SPARK)
 
 _S3_LOCATION = re.compile(
     r"\bs3[an]?://(?P<bucket>[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9])(?P<key>/[^\s'\"(),;]*)?"
@@ -51,9 +50,7 @@ def system_of(exception_types: tuple[str, ...], message: str, places: Places) ->
     """The system the failure names, or "" when it names none, or more than one."""
     if "LakeCatalogError" in exception_types:
         return CATALOG
-    if any(t.startswith(_WAREHOUSE_TYPES) for t in exception_types) or "WarehouseError" in (
-        exception_types
-    ):
+    if any(t.startswith(_WAREHOUSE_TYPES) for t in exception_types):
         return WAREHOUSE
     if OUT_OF_MEMORY.search(message):
         return SPARK
