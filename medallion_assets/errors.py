@@ -58,7 +58,16 @@ MAX_SUMMARY = 500
 def headline(error: BaseException) -> str:
     """One line for a person about ``error`` (see ``summary_line``); its type when it has no
     message."""
-    return summary_line(str(error)) or type(error).__name__
+    return summary_line(said(error)) or type(error).__name__
+
+
+def said(error: BaseException) -> str:
+    """``str(error)``, which never raises: py4j's error asks the JVM for its message, and a
+    driver killed by running out of memory cannot answer; then what the error was built with."""
+    try:
+        return str(error)
+    except Exception:  # the JVM is gone: what the error was built with is all there is
+        return " ".join(str(arg) for arg in error.args if isinstance(arg, str)).strip()
 
 
 def summary_line(text: str) -> str:

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from medallion_assets.catalog.operations import HealingRule, RetryPolicy
-from medallion_assets.errors import causes, headline
+from medallion_assets.errors import causes, headline, said
 from medallion_assets.healing.systems import OUT_OF_MEMORY, SOURCE, Places, system_of
 
 UNCLASSIFIED = "UNCLASSIFIED"
@@ -81,7 +81,7 @@ class Failure:
                 if klass is object:
                     continue
                 types += [klass.__name__, f"{klass.__module__}.{klass.__qualname__}"]
-            messages.append(f"{type(current).__name__}: {current}")
+            messages.append(f"{type(current).__name__}: {said(current)}")
             sqlstate = sqlstate or _sqlstate(current)
             if declared is None and (declared := declared_class(current)) is not None:
                 declarer = current

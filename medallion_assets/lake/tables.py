@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from medallion_assets.errors import ResourceError
+from medallion_assets.errors import ResourceError, said
 from medallion_assets.lake.catalog import SPARK_CATALOG
 
 if TYPE_CHECKING:
@@ -362,7 +362,7 @@ def _rebasable(spark: SparkSession, staged: Staged) -> bool:
 
 
 def _first_line(error: BaseException) -> str:
-    text = str(error).strip()
+    text = said(error).strip()
     for line in text.splitlines():
         if "Exception:" in line:
             return line.split("Exception:", 1)[1].strip()

@@ -252,3 +252,20 @@ def test_a_full_disk_is_permanent_and_says_so():
         diagnosis = diagnose((), Failure.of(error))
         assert (diagnosis.error_code, diagnosis.then) == ("DISK_FULL", "fail"), error
         assert "a disk is full" in diagnosis.fix
+
+
+class _GoneJvmError(Exception):
+    """Like py4j's error, which asks the JVM for its message each time it is shown."""
+
+    def __str__(self) -> str:
+        raise ConnectionRefusedError(111, "Connection refused")
+
+
+def test_an_error_whose_message_needs_a_dead_jvm_is_still_diagnosed():
+    error = _GoneJvmError("An error occurred while calling o45.collectToPython.\n")
+    try:
+        raise RuntimeError("the step failed") from error
+    except RuntimeError as step_error:
+        failure = Failure.of(step_error)
+    assert "An error occurred while calling o45.collectToPython." in failure.message
+    assert headline(error) == "An error occurred while calling o45.collectToPython."

@@ -23,7 +23,7 @@ SCRIPT = textwrap.dedent(
     from pathlib import Path
     from pyspark.sql import SparkSession
     from medallion_assets.catalog import load_catalog
-    from medallion_assets.errors import causes
+    from medallion_assets.errors import causes, said
     from medallion_assets.healing.diagnosis import Failure, diagnose
     from medallion_assets.healing.evidence import driver_evidence
     from medallion_assets.healing.systems import Places
@@ -35,12 +35,12 @@ SCRIPT = textwrap.dedent(
         spark.range(0, 40_000_000).selectExpr("id", "repeat('x', 64) AS pad").collect()
         print(json.dumps({"error": None}))
     except Exception as error:
-        said = "\\n".join(str(e) for e in causes(error))
-        evidence = driver_evidence(said, Path(sys.argv[2]))
+        told = "\\n".join(said(e) for e in causes(error))
+        evidence = driver_evidence(told, Path(sys.argv[2]))
         failure = Failure.of(error, Places("file:/lake", frozenset()), evidence)
         found = diagnose(load_catalog(sys.argv[1]).healing_rules, failure)
         print(json.dumps({"error": found.error_code, "then": found.then, "fix": found.fix,
-                          "system": failure.system, "said": said[:300]}))
+                          "system": failure.system, "said": told[:300]}))
     """
 )
 
@@ -56,6 +56,7 @@ def test_a_driver_out_of_heap_is_out_of_memory_with_the_setting_to_raise(tmp_pat
             timeout=300,
             env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"},
         )
+    assert done.stdout.strip(), (done.returncode, log.read_text()[-3000:])
     found = json.loads(done.stdout.strip().splitlines()[-1])
     assert found["error"] == "OUT_OF_MEMORY", (found, log.read_text()[-2000:])
     assert found["then"] == "fail" and found["system"] == "spark"
