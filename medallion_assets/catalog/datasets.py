@@ -67,6 +67,7 @@ def build_datasets(
         backups, backup_issues = _backups(name, settings, sql_file.dialect, known)
         issues.extend(alt_issues + backup_issues)
         issues.extend(_daily_source_issues(files, name, settings, lineage, sources))
+        issues.extend(_keep_latest_issues(files, name, settings, lineage))
         used_alternates.update(a.sql_path for a in alts)
         datasets[name] = Dataset(
             name=name,
@@ -139,6 +140,26 @@ def _daily_source_issues(
                 else CatalogIssue("metadata/datasets.yaml", "datasets", message, fix)
             )
     return issues
+
+
+def _keep_latest_issues(
+    files: Mapping[str, LoadedFile],
+    name: str,
+    settings: models.DatasetSettings,
+    lineage: FileLineage,
+) -> list[CatalogIssue]:
+    """``keep_latest_by`` chooses between a MERGE's source rows: on any other file it would
+    be ignored, so it is refused."""
+    if not settings.keep_latest_by or lineage.kind == "merge":
+        return []
+    message = f"keep_latest_by applies to a MERGE INTO file, and {name}'s file is a {lineage.kind}"
+    fix = "remove keep_latest_by, or write the table's file as MERGE INTO ... USING ... ON ..."
+    loaded = files.get("datasets")
+    document = loaded.document if loaded is not None else None
+    loc = ("datasets", name, "keep_latest_by")
+    if document is None:
+        return [CatalogIssue("metadata/datasets.yaml", "datasets", message, fix)]
+    return [document.issue(loc, message, fix)]
 
 
 def _rules(

@@ -239,6 +239,12 @@ class DatasetSettings(Model):
     """Other SQL files that can produce the table when its primary route is down."""
     backups: tuple[Backup, ...] = ()
     """Other project tables holding a copy of this one, read when it cannot be built."""
+    keep_latest_by: tuple[str, ...] = ()
+    (
+        "A MERGE INTO file's source rows sharing a key (its ON condition's) keep only the one "
+        "sorting last by these source columns; without it, or on a tie, a key held by two "
+        "source rows fails the build, the first build included."
+    )
 
     _dialect = field_validator("dialect")(classmethod(lambda cls, v: check_dialect(v)))
     _owners = field_validator("owners")(classmethod(lambda cls, v: check_owners(v)))

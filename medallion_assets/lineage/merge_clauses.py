@@ -55,6 +55,42 @@ class MergeSpec:
         only_delete = len(matched) == 1 and matched[0].action == "delete"
         return bool(matched) and not (only_delete and matched[0].condition is None)
 
+    @property
+    def keys(self) -> tuple[tuple[str, exp.Expr], ...]:
+        """What identifies a target row, from the ON condition's equalities joined by AND: each
+        target column and the source expression it equals (none when ON is not such a
+        condition).
+
+        >>> from medallion_assets.lineage.statement import parse_statement
+        >>> spec = merge_spec(parse_statement("MERGE INTO t USING s ON t.id = s.id AND "
+        ...     "upper(s.cc) = t.country AND t.on_sale WHEN NOT MATCHED THEN INSERT *",
+        ...     "spark", None).expression)
+        >>> [(column, value.sql()) for column, value in spec.keys]
+        [('id', 's.id'), ('country', 'UPPER(s.cc)')]
+        """
+        keys = []
+        for condition in self.on.flatten() if isinstance(self.on, exp.And) else [self.on]:
+            if not isinstance(condition, (exp.EQ, exp.NullSafeEQ)):
+                continue
+            left, right = condition.this, condition.expression
+            for column, value in ((left, right), (right, left)):
+                if self._target_column(column) and self._reads_source_only(value):
+                    keys.append((column.name, value))
+                    break
+        return tuple(keys)
+
+    @property
+    def inserts(self) -> bool:
+        """Whether a source row no target row matches can become a new row."""
+        return any(c.region == "not_matched" and c.action == "insert" for c in self.clauses)
+
+    def _target_column(self, node: exp.Expr) -> bool:
+        return isinstance(node, exp.Column) and node.table == self.target_alias
+
+    def _reads_source_only(self, node: exp.Expr) -> bool:
+        columns = list(node.find_all(exp.Column))
+        return bool(columns) and all(c.table == self.source_alias for c in columns)
+
 
 def merge_spec(merge: exp.Expr) -> MergeSpec:
     """The parts of a parsed MERGE, with column references to either side normalised to the

@@ -17,16 +17,25 @@ from sqlglot import exp
 from medallion_assets.catalog import Dataset
 from medallion_assets.errors import PermanentError
 from medallion_assets.lake import Produced, StagedWrite
-from medallion_assets.lineage.merge_clauses import merge_spec
+from medallion_assets.lineage.merge_clauses import MergeSpec, merge_spec
 from medallion_assets.lineage.script import Script, spark_preamble, spark_sql
 from medallion_assets.lineage.spark_sql import read_views
 from medallion_assets.lineage.statement import SqlError, Statement, parse_script
-from medallion_assets.runtime.merge_sql import CONFLICT_MARKER, defined_columns_sql
+from medallion_assets.runtime.merge_sql import (
+    CONFLICT_MARKER,
+    defined_columns_sql,
+    duplicate_keys_sql,
+    latest_source,
+)
 
 if TYPE_CHECKING:
     from medallion_assets.runtime.table_run import TableRun
 
 _TARGET = "__medallion_merge_target__"
+_NO_KEYS = (
+    "keep_latest_by needs a key: an ON condition of equalities joined by AND, each between a "
+    "target column and an expression of the source (ON t.id = s.id)"
+)
 
 
 class MergeNotRunnable(PermanentError):
@@ -57,10 +66,18 @@ def stage_merge(
         for sql in preamble:
             spark.sql(sql)
         spec = merge_spec(statement)
+        latest_by = dataset.settings.keep_latest_by
+        if latest_by:
+            if not spec.keys:
+                raise SqlError(_NO_KEYS)
+            _known_columns(latest_by, spark.sql(spec.source_sql).columns)
+            statement.set("using", latest_source(spec, latest_by))
+            spec = merge_spec(statement)
         source_columns = spark.sql(spec.source_sql).columns
         columns = spark.sql(defined_columns_sql(spec, source_columns))
     except SqlError as error:
         raise MergeNotRunnable(f"{dataset.sql_path}: {error}") from None
+    _refuse_duplicate_keys(run, spec)
     partitions = dataset.settings.partitions
     lake.prepare(spark, dataset.name, columns, partitions.column if partitions else None)
     try:
@@ -71,6 +88,35 @@ def stage_merge(
     with merge_errors(dataset):
         staged = lake.stage_sql(spark, dataset.name, query, produced)
     return staged, query
+
+
+def _known_columns(latest_by: tuple[str, ...], source_columns: list[str]) -> None:
+    unknown = [c for c in latest_by if c.lower() not in {s.lower() for s in source_columns}]
+    if unknown:
+        raise SqlError(
+            f"keep_latest_by names {', '.join(unknown)}, which the MERGE's source does not have "
+            f"(it has {', '.join(source_columns)}): name source columns in metadata/datasets.yaml"
+        )
+
+
+def _refuse_duplicate_keys(run: TableRun, spec: MergeSpec) -> None:
+    """Fail when two source rows hold one key (``spec.keys``) and could each become or change
+    the same target row: Spark refuses only a key the target already has, so a first build (or
+    a key new to the table) would keep the key twice, silently."""
+    dataset = run.dataset
+    if not spec.keys or not (spec.inserts or spec.checks_cardinality):
+        return
+    found = run.session.sql(duplicate_keys_sql(spec)).collect()[0]
+    if not found["held"]:
+        return
+    columns = ", ".join(column for column, _ in spec.keys)
+    private = set(dataset.settings.pii_columns) & {column for column, _ in spec.keys}
+    sample = "; ".join(found["sample"]) if not private else "values masked: personal data"
+    raise MergeConflict(
+        f"{dataset.sql_path}: MERGE INTO {dataset.name}: {found['held']} key(s) ({columns}) "
+        f"held by more than one source row (e.g. {sample}); deduplicate the source, or set "
+        f"keep_latest_by for {dataset.name} in metadata/datasets.yaml to keep the latest row"
+    )
 
 
 def spark_merge(
