@@ -82,12 +82,17 @@ class ControlPlane:
         tables: Iterable[str] | None = None,
         pipelines: Iterable[str] = (),
         flags: Mapping[tuple[str, str], EffectiveFlag] | None = None,
+        *,
+        by_membership: bool = False,
     ) -> dict[str, DisabledTable]:
         """The switched-off tables, from ``flags`` when the caller has just read them (a table
-        rerouted off its raw source is not switched off by that source's flag)."""
+        rerouted off its raw source is not switched off by that source's flag);
+        ``by_membership``: see ``disabled_tables``."""
         flags = self.flags() if flags is None else flags
         rerouted = [t for t, o in self.store().routes().items() if o.route != PRIMARY]
-        return disabled_tables(catalog, flags, tables, pipelines, rerouted)
+        return disabled_tables(
+            catalog, flags, tables, pipelines, rerouted, by_membership=by_membership
+        )
 
     def route(self, catalog: Catalog, dataset: Dataset) -> tuple[Route, str]:
         """The route ``dataset`` is read along now, and a warning when the store names a route

@@ -332,7 +332,11 @@ def switched_off(
     Then the profile the run executes under: a table below its ``skip_below`` is left out the
     same way."""
     pipeline = context.run.tags.get("pipeline")
-    off = plane.disabled(catalog, [dataset.name], [pipeline] if pipeline else [])
+    # A run of no one pipeline (`medallion run`, the asset graph) builds every pipeline's
+    # tables: a pipeline switched off stops those no enabled pipeline also builds.
+    off = plane.disabled(
+        catalog, [dataset.name], [pipeline] if pipeline else [], by_membership=not pipeline
+    )
     if dataset.name in off:
         flag = {"flag": off[dataset.name].flag.entity}
         skip(context, dataset, plane, off[dataset.name].describe(), flag)

@@ -4,7 +4,9 @@ A flag names an entity: a pipeline, a layer, a dataset, a source or a target. Th
 flag of an entity is the control store's override when there is one, else ``control.yaml``'s
 (``effective_flags``). A table is disabled when its dataset, its layer, the raw source it
 ingests (bronze), or its warehouse target is disabled, or when it runs as part of a disabled
-pipeline (``disabled_tables(..., pipelines=...)``). Pure: plain data in, plain data out.
+pipeline (``disabled_tables(..., pipelines=...)``), or, in a run of no one pipeline, when
+every pipeline that builds it is disabled (``by_membership``). Pure: plain data in, plain
+data out.
 
     flags = effective_flags(yaml_flags, store_overrides)
     off = disabled_tables(catalog, flags)
@@ -100,19 +102,35 @@ def disabled_tables(
     tables: Iterable[str] | None = None,
     pipelines: Iterable[str] = (),
     rerouted: Collection[str] = (),
+    *,
+    by_membership: bool = False,
 ) -> dict[str, DisabledTable]:
     """The tables (default: all) that must not run, each with the flag that stops it.
     ``pipelines``: the pipelines the run belongs to; a disabled one stops its own tables.
+    ``by_membership``: the run is no one pipeline's (``medallion run``, a launch from the asset
+    graph) but builds every pipeline's tables; a table all of whose pipelines are disabled is
+    off (one that another, enabled pipeline also builds is not).
     ``rerouted``: the tables read along another route than their primary (no raw source)."""
     off_pipelines = [
         (flags[("pipeline", p)], set(catalog.pipeline_datasets(p)))
         for p in pipelines
         if not flags.get(("pipeline", p), _ON).enabled
     ]
+    memberships = (
+        [
+            (flags.get(("pipeline", p), _ON), set(catalog.pipeline_datasets(p)))
+            for p in catalog.pipelines
+        ]
+        if by_membership
+        else []
+    )
     disabled = {}
     for table in catalog.datasets if tables is None else tables:
         stopping = [flags.get(e, _ON) for e in table_entities(catalog, table, rerouted)]
         stopping += [flag for flag, members in off_pipelines if table in members]
+        mine = [flag for flag, tables_of in memberships if table in tables_of]
+        if mine and not any(flag.enabled for flag in mine):
+            stopping.append(mine[0])
         first = next((f for f in stopping if not f.enabled), None)
         if first is not None:
             disabled[table] = DisabledTable(table, first)

@@ -232,3 +232,37 @@ def test_run_outcomes_are_recorded_in_the_audit_log(project):
     assert (entry.kind, entry.entity) == ("run", "run")
     assert entry.message == "run of medallion_control failed; failed steps: set_control_flag"
     assert entry.details["job"] == "medallion_control"
+
+
+def test_a_pipeline_switched_off_mid_run_stops_its_tables_in_medallion_run(
+    spark, project, monkeypatch
+):
+    """`medallion run` is no one pipeline's run: switching a pipeline off while it executes
+    stops the tables only that pipeline builds, at their table boundary; a table another,
+    enabled pipeline also builds still runs."""
+    from click.testing import CliRunner
+
+    from medallion_assets.cli import cli
+
+    root, _store, _job, lake, plane = project
+    pipelines = root / "metadata" / "pipelines.yaml"
+    pipelines.write_text(
+        pipelines.read_text()
+        + '  - id: hourly\n    schedule: "5 * * * *"\n    select: {layers: [bronze]}\n'
+    )
+    publish = Lake.publish
+
+    def publish_then_flip(self, spark, staged, *args, **kwargs):
+        version = publish(self, spark, staged, *args, **kwargs)
+        if version.table == "bronze.orders":
+            plane.store().set_flag("pipeline", "daily", False, "freeze", "oncall")
+        return version
+
+    monkeypatch.setattr(Lake, "publish", publish_then_flip)
+    result = CliRunner().invoke(cli, ["run", "--project", str(root), "--max-workers", "1"])
+    assert result.exit_code == 0, result.output
+    assert lake.current("bronze.orders") is not None  # the hourly pipeline's too
+    assert lake.current("silver.orders_clean") is None and lake.current("gold.revenue") is None
+    assert "silver.orders_clean is disabled by pipeline:daily (control store by oncall" in (
+        result.output
+    )

@@ -51,3 +51,24 @@ def test_the_reason_names_the_flag_its_origin_who_and_why(demo_catalog):
         "bronze.orders is disabled by source:orders (control store by oncall at "
         "2026-11-21T10:00:00.000000Z): S3 SlowDown storm"
     )
+
+
+def test_in_a_run_of_no_one_pipeline_a_table_stops_when_every_pipeline_building_it_is_off(
+    demo_catalog,
+):
+    def disabled(*flags: FlagOverride) -> set[str]:
+        return set(disabled_tables(demo_catalog, effective_flags([], flags), by_membership=True))
+
+    pipelines = {p: set(demo_catalog.pipeline_datasets(p)) for p in demo_catalog.pipelines}
+    others = set().union(*(t for p, t in pipelines.items() if p != "core_daily"))
+    only_core = pipelines["core_daily"] - others
+    assert only_core and pipelines["core_daily"] & others  # the demo has both kinds
+    stopped = disabled(off("pipeline", "core_daily"))
+    assert stopped == only_core  # bronze.orders is also the ingest pipeline's: it still runs
+    assert "gold.revenue_by_region" in stopped and "bronze.orders" not in stopped
+    assert disabled(*(off("pipeline", p) for p in pipelines)) == set().union(*pipelines.values())
+    in_none = set(demo_catalog.datasets) - set().union(*pipelines.values())
+    assert not in_none & disabled(*(off("pipeline", p) for p in pipelines))
+    flags = effective_flags([], [off("pipeline", "core_daily")])
+    table = disabled_tables(demo_catalog, flags, by_membership=True)["gold.revenue_by_region"]
+    assert table.describe().startswith("gold.revenue_by_region is disabled by pipeline:core_daily")
