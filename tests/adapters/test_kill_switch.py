@@ -40,6 +40,20 @@ def steps(result, kind: str) -> set[str]:
     return {e.step_key for e in result.all_events if e.event_type_value == kind}
 
 
+def flip_when_bronze_publishes(monkeypatch, plane, scope: str, name: str, reason: str) -> None:
+    """An operator switches ``scope:name`` off the moment bronze.orders publishes, through
+    the real control store."""
+    publish = Lake.publish
+
+    def publish_then_flip(self, spark, staged, *args, **kwargs):
+        version = publish(self, spark, staged, *args, **kwargs)
+        if version.table == "bronze.orders":
+            plane.store().set_flag(scope, name, False, reason, "oncall")
+        return version
+
+    monkeypatch.setattr(Lake, "publish", publish_then_flip)
+
+
 def test_a_flag_flipped_mid_run_stops_the_run_at_the_next_table(spark, project, monkeypatch):
     _root, store, job, lake, plane = project
     instance = dg.DagsterInstance.ephemeral()
@@ -51,15 +65,7 @@ def test_a_flag_flipped_mid_run_stops_the_run_at_the_next_table(spark, project, 
     store.put(
         "minimal-raw", "orders/b.jsonl", orders({"order_id": 2, "amount": 7, "country": "fr"})
     )
-    publish = Lake.publish
-
-    def publish_then_flip(self, spark, staged, *args, **kwargs):
-        version = publish(self, spark, staged, *args, **kwargs)
-        if version.table == "bronze.orders":
-            plane.store().set_flag("dataset", "silver.orders_clean", False, "bad rows", "oncall")
-        return version
-
-    monkeypatch.setattr(Lake, "publish", publish_then_flip)
+    flip_when_bronze_publishes(monkeypatch, plane, "dataset", "silver.orders_clean", "bad rows")
     second = job.execute_in_process(instance=instance, raise_on_error=False)
 
     assert second.success  # stopped, not failed
@@ -250,15 +256,7 @@ def test_a_pipeline_switched_off_mid_run_stops_its_tables_in_medallion_run(
         pipelines.read_text()
         + '  - id: hourly\n    schedule: "5 * * * *"\n    select: {layers: [bronze]}\n'
     )
-    publish = Lake.publish
-
-    def publish_then_flip(self, spark, staged, *args, **kwargs):
-        version = publish(self, spark, staged, *args, **kwargs)
-        if version.table == "bronze.orders":
-            plane.store().set_flag("pipeline", "daily", False, "freeze", "oncall")
-        return version
-
-    monkeypatch.setattr(Lake, "publish", publish_then_flip)
+    flip_when_bronze_publishes(monkeypatch, plane, "pipeline", "daily", "freeze")
     result = CliRunner().invoke(cli, ["run", "--project", str(root), "--max-workers", "1"])
     assert result.exit_code == 0, result.output
     assert lake.current("bronze.orders") is not None  # the hourly pipeline's too
