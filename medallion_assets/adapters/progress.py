@@ -126,8 +126,11 @@ class ProgressHandler(logging.Handler):
             self._line(run, table, "not run", None, None)
         elif kind == "STEP_UP_FOR_RETRY":
             error = event.event_specific_data.error
-            reason = first_line(error.message if error is not None else "")
-            self.emit_line(f"        {table}: retrying ({reason})")
+            # Dagster's RetryRequested says nothing; the healing's ``Retrying`` it is raised
+            # from says what failed and what was done about it.
+            said = error.cause if error is not None and error.cause is not None else error
+            reason = first_line(said.message if said is not None else "", 300)
+            self.emit_line(f"        {table}: retrying: {reason.split('Retrying: ', 1)[-1]}")
 
     def _line(
         self, run: str, table: str, status: str, rows: int | None, seconds: float | None

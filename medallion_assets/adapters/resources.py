@@ -150,7 +150,7 @@ class SparkResource(SettingsResource, PySparkResource):
 
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
         SettingsResource.setup_for_execution(self, context)  # no session yet: see session()
-        run = context.dagster_run
+        run = context.run
         if run is not None:  # the parent of what Spark reports (io/spark_lineage.py)
             namespace = job_namespace(os.environ)
             self._parent = Parent(namespace, run.job_name, run.run_id)

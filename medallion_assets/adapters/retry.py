@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import dagster as dg
 
 from medallion_assets.adapters.run_summary import RETRYABLE
-from medallion_assets.errors import causes
+from medallion_assets.errors import causes, said
 from medallion_assets.healing.actions import HealingContext, places_of, run_actions
 from medallion_assets.healing.diagnosis import Failure, diagnose
 from medallion_assets.healing.evidence import driver_evidence
@@ -78,8 +78,8 @@ def heal_and_retry(
         audit.record("outcome", "interrupted: the run is being terminated; not retried")
         raise error
     name = run.dataset.name
-    said = "\n".join(str(e) for e in causes(error))
-    failure = Failure.of(error, places_of(run), driver_evidence(said, spark_log))
+    told = "\n".join(said(e) for e in causes(error))
+    failure = Failure.of(error, places_of(run), driver_evidence(told, spark_log))
     diagnosis = diagnose(run.catalog.healing_rules, failure)
     first_line = failure.summary  # a Java trace's root cause, not its 500 lines
     audit.record(
@@ -105,8 +105,13 @@ def heal_and_retry(
     healed = replace(run, spark=spark(), control=audit.store)
     healing = HealingContext(healed, diagnosis, failure, audit.attempt, policy, error=error)
     routed_before = audit.store.routes().get(name)
+    healed_by = []
     for action, did in run_actions(healing):
         audit.record("healing", f"{action}: {did}", action=action, error_code=diagnosis.error_code)
+        healed_by.append(f"{action}: {did}")
+    # What the retry's event (the console's "retrying" line, the UI's event log) says: what
+    # the healing did, then the error's class and line.
+    reason = Retrying("; ".join([*healed_by, f"{diagnosis.error_code}: {first_line}"]))
     rerouted = audit.store.routes().get(name)
     decision = decide(diagnosis, policy, audit.attempt, rerouted=rerouted != routed_before)
     if decision.action == "no_route":
@@ -129,7 +134,7 @@ def heal_and_retry(
     if decision.action == "reroute":
         route = rerouted.route if rerouted is not None else PRIMARY
         audit.record("retry", f"retrying at once along route {route}")
-        raise dg.RetryRequested(max_retries=decision.max_retries) from error
+        raise dg.RetryRequested(max_retries=decision.max_retries) from _chained(reason, error)
     if not decision.retried:
         audit.record("outcome", f"failed after {audit.attempt} attempt(s): {diagnosis.error_code}")
         raise dg.Failure(  # one line; the error and its trace stay in the event log as the cause
@@ -141,7 +146,19 @@ def heal_and_retry(
     audit.record(
         "retry", f"retrying in {delay:.1f} s (retry {audit.attempt} of {decision.max_retries})"
     )
-    raise dg.RetryRequested(max_retries=decision.max_retries, seconds_to_wait=delay) from error
+    raise dg.RetryRequested(max_retries=decision.max_retries, seconds_to_wait=delay) from _chained(
+        reason, error
+    )
+
+
+class Retrying(Exception):
+    """Why a step retries, in one line: chained between Dagster's ``RetryRequested`` (which
+    says nothing) and the step's error."""
+
+
+def _chained(reason: Retrying, error: BaseException) -> Retrying:
+    reason.__cause__ = error
+    return reason
 
 
 def interrupted(context: dg.AssetExecutionContext, error: BaseException) -> bool:

@@ -79,6 +79,7 @@ class TableResult:
     seconds: float | None = None
     retryable: bool = True  # failed: another attempt may succeed (not a permanent error)
     set_aside: list[tuple[str, str]] = field(default_factory=list)  # raw (key, why) not read
+    copies: list[tuple[str, str]] = field(default_factory=list)  # raw (key, what it copies)
 
     @property
     def label(self) -> str:
@@ -205,6 +206,9 @@ def _materialized(row: TableResult, materialization: Any) -> None:
     for entry in meta.get("quarantined_object_keys") or []:
         if isinstance(entry, dict):
             row.set_aside.append((str(entry.get("key", "")), str(entry.get("reason", ""))))
+    for entry in meta.get("duplicate_object_keys") or []:
+        if isinstance(entry, dict):
+            row.copies.append((str(entry.get("key", "")), str(entry.get("same_as", ""))))
 
 
 def _checked(row: TableResult, evaluation: Any) -> None:

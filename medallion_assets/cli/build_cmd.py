@@ -45,7 +45,15 @@ def build(table: str, partition: str | None, no_retry: bool, project: Path) -> N
     """
     # Dagster: loaded only by the commands that run it (`medallion --help` stays quick)
     from medallion_assets.adapters.headless import build_table
-    from medallion_assets.cli.run_cmd import blocked, failed, not_built, warnings, with_spark_log
+    from medallion_assets.cli.run_cmd import (
+        blocked,
+        copies,
+        failed,
+        not_built,
+        set_aside,
+        warnings,
+        with_spark_log,
+    )
     from medallion_assets.cli.run_cmd import table as summary_table
     from medallion_assets.lake import Lake
 
@@ -64,6 +72,8 @@ def build(table: str, partition: str | None, no_retry: bool, project: Path) -> N
     for section in (
         blocked(project, summary),
         not_built(summary),
+        set_aside(summary),
+        copies(summary),
         warnings(summary),
         failed(summary),
     ):

@@ -131,6 +131,7 @@ def _report(project: Path, summary: RunSummary, allow_blocked: bool) -> None:
         blocked(project, summary),
         not_built(summary),
         set_aside(summary),
+        copies(summary),
         warnings(summary),
         failed(summary),
     ):
@@ -285,6 +286,20 @@ def set_aside(summary: RunSummary) -> str:
     if not lines:
         return ""
     return "SET ASIDE: raw objects not ingested (fix and re-deliver them)\n" + "\n".join(lines)
+
+
+def copies(summary: RunSummary) -> str:
+    """Raw objects skipped as copies of one already ingested (the same bytes under another
+    key): not an error, but a producer delivering twice is worth knowing about."""
+    lines = [
+        f"  {r.label}: {key}: the same content as {same_as}, ingested before"
+        for r in summary.results
+        for key, same_as in r.copies
+    ]
+    if not lines:
+        return ""
+    head = "SKIPPED COPIES: raw objects holding the same bytes as one already ingested (not read)"
+    return head + "\n" + "\n".join(lines)
 
 
 def warnings(summary: RunSummary) -> str:

@@ -97,6 +97,39 @@ def test_raw_objects_set_aside_are_named_with_their_reason_on_the_console(
     assert "3 built; 3 rows written by this run" in printed  # the good one was read
 
 
+def test_a_copy_skipped_and_a_late_column_evolved_are_said_on_the_console(
+    spark, tmp_path, monkeypatch
+):
+    """A byte-identical copy under a new key is named, not skipped without a word; a column
+    first appearing late in an object is drift, and the retry line says what the healing did
+    about it (not Dagster's bare RetryRequested)."""
+    root, store = minimal_project(
+        tmp_path, monkeypatch, {"order_id": 1, "amount": 5, "country": "DE"}
+    )
+    policies = root / "metadata" / "policies.yaml"
+    policies.write_text(
+        policies.read_text() + "  - name: schema_mismatch\n    match: {message: schema mismatch}\n"
+        "    error_code: SCHEMA_MISMATCH\n    actions: [evolve_schema]\n    then: retry\n"
+    )
+    medallion_run(root)
+    records = [{"order_id": i, "amount": 1, "country": "DE"} for i in range(2, 402)]
+    records[300]["coupon"] = "LATE"  # record 301 of 400: after any sample
+    late = orders(*records)
+    store.put("minimal-raw", "orders/b.jsonl", late)
+    store.put("minimal-raw", "orders/b_again.jsonl", late)
+
+    printed = medallion_run(root)
+
+    retry = next(line for line in printed.splitlines() if "bronze.orders: retrying: " in line)
+    assert "evolve_schema: source orders: added nullable string column(s) coupon" in retry
+    assert "SCHEMA_MISMATCH: schema mismatch: source orders has new column(s) coupon" in retry
+    assert "RetryRequested" not in printed
+    section = printed[printed.index("SKIPPED COPIES: ") :].splitlines()
+    assert section[1] == (
+        "  bronze.orders: orders/b_again.jsonl: the same content as orders/b.jsonl, ingested before"
+    )
+
+
 def test_a_library_logging_a_traceback_on_the_root_logger_goes_to_the_log_not_the_console(
     tmp_path,
 ):
