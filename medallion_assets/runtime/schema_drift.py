@@ -27,7 +27,15 @@ __all__ = ["EvolvedColumn", "SchemaDrift", "evolve", "read_evolved"]
 
 
 class SchemaDrift(RuntimeError):
-    """Raw files carry columns the source does not declare."""
+    """Raw files carry columns the source does not declare. Retrying the same files finds the
+    same columns: permanent, unless a healing rule (``evolve_schema``) says otherwise."""
+
+    permanent = True
+    error_code = "SCHEMA_MISMATCH"
+    fix = (
+        "declare the new columns in sources.yaml, or let a healing rule matching 'schema "
+        "mismatch' with actions [evolve_schema] and then: retry add them as nullable strings"
+    )
 
     def __init__(self, source_name: str, new_columns: dict[str, list[str]], known: list[str]):
         self.source_name = source_name
@@ -35,8 +43,7 @@ class SchemaDrift(RuntimeError):
         where = "; ".join(f"{c} in {', '.join(files[:3])}" for c, files in new_columns.items())
         super().__init__(
             f"schema mismatch: source {source_name} has new column(s) {where}; known columns: "
-            f"{', '.join(known)}. Declare them in sources.yaml, or let the evolve_schema healing "
-            "action add them as nullable string columns"
+            f"{', '.join(known)}"
         )
 
 
