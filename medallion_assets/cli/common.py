@@ -161,6 +161,27 @@ def log_python_to(path: Path, secrets: Iterable[str]) -> None:
     root.addHandler(_MaskedFile(path, secrets))
 
 
+def native_stderr_to(path: Path) -> None:
+    """Send what native libraries write straight to the process's stderr (Arrow's C++ S3
+    filesystem under pyiceberg: ``s3fs.cc:... got error embedded in a 200 OK response:
+    SlowDown``, retried and harmless) to ``path``, while Python's own stderr (the run's
+    ``error:`` lines) stays on the console. Only when Python's stderr is the process's file
+    descriptor 2 (a terminal, a pipe), not a test runner's capture; once per process."""
+    try:
+        if sys.stderr.fileno() != 2:
+            return
+    except (AttributeError, OSError, ValueError):  # io.StringIO and the like: no descriptor
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sys.stderr.flush()
+    console = os.dup(2)
+    log = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.dup2(log, 2)
+    os.close(log)
+    encoding = sys.stderr.encoding or "utf-8"
+    sys.stderr = open(console, "w", buffering=1, encoding=encoding, errors="backslashreplace")  # noqa: SIM115 - the process's stderr from now on
+
+
 def operator(changed_by: str | None) -> str:
     """Who a change is recorded as: ``--by``, else ``user@host`` of the shell running it."""
 

@@ -18,6 +18,7 @@ from medallion_assets.cli.common import (
     does_not_load,
     log_python_to,
     max_workers_option,
+    native_stderr_to,
     project_option,
     settings_for,
     spark_log_of,
@@ -345,12 +346,15 @@ def _number(value: int | None) -> str:
 
 def with_spark_log(settings: MedallionSettings) -> MedallionSettings:
     """``settings`` with Spark's banners, warnings and Java traces going to a log file (unless
-    one is set), not between the run's lines; Python's root log (py4j logs a traceback there
-    when the JVM goes away) goes to ``logs/python.log`` beside it. Through the environment
-    too, because the run's resources read their settings from it when the run sets them up."""
+    one is set), not between the run's lines, and native libraries' stderr with them; Python's
+    root log (py4j logs a traceback there when the JVM goes away) goes to ``logs/python.log``
+    beside it. Through the environment too, because the run's resources read their settings
+    from it when the run sets them up."""
     log_python_to(settings.state_home / "logs/python.log", settings.secrets)
     if settings.spark_log is not None:
+        native_stderr_to(settings.spark_log)
         return settings
     spark_log = spark_log_of(settings)
+    native_stderr_to(spark_log)  # Arrow's C++ lines too, beside the JVM's
     os.environ["MEDALLION_SPARK_LOG"] = str(spark_log)
     return settings.model_copy(update={"spark_log": spark_log})
