@@ -25,11 +25,11 @@ from medallion_assets.adapters.checks import (
     raise_on_blocking,
     selected_checks,
 )
+from medallion_assets.adapters.kill_switch import switched_off
 from medallion_assets.adapters.masking import masked_step
 from medallion_assets.adapters.openlineage_events import StepLineage
 from medallion_assets.adapters.retry import Audit, heal_and_retry
 from medallion_assets.adapters.run_summary import PUBLISHED, UNAVAILABLE
-from medallion_assets.adapters.step_order import below_profile
 from medallion_assets.adapters.threads import step_interrupted
 from medallion_assets.adapters.translator import (
     DatasetTranslator,
@@ -291,6 +291,9 @@ def route_around_down(run: TableRun, plane: ControlPlane) -> str:
     return f"no available path produces it with {', '.join(plan.down)} down"
 
 
+REBUILD_TAG = "medallion/rebuild"  # "1": build even when code and inputs are unchanged
+
+
 def table_run(
     context: dg.AssetExecutionContext,
     catalog: Catalog,
@@ -312,6 +315,7 @@ def table_run(
         objects=resources.s3,
         warehouse=resources.warehouse,
         control=plane.store(),
+        rebuild=context.run.tags.get(REBUILD_TAG) == "1",
     )
 
 
@@ -322,44 +326,6 @@ def with_spark(
     FAIR pool. Asked for at each use: refresh_connection drops a Spark Connect session."""
     spark = resources.spark.step_session(run.dataset.criticality, context.run.run_id)
     return replace(run, spark=spark)
-
-
-def switched_off(
-    context: dg.AssetExecutionContext, catalog: Catalog, dataset: Dataset, plane: ControlPlane
-) -> bool:
-    """The kill switch at the table boundary: flags are read now, so a flag flipped while the
-    run is executing stops this table (and, through Dagster, what depends on it in the run).
-    Then the profile the run executes under: a table below its ``skip_below`` is left out the
-    same way."""
-    pipeline = context.run.tags.get("pipeline")
-    # A run of no one pipeline (`medallion run`, the asset graph) builds every pipeline's
-    # tables: a pipeline switched off stops those no enabled pipeline also builds.
-    off = plane.disabled(
-        catalog, [dataset.name], [pipeline] if pipeline else [], by_membership=not pipeline
-    )
-    if dataset.name in off:
-        flag = {"flag": off[dataset.name].flag.entity}
-        skip(context, dataset, plane, off[dataset.name].describe(), flag)
-        return True
-    below = below_profile(catalog, dataset.name, pipeline, plane.store(), context.run.tags)
-    if below is not None:
-        skip(context, dataset, plane, below, {"profile": below})
-        return True
-    return False
-
-
-def skip(
-    context: dg.AssetExecutionContext,
-    dataset: Dataset,
-    plane: ControlPlane,
-    why: str,
-    details: dict[str, str],
-) -> None:
-    message = f"skipped: {why}; the current version stays published"
-    context.log.warning(message)
-    plane.store().record(
-        "skip", f"dataset:{dataset.name}", message, run_id=context.run.run_id, details=details
-    )
 
 
 def published_schema(run: TableRun) -> dg.TableSchema:

@@ -12,7 +12,7 @@ shows them.
 import os
 import threading
 import time
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -20,6 +20,7 @@ from pathlib import Path
 
 import dagster as dg
 
+from medallion_assets.adapters.assets import REBUILD_TAG
 from medallion_assets.adapters.code_location import definitions_for
 from medallion_assets.adapters.dagster_internals import PARTITION_NAME_TAG
 from medallion_assets.adapters.instance import project_instance
@@ -134,11 +135,13 @@ def build_table(
     log: Callable[[str], None] = print,
     settings: MedallionSettings | None = None,
     retry: bool = True,
+    rebuild: bool = False,
 ) -> RunSummary:
     """Materialize one table (one day of a daily table) as one run on the project's instance:
     the same step as ``medallion run``'s (kill switch, build lock, checks, publish, warehouse
     load, audit, OpenLineage), for an orchestrator that runs each table as its own task.
-    ``retry=False``: one attempt (the orchestrator retries), healing kept for the next."""
+    ``retry=False``: one attempt (the orchestrator retries), healing kept for the next;
+    ``rebuild``: build even when its code and inputs are unchanged (a damaged version)."""
     if settings is None:
         settings = MedallionSettings.from_env(os.environ, project_root)
     catalog = load_catalog(project_root)
@@ -165,6 +168,8 @@ def build_table(
             tags = priority.tags()
             if not retry:
                 tags = {**tags, RETRY_TAG: RETRIES_BY_ORCHESTRATOR}
+            if rebuild:
+                tags = {**tags, REBUILD_TAG: "1"}
             steps = _Steps(job, instance, plane, handler, tags)
             steps.execute([table], partition, ThreadedExecutor(1, order))
         steps.summary.seconds = time.perf_counter() - started
@@ -216,9 +221,9 @@ def _run(
         # Each day of the daily tables in turn, on a thread, beside one run of the tables that
         # read no daily table; then, on that thread, those that do, as soon as every day and
         # each of their upstream tables in the run beside are done.
-        after_days = [t for t in plain if t in _downstream(catalog, daily)]
+        after_days = [t for t in plain if t in catalog.downstream_of(daily)]
         beside = [t for t in plain if t not in after_days]
-        waited_for = sorted(_upstream(catalog, after_days) & set(beside))
+        waited_for = sorted(catalog.upstream_of(after_days) & set(beside))
         beside_over = threading.Event()
 
         def after_the_days(executor: ThreadedExecutor) -> None:
@@ -267,7 +272,7 @@ def _after_days(
         results = list(steps.summary.results)
     unpublished = [(r.table, r.label) for r in results if r.status in _UNPUBLISHED]
     unpublished += [(t, t) for t, status in sorted(ended.items()) if status in _UNPUBLISHED]
-    reach = {t: _downstream(catalog, [t]) for t, _label in unpublished}
+    reach = {t: catalog.downstream_of([t]) for t, _label in unpublished}
     left_out = {}
     for table in tables:
         missing = [label for t, label in unpublished if table in reach[t]]
@@ -299,18 +304,6 @@ def _side_by_side(instance: dg.DagsterInstance) -> bool:
         return False
     instance.get_yaml_python_handlers = list  # type: ignore[method-assign]  # none to set up
     return True
-
-
-def _downstream(catalog: Catalog, tables: Collection[str]) -> set[str]:
-    """Every table that reads one of ``tables``, directly or through others (the lineage)."""
-    found = {n for t in tables for n in catalog.lineage.downstream(t) if n in catalog.datasets}
-    return found - set(tables)
-
-
-def _upstream(catalog: Catalog, tables: Collection[str]) -> set[str]:
-    """Every table ``tables`` read, directly or through others (the lineage)."""
-    found = {n for t in tables for n in catalog.lineage.upstream(t) if n in catalog.datasets}
-    return found - set(tables)
 
 
 @contextmanager

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -120,6 +120,18 @@ class Catalog:
         schema = {c.name: c.type for c in source.columns}
         schema.update(INGESTION_COLUMNS)
         return schema
+
+    def downstream_of(self, tables: Iterable[str]) -> set[str]:
+        """Every table that reads one of ``tables``, directly or through others."""
+        given = set(tables)
+        found = {n for t in given for n in self.lineage.downstream(t) if n in self.datasets}
+        return found - given
+
+    def upstream_of(self, tables: Iterable[str]) -> set[str]:
+        """Every table ``tables`` read, directly or through others."""
+        given = set(tables)
+        found = {n for t in given for n in self.lineage.upstream(t) if n in self.datasets}
+        return found - given
 
     def pipeline_datasets(self, pipeline_id: str) -> tuple[str, ...]:
         """Datasets a pipeline runs, in execution order: by layer, by tag, or sinks' closure."""

@@ -29,8 +29,14 @@ EXIT_PERMANENT = 3  # blocked by a check, a permanent error, no route left: do n
     help="One attempt: heal, then fail rather than retry (for an orchestrator that retries "
     "the task with policies.yaml's retries, as `medallion export` sets them).",
 )
+@click.option(
+    "--rebuild",
+    is_flag=True,
+    help="Build even when its code and inputs are unchanged: a version `medallion doctor "
+    "--deep` found damaged (a data file gone) is replaced; bronze reads every object again.",
+)
 @project_option
-def build(table: str, partition: str | None, no_retry: bool, project: Path) -> None:
+def build(table: str, partition: str | None, no_retry: bool, rebuild: bool, project: Path) -> None:
     """Materialize TABLE alone: the step `medallion run` runs for it (kill switch, build lock,
     checks, publish, warehouse load, audit, OpenLineage), as one run on the project's Dagster
     instance. Exits 0 when it was built or unchanged; 1 when it failed and another attempt may
@@ -42,6 +48,7 @@ def build(table: str, partition: str | None, no_retry: bool, project: Path) -> N
     medallion build silver.orders_usd
     medallion build bronze.user_events --partition 2026-01-02
     medallion build silver.orders_usd --no-retry   # as an exported task runs it
+    medallion build silver.orders_usd --rebuild    # its version in force is damaged
     """
     # Dagster: loaded only by the commands that run it (`medallion --help` stays quick)
     from medallion_assets.adapters.headless import build_table
@@ -62,7 +69,13 @@ def build(table: str, partition: str | None, no_retry: bool, project: Path) -> N
     checked_before_spark(project, settings)  # jars, credentials, lake, catalog, warehouse
     try:
         summary = build_table(
-            project, table, partition, log=click.echo, settings=settings, retry=not no_retry
+            project,
+            table,
+            partition,
+            log=click.echo,
+            settings=settings,
+            retry=not no_retry,
+            rebuild=rebuild,
         )
     except CatalogError as error:
         does_not_load(project, error)

@@ -145,7 +145,11 @@ def ingest(run: TableRun, store: ObjectSource) -> IngestOutcome:
     inputs = {f"raw.{name}": manifest_digest(readable_entries(updated))}
     if evolved:
         inputs[f"raw.{name}#evolved"] = evolved_digest(evolved)
-    current = lake.reusable(dataset.name, partition, dataset.code_version, inputs, say=warn)
+    current = (
+        None
+        if run.rebuild
+        else lake.reusable(dataset.name, partition, dataset.code_version, inputs, say=warn)
+    )
     if current is not None:
         # objects set aside or skipped: remember them
         state.save_manifest(name, partition, manifest, updated, run.run_id)
@@ -171,6 +175,7 @@ def ingest(run: TableRun, store: ObjectSource) -> IngestOutcome:
     # A version another engine altered (its schema, its files) is rebuilt from every object.
     append = (
         not propagate
+        and not run.rebuild  # a rebuild reads every object again
         and _appendable(
             previous, dataset.code_version, inputs, manifest, intake.landed, f"raw.{name}"
         )

@@ -122,8 +122,12 @@ def build_table(run: TableRun) -> BuildOutcome:
     # code and sources are unchanged has nothing new to apply, so it does not count for skipping.
     inputs = {**sources, dataset.name: current.version_id if current else ""} if merge else sources
     own = dataset.name if merge else None
-    reusable = lake.reusable(
-        dataset.name, partition, dataset.code_version, sources, own, say=run.log.warn
+    reusable = (
+        None
+        if run.rebuild
+        else lake.reusable(
+            dataset.name, partition, dataset.code_version, sources, own, say=run.log.warn
+        )
     )
     if reusable is not None:
         reason = (

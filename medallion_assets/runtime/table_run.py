@@ -84,6 +84,7 @@ class TableRun:
     objects: ObjectStores | None = None  # bronze: the raw sources' object stores
     warehouse: WarehouseAccess | None = None  # gold tables with a target
     control: ControlStore | None = None  # healing (reroute) and audit
+    rebuild: bool = False  # build even when code and inputs are unchanged (a damaged version)
 
     @property
     def session(self) -> SparkSession:

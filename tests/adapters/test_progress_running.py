@@ -13,7 +13,9 @@ def event(kind: str, step_key: str) -> SimpleNamespace:
     return SimpleNamespace(
         event_type_value=kind,
         step_key=step_key,
-        event_specific_data=SimpleNamespace(error=SimpleNamespace(message="executor lost")),
+        event_specific_data=SimpleNamespace(
+            error=SimpleNamespace(message="executor lost", cause=None)
+        ),
     )
 
 

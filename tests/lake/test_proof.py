@@ -4,6 +4,7 @@ reason is said. Real Spark and Iceberg write; real pyiceberg alters."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -94,3 +95,34 @@ def test_the_rebuild_of_an_altered_table_is_what_its_sql_makes_again(published, 
     assert sorted(rows.columns) == ["amount", "country", "id"]  # amt gone, amount back
     assert sorted((r.id, r.amount) for r in rows.collect()) == [(1, 5.0), (2, 7.5)]
     assert reused(lake, []) == rebuilt  # proved again
+
+
+def test_a_file_past_the_runs_few_is_found_by_doctor_deep(lake_spark, local_lake):
+    """A run reads back the newest FILES_CHECKED data files; `medallion doctor --deep` reads
+    every one, and names the table and the rebuild that fixes it."""
+    from medallion_assets.catalog import load_catalog
+    from medallion_assets.lake.proof import FILES_CHECKED
+    from medallion_assets.preflight.tables import table_findings
+    from tests.conftest import REPO
+
+    lake = Lake(local_lake)
+    frame = lake_spark.range(0, 1200).selectExpr("CAST(id AS INT) AS id").repartition(12)
+    publish_frame(lake, lake_spark, frame, "silver.orders_usd", CODE, INPUTS)
+    table = other_engine(lake)
+    paths = [
+        entry.data_file.file_path
+        for manifest in table.current_snapshot().manifests(table.io)
+        for entry in manifest.fetch_manifest_entry(table.io, discard_deleted=True)
+    ]
+    assert len(paths) > FILES_CHECKED
+    oldest = paths[0].removeprefix("file:")
+    Path(oldest).unlink()
+
+    assert lake.doubt("silver.orders_usd") == ""  # a run's few do not reach it
+    assert oldest in lake.doubt("silver.orders_usd", every_file=True)
+    catalog = load_catalog(REPO)
+    findings = table_findings(lake, catalog)
+    (failed,) = [f for f in findings if f.failed]
+    assert failed.line.startswith(f"silver.orders_usd: its data file file:{oldest} is gone: ")
+    assert "medallion build silver.orders_usd --rebuild" in failed.line
+    assert findings[-1].status == "warning" and findings[-1].line.startswith("0 of 1 version")
