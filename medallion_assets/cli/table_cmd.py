@@ -21,15 +21,22 @@ def table() -> None:
 @table.command("history")
 @click.argument("name")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per snapshot.")
+@click.option(
+    "--all",
+    "every",
+    is_flag=True,
+    help="Every snapshot the table still holds: also those a rollback moved main away from "
+    "(marked 'rolled away') and those only a day's tag or a branch holds.",
+)
 @project_option
-def history(name: str, as_json: bool, project: Path) -> None:
+def history(name: str, as_json: bool, every: bool, project: Path) -> None:
     """The snapshots of NAME's main branch, newest first: when, operation, the table's rows
     after it, the run and the code version that wrote it, the day it wrote."""
     # Spark and the lake: loaded only by the commands that use them
     from medallion_assets.lake import Lake
 
     _known(project, name)
-    entries = Lake.of(settings_for(project)).history(name)
+    entries = Lake.of(settings_for(project)).history(name, every)
     if not entries:
         fail(f"{name} has no published version in the lake yet: run it first")
     if as_json:
@@ -42,7 +49,9 @@ def history(name: str, as_json: bool, project: Path) -> None:
     )
     for e in entries:
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(e.committed_at))
-        mark = " (current)" if e.current else ""
+        mark = " (current)" if e.current else "" if e.on_main else " (rolled away)"
+        if e.refs and not e.on_main:
+            mark = f" (off main: {', '.join(e.refs)})"
         click.echo(
             f"{e.snapshot_id:<20} {when:<19} {e.operation:<9} {e.rows:>10,}  "
             f"{e.partition or '-':<10} {e.code_version[:12] or '-':<12} {e.run_id or '-'}{mark}"

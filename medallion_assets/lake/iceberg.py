@@ -301,8 +301,9 @@ class Lake(LakeReads):
         loaded = self._load(table)
         return drop_staging_branches(loaded, older_than_s) if loaded is not None else 0
 
-    def history(self, table: str) -> list[versions.HistoryEntry]:
-        return versions.history(self._metadata, table) if self._has_catalog() else []
+    def history(self, table: str, every: bool = False) -> list[versions.HistoryEntry]:
+        """Newest first: ``main``'s snapshots; ``every``: also those rolled away from."""
+        return versions.history(self._metadata, table, every) if self._has_catalog() else []
 
     def rollback(
         self, spark: SparkSession, table: str, snapshot_id: int, partition: str | None = None

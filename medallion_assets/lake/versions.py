@@ -45,7 +45,8 @@ class Version:
 
 @dataclass(frozen=True)
 class HistoryEntry:
-    """One snapshot of ``main``'s history, newest first in ``history``."""
+    """One snapshot of the table, newest first in ``history``: ``main``'s, or with ``every`` also
+    those rolled away from or held by another ref (a day's tag, a staging branch)."""
 
     snapshot_id: int
     committed_at: float
@@ -55,6 +56,8 @@ class HistoryEntry:
     code_version: str
     partition: str | None
     current: bool
+    on_main: bool = True  # False: rolled away from, or never published (a staged write)
+    refs: tuple[str, ...] = ()  # the tags and branches other than main that point at it
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -66,6 +69,8 @@ class HistoryEntry:
             "code_version": self.code_version,
             "partition": self.partition,
             "current": self.current,
+            "on_main": self.on_main,
+            "refs": list(self.refs),
         }
 
 
@@ -167,14 +172,27 @@ def partitions_in(loaded: Table) -> list[str]:
     return sorted(found)
 
 
-def history(catalog: Catalog, table: str) -> list[HistoryEntry]:
-    """``main``'s snapshots, newest first (those not yet expired)."""
+def history(catalog: Catalog, table: str, every: bool = False) -> list[HistoryEntry]:
+    """``main``'s snapshots, newest first (those not yet expired); ``every``: every snapshot the
+    table's metadata still holds, those rolled away from too."""
     loaded = load(catalog, table)
     if loaded is None:
         return []
     head = loaded.current_snapshot()
+    main = list(ancestors(loaded, head))
+    on_main = {s.snapshot_id for s in main}
+    held: dict[int, list[str]] = {}
+    for name, ref in loaded.metadata.refs.items():
+        if name != "main":
+            held.setdefault(ref.snapshot_id, []).append(name)
+    # A staged snapshot main took a copy of (cherry-pick) is that version, not another one.
+    copied = {getattr(versioned(loaded, s), "snapshot_id", None) for s in main} - on_main
+    chosen = (
+        [s for s in loaded.metadata.snapshots if s.snapshot_id not in copied] if every else main
+    )
+    chosen.sort(key=lambda s: -s.timestamp_ms)
     entries = []
-    for snapshot in ancestors(loaded, head):
+    for snapshot in chosen:
         source = versioned(loaded, snapshot)
         summary = _summary(source) if source is not None else {}
         totals = snapshot.summary.additional_properties if snapshot.summary else {}
@@ -188,6 +206,8 @@ def history(catalog: Catalog, table: str) -> list[HistoryEntry]:
                 summary.get("code-version", ""),
                 summary.get("partition"),
                 head is not None and snapshot.snapshot_id == head.snapshot_id,
+                snapshot.snapshot_id in on_main,
+                tuple(sorted(held.get(snapshot.snapshot_id, ()))),
             )
         )
     return entries

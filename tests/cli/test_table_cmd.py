@@ -53,6 +53,11 @@ def test_history_lists_versions_and_rollback_makes_an_earlier_one_current(spark,
     assert sorted(
         Lake.local(root / ".medallion" / "lake").read_arrow([first])["order_id"].to_pylist()
     ) == [1]
+    # main no longer lists the version rolled away from; --all still shows it, marked.
+    assert second.version_id not in medallion(root, "table", "history", "bronze.orders").output
+    every = medallion(root, "table", "history", "bronze.orders", "--all").output.splitlines()
+    assert any(x.startswith(second.version_id) and x.endswith("(rolled away)") for x in every)
+    assert any(x.startswith(first.version_id) and x.endswith("(current)") for x in every)
     plane = ControlPlane.from_env({"MEDALLION_HOME": str(root / ".medallion")}, root)
     audited = plane.store().audit(entities=["dataset:bronze.orders"])
     assert any(e.kind == "rollback" and "bad b" in e.message for e in audited)
