@@ -18,7 +18,9 @@ the lake's Iceberg catalog).
 
 ``script``: what a data engineer writes by hand, one table after another in the catalog's
 order (daily tables day by day, as `medallion run` does), benchmark D's ``PlainPipeline.build``
-per table (temp views, the SQL, write parquet, count; warehouse loads as the project declares).
+per table (temp views, the SQL, write parquet, count; warehouse loads as the project declares);
+writes ``outputs.json`` (table -> output folders) and ``runs.json`` (each build's table, day,
+seconds and rows, timed inside the process: benchmark N's per-table figures).
 ``check``: for every side and table in the manifest, ``count(*)`` and
 ``sum(xxhash64(*))`` over its output folders, printed as one JSON line.
 """
@@ -29,6 +31,7 @@ import argparse
 import json
 import os
 import sys
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -173,6 +176,9 @@ def script(args: argparse.Namespace) -> int:
             pipeline.build(name, None)
     outputs = {n: list(paths) for n, paths in pipeline.written.items()}
     (args.out / "outputs.json").write_text(json.dumps(outputs), encoding="utf-8")
+    # Each build's seconds (a daily table once per day), for benchmark N's per-table figures.
+    runs = [asdict(run) for run in pipeline.runs]
+    (args.out / "runs.json").write_text(json.dumps(runs), encoding="utf-8")
     spark.stop()
     return 0
 
