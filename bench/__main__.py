@@ -1,4 +1,4 @@
-"""``python -m bench [A] [B] ... [M]``: run the chosen benchmarks (all by default).
+"""``python -m bench [A] [B] ... [N]``: run the chosen benchmarks (all by default).
 
 Always exits 0: the benchmarks are informational, a missed bar prints FAIL but fails nothing.
 A benchmark that crashes (e.g. our API changed under it) is reported and the others still run.
@@ -18,6 +18,7 @@ from bench import (
     lake_bench,
     lineage_bench,
     orchestration_bench,
+    scale_bench,
     sdp_bench,
     simulate_accuracy,
     simulate_bench,
@@ -40,6 +41,7 @@ BENCHMARKS = {
     "K": spark_start_bench.main,
     "L": lake_bench.main,
     "M": small_project_bench.main,
+    "N": scale_bench.main,
 }
 
 
