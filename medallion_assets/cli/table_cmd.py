@@ -1,5 +1,5 @@
-"""``medallion table history|rollback``: a lake table's versions (Iceberg snapshots), and
-making an earlier one current again, audited."""
+"""``medallion table history|rollback|gc``: a lake table's versions (Iceberg snapshots), making
+an earlier one current again, audited, and removing what no version needs."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from medallion_assets.cli.run_cmd import with_spark_log
 
 @click.group("table")
 def table() -> None:
-    """A lake table's versions: list them, roll back to one."""
+    """A lake table's versions: list them, roll back to one, remove what none needs."""
 
 
 @table.command("history")
@@ -109,6 +109,55 @@ def rollback(
     click.echo(
         f"{where} rolled back to snapshot {snapshot}: version {version.version_id} "
         f"({version.rows:,} rows) is current; audited as by {who}: {reason}"
+    )
+
+
+@table.command("gc")
+@click.argument("names", nargs=-1)
+@click.option("--dry-run", is_flag=True, help="Say what would be removed; remove nothing.")
+@click.option(
+    "--older-than",
+    "hours",
+    type=click.FloatRange(min=1),
+    default=72.0,
+    show_default=True,
+    help="Only files older than this many hours: a build in progress writes its files before "
+    "it commits them.",
+)
+@project_option
+def gc(names: tuple[str, ...], dry_run: bool, hours: float, project: Path) -> None:
+    """Remove what no version of a table needs (every table, or NAMES): files under its
+    location that no snapshot, manifest or metadata file refers to (left by builds killed
+    before their commit, or by other engines), and staging branches of killed builds, each
+    pinning an old snapshot. Published versions, their days' tags and the history a rollback
+    can go back to are kept.
+
+    \b
+    medallion table gc --dry-run
+    medallion table gc silver.orders_usd
+    """
+    # the lake (pyiceberg): loaded only by the commands that use it
+    from medallion_assets.lake import Lake
+
+    for name in names:
+        _known(project, name)
+    lake = Lake.of(settings_for(project))
+    verb = "would remove" if dry_run else "removed"
+    files = freed = branches = 0
+    for name in names or tuple(load(project).datasets):
+        found = lake.orphans(name, hours * 3600)
+        dropped = lake.drop_stale_staging(name, dry_run=dry_run)
+        for orphan in found:
+            click.echo(f"{name}: {verb} {orphan.path} ({orphan.size:,} bytes)")
+        if dropped:
+            click.echo(f"{name}: {verb} {dropped} staging branch(es) of killed builds")
+        if found and not dry_run:
+            lake.remove_orphans(name, found)
+        files, freed = files + len(found), freed + sum(o.size for o in found)
+        branches += dropped
+    click.echo(
+        f"{verb} {files} orphan file(s), {freed:,} bytes, and {branches} staging branch(es)"
+        + ("; run again without --dry-run to remove them" if dry_run and files + branches else "")
     )
 
 

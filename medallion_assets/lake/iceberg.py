@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from medallion_assets.lake import proof, snapshots, tables, versions
 from medallion_assets.lake.catalog import EMBEDDED_CATALOG, LakeCatalog
+from medallion_assets.lake.orphans import SAFE_AGE_S, Orphan, orphan_files, remove
 from medallion_assets.lake.reads import LakeReads
 from medallion_assets.lake.records import (
     OLD_LAYOUT,
@@ -294,12 +295,24 @@ class Lake(LakeReads):
         loaded = self._load(table)
         return drop_staging_branches(loaded) if loaded is not None else 0
 
-    def drop_stale_staging(self, table: str, older_than_s: float = STALE_STAGING_S) -> int:
+    def drop_stale_staging(
+        self, table: str, older_than_s: float = STALE_STAGING_S, dry_run: bool = False
+    ) -> int:
         """Drop the staging branches of ``table`` made more than ``older_than_s`` ago: builds
         killed before their publish left them, each pinning an old snapshot that expiry could
-        never remove. A build in progress made its own a moment ago."""
+        never remove. A build in progress made its own a moment ago. ``dry_run``: count them."""
         loaded = self._load(table)
-        return drop_staging_branches(loaded, older_than_s) if loaded is not None else 0
+        return drop_staging_branches(loaded, older_than_s, dry_run) if loaded is not None else 0
+
+    def orphans(self, table: str, older_than_s: float = SAFE_AGE_S) -> list[Orphan]:
+        """Files under ``table``'s location nothing of it refers to (``lake.orphans``)."""
+        loaded = self._load(table)
+        return orphan_files(loaded, older_than_s) if loaded is not None else []
+
+    def remove_orphans(self, table: str, found: list[Orphan]) -> int:
+        """Delete ``found`` (from ``orphans``); returns the bytes freed."""
+        loaded = self._load(table)
+        return remove(loaded, found) if loaded is not None else 0
 
     def history(self, table: str, every: bool = False) -> list[versions.HistoryEntry]:
         """Newest first: ``main``'s snapshots; ``every``: also those rolled away from."""

@@ -27,21 +27,28 @@ if TYPE_CHECKING:
 STALE_STAGING_S = 3600.0
 
 
-def drop_staging_branches(loaded: Any, older_than_s: float | None = None) -> int:
-    """Drop the staging branches of a loaded table (those made more than ``older_than_s`` ago,
-    or all); returns how many."""
+def staging_branches(loaded: Any, older_than_s: float | None = None) -> list[str]:
+    """The staging branches of a loaded table made more than ``older_than_s`` ago (or all)."""
     now = time.time()
     ages = {
         name: stage_branch_age(name, now)
         for name in loaded.metadata.refs
         if name.startswith(STAGE_BRANCH)
     }
-    stale = [
+    return [
         name
         for name, age in ages.items()
         if older_than_s is None or age is None or age > older_than_s
     ]
-    if stale:
+
+
+def drop_staging_branches(
+    loaded: Any, older_than_s: float | None = None, dry_run: bool = False
+) -> int:
+    """Drop the staging branches of a loaded table (those made more than ``older_than_s`` ago,
+    or all); returns how many (``dry_run``: how many it would drop)."""
+    stale = staging_branches(loaded, older_than_s)
+    if stale and not dry_run:
         with loaded.manage_snapshots() as refs:
             for name in stale:
                 refs.remove_branch(name)

@@ -80,3 +80,46 @@ def test_rollback_to_a_snapshot_the_table_lacks_is_one_line_and_changes_nothing(
     assert lake.current("bronze.orders") == before
     unknown = medallion(root, "table", "history", "gold.nope")
     assert unknown.exit_code == 2 and "gold.nope is not a table of this project" in unknown.output
+
+
+def test_gc_removes_old_orphan_files_and_stale_staging_branches_and_keeps_every_version(
+    spark, project
+):
+    import os
+    import time
+
+    from medallion_assets.lake import versions
+    from tests.lake_helpers import data_files
+
+    root, store = project
+    lake = Lake.local(root / ".medallion" / "lake")
+    assert medallion(root, "build", "bronze.orders").exit_code == 0
+    store.put("minimal-raw", "orders/b.jsonl", orders({"order_id": 2, "amount": 7}))
+    assert medallion(root, "build", "bronze.orders").exit_code == 0
+    current = lake.current("bronze.orders")
+    folder = data_files(lake, current)[0].parent
+    old, fresh = folder / "00000-killed-build.parquet", folder / "00001-in-progress.parquet"
+    old.write_bytes(b"PAR1" * 100)
+    fresh.write_bytes(b"PAR1" * 10)
+    four_days_ago = time.time() - 4 * 24 * 3600
+    os.utime(old, (four_days_ago, four_days_ago))
+    loaded = versions.load(versions.open_catalog(lake.catalog), "bronze.orders")
+    with loaded.manage_snapshots() as refs:  # what a build killed in 2001 left
+        refs.create_branch(int(current.version_id), "medallion_stage_1000000000_0a1b2c3d")
+
+    planned = medallion(root, "table", "gc", "--dry-run")
+    assert planned.exit_code == 0, planned.output
+    assert f"bronze.orders: would remove file:{old} (400 bytes)" in planned.output
+    assert "00001-in-progress" not in planned.output  # younger than --older-than
+    assert "bronze.orders: would remove 1 staging branch(es) of killed builds" in planned.output
+    assert old.exists()
+
+    done = medallion(root, "table", "gc", "bronze.orders")
+    assert done.exit_code == 0, done.output
+    assert "removed 1 orphan file(s), 400 bytes, and 1 staging branch(es)" in done.output
+    assert not old.exists() and fresh.exists()
+    assert lake.doubt("bronze.orders", every_file=True) == ""  # every version's files kept
+    every = medallion(root, "table", "history", "bronze.orders", "--all").output
+    assert "medallion_stage_" not in every and len(every.splitlines()) >= 3
+    again = medallion(root, "table", "gc", "--dry-run")
+    assert "would remove 0 orphan file(s), 0 bytes, and 0 staging branch(es)" in again.output
