@@ -1,5 +1,6 @@
-"""``medallion table history|rollback|gc``: a lake table's versions (Iceberg snapshots), making
-an earlier one current again, audited, and removing what no version needs."""
+"""``medallion table history|rollback|repair|gc``: a lake table's versions (Iceberg snapshots),
+making an earlier one current again, audited, pointing the catalog at the newest metadata file
+left, and removing what no version needs."""
 
 from __future__ import annotations
 
@@ -110,6 +111,37 @@ def rollback(
         f"{where} rolled back to snapshot {snapshot}: version {version.version_id} "
         f"({version.rows:,} rows) is current; audited as by {who}: {reason}"
     )
+
+
+@table.command("repair")
+@click.argument("name")
+@click.option("--reason", required=True, help="Why (kept in the audit log).")
+@click.option("--by", "changed_by", default=None, help="Who (default: user@host).")
+@project_option
+def repair(name: str, reason: str, changed_by: str | None, project: Path) -> None:
+    """Point the lake's catalog at NAME's newest metadata file still there, when the one it
+    points at is gone (a run says LAKE_METADATA_LOST): the table is then as that commit left
+    it, and the next run rebuilds what changed since. Audited. A JDBC (SQL) catalog.
+
+    \b
+    medallion table repair silver.orders_usd --reason "metadata file deleted by a cleanup"
+    """
+    # the control store and the lake: loaded only by the commands that use them
+    from medallion_assets.control_plane import ControlPlane
+    from medallion_assets.lake import Lake
+    from medallion_assets.lake.repair import RepairNotPossible
+
+    _known(project, name)
+    settings = settings_for(project)
+    store = ControlPlane.of(settings).store()  # an unusable store: one line before any change
+    try:
+        lost, now = Lake.of(settings).repair(name)
+    except RepairNotPossible as error:
+        fail(str(error))
+    who = operator(changed_by)
+    message = f"{name}: the catalog pointed at {lost}, which is gone; it now points at {now}"
+    store.record("repair", f"dataset:{name}", f"{message} ({who}: {reason})")
+    click.echo(f"{message}; audited as by {who}: {reason}")
 
 
 @table.command("gc")

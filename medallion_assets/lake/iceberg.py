@@ -18,7 +18,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from medallion_assets.lake import proof, snapshots, tables, versions
+from medallion_assets.lake import proof, repair, snapshots, tables, versions
 from medallion_assets.lake.catalog import EMBEDDED_CATALOG, LakeCatalog
 from medallion_assets.lake.orphans import SAFE_AGE_S, Orphan, orphan_files, remove
 from medallion_assets.lake.reads import LakeReads
@@ -303,6 +303,10 @@ class Lake(LakeReads):
         never remove. A build in progress made its own a moment ago. ``dry_run``: count them."""
         loaded = self._load(table)
         return drop_staging_branches(loaded, older_than_s, dry_run) if loaded is not None else 0
+
+    def repair(self, table: str) -> tuple[str, str]:
+        """Point the catalog at ``table``'s newest metadata file still there (``lake.repair``)."""
+        return repair.repair(self._metadata, table)
 
     def orphans(self, table: str, older_than_s: float = SAFE_AGE_S) -> list[Orphan]:
         """Files under ``table``'s location nothing of it refers to (``lake.orphans``)."""

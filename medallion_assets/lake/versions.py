@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from medallion_assets.credentials import mask_credentials
 from medallion_assets.lake.catalog import SPARK_CATALOG, LakeCatalog, LakeCatalogError
+from medallion_assets.lake.repair import lost_metadata
 from medallion_assets.lake.tables import DAY_TAG, SUMMARY_PREFIX, day_tag, snapshot_rows
 
 if TYPE_CHECKING:
@@ -111,6 +112,9 @@ def load(catalog: Catalog, table: str) -> Table | None:
     except Exception as error:
         if _no_tables_yet(error):
             return None
+        lost = lost_metadata(table, error)  # the table's own file, not the catalog, is gone
+        if lost is not None:
+            raise lost from None
         raise _unreachable(str(catalog.properties.get("uri", catalog.name)), error) from None
 
 

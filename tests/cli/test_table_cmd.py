@@ -123,3 +123,34 @@ def test_gc_removes_old_orphan_files_and_stale_staging_branches_and_keeps_every_
     assert "medallion_stage_" not in every and len(every.splitlines()) >= 3
     again = medallion(root, "table", "gc", "--dry-run")
     assert "would remove 0 orphan file(s), 0 bytes, and 0 staging branch(es)" in again.output
+
+
+def test_a_lost_metadata_file_is_named_with_its_repair_and_repair_brings_the_table_back(
+    spark, project
+):
+    root, _store = project
+    assert medallion(root, "run").exit_code == 0
+    folder = root / ".medallion" / "lake" / "silver" / "orders_clean" / "metadata"
+    newest = max(folder.glob("*.metadata.json"))
+    newest.unlink()  # a cleanup gone wrong: the catalog points at a file that is gone
+
+    failed = medallion(root, "run")
+    assert failed.exit_code == 1, failed.output
+    assert "LAKE_METADATA_LOST" in failed.output
+    said = "".join(failed.output.split())  # the report wraps long paths
+    assert f"itscurrentmetadatafile{newest}isgone" in said
+    assert "medalliontablerepairsilver.orders_clean--reason" in said
+    assert "catalog's server is up" not in failed.output  # not a catalog that is down
+    lost = medallion(root, "doctor", "--deep")
+    assert lost.exit_code == 2
+    assert "FAIL  tables       silver.orders_clean: its current metadata file" in lost.output
+
+    repaired = medallion(root, "table", "repair", "silver.orders_clean", "--reason", "test")
+    assert repaired.exit_code == 0, repaired.output
+    assert f"the catalog pointed at file:{newest}, which is gone; it now points at" in (
+        repaired.output
+    )
+    assert medallion(root, "run").exit_code == 0
+    assert medallion(root, "doctor", "--deep").exit_code == 0
+    again = medallion(root, "table", "repair", "silver.orders_clean", "--reason", "test")
+    assert again.exit_code == 2 and "loads as it is" in again.output
