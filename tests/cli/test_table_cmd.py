@@ -151,6 +151,36 @@ def test_a_lost_metadata_file_is_named_with_its_repair_and_repair_brings_the_tab
         repaired.output
     )
     assert medallion(root, "run").exit_code == 0
-    assert medallion(root, "doctor", "--deep").exit_code == 0
+    whole = medallion(root, "doctor", "--deep")
+    assert whole.exit_code == 0 and "ok    tables       3 of 3 version(s) in force whole" in (
+        whole.output
+    )
     again = medallion(root, "table", "repair", "silver.orders_clean", "--reason", "test")
     assert again.exit_code == 2 and "loads as it is" in again.output
+
+
+def test_doctor_deep_names_a_deleted_data_file_and_build_rebuild_replaces_it(spark, project):
+    """A run reads back a version's newest 8 data files; `doctor --deep` all of them, naming a
+    damaged table with its fix, `medallion build TABLE --rebuild` (it builds even when code
+    and inputs are unchanged; bronze reads every object again)."""
+    from tests.lake_helpers import data_files
+
+    root, _store = project
+    assert medallion(root, "build", "bronze.orders").exit_code == 0
+    lake = Lake.local(root / ".medallion" / "lake")
+    before = lake.current("bronze.orders")
+    for path in data_files(lake, before):
+        path.unlink()
+
+    said = medallion(root, "doctor", "--deep")
+    assert said.exit_code == 2, said.output
+    line = next(x for x in said.output.splitlines() if x.startswith("FAIL  tables"))
+    assert "bronze.orders: its data file " in line and " is gone: " in line
+    assert "medallion build bronze.orders --rebuild" in line
+
+    assert medallion(root, "build", "bronze.orders", "--rebuild").exit_code == 0
+    after = lake.current("bronze.orders")
+    assert after.version_id != before.version_id and after.rows == 1
+    assert medallion(root, "doctor", "--deep").exit_code == 0
+    kept = medallion(root, "build", "bronze.orders")  # unchanged: a plain build keeps it
+    assert kept.exit_code == 0 and lake.current("bronze.orders") == after
