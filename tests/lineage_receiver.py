@@ -8,8 +8,10 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.local_http import serving
 
 
 @dataclass
@@ -40,16 +42,9 @@ def lineage_receiver() -> Iterator[Receiver]:
         def log_message(self, *args: object) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    receiver.url = f"http://127.0.0.1:{server.server_address[1]}"
-    try:
+    with serving(Handler) as url:
+        receiver.url = url
         yield receiver
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 # --- what the OpenLineage spec (2-0-2) requires of a run event ---------------------------------

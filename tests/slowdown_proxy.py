@@ -14,8 +14,10 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import urlsplit
+
+from tests.local_http import serving
 
 SLOW_DOWN = (
     b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>SlowDown</Code>'
@@ -79,13 +81,6 @@ def slowdown_proxy(upstream: str, every: int = 5, burst: int = 1) -> Iterator[Pr
         def log_message(self, *args: object) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    proxy.url = f"http://127.0.0.1:{server.server_address[1]}"
-    try:
+    with serving(Handler) as url:
+        proxy.url = url
         yield proxy
-    finally:
-        server.shutdown()
-        server.server_close()

@@ -124,8 +124,13 @@ def _lake_storage(settings: MedallionSettings, s3: S3Client | None) -> Iterator[
 
 
 def _catalog_places_tables(settings: MedallionSettings) -> bool:
-    catalog = settings.effective_lake_catalog.strip()
-    return catalog == "glue" or catalog.startswith(("http://", "https://"))
+    # the lake's catalog settings (no client made): loaded only when preflight runs
+    from medallion_assets.lake.catalog import LakeCatalog
+
+    try:
+        return LakeCatalog.of(settings).kind in ("rest", "glue")
+    except (ValueError, ResourceError):  # a catalog setting it cannot read: its own check says
+        return False
 
 
 def _bucket_problem(
