@@ -21,7 +21,7 @@ import hashlib
 import io
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, NamedTuple
 
 from medallion_assets.errors import PermanentError
@@ -82,20 +82,69 @@ def inspect(data: bytes, format: str, encoding: str, csv_header: bool) -> Inspec
                 "deliver it uncompressed"
             )
             return Inspection(digest, why, None)
-    text, problem = _decoded(data, encoding)
-    if problem is not None:
-        return Inspection(digest, problem, None)
-    if format == "csv":
-        if not csv_header:
-            return Inspection(digest, None, None)
-        return Inspection(digest, None, *_csv_columns(text))
-    return Inspection(digest, *_json_keys(text))
+    try:
+        if format == "csv":
+            if not csv_header:
+                for _ in _lines(data, encoding):
+                    pass  # decodes, or says where it does not
+                return Inspection(digest, None, None)
+            return Inspection(digest, None, *_csv_columns(_lines(data, encoding)))
+        return Inspection(digest, *_json_keys(_lines(data, encoding)))
+    except _Undecodable as problem:
+        return Inspection(digest, str(problem), None)
 
 
-def _csv_columns(text: str) -> tuple[list[str], list[str]]:
+class _Undecodable(ValueError):
+    """Bytes that are not text in the declared encoding; the message says where."""
+
+
+def _lines(data: bytes, encoding: str) -> Iterator[str]:
+    r"""The text of ``data`` line by line (each with its line end), decoded strictly, without a
+    byte order mark: one line at a time, so an object of hundreds of MB is never held again as
+    text. ``_Undecodable`` at the first byte that is not ``encoding`` or a NUL character (how
+    UTF-16 looks to a UTF-8 reader). An encoding whose line end is not the byte 0x0A (UTF-16,
+    UTF-32) is decoded whole.
+
+    >>> list(_lines(b"\xef\xbb\xbfa\r\nb", "utf-8"))
+    ['a\r\n', 'b']
+    >>> list(_lines(b"ok\n\xff\n", "utf-8"))
+    Traceback (most recent call last):
+    medallion_assets.runtime.raw_files._Undecodable: it is not valid utf-8 (byte 3, line 2); ...
+    """
+    if "\n".encode(encoding) != b"\n":
+        text, problem = _decoded(data, encoding)
+        if problem is not None:
+            raise _Undecodable(problem)
+        yield from io.StringIO(text, newline="")
+        return
+    view = memoryview(data)
+    start = 0
+    number = 1
+    while start < len(data):
+        end = data.find(b"\n", start)
+        stop = len(data) if end < 0 else end + 1
+        try:
+            line = str(view[start:stop], encoding)
+        except UnicodeDecodeError as error:
+            raise _Undecodable(
+                f"it is not valid {encoding} (byte {start + error.start}, line {number}); "
+                "declare the source's encoding in sources.yaml if it is another"
+            ) from None
+        if number == 1:
+            line = line.removeprefix("\ufeff")
+        if "\x00" in line:
+            raise _Undecodable(
+                f"it holds NUL characters (line {number}): not {encoding} text (UTF-16, or a "
+                "binary file?)"
+            )
+        yield line
+        start, number = stop, number + 1
+
+
+def _csv_columns(lines: Iterable[str]) -> tuple[list[str], list[str]]:
     """(the header's names, those whose field is empty on every record: Spark reads an empty
     field as NULL)."""
-    rows = csv.reader(io.StringIO(text, newline=""))
+    rows = csv.reader(lines)
     header = next(rows, [])
     filled = [False] * len(header)
     for row in rows:
@@ -169,12 +218,12 @@ def _decoded(data: bytes, encoding: str) -> tuple[str, str | None]:
     return text, None
 
 
-def _json_keys(text: str) -> tuple[str | None, list[str] | None, list[str] | None]:
+def _json_keys(text: Iterable[str]) -> tuple[str | None, list[str] | None, list[str] | None]:
     """(why it is not JSON lines or None, the keys of its records, those null in every one)."""
     keys: dict[str, None] = {}
     filled: set[str] = set()
     lines = objects = 0
-    for line in text.split("\n"):
+    for line in text:
         if not line.strip():
             continue
         lines += 1

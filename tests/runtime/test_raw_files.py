@@ -211,3 +211,22 @@ def test_columns_without_a_value_in_any_record_are_named_in_every_format():
     table = pa.table({"id": [1, 2], "status": pa.array([None, None], pa.string())})
     pq.write_table(table, buffer, row_group_size=1)
     assert inspect(buffer.getvalue(), "parquet", "utf-8", False).valueless == ["status"]
+
+
+def test_a_large_json_lines_object_is_inspected_a_line_at_a_time():
+    """An object of hundreds of MB must not be held again as text (or as a list of its lines)
+    beside its bytes: inspecting 20 MB allocates well under a MB more."""
+    import tracemalloc
+
+    record = {"order_id": 1, "amount": 5, "country": "DE", "note": "x" * 150}
+    data = "".join(json.dumps({**record, "order_id": i}) + "\n" for i in range(100_000)).encode()
+    data += b'{"order_id": 0, "coupon": "LATE"}\n'  # a key on the last line still counts
+    assert len(data) > 20_000_000
+    tracemalloc.start()
+    try:
+        found = inspect(data, "jsonl", "utf-8", False)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert found.problem is None and found.columns[-1] == "coupon"
+    assert peak < 1_000_000, f"{peak:,} bytes allocated to inspect {len(data):,}"
