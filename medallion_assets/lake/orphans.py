@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
 if TYPE_CHECKING:
+    from pyarrow.fs import FileInfo
+    from pyiceberg.io import FileIO
     from pyiceberg.table import Table
 
 # As Spark's remove_orphan_files: a file younger than this may be a build's, not yet committed.
@@ -30,20 +32,12 @@ class Orphan:
 def orphan_files(loaded: Table, older_than_s: float = SAFE_AGE_S) -> list[Orphan]:
     """The files under the table's location nothing of the table refers to, older than
     ``older_than_s``, by path."""
-    # pyarrow's filesystems: loaded only when the lake is read without Spark
-    from pyarrow.fs import FileSelector, FileType
-    from pyiceberg.io.pyarrow import PyArrowFileIO
-
-    io = loaded.io
-    if not isinstance(io, PyArrowFileIO):
-        raise TypeError(f"listing a table's files needs pyarrow's FileIO, not {type(io).__name__}")
     referenced = {_key(p) for p in referenced_files(loaded)}
-    scheme, netloc, root = io.parse_location(loaded.metadata.location, io.properties)
-    fs = io.fs_by_scheme(scheme, netloc)
+    scheme, listed = files_under(loaded.io, loaded.metadata.location, recursive=True)
     now = time.time()
     found = []
-    for info in fs.get_file_info(FileSelector(root, recursive=True, allow_not_found=True)):
-        if info.type != FileType.File or _key(info.path) in referenced:
+    for info in listed:
+        if _key(info.path) in referenced:
             continue
         age = now - info.mtime.timestamp() if info.mtime is not None else float("inf")
         if age >= older_than_s:
@@ -63,10 +57,27 @@ def referenced_files(loaded: Table) -> set[str]:
     for snapshot in metadata.snapshots:
         files.add(snapshot.manifest_list)
         for manifest in snapshot.manifests(io):
+            if manifest.manifest_path in files:
+                continue  # shared with a snapshot read already: its entries are in
             files.add(manifest.manifest_path)
             for entry in manifest.fetch_manifest_entry(io, discard_deleted=False):
                 files.add(entry.data_file.file_path)
     return files
+
+
+def files_under(io: FileIO, location: str, recursive: bool = False) -> tuple[str, list[FileInfo]]:
+    """(the location's scheme, the files under it) as the table's FileIO lists them: a local
+    folder or an S3 prefix, through pyarrow's filesystem for it."""
+    # pyarrow's filesystems: loaded only when the lake is read without Spark
+    from pyarrow.fs import FileSelector, FileType
+    from pyiceberg.io.pyarrow import PyArrowFileIO
+
+    if not isinstance(io, PyArrowFileIO):
+        raise TypeError(f"listing {location} needs pyarrow's FileIO, not {type(io).__name__}")
+    scheme, netloc, path = io.parse_location(location, io.properties)
+    selector = FileSelector(path, recursive=recursive, allow_not_found=True)
+    listed = io.fs_by_scheme(scheme, netloc).get_file_info(selector)
+    return scheme, [info for info in listed if info.type == FileType.File]
 
 
 def remove(loaded: Table, orphans: list[Orphan]) -> int:
@@ -77,7 +88,7 @@ def remove(loaded: Table, orphans: list[Orphan]) -> int:
 
 
 def _key(path: str) -> str:
-    """A path as one spelling: no scheme, no doubled or trailing slash.
+    """A path as one spelling, without its scheme (and a local one without ``file://``).
 
     >>> _key("file:/lake/t/data/a.parquet"), _key("file:///lake/t/data/a.parquet")
     ('/lake/t/data/a.parquet', '/lake/t/data/a.parquet')
@@ -94,4 +105,4 @@ def _spelled(scheme: str, listed: str) -> str:
     return f"file:{listed}" if scheme in ("", "file") else f"{scheme}://{listed}"
 
 
-__all__ = ["SAFE_AGE_S", "Orphan", "orphan_files", "referenced_files", "remove"]
+__all__ = ["SAFE_AGE_S", "Orphan", "files_under", "orphan_files", "referenced_files", "remove"]

@@ -15,6 +15,7 @@ import re
 from typing import TYPE_CHECKING
 
 from medallion_assets.errors import PermanentError, said
+from medallion_assets.lake.orphans import files_under
 
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
@@ -97,36 +98,28 @@ def _sequence(name: str) -> int | None:
 def _newest_readable(catalog: Catalog, pointed: str) -> str:
     """``pointed`` when it reads, else the newest metadata file beside it (by sequence number,
     none newer than it) that reads."""
-    # pyiceberg and pyarrow: loaded only when the lake is read without Spark
-    from pyarrow.fs import FileSelector, FileType
+    # pyiceberg: loaded only when the lake is read without Spark
     from pyiceberg.io import load_file_io
-    from pyiceberg.io.pyarrow import PyArrowFileIO
     from pyiceberg.serializers import FromInputFile
 
     io = load_file_io(catalog.properties, pointed)
-    if not isinstance(io, PyArrowFileIO):
-        raise RepairNotPossible(f"listing {pointed}'s folder needs pyarrow's FileIO")
+    folder, _, own = pointed.rpartition("/")
     try:
-        FromInputFile.table_metadata(io.new_input(pointed))
-        return pointed
-    except Exception:  # gone or unreadable: look for the one before it
-        pass
-    folder = pointed.rsplit("/", 1)[0]
-    scheme, netloc, path = io.parse_location(folder, io.properties)
-    listed = io.fs_by_scheme(scheme, netloc).get_file_info(FileSelector(path))
-    names = sorted(
-        (i.base_name for i in listed if i.type == FileType.File),
-        reverse=True,
-    )
-    ceiling = _sequence(pointed.rsplit("/", 1)[-1])
-    for base in [n for n in names if n.endswith(".metadata.json")]:
-        number = _sequence(base)
-        if ceiling is not None and number is not None and number > ceiling:
-            continue  # written after the pointer's: a commit that never happened
+        _, listed = files_under(io, folder)
+    except TypeError as error:
+        raise RepairNotPossible(str(error)) from None
+    ceiling = _sequence(own)
+    names = sorted(i.base_name for i in listed if i.base_name.endswith(".metadata.json"))
+    older = [
+        n
+        for n in reversed(names)
+        if n != own and not (ceiling is not None and (_sequence(n) or -1) > ceiling)
+    ]  # newest first; none written after the pointer's (a commit that never happened)
+    for base in [own, *older]:
         candidate = f"{folder}/{base}"
         try:
             FromInputFile.table_metadata(io.new_input(candidate))
-        except Exception:  # a truncated or foreign file: the one before it, then
+        except Exception:  # gone, truncated or foreign: the one before it, then
             continue
         return candidate
     raise RepairNotPossible(
