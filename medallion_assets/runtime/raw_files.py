@@ -16,17 +16,20 @@ True
 
 from __future__ import annotations
 
+import codecs
 import csv
 import hashlib
-import io
+import itertools
 import json
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, NamedTuple
 
 from medallion_assets.errors import PermanentError
+from medallion_assets.runtime.raw_open import READ_SIZE, open_object
 
 if TYPE_CHECKING:
+    from pyarrow import NativeFile
     from pyarrow.parquet import ColumnChunkMetaData
 
 MAX_COLUMN_NAME_BYTES = 127  # Redshift's identifier limit, the tightest on the way down
@@ -61,84 +64,181 @@ class Inspection(NamedTuple):
 
 
 def inspect(data: bytes, format: str, encoding: str, csv_header: bool) -> Inspection:
-    """What an object is: its SHA-256, why it cannot be read as ``format`` in ``encoding`` (or
-    None), the columns it carries in file order and those of them without a value in any
-    record (None when it cannot say).
+    """What an object held in memory is (see ``inspect_chunks``)."""
+    if format == "parquet":
+        # pyiceberg and pyarrow: loaded only when the lake is read without Spark
+        import pyarrow as pa
+
+        digest = hashlib.sha256(data).hexdigest()
+        return Inspection(digest, *_parquet_columns(pa.BufferReader(data) if data else None))
+    step = 64 * 1024
+    return inspect_chunks(
+        (data[i : i + step] for i in range(0, len(data), step)), format, encoding, csv_header
+    )
+
+
+def inspect_path(
+    path: str, format: str, encoding: str, csv_header: bool, s3: tuple[str, str] | None
+) -> Inspection | None:
+    """What the object at ``path`` is, read ``READ_SIZE`` bytes at a time (a Parquet file's
+    footer by a ranged read): an object of any size costs a worker a few MB. ``path`` is a
+    Spark path (``s3a://bucket/key`` or ``file:/folder/key``, Hadoop's glob escapes removed);
+    ``s3`` is the S3 endpoint's (URL, region), None for AWS's own. None when it is gone."""
+    try:
+        with open_object(path, s3, random_access=format == "parquet") as file:
+            chunks = iter(lambda: file.read(READ_SIZE), b"")
+            if format != "parquet":
+                return inspect_chunks(chunks, format, encoding, csv_header)
+            digest = hashlib.sha256()
+            for chunk in chunks:
+                digest.update(chunk)
+            file.seek(0)
+            size = file.size()
+            return Inspection(digest.hexdigest(), *_parquet_columns(file if size else None))
+    except FileNotFoundError:
+        return None
+
+
+def object_lines(path: str, encoding: str, s3: tuple[str, str] | None) -> Iterator[str]:
+    """The lines of the text object at Spark path ``path`` (see ``inspect_path``), decoded
+    strictly a few MB at a time, without their line ends."""
+    with open_object(path, s3) as file:
+        for line in _lines(iter(lambda: file.read(READ_SIZE), b""), encoding):
+            yield line.removesuffix("\n")
+
+
+def inspect_chunks(
+    chunks: Iterable[bytes], format: str, encoding: str, csv_header: bool
+) -> Inspection:
+    """What a text object (CSV, JSON lines) is: its SHA-256, why it cannot be read as
+    ``format`` in ``encoding`` (or None), the columns it carries in file order and those of
+    them without a value in any record (None when it cannot say).
 
     Runs where Spark reads the object (an executor, see ``raw_read``), so it must not need this
-    package: standard library and pyarrow only. Text is decoded strictly; a NUL character is
-    refused too (it is how UTF-16 looks to a UTF-8 reader). A JSON lines object's columns are
-    the keys of every record, not of a sample.
+    package: standard library and pyarrow only. The bytes come a chunk at a time and are
+    never held whole. Text is decoded strictly; a NUL character is refused too (it is how
+    UTF-16 looks to a UTF-8 reader). A JSON lines object's columns are the keys of every
+    record, not of a sample.
     """
-    digest = hashlib.sha256(data).hexdigest()
-    if format == "parquet":
-        return Inspection(digest, *_parquet_columns(data))
-    if not data:
-        return Inspection(digest, "it is empty (0 bytes): a delivery that carries no records", None)
-    for magic, kind in _COMPRESSED:
-        if magic.match(data):
-            why = (
-                f"it is {kind}-compressed, but the source declares uncompressed {format}: "
-                "deliver it uncompressed"
-            )
-            return Inspection(digest, why, None)
-    try:
-        if format == "csv":
-            if not csv_header:
+    digest = hashlib.sha256()
+
+    def hashed() -> Iterator[bytes]:
+        for chunk in chunks:
+            digest.update(chunk)
+            yield chunk
+
+    stream = hashed()
+    head = b""
+    for chunk in stream:  # enough bytes to know a compressed file by its first ones
+        head = head + chunk if head else chunk
+        if len(head) >= 16:
+            break
+    data = itertools.chain([head], stream)
+    problem: str | None = None
+    columns: tuple[list[str] | None, list[str] | None] = (None, None)
+    compressed = [kind for magic, kind in _COMPRESSED if magic.match(head)]
+    if not head:
+        problem = "it is empty (0 bytes): a delivery that carries no records"
+    elif compressed:
+        problem = (
+            f"it is {compressed[0]}-compressed, but the source declares uncompressed "
+            f"{format}: deliver it uncompressed"
+        )
+    else:
+        try:
+            if format == "csv" and not csv_header:
                 for _ in _lines(data, encoding):
                     pass  # decodes, or says where it does not
-                return Inspection(digest, None, None)
-            return Inspection(digest, None, *_csv_columns(_lines(data, encoding)))
-        return Inspection(digest, *_json_keys(_lines(data, encoding)))
-    except _Undecodable as problem:
-        return Inspection(digest, str(problem), None)
+            elif format == "csv":
+                columns = _csv_columns(_lines(data, encoding))
+            else:
+                problem, *found = _json_keys(_lines(data, encoding))
+                columns = (found[0], found[1])
+        except _Undecodable as undecodable:
+            problem = str(undecodable)
+    for _ in stream:
+        pass  # the hash is of every byte, wherever reading stopped
+    return Inspection(digest.hexdigest(), problem, *columns)
 
 
 class _Undecodable(ValueError):
     """Bytes that are not text in the declared encoding; the message says where."""
 
 
-def _lines(data: bytes, encoding: str) -> Iterator[str]:
-    r"""The text of ``data`` line by line (each with its line end), decoded strictly, without a
-    byte order mark: one line at a time, so an object of hundreds of MB is never held again as
+def _lines(chunks: Iterable[bytes], encoding: str) -> Iterator[str]:
+    r"""The text of ``chunks`` line by line (each with its line end), decoded strictly, without
+    a byte order mark: one line at a time, so an object of hundreds of MB is never held as
     text. ``_Undecodable`` at the first byte that is not ``encoding`` or a NUL character (how
-    UTF-16 looks to a UTF-8 reader). An encoding whose line end is not the byte 0x0A (UTF-16,
-    UTF-32) is decoded whole.
+    UTF-16 looks to a UTF-8 reader).
 
-    >>> list(_lines(b"\xef\xbb\xbfa\r\nb", "utf-8"))
+    >>> list(_lines([b"\xef\xbb\xbfa\r", b"\nb"], "utf-8"))
     ['a\r\n', 'b']
-    >>> list(_lines(b"ok\n\xff\n", "utf-8"))
+    >>> list(_lines([b"ok\n\xff\n"], "utf-8"))
     Traceback (most recent call last):
     medallion_assets.runtime.raw_files._Undecodable: it is not valid utf-8 (byte 3, line 2); ...
     """
-    if "\n".encode(encoding) != b"\n":
-        text, problem = _decoded(data, encoding)
-        if problem is not None:
-            raise _Undecodable(problem)
-        yield from io.StringIO(text, newline="")
+    if "\n".encode(encoding) != b"\n":  # UTF-16, UTF-32: decoded incrementally, split as text
+        yield from _wide_lines(chunks, encoding)
         return
-    view = memoryview(data)
-    start = 0
-    number = 1
-    while start < len(data):
-        end = data.find(b"\n", start)
-        stop = len(data) if end < 0 else end + 1
+    number, offset, rest = 1, 0, b""
+    for chunk in itertools.chain(chunks, [b""]):
+        data = rest + chunk if rest else bytes(chunk)
+        last = not chunk
+        view, start = memoryview(data), 0
+        while start < len(data):
+            end = data.find(b"\n", start)
+            if end < 0 and not last:
+                break  # the line goes on in the next chunk
+            stop = len(data) if end < 0 else end + 1
+            yield _line(view[start:stop], encoding, number, offset + start)
+            start, number = stop, number + 1
+        offset, rest = offset + start, data[start:]
+
+
+def _line(data: memoryview, encoding: str, number: int, offset: int) -> str:
+    try:
+        line = str(data, encoding)
+    except UnicodeDecodeError as error:
+        raise _Undecodable(_not_valid(encoding, offset + error.start, number)) from None
+    if number == 1:
+        line = line.removeprefix("\ufeff")
+    if "\x00" in line:
+        raise _Undecodable(
+            f"it holds NUL characters (line {number}): not {encoding} text (UTF-16, or a "
+            "binary file?)"
+        )
+    return line
+
+
+def _wide_lines(chunks: Iterable[bytes], encoding: str) -> Iterator[str]:
+    decoder = codecs.getincrementaldecoder(encoding)("strict")
+    number, offset, rest, started = 1, 0, "", False
+    for chunk in itertools.chain(chunks, [None]):
         try:
-            line = str(view[start:stop], encoding)
+            text = decoder.decode(chunk or b"", final=chunk is None)
         except UnicodeDecodeError as error:
-            raise _Undecodable(
-                f"it is not valid {encoding} (byte {start + error.start}, line {number}); "
-                "declare the source's encoding in sources.yaml if it is another"
-            ) from None
-        if number == 1:
-            line = line.removeprefix("\ufeff")
-        if "\x00" in line:
-            raise _Undecodable(
-                f"it holds NUL characters (line {number}): not {encoding} text (UTF-16, or a "
-                "binary file?)"
-            )
-        yield line
-        start, number = stop, number + 1
+            at = number + rest.count("\n")
+            raise _Undecodable(_not_valid(encoding, offset + error.start, at)) from None
+        offset += len(chunk or b"")
+        if text and not started:
+            text, started = text.removeprefix("\ufeff"), True
+        *lines, rest = (rest + text).split("\n")
+        ended = [line + "\n" for line in lines] + ([rest] if chunk is None and rest else [])
+        for line in ended:
+            if "\x00" in line:
+                raise _Undecodable(
+                    f"it holds NUL characters (line {number}): not {encoding} text (UTF-16, "
+                    "or a binary file?)"
+                )
+            yield line
+            number += 1
+
+
+def _not_valid(encoding: str, byte: int, line: int) -> str:
+    return (
+        f"it is not valid {encoding} (byte {byte}, line {line}); declare the source's "
+        "encoding in sources.yaml if it is another"
+    )
 
 
 def _csv_columns(lines: Iterable[str]) -> tuple[list[str], list[str]]:
@@ -165,17 +265,20 @@ _COMPRESSED = (
 )
 
 
-def _parquet_columns(data: bytes) -> tuple[str | None, list[str] | None, list[str] | None]:
+def _parquet_columns(
+    file: NativeFile | None,
+) -> tuple[str | None, list[str] | None, list[str] | None]:
     """(why it is not Parquet or None, its top-level columns, those whose every value is NULL
-    by the row groups' statistics: a column without statistics is not named)."""
+    by the row groups' statistics: a column without statistics is not named). ``file`` is a
+    seekable pyarrow file, None when the object has no bytes."""
     # pyiceberg and pyarrow: loaded only when the lake is read without Spark
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    if not data:
+    if file is None:
         return "it is empty (0 bytes): not a Parquet file", None, None
     try:
-        meta = pq.read_metadata(pa.BufferReader(data))  # a truncated upload has no footer
+        meta = pq.read_metadata(file)  # a truncated upload has no footer
     except (pa.ArrowException, OSError) as error:
         return f"it is not a readable Parquet file ({error})", None, None
     names = list(meta.schema.to_arrow_schema().names)
@@ -196,26 +299,6 @@ def _null_count(chunk: ColumnChunkMetaData) -> int | None:
     if stats is None or not getattr(stats, "has_null_count", False):
         return None
     return stats.null_count
-
-
-def _decoded(data: bytes, encoding: str) -> tuple[str, str | None]:
-    """(the text without a byte order mark, why ``data`` is not text in ``encoding`` or None)."""
-    try:
-        text = data.decode(encoding)
-    except UnicodeDecodeError as error:
-        line = data[: error.start].decode(encoding, "replace").count("\n") + 1
-        return "", (
-            f"it is not valid {encoding} (byte {error.start}, line {line}); declare the "
-            "source's encoding in sources.yaml if it is another"
-        )
-    text = text.removeprefix("\ufeff")
-    nul = text.find("\x00")
-    if nul >= 0:
-        return "", (
-            f"it holds NUL characters (line {text.count(chr(10), 0, nul) + 1}): "
-            f"not {encoding} text (UTF-16, or a binary file?)"
-        )
-    return text, None
 
 
 def _json_keys(text: Iterable[str]) -> tuple[str | None, list[str] | None, list[str] | None]:

@@ -3,9 +3,10 @@ the source's format from the object's own path (``s3a://`` on S3, ``file:`` for 
 folder standing in for it). The driver lists, decides and records; no raw byte passes through
 it, so neither its disk nor its network bounds an ingest.
 
-- ``inspect_objects``: one Spark job over the new objects' bytes (``binaryFile``) runs
-  ``raw_files.inspect`` on the executors: content hash, strict decoding, the columns each
-  carries. Only those small results come back to the driver.
+- ``inspect_objects``: one Spark job over the new objects' paths runs
+  ``raw_files.inspect_path`` on the executors, each reading its object a few MB at a time:
+  content hash, strict decoding, the columns each carries. Only those small results come
+  back to the driver.
 - ``read_objects``: the readable objects in the source's format, with the declared (and
   evolved) schema, malformed records kept apart, and the ingestion columns. CSV is read as
   RFC 4180 (quoted fields may hold line breaks and doubled quotes) in the declared encoding;
@@ -27,8 +28,9 @@ from pyspark.sql import types as T
 
 from medallion_assets.catalog.base import java_charset
 from medallion_assets.catalog.sources import FLOATING_TYPES, Source
-from medallion_assets.runtime import raw_files
+from medallion_assets.runtime import raw_files, raw_open
 from medallion_assets.runtime.raw_files import Inspection
+from medallion_assets.runtime.raw_open import RawObjectUnreadable
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -70,24 +72,46 @@ def inspect_objects(
         return found
 
     _ship_by_value()
-    check = raw_files.inspect
-
+    check = raw_files.inspect_path
+    s3 = s3_endpoint(spark)
     result = T.StructType(
         [
             T.StructField("sha256", T.StringType()),
             T.StructField("problem", T.StringType()),
             T.StructField("columns", T.ArrayType(T.StringType())),
             T.StructField("valueless", T.ArrayType(T.StringType())),
+            T.StructField("unreadable", T.StringType()),
         ]
     )
-    frame = spark.read.format("binaryFile").load(list(paths))
-    inspect = F.udf(lambda content: check(bytes(content), fmt, encoding, header), result)
-    rows = frame.select("path", inspect("content").alias("i")).collect()
-    given = {reported(p): p for p in paths}
+
+    def inspected(path):  # type: ignore[no-untyped-def]  # hints would make it a pandas UDF
+        try:
+            found = check(reported(path), fmt, encoding, header, s3)
+        except OSError as error:  # the object could not be read: said on the driver
+            return (None, None, None, None, f"{type(error).__name__}: {error}")
+        return None if found is None else (*found, None)
+
+    # One task per object (a few at a time): each reads its object a few MB at a time, and
+    # only the paths go to the executors and the small results come back.
+    frame = spark.createDataFrame([(p,) for p in paths], "path string")
+    frame = frame.repartition(min(len(paths), 10_000))
+    rows = frame.select("path", F.udf(inspected, result)("path").alias("i")).collect()
+    unreadable = {}
     for row in rows:
+        if row.i is None:
+            continue  # gone since the listing
+        if row.i.unreadable is not None:
+            unreadable[row.path] = row.i.unreadable
+            continue
         columns = None if row.i.columns is None else list(row.i.columns)
         valueless = None if row.i.valueless is None else list(row.i.valueless)
-        found[given[row.path]] = Inspection(row.i.sha256, row.i.problem, columns, valueless)
+        found[row.path] = Inspection(row.i.sha256, row.i.problem, columns, valueless)
+    if unreadable:
+        first = min(unreadable)
+        raise RawObjectUnreadable(
+            f"{len(unreadable)} raw object(s) could not be read, first {_uri(first)}: "
+            f"{unreadable[first]}"
+        )
     gone = [reported(p) for p in paths if p not in found]
     if gone:
         raise FileNotFoundError(
@@ -95,6 +119,20 @@ def inspect_objects(
             "replaced since the listing? Run again when the source is stable"
         )
     return found
+
+
+def s3_endpoint(spark: SparkSession) -> tuple[str, str] | None:
+    """(URL, region) of the S3 API Spark's s3a speaks to, None for AWS's own."""
+    url = spark.conf.get("spark.hadoop.fs.s3a.endpoint", None)
+    if not url:
+        return None
+    region = spark.conf.get("spark.hadoop.fs.s3a.endpoint.region", None) or "us-east-1"
+    return str(url), str(region)
+
+
+def _uri(path: str) -> str:
+    """A Spark path as the user knows it: ``s3://bucket/key`` or the local file."""
+    return re.sub(r"^s3[an]://", "s3://", reported(path))
 
 
 def read_objects(
@@ -285,20 +323,35 @@ def _read_decoded_json(
     spark: SparkSession, source: Source, paths: list[str], columns: list[tuple[str, str]]
 ) -> DataFrame:
     """JSON lines in an encoding Spark's JSON reader cannot split by line (UTF-16 ...): the
-    executors decode each object (already checked to decode) and Spark parses each line."""
+    executors decode each object (already checked to decode) a few MB at a time and Spark
+    parses each line."""
 
-    encoding = source.encoding
+    _ship_by_value()
+    encoding, s3, lines_of = source.encoding, s3_endpoint(spark), raw_files.object_lines
 
-    def lines(content):  # type: ignore[no-untyped-def]  # hints would make it a pandas UDF
-        text = bytes(content).decode(encoding).removeprefix("\ufeff")
-        return [line for line in text.split("\n") if line.strip()]
+    def lines(batches):  # type: ignore[no-untyped-def]  # Arrow batches in, Arrow batches out
+        # pyarrow: on the executors, where the batches are
+        import pyarrow as pa
+
+        for batch in batches:
+            for path in batch.column(0).to_pylist():
+                kept: list[str] = []
+                for line in lines_of(path, encoding, s3):
+                    if line.strip():
+                        kept.append(line)
+                    if len(kept) == 10_000:
+                        yield pa.RecordBatch.from_pydict({"_path": [path] * 10_000, "_line": kept})
+                        kept = []
+                if kept:
+                    yield pa.RecordBatch.from_pydict({"_path": [path] * len(kept), "_line": kept})
 
     schema = f"{_ddl(columns)}, `{CORRUPT}` string"
     options = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT}
-    frame = spark.read.format("binaryFile").load(paths)
-    frame = frame.select(
-        F.col("path").alias("_path"),
-        F.explode(F.udf(lines, T.ArrayType(T.StringType()))("content")).alias("_line"),
+    objects = spark.createDataFrame(
+        [(reported(p), reported(p)) for p in paths], "p string, s string"
+    )
+    frame = objects.repartition(min(len(paths), 10_000)).mapInArrow(
+        lines, "_path string, _line string"
     )
     parsed = frame.select("_path", F.from_json("_line", schema, options).alias("r"))
     return parsed.select(*[F.col(f"r.{_quoted(n)}") for n, _ in columns], f"r.{CORRUPT}", "_path")
@@ -308,6 +361,7 @@ def _ship_by_value() -> None:
     """Executors unpickle ``raw_files.inspect`` without this package installed: the module's
     functions travel with the job (they need only the standard library and pyarrow)."""
 
+    cloudpickle.register_pickle_by_value(raw_open)  # type: ignore[no-untyped-call]
     cloudpickle.register_pickle_by_value(raw_files)  # type: ignore[no-untyped-call]
 
 

@@ -17,12 +17,16 @@ import pyarrow.parquet as pq
 import pytest
 
 from medallion_assets.catalog import load_catalog
+from medallion_assets.catalog.sources import Source
 from medallion_assets.control.store import ControlStore
+from medallion_assets.healing.systems import SOURCE, Places, system_of
 from medallion_assets.io.object_store import LocalFolderObjectStore
 from medallion_assets.io.s3_store import Boto3ObjectStore
 from medallion_assets.lake import Lake
 from medallion_assets.runtime.bronze_ingest import ingest
 from medallion_assets.runtime.raw_files import CorruptObject
+from medallion_assets.runtime.raw_open import RawObjectUnreadable
+from medallion_assets.runtime.raw_read import inspect_objects
 from medallion_assets.runtime.schema_drift import (
     EvolvedColumn,
     SchemaDrift,
@@ -411,3 +415,27 @@ def test_every_csv_encoding_a_source_may_declare_is_a_charset_spark_has(spark):
 
     charset = spark.sparkContext._jvm.java.nio.charset.Charset
     assert [name for name in _JAVA_CHARSETS.values() if not charset.isSupported(name)] == []
+
+
+def test_an_object_the_executors_cannot_read_fails_naming_it_for_healing(spark, tmp_path):
+    """A read error on an executor (not a missing key) comes back as one error naming the
+    object, so healing sees the raw source failed; a key gone since the listing stays
+    FileNotFoundError."""
+    raw = tmp_path / "raw"
+    (raw / "orders" / "a.jsonl").mkdir(parents=True)  # a folder where the object should be
+    (raw / "orders" / "b.jsonl").write_text('{"order_id": 1}\n')
+    source = Source.model_validate(
+        {"system": "s3_raw", "bucket": "raw", "prefix": "orders/", "format": "jsonl"}
+        | {"columns": [{"name": "order_id", "type": "bigint"}]}
+    )
+    sizes = {f"file:{raw}/orders/a.jsonl": 10, f"file:{raw}/orders/b.jsonl": 16}
+    with pytest.raises(RawObjectUnreadable) as unreadable:
+        inspect_objects(spark, source, sizes)
+    message = str(unreadable.value)
+    assert message.startswith(f"1 raw object(s) could not be read, first file:{raw}/orders/a.jsonl")
+    assert system_of((), message, Places(f"file:{tmp_path}/lake", frozenset(), str(raw))) == SOURCE
+    with pytest.raises(FileNotFoundError, match="deleted or replaced since the listing"):
+        inspect_objects(spark, source, {f"file:{raw}/orders/gone.jsonl": 3})
+    assert inspect_objects(spark, source, {f"file:{raw}/orders/b.jsonl": 16})[
+        f"file:{raw}/orders/b.jsonl"
+    ].columns == ["order_id"]

@@ -15,7 +15,15 @@ import pytest
 
 from medallion_assets.catalog.sources import Source
 from medallion_assets.control.legacy_state import import_legacy_state
-from medallion_assets.runtime.raw_files import column_name_problem, columns_problem, inspect
+from medallion_assets.runtime import raw_files
+from medallion_assets.runtime.raw_files import (
+    column_name_problem,
+    columns_problem,
+    inspect,
+    inspect_chunks,
+    inspect_path,
+)
+from medallion_assets.runtime.raw_open import READ_SIZE
 from medallion_assets.runtime.schema_drift import (
     evolve,
     evolved_columns,
@@ -230,3 +238,75 @@ def test_a_large_json_lines_object_is_inspected_a_line_at_a_time():
         tracemalloc.stop()
     assert found.problem is None and found.columns[-1] == "coupon"
     assert peak < 1_000_000, f"{peak:,} bytes allocated to inspect {len(data):,}"
+
+
+def _big_jsonl(path: Path) -> bytes:
+    record = {"order_id": 1, "amount": 5, "country": "DE", "note": "x" * 150}
+    data = "".join(json.dumps({**record, "order_id": i}) + "\n" for i in range(200_000)).encode()
+    data += b'{"order_id": 0, "coupon": "LATE"}'  # the last line has no line end
+    path.write_bytes(data)
+    return data
+
+
+def test_an_object_is_inspected_from_its_path_a_few_mb_at_a_time(tmp_path):
+    """Where Spark runs, the object is read from its path in ``READ_SIZE`` pieces: a 40 MB
+    object costs the worker a few of them, never the object (the JVM passes only the path)."""
+    import tracemalloc
+
+    path = tmp_path / "a b[1].jsonl"
+    data = _big_jsonl(path)
+    assert len(data) > 40_000_000
+    tracemalloc.start()
+    try:
+        found = inspect_path(f"file:{path}", "jsonl", "utf-8", False, None)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert found is not None and found.sha256 == hashlib.sha256(data).hexdigest()
+    assert found.problem is None and found.columns == [
+        "order_id",
+        "amount",
+        "country",
+        "note",
+        "coupon",
+    ]
+    assert peak < 5 * READ_SIZE < len(data) / 2, (
+        f"{peak:,} bytes allocated to inspect {len(data):,}"
+    )
+    assert inspect_path(f"file:{tmp_path}/gone.jsonl", "jsonl", "utf-8", False, None) is None
+
+
+def test_an_object_on_s3_is_inspected_through_the_s3_api(tmp_path, s3_env, s3_server):
+    """pyarrow's S3 client, pointed where s3a is (the endpoint and region, credentials from the
+    AWS chain), reads the object on the executor: same hash, footer and columns as in memory;
+    a key that is gone is None, not an error."""
+    import boto3
+
+    client = boto3.client("s3", endpoint_url=s3_server.endpoint_url)
+    client.create_bucket(Bucket="inspect-raw")
+    data = _big_jsonl(tmp_path / "a.jsonl")[:5_000_000].rsplit(b"\n", 1)[0] + b"\n"
+    client.put_object(Bucket="inspect-raw", Key="orders/a.jsonl", Body=data)
+    frame = pa.table({"order_id": [1, 2], "status": pa.array([None, None], pa.string())})
+    buffer = io.BytesIO()
+    pq.write_table(frame, buffer)
+    client.put_object(Bucket="inspect-raw", Key="orders/b.parquet", Body=buffer.getvalue())
+    s3 = (s3_server.endpoint_url, s3_env["AWS_DEFAULT_REGION"])
+
+    found = inspect_path("s3a://inspect-raw/orders/a.jsonl", "jsonl", "utf-8", False, s3)
+    assert found == inspect(data, "jsonl", "utf-8", False)
+    parquet = inspect_path("s3a://inspect-raw/orders/b.parquet", "parquet", "utf-8", False, s3)
+    assert parquet == inspect(buffer.getvalue(), "parquet", "utf-8", False)
+    assert parquet is not None and parquet.valueless == ["status"]
+    assert inspect_path("s3a://inspect-raw/orders/gone", "jsonl", "utf-8", False, s3) is None
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "utf-16", "utf-32-le"])
+def test_lines_split_across_reads_decode_as_one_text(encoding):
+    """A character or a line end cut between two reads is still one character, one line."""
+    text = "order_id,country\n1,Österreich\r\n2,Curaçao\n3,日本"
+    data = text.encode(encoding)
+    pieces = [data[i : i + 3] for i in range(0, len(data), 3)]
+    assert inspect_chunks(pieces, "csv", encoding, True) == inspect(data, "csv", encoding, True)
+    assert "".join(raw_files._lines(pieces, encoding)) == text
+    problem = inspect_chunks([b"a,b\n1,2\n", b"3,\xff"], "csv", "utf-8", True).problem
+    assert problem is not None and "(byte 10, line 3)" in problem
