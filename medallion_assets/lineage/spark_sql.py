@@ -1,5 +1,6 @@
-"""Prepare a dataset's SQL for Spark: transpile from the authoring dialect and point every table
-reference at the view that holds its published version.
+"""Prepare a dataset's SQL for Spark: transpile from the authoring dialect, point every table
+reference at the view that holds its published version, and give band joins a bucket key
+(``range_join``).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
+from medallion_assets.lineage.range_join import bucket_band_joins
 from medallion_assets.lineage.script import Script, spark_preamble, spark_sql
 from medallion_assets.lineage.statement import Statement, parse_script, table_name
 
@@ -73,7 +75,8 @@ def spark_script(
             "write the table's full SELECT (or CREATE TABLE ... AS / INSERT OVERWRITE)"
         )
     preamble = [read_views(s, views) for s in spark_preamble(script, dialect)]
-    query = read_views(statement.query, views)
+    preamble = [bucket_band_joins(s) for s in preamble]
+    query = bucket_band_joins(read_views(statement.query, views))
     if statement.target_columns:
         # CREATE VIEW v (a, b) / INSERT INTO t (a, b): the listed names, by position.
         alias = exp.TableAlias(
