@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from itertools import count
 
 from sqlglot import exp, parse_one
+from sqlglot.errors import SqlglotError
 
 BUCKET = "__medallion_band"
 
@@ -36,6 +37,8 @@ _MICROS = {
     "day": 86_400_000_000,
     "week": 7 * 86_400_000_000,
 }
+_DATE_ADD = (exp.DateAdd, exp.TsOrDsAdd, exp.TimestampAdd, exp.DatetimeAdd)
+_DATE_SUB = (exp.DateSub, exp.TimestampSub, exp.DatetimeSub)
 _PART = re.compile(r"(-?\d+(?:\.\d+)?)\s*([a-z]+?)s?\b", re.I)
 
 
@@ -54,7 +57,8 @@ class Band:
 
 
 def bucket_band_joins(query: exp.Expr) -> exp.Expr:
-    """``query`` with every band join it certainly may rewrite given a bucket key (in place).
+    """A copy of ``query`` with every band join it certainly may rewrite given a bucket key;
+    ``query`` itself when the rewrite fails (an optimisation never fails a build).
 
     >>> sql = "SELECT a.k FROM a JOIN b ON b.k = a.k AND b.t BETWEEN a.t - INTERVAL 1 DAY AND a.t"
     >>> query = bucket_band_joins(parse_one(sql, dialect="spark"))
@@ -65,6 +69,13 @@ def bucket_band_joins(query: exp.Expr) -> exp.Expr:
     (SELECT *, UNIX_MICROS(CAST(b.t AS TIMESTAMP)) DIV 86400000000 AS __medallion_band_1
     FROM b) AS b
     """
+    try:
+        return _bucketed(query.copy())
+    except (SqlglotError, ValueError, TypeError, KeyError, AttributeError):
+        return query
+
+
+def _bucketed(query: exp.Expr) -> exp.Expr:
     numbers = count(1)
     wrapped: dict[int, exp.Select] = {}  # id of a relation's holder -> its bucket SELECT
     for select in list(query.find_all(exp.Select)):
@@ -185,6 +196,12 @@ def _offset(bound: exp.Expr) -> tuple[exp.Expr, float | None, bool]:
     """(base, constant added, whether the constant is an interval) of ``base ± constant``."""
     if isinstance(bound, exp.Paren):
         return _offset(bound.this)
+    if isinstance(bound, (*_DATE_ADD, *_DATE_SUB)):  # date_add(d, 7), timestamp_sub(t, ...)
+        amount, unit = _number(bound.expression), bound.args.get("unit")
+        length = _MICROS.get(unit.name.lower().rstrip("s") if unit else "day")
+        if amount is not None and length is not None:
+            sign = 1 if isinstance(bound, _DATE_ADD) else -1
+            return bound.this, sign * amount * length, True
     if isinstance(bound, exp.Add | exp.Sub):
         sign = 1 if isinstance(bound, exp.Add) else -1
         micros = _interval_micros(bound.expression)
@@ -197,11 +214,21 @@ def _offset(bound: exp.Expr) -> tuple[exp.Expr, float | None, bool]:
 
 
 def _number(node: exp.Expr) -> float | None:
-    if isinstance(node, exp.Literal) and not node.is_string:
-        return float(node.this)
+    """The value of a constant number expression (``7``, ``-7``, ``7 * -1``, ``'1'`` as an
+    interval's amount), or None."""
+    if isinstance(node, exp.Literal):
+        try:
+            return float(node.this)
+        except ValueError:
+            return None
+    if isinstance(node, exp.Paren):
+        return _number(node.this)
     if isinstance(node, exp.Neg):
         inner = _number(node.this)
         return None if inner is None else -inner
+    if isinstance(node, exp.Mul):
+        left, right = _number(node.this), _number(node.expression)
+        return None if left is None or right is None else left * right
     return None
 
 
