@@ -84,18 +84,18 @@ def inspect_objects(
         ]
     )
 
-    def inspected(path):  # type: ignore[no-untyped-def]  # hints would make it a pandas UDF
+    def inspected(where):  # type: ignore[no-untyped-def]  # hints would make it a pandas UDF
         try:
-            found = check(reported(path), fmt, encoding, header, s3)
+            found = check(where, fmt, encoding, header, s3)
         except OSError as error:  # the object could not be read: said on the driver
             return (None, None, None, None, f"{type(error).__name__}: {error}")
         return None if found is None else (*found, None)
 
     # One task per object (a few at a time): each reads its object a few MB at a time, and
     # only the paths go to the executors and the small results come back.
-    frame = spark.createDataFrame([(p,) for p in paths], "path string")
+    frame = spark.createDataFrame([(p, reported(p)) for p in paths], "path string, at string")
     frame = frame.repartition(min(len(paths), 10_000))
-    rows = frame.select("path", F.udf(inspected, result)("path").alias("i")).collect()
+    rows = frame.select("path", F.udf(inspected, result)("at").alias("i")).collect()
     unreadable = {}
     for row in rows:
         if row.i is None:
