@@ -137,10 +137,13 @@ def test_a_throttle_and_a_cut_reach_a_running_consumer_within_a_second(url: str)
         consumer.rate(reset + 1.3, reset + 2.2),
     ]
     print(f"rows/s before, throttled, cut, reset: {[round(r) for r in rates]}")
-    # The budget is a ceiling: on a busy machine the consumer may fall short, never above it.
+    # The budget is a ceiling: never above it. A busy machine may keep the consumer below it
+    # (CI once measured 10,071 rows/s under 20,000), so the floor only has to tell a window
+    # from its neighbour: above the ceiling of the lower limit before or after it.
     limits = [RATE, RATE / 4, RATE / 8, RATE / 2]  # the cut halves the operator's rate, then
-    for rate, limit in zip(rates, limits, strict=True):  # systems.yaml's once it is reset
-        assert 0.6 * limit < rate <= 1.1 * limit
+    floors = [1.1 * RATE / 4, 1.1 * RATE / 8, 0.3 * RATE / 8, 1.1 * RATE / 8]  # systems.yaml's
+    for rate, limit, floor in zip(rates, limits, floors, strict=True):  # once it is reset
+        assert floor < rate <= 1.1 * limit, rates
 
 
 @pytest.mark.slow  # watches the rate for four seconds
