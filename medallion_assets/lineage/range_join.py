@@ -39,6 +39,11 @@ _MICROS = {
 }
 _DATE_ADD = (exp.DateAdd, exp.TsOrDsAdd, exp.TimestampAdd, exp.DatetimeAdd)
 _DATE_SUB = (exp.DateSub, exp.TimestampSub, exp.DatetimeSub)
+_VOLATILE = re.compile(
+    r"\b(?:RAND|RANDN|RANDOM|RANDSTR|UNIFORM|UUID|SHUFFLE|MONOTONICALLY_INCREASING_ID|"
+    r"SPARK_PARTITION_ID|INPUT_FILE_NAME|CURRENT_\w+|NOW)\s*\(",
+    re.I,
+)
 _PART = re.compile(r"(-?\d+(?:\.\d+)?)\s*([a-z]+?)s?\b", re.I)
 
 
@@ -177,6 +182,8 @@ def _bounds(predicate: exp.Expr) -> list[tuple[exp.Expr, exp.Expr | None, exp.Ex
 
 def _window(point: exp.Expr, low: exp.Expr, high: exp.Expr, side: str) -> Band | None:
     """The band when ``low`` and ``high`` are one expression plus constants, of one kind."""
+    if any(_VOLATILE.search(e.sql("spark")) for e in (point, low, high)):
+        return None  # evaluated twice (bucket and predicate), it could differ between the two
     low_base, low_offset, low_timed = _offset(low)
     high_base, high_offset, high_timed = _offset(high)
     if low_base.sql() != high_base.sql() or low_offset is None or high_offset is None:
@@ -260,8 +267,11 @@ def _bucket(band: Band, value: exp.Expr, name: str | None = None) -> exp.Expr:
             f"UNIX_MICROS(CAST({sql} AS TIMESTAMP)) DIV {int(band.width)}", dialect="spark"
         )
     else:
+        # Clamped into BIGINT's range (a huge or infinite value shares the last bucket; NaN,
+        # larger than any number to Spark, too): still non-decreasing, and never an overflow.
+        scaled = f"CAST({sql} AS DOUBLE) / {band.width!r}"
         bucket = parse_one(
-            f"CAST(FLOOR(CAST({sql} AS DOUBLE) / {band.width!r}) AS BIGINT)", dialect="spark"
+            f"CAST(FLOOR(LEAST(GREATEST({scaled}, -9.0E18), 9.0E18)) AS BIGINT)", dialect="spark"
         )
     return bucket if name is None else exp.alias_(bucket, name)
 
