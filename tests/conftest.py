@@ -54,27 +54,22 @@ def control_state(tmp_path: Path) -> RuntimeState:
     return ControlStore.open(f"sqlite:///{tmp_path / 'control.db'}").state
 
 
-# The longest test files, longest first (by `--durations` of the CI run of 2026-12-02 on
-# 794df7e, summed per file: whole pipelines on a cluster, through Spark Connect, under Prefect,
-# stopped, killed and resumed, and Spark's OpenLineage reports of the whole demo), start first.
+# The longest test files, longest first (by `--durations` of a CI run: whole pipelines on a
+# cluster, through Spark Connect, under Prefect, stopped, killed and resumed), start first.
 # The two xdist workers then share them from the start, instead of one worker running a
 # three-minute file alone at the end (pyproject's `--no-loadscope-reorder`: xdist would
 # otherwise send the files with the most tests first, whatever this order says).
 LONGEST_FIRST = (
-    "tests/adapters/test_faults.py",
-    "tests/openlineage/test_spark_column_lineage.py",
     "tests/e2e/test_pipeline.py",
-    "tests/e2e/test_standalone_cluster.py",
-    "tests/adapters/test_run_queue.py",
     "tests/e2e/test_stopping.py",
-    "tests/test_s3_recipe.py",
     "tests/e2e/test_spark_connect_demo.py",
+    "tests/adapters/test_run_queue.py",
+    "tests/adapters/test_exports.py",
+    "tests/adapters/test_faults.py",
+    "tests/e2e/test_standalone_cluster.py",
     "tests/adapters/test_run_recovery.py",
     "tests/adapters/test_backfill.py",
-    "tests/adapters/test_exports.py",
     "tests/adapters/test_runs.py",
-    "tests/lake/test_iceberg_on_rest.py",
-    "tests/cli/test_dev_cmd.py",
     "tests/e2e/",
 )
 
