@@ -60,6 +60,7 @@ def same_rows(spark, sql: str) -> str:
     return rewritten
 
 
+@pytest.mark.slow  # Spark
 @pytest.mark.parametrize(
     "condition",
     [
@@ -85,6 +86,7 @@ def test_a_band_join_returns_exactly_the_rows_of_the_original(tables, condition)
     )
 
 
+@pytest.mark.slow  # Spark
 def test_bands_behind_outer_joins_grouped_and_two_in_one_select(tables):
     """The demo's shape (a count per order of the events in its last 24 hours), a band after a
     LEFT JOIN, and two bands giving one relation two bucket columns."""
@@ -111,6 +113,7 @@ def test_bands_behind_outer_joins_grouped_and_two_in_one_select(tables):
     assert f"{BUCKET}_2" in rewritten
 
 
+@pytest.mark.slow  # Spark
 def test_the_join_is_planned_on_the_bucket(tables):
     """Spark joins on the bucket key (a hash or sort-merge join), not on the customer alone."""
     query = spark_script(

@@ -276,6 +276,7 @@ def test_an_object_is_inspected_from_its_path_a_few_mb_at_a_time(tmp_path):
     assert inspect_path(f"file:{tmp_path}/gone.jsonl", "jsonl", "utf-8", False, None) is None
 
 
+@pytest.mark.slow  # moto's S3 server
 def test_an_object_on_s3_is_inspected_through_the_s3_api(tmp_path, s3_env, s3_server):
     """pyarrow's S3 client, pointed where s3a is (the endpoint and region, credentials from the
     AWS chain), reads the object on the executor: same hash, footer and columns as in memory;
