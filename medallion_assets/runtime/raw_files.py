@@ -202,12 +202,7 @@ def _line(data: memoryview, encoding: str, number: int, offset: int) -> str:
         raise _Undecodable(_not_valid(encoding, offset + error.start, number)) from None
     if number == 1:
         line = line.removeprefix("\ufeff")
-    if "\x00" in line:
-        raise _Undecodable(
-            f"it holds NUL characters (line {number}): not {encoding} text (UTF-16, or a "
-            "binary file?)"
-        )
-    return line
+    return _without_nul(line, encoding, number)
 
 
 def _wide_lines(chunks: Iterable[bytes], encoding: str) -> Iterator[str]:
@@ -225,13 +220,18 @@ def _wide_lines(chunks: Iterable[bytes], encoding: str) -> Iterator[str]:
         *lines, rest = (rest + text).split("\n")
         ended = [line + "\n" for line in lines] + ([rest] if chunk is None and rest else [])
         for line in ended:
-            if "\x00" in line:
-                raise _Undecodable(
-                    f"it holds NUL characters (line {number}): not {encoding} text (UTF-16, "
-                    "or a binary file?)"
-                )
-            yield line
+            yield _without_nul(line, encoding, number)
             number += 1
+
+
+def _without_nul(line: str, encoding: str, number: int) -> str:
+    """``line``, or ``_Undecodable`` when it holds a NUL character."""
+    if "\x00" in line:
+        raise _Undecodable(
+            f"it holds NUL characters (line {number}): not {encoding} text (UTF-16, or a "
+            "binary file?)"
+        )
+    return line
 
 
 def _not_valid(encoding: str, byte: int, line: int) -> str:
