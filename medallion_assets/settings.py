@@ -144,11 +144,24 @@ class MedallionSettings(SparkSettings):
         """Steps of a run at a time: ``max_workers``, else the machine's cores."""
         return self.max_workers if self.max_workers is not None else os.cpu_count() or 1
 
+    def master(self, cores: int | None = None) -> str:
+        """The Spark master URL: ``spark_master``, where ``auto`` is ``local[N]`` with two task
+        threads per core (``cores``, the machine's by default).
+
+        >>> MedallionSettings.from_env({}).master(cores=2)
+        'local[4]'
+        >>> MedallionSettings.from_env({"MEDALLION_SPARK_MASTER": "local[*]"}).master()
+        'local[*]'
+        """
+        if self.spark_master.strip().lower() != "auto":
+            return self.spark_master
+        return f"local[{2 * (cores if cores is not None else (os.cpu_count() or 1))}]"
+
     @property
     def local_driver(self) -> bool:
         """Whether a run's Spark driver and executors run on this machine (a ``local`` master,
         no Spark Connect)."""
-        return not self.spark_remote and self.spark_master.startswith("local")
+        return not self.spark_remote and self.master().startswith("local")
 
     @property
     def driver_memory(self) -> str:
@@ -260,6 +273,7 @@ class MedallionSettings(SparkSettings):
             "MEDALLION_LAKE": self.lake_root.resolve() if self.lake_root else self.lake,
             "MEDALLION_LAKE_CATALOG": self.effective_lake_catalog,
             "MEDALLION_SPARK_JARS": self.jars_folder,
+            "MEDALLION_SPARK_MASTER": self.master(),
             "MEDALLION_SPARK_DRIVER_MEMORY": self.driver_memory,
             "MEDALLION_SPARK_SHUFFLE_PARTITIONS": self.shuffle_partitions,
             "MEDALLION_S3_LOCAL_ROOT": self.s3_root.resolve(),

@@ -17,11 +17,11 @@ from tests.s3_server import REGION, S3Server
 
 
 @pytest.fixture(scope="session")
-def spark(s3_server: S3Server):
+def spark(s3_server: S3Server, tmp_path_factory: pytest.TempPathFactory):
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
-    from medallion_assets.runtime.spark_session import spark_session
+    from medallion_assets.runtime.spark_session import fair_pools, pool_weights, spark_session
     from medallion_assets.settings import MedallionSettings
 
     # The environment's Spark variables are not the tests' business: defaults, 2 partitions.
@@ -36,7 +36,9 @@ def spark(s3_server: S3Server):
     saved = {name: os.environ.get(name) for name in credentials}
     os.environ.update(credentials)
     try:
-        session = spark_session(settings)
+        # The pools a run declares (one per criticality), in a folder of this test run's.
+        pools = fair_pools(tmp_path_factory.mktemp("spark-pools"), pool_weights(None))
+        session = spark_session(settings, conf={"spark.scheduler.allocation.file": str(pools)})
     finally:
         for name, value in saved.items():
             if value is None:

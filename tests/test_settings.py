@@ -34,7 +34,9 @@ def test_an_empty_environment_gives_every_default():
     assert not settings.uses_s3_api and settings.aws_region == "us-east-1"
     assert settings.effective_warehouse_url == f"duckdb:///{PROJECT}/.medallion/warehouse.duckdb"
     assert settings.effective_control_url == f"sqlite:///{PROJECT}/.medallion/control.db"
-    assert (settings.spark_master, settings.spark_remote) == ("local[*]", None)
+    assert (settings.spark_master, settings.spark_remote) == ("auto", None)
+    # auto: Spark here with two task threads per core, a local driver
+    assert settings.master() == f"local[{2 * (os.cpu_count() or 1)}]" and settings.local_driver
     assert (settings.spark_shuffle_partitions, settings.spark_driver_memory) == (None, None)
     # auto: from the machine (a quarter of its memory; 8 shuffle partitions per core)
     assert settings.driver_memory == auto_driver_memory(machine_memory())

@@ -1,4 +1,5 @@
-"""Build the Spark session: local ``local[*]`` by default, a master URL or a Spark Connect URL.
+"""Build the Spark session: local by default (two task threads per core), a master URL or a
+Spark Connect URL.
 
 Its settings come from the run's ``MedallionSettings`` (read when the resource is set up), never
 from import-time reads.
@@ -75,7 +76,7 @@ def spark_session(
     else:
         jar_key, jar_value = jar_conf(settings, conf)
         builder = (
-            builder.master(settings.spark_master)
+            builder.master(settings.master())
             .config(jar_key, jar_value)
             .config("spark.driver.memory", settings.driver_memory)
             # Read by spark-submit when this call launches the driver JVM (client mode).
@@ -193,9 +194,11 @@ def driver_watch(on_exit: Callable[[str], None], every: float = 0.5) -> Iterator
 
 def fair_pools(folder: Path, weights: Mapping[str, int]) -> Path:
     """Write Spark's FAIR scheduler allocation file with one pool per name; a weight below 1 is
-    1 (a pool of weight 0 would only run when no other pool wants the executors)."""
+    1 (a pool of weight 0 would only run when no other pool wants the executors). Jobs inside
+    a pool share it fairly too: first-come, a step's long job kept every freed task thread
+    from the step of the same criticality that started after it."""
     pools = "".join(
-        f'  <pool name="{escape(name)}"><schedulingMode>FIFO</schedulingMode>'
+        f'  <pool name="{escape(name)}"><schedulingMode>FAIR</schedulingMode>'
         f"<weight>{max(1, weight)}</weight><minShare>0</minShare></pool>\n"
         for name, weight in sorted(weights.items())
     )
@@ -306,7 +309,7 @@ class SparkWarmUp:
         self.error: BaseException | None = None
         self._started = threading.Event()  # the driver is up, or its start failed
         self._say = say or (lambda _line: None)
-        where = settings.spark_remote or settings.spark_master
+        where = settings.spark_remote or settings.master()
         self._say(f"starting Spark ({mask_credentials(where)}) ...")
         self._thread = threading.Thread(
             target=self._start, args=(settings, dict(weights)), name="spark-warm-up", daemon=True

@@ -4,6 +4,7 @@ table's criticality, weighted as the profile ranks it."""
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 import xml.etree.ElementTree as ET
@@ -30,7 +31,8 @@ def test_the_pools_file_gives_each_criticality_its_weight(tmp_path: Path):
         "normal": 1,
         "low": 1,  # never 0: a pool of weight 0 would starve while any other pool has work
     }
-    assert {p.findtext("schedulingMode") for p in pools.values()} == {"FIFO"}
+    # inside a pool too: a later step's job gets the next freed task thread (see below)
+    assert {p.findtext("schedulingMode") for p in pools.values()} == {"FAIR"}
 
 
 def test_every_criticality_has_a_pool_with_profiles_or_without(demo_catalog):
@@ -97,7 +99,6 @@ def test_cancelling_a_runs_jobs_leaves_the_jobs_of_a_run_beside_it(spark, tmp_pa
     started = threading.Barrier(3)
 
     def step(run_id: str, pool: str) -> None:
-        # two pools: inside one (FIFO) the first job's tasks would take both cores here
         session = step_session(spark, settings, pool, run_job_tag(run_id))
         # a group only to watch the run's jobs by; the cancel goes by the step's tag
         session.sparkContext.setJobGroup(run_id, run_id, interruptOnCancel=True)
@@ -124,6 +125,49 @@ def test_cancelling_a_runs_jobs_leaves_the_jobs_of_a_run_beside_it(spark, tmp_pa
     for thread in threads:
         thread.join()
     assert outcome == {"run-a": "cancelled", "run-b": "20"}
+
+
+def _sleeping_query(tasks: int, millis: int) -> str:
+    return (
+        f"SELECT count(*) AS n FROM range(0, {tasks}, 1, {tasks}) "
+        f"WHERE coalesce(reflect('java.lang.Thread', 'sleep', CAST({millis} AS BIGINT)), '') <> 'x'"
+    )
+
+
+@pytest.mark.slow
+def test_a_step_beside_a_long_one_of_its_criticality_is_not_starved(spark, tmp_path: Path):
+    """Two steps of one criticality (one pool): the first's job has two waves of tasks for
+    every task thread. The second step's one-task job, started while the first wave runs, gets
+    the first thread that frees (FAIR inside the pool; first-come would hand every freed thread
+    to the first job's second wave) and ends while the first job still runs. The default
+    master gives two task threads per core."""
+    threads_per_core = spark.sparkContext.defaultParallelism / (os.cpu_count() or 1)
+    assert threads_per_core == 2
+    settings = MedallionSettings.from_env({}, tmp_path)
+    slots = spark.sparkContext.defaultParallelism
+    ended: dict[str, float] = {}
+    long_started = threading.Event()
+
+    def step(name: str, query: str) -> None:
+        session = step_session(spark, settings, "normal", run_job_tag(name))
+        session.sparkContext.setJobGroup(name, name)
+        if name == "short":
+            long_started.wait()
+        session.sql(query).collect()
+        ended[name] = time.monotonic()
+
+    long = threading.Thread(target=step, args=("long", _sleeping_query(2 * slots, 3000)))
+    short = threading.Thread(target=step, args=("short", _sleeping_query(1, 10)))
+    long.start()
+    short.start()
+    tracker = spark.sparkContext.statusTracker()
+    deadline = time.monotonic() + 60
+    while not _sleeping(tracker, "long") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    long_started.set()
+    long.join()
+    short.join()
+    assert ended["short"] < ended["long"] - 1, "the second step waited for the first one's job"
 
 
 @pytest.mark.slow
