@@ -18,6 +18,7 @@ from medallion_assets.catalog.rules import Rule
 from medallion_assets.catalog.sources import Source
 from medallion_assets.lineage.file_lineage import ColumnLineage
 from medallion_assets.lineage.graph import LineageGraph
+from medallion_assets.lineage.incremental import Incremental
 
 # Added by the runtime to every raw record, so bronze SQL can select them.
 INGESTION_COLUMNS: tuple[tuple[str, str], ...] = (
@@ -61,6 +62,9 @@ class Dataset:
     target: Target | None
     alternates: tuple[AlternateProducer, ...]
     code_version: str
+    # kind append or merge (datasets.yaml), as the SQL's lineage allows it: what a run reads
+    # incrementally; None for kind full
+    incremental: Incremental | None = None
 
     @property
     def table(self) -> str:

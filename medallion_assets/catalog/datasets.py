@@ -13,6 +13,7 @@ from medallion_assets.catalog import sources as source_models
 from medallion_assets.catalog.catalog import AlternateProducer, Dataset
 from medallion_assets.catalog.dependencies import _layer_rank
 from medallion_assets.catalog.errors import CatalogIssue
+from medallion_assets.catalog.kinds import incremental_of
 from medallion_assets.catalog.layers import layer_problems
 from medallion_assets.catalog.metadata_files import LoadedFile, model_of
 from medallion_assets.catalog.references import KnownNames
@@ -68,6 +69,8 @@ def build_datasets(
         issues.extend(alt_issues + backup_issues)
         issues.extend(_daily_source_issues(files, name, settings, lineage, sources))
         issues.extend(_keep_latest_issues(files, name, settings, lineage))
+        plan, kind_issues = incremental_of(files, name, settings, all_settings, sql_file, tables)
+        issues.extend(kind_issues)
         used_alternates.update(a.sql_path for a in alts)
         datasets[name] = Dataset(
             name=name,
@@ -92,6 +95,7 @@ def build_datasets(
                 _json(target),
                 json.dumps([_json(r) for r in rules]),
             ),
+            incremental=plan,
         )
     for path, sql_file in sql.alternates.items():
         if settings_file is None:

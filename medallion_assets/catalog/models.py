@@ -246,8 +246,40 @@ class DatasetSettings(Model):
         "source rows fails the build, the first build included."
     )
 
+    kind: Literal["full", "append", "merge"] = "full"
+    (
+        "How a run builds the table: `full` rebuilds it from its inputs; `append` reads only "
+        "the rows its driving input gained since the last build and appends what they make; "
+        "`merge` recomputes the keys whose driving rows changed (every row of those keys) and "
+        "merges them in, deleting keys that no longer make a row. Other inputs are read whole, "
+        "and a change to one of them (or to the SQL) rebuilds the table in full."
+    )
+    keys: tuple[str, ...] = ()
+    (
+        "kind merge: the output columns that identify a row (e.g. [order_id]); at least one a "
+        "plain copy of a column of the driving input, which says whose rows a key's come from "
+        "(others, e.g. a line number the SQL computes, tell one order's rows apart)."
+    )
+    driving: str | None = None
+    (
+        "kind append or merge: the input table whose changes drive a run; default: the only "
+        "input, or the one the keys are copied from."
+    )
+
     _dialect = field_validator("dialect")(classmethod(lambda cls, v: check_dialect(v)))
     _owners = field_validator("owners")(classmethod(lambda cls, v: check_owners(v)))
+
+    @model_validator(mode="after")
+    def _kind(self) -> DatasetSettings:
+        if self.kind == "merge" and not self.keys:
+            raise ValueError("kind merge needs keys: the output columns that identify a row")
+        if self.keys and self.kind != "merge":
+            raise ValueError(f"keys apply to kind merge, and this table's kind is {self.kind}")
+        if self.driving is not None:
+            if self.kind == "full":
+                raise ValueError("driving applies to kind append or merge, not full")
+            check_table_name(self.driving)
+        return self
 
     @field_validator("tags")
     @classmethod
