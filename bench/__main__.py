@@ -15,6 +15,7 @@ from bench import (
     contention_bench,
     dag_bench,
     definitions_bench,
+    incremental_bench,
     lake_bench,
     lineage_bench,
     orchestration_bench,
@@ -42,6 +43,7 @@ BENCHMARKS = {
     "L": lake_bench.main,
     "M": small_project_bench.main,
     "N": scale_bench.main,
+    "O": incremental_bench.main,
 }
 
 

@@ -7,6 +7,7 @@ from functools import reduce
 from typing import TYPE_CHECKING, Any
 
 from medallion_assets.lake import snapshots, tables
+from medallion_assets.lake.changes import Changes, changes_between
 from medallion_assets.lake.records import Footprint
 from medallion_assets.lake.versions import Version
 
@@ -57,6 +58,13 @@ class LakeReads:
                 frame = frame.where(F.col(f"`{column}`") == F.lit(version.partition))
             frames.append(frame)
         return reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
+
+    def changes(self, table: str, since: str, until: str) -> Changes | None:
+        """What ``table`` gained from version ``since`` to version ``until`` (``lake.changes``);
+        None when ``main``'s line no longer holds both (rolled back, expired) or there is no
+        such table."""
+        loaded = self._load(table)
+        return changes_between(loaded, table, since, until) if loaded is not None else None
 
     def read_current(
         self, spark: SparkSession, table: str, partitions: list[str] | None = None

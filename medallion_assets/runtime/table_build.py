@@ -26,6 +26,7 @@ from medallion_assets.faults import crash_point
 from medallion_assets.lake import Lake, Produced, StagedWrite, Version
 from medallion_assets.lineage.spark_sql import spark_script, view_name
 from medallion_assets.lineage.statement import parse_script
+from medallion_assets.runtime.incremental import Increment, plan_increment, stage_increment
 from medallion_assets.runtime.merge import stage_merge
 from medallion_assets.runtime.table_run import TableRun
 
@@ -146,7 +147,22 @@ def build_table(run: TableRun) -> BuildOutcome:
 
     views = register_inputs(spark, lake, catalog, dataset, partition)
     produced = Produced(dataset.code_version, inputs, run.run_id)
-    if merge:
+    built = "built in full"
+    plan = dataset.incremental if partition is None and not merge else None
+    increment = plan_increment(run, plan, sources, current) if plan is not None else None
+    staged_increment: tuple[StagedWrite, str, str] | None = None
+    if plan is not None and increment is not None and increment.changes is not None:
+        done = stage_increment(run, plan, increment.changes, views, produced, parsed)
+        if isinstance(done, str):  # its output changed shape: in full after all
+            increment = Increment(full_because=done)
+        else:
+            staged_increment = done
+    if increment is not None and increment.full_because:
+        built = f"built in full: {increment.full_because}"
+        run.log.info(f"{dataset.name} (kind {dataset.settings.kind}) {built}")
+    if staged_increment is not None:
+        staged, query, built = staged_increment
+    elif merge:
         staged, query = stage_merge(run, views, produced, parsed)
     else:
         script = spark_script(dataset.sql, dataset.dialect, dataset.name, views, parsed)
@@ -162,9 +178,8 @@ def build_table(run: TableRun) -> BuildOutcome:
         f"published {dataset.name}{_label(partition)} version {version.version_id}: "
         f"{version.rows} rows"
     )
-    return BuildOutcome(
-        version, False, "built", {"rows": version.rows, "spark_sql": query}, validation
-    )
+    metadata = {"rows": version.rows, "spark_sql": query, "built": built}
+    return BuildOutcome(version, False, "built", metadata, validation)
 
 
 def drop_stale_staging(run: TableRun) -> None:

@@ -88,6 +88,8 @@ class TableRunner:
         )
         if build.skipped:
             metadata["skip_reason"] = build.reason
+        elif "built" in build.metadata:  # in full (and why, for an incremental kind) or not
+            metadata["built"] = build.metadata["built"]
         checks = list(build.validation.results)
         dataset = table_run.dataset
         if dataset.target is not None:

@@ -1,0 +1,219 @@
+"""Build an ``append`` or ``merge`` table from what its driving input gained since the last
+build, instead of from the whole history.
+
+The last build's snapshot summary records the version of every input it read. When only the
+driving input moved since, the build reads the driving input's new snapshots:
+- ``append``: their appended rows stand in for the driving input; the output is appended.
+- ``merge``: the keys of every row they appended (or, when some of them rewrote rows, of every
+  row that differs between the two versions) select the driving rows the SQL runs over (every
+  version of those keys, so "the latest version per key" stays right); one Iceberg ``MERGE``
+  updates those keys, inserts new ones and deletes those that no longer make a row.
+
+Anything else builds the table in full, and says why: the first build, the SQL or settings
+changed, another input changed, the driving input was rewritten under an ``append`` table,
+rolled back past or expired beyond the last read snapshot, or its output columns changed.
+Either way the write is staged, checked as the whole table it makes, and published in one
+commit, so a failed or killed build leaves the table and its recorded inputs as they were.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from medallion_assets.errors import PermanentError
+from medallion_assets.lake import Produced, StagedWrite, Version
+from medallion_assets.lake.changes import Changes, appended_rows, changed_keys
+from medallion_assets.lineage.incremental import Incremental
+from medallion_assets.lineage.spark_sql import spark_script, view_name
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from medallion_assets.lineage.script import Script
+    from medallion_assets.lineage.statement import Statement
+    from medallion_assets.runtime.table_run import TableRun
+
+_PRESENT = "__medallion_present"
+
+
+class DuplicateKeys(PermanentError):
+    """The recomputed rows hold a key more than once: the MERGE would be ambiguous."""
+
+    error_code = "DUPLICATE_KEYS"
+    fix = "make the keys in metadata/datasets.yaml unique in the SQL's output, or use kind full"
+
+
+@dataclass(frozen=True)
+class Increment:
+    """How a build of an incremental table reads its driving input: ``changes`` since the
+    last build, or in full because of ``full_because``."""
+
+    changes: Changes | None = None
+    full_because: str = ""
+
+
+def plan_increment(
+    run: TableRun, plan: Incremental, sources: Mapping[str, str], current: Version | None
+) -> Increment:
+    """Whether ``run``'s table can be built from its driving input's changes (``sources``: the
+    version of every input it reads now; ``current``: its version in force)."""
+    dataset = run.dataset
+    if current is None:
+        return Increment(full_because="its first build")
+    if run.rebuild:
+        return Increment(full_because="a full refresh was asked for")
+    if current.code_version != dataset.code_version:
+        return Increment(full_because="its SQL or settings changed since its last build")
+    moved = sorted(
+        table
+        for table in set(sources) | set(current.inputs)
+        if table != plan.driving and current.inputs.get(table) != sources.get(table)
+    )
+    if moved:
+        return Increment(full_because=f"{', '.join(moved)} changed since its last build")
+    since = current.inputs.get(plan.driving)
+    until = sources.get(plan.driving)
+    if since is None or until is None:
+        return Increment(full_because=f"its last build did not record {plan.driving}")
+    changes = run.lake.changes(plan.driving, since, until)
+    if changes is None:
+        return Increment(
+            full_because=f"{plan.driving} no longer holds version {since} its last build read "
+            "(rolled back, or its snapshots expired)"
+        )
+    if plan.kind == "append" and changes.rewrite is not None:
+        return Increment(
+            full_because=f"{plan.driving} rewrote rows since its last build ({changes.rewrite}), "
+            "so rows already appended may be wrong"
+        )
+    return Increment(changes=changes)
+
+
+def stage_increment(
+    run: TableRun,
+    plan: Incremental,
+    changes: Changes,
+    views: Mapping[str, str],
+    produced: Produced,
+    parsed: tuple[Script, Statement],
+) -> tuple[StagedWrite, str, str] | str:
+    """Stage ``run``'s table built from ``changes`` of its driving input (``views``: the
+    registered view of every input, read whole): (the staged write, the Spark SQL run, what was
+    done), or the reason to build it in full instead."""
+    spark, dataset = run.session, run.dataset
+    driving = spark.table(views[plan.driving])
+    touched = None
+    if plan.kind == "append":
+        rows = appended_rows(spark, changes)
+    else:
+        touched = _touched_keys(run, plan, changes).persist()  # read twice: rows, MERGE
+        condition = [driving[f"`{s}`"].eqNullSafe(touched[f"`{s}`"]) for _, s in plan.keys]
+        rows = driving.join(touched, on=condition, how="left_semi")
+    increment_view = f"{view_name(plan.driving)}__increment"
+    rows.createOrReplaceTempView(increment_view)
+    script = spark_script(
+        dataset.sql, dataset.dialect, dataset.name, {**views, plan.driving: increment_view}, parsed
+    )
+    frame = script.run(spark)
+    table_columns = run.lake.columns(spark, dataset.name)
+    if [c.lower() for c in frame.columns] != [c.lower() for c in table_columns]:
+        return (
+            f"its output columns ({', '.join(frame.columns)}) are not the table's "
+            f"({', '.join(table_columns)})"
+        )
+    if touched is None:
+        staged = run.lake.stage(spark, frame, dataset.name, produced, mode="append")
+        return staged, script.query, f"appended the rows {plan.driving} gained"
+    try:
+        staged = _stage_merge(run, plan, frame, touched, produced)
+    finally:
+        touched.unpersist()
+    return staged, script.query, f"merged the keys {plan.driving}'s changes touched"
+
+
+def _touched_keys(run: TableRun, plan: Incremental, changes: Changes) -> DataFrame:
+    """The driving input's key columns of every row its changes touched, once each."""
+    return changed_keys(run.session, changes, [source for _, source in plan.keys])
+
+
+def _stage_merge(
+    run: TableRun, plan: Incremental, frame: DataFrame, touched: DataFrame, produced: Produced
+) -> StagedWrite:
+    """One Iceberg MERGE on a staged branch, matching on the table's keys: each recomputed row
+    replaces the table's row of its keys (or is inserted), and a row of a touched driving key
+    that was not recomputed is deleted. (The keys may hold columns the SQL computes, e.g. a
+    line number beside the order id the driving input gives: then every row of a touched order
+    is replaced as a set.)"""
+    spark, dataset = run.session, run.dataset
+    keys = list(dataset.settings.keys)
+    frame = frame.persist()
+    try:
+        _refuse_duplicates(run, frame, keys)
+        current = run.lake.read_current(spark, dataset.name)
+        assert current is not None, f"{dataset.name}: an incremental build needs a version"
+        on_touched = [current[f"`{o}`"].eqNullSafe(touched[f"`{s}`"]) for o, s in plan.keys]
+        held = current.join(touched, on=on_touched, how="left_semi").select(
+            *[current[f"`{k}`"] for k in keys]
+        )
+        gone = held.join(
+            frame, on=[held[f"`{k}`"].eqNullSafe(frame[f"`{k}`"]) for k in keys], how="left_anti"
+        )
+        rows = frame.selectExpr("*", f"true AS {_PRESENT}")
+        source_view = f"{view_name(dataset.name)}__merge_source"
+        rows.unionByName(gone, allowMissingColumns=True).createOrReplaceTempView(source_view)
+        statement = merge_statement(source_view, frame.columns, keys)
+        return run.lake.stage_sql(spark, dataset.name, statement, produced)
+    finally:
+        frame.unpersist()
+
+
+def merge_statement(source: str, columns: list[str], keys: list[str]) -> str:
+    """The MERGE of ``source`` (the recomputed rows with ``__medallion_present`` true, and the
+    keys of rows to delete with it NULL) into ``{target}``.
+
+    >>> print(merge_statement("src", ["id", "v"], ["id"]).replace(" THEN", "\\n  THEN"))
+    MERGE INTO {target} AS t USING src AS s ON t.`id` <=> s.`id`
+    WHEN MATCHED AND s.`__medallion_present` IS NULL
+      THEN DELETE
+    WHEN MATCHED
+      THEN UPDATE SET t.`id` = s.`id`, t.`v` = s.`v`
+    WHEN NOT MATCHED AND s.`__medallion_present` IS NOT NULL
+      THEN INSERT (`id`, `v`) VALUES (s.`id`, s.`v`)
+    """
+    on = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in keys)
+    sets = ", ".join(f"t.`{c}` = s.`{c}`" for c in columns)
+    names = ", ".join(f"`{c}`" for c in columns)
+    values = ", ".join(f"s.`{c}`" for c in columns)
+    return (
+        f"MERGE INTO {{target}} AS t USING {source} AS s ON {on}\n"
+        f"WHEN MATCHED AND s.`{_PRESENT}` IS NULL THEN DELETE\n"
+        f"WHEN MATCHED THEN UPDATE SET {sets}\n"
+        f"WHEN NOT MATCHED AND s.`{_PRESENT}` IS NOT NULL THEN INSERT ({names}) VALUES ({values})"
+    )
+
+
+def _refuse_duplicates(run: TableRun, frame: DataFrame, keys: list[str]) -> None:
+    """``DuplicateKeys`` naming how many keys the recomputed rows hold twice, and one (masked
+    when a key column holds personal data)."""
+    # pyspark: loaded only where Spark runs
+    from pyspark.sql import functions as F
+
+    doubled = frame.groupBy(*[f"`{k}`" for k in keys]).count().where(F.col("count") > 1)
+    found = doubled.limit(1).collect()
+    if not found:
+        return
+    dataset = run.dataset
+    held = doubled.count()
+    private = set(dataset.settings.pii_columns) & set(keys)
+    sample = (
+        "values masked: personal data"
+        if private
+        else ", ".join(f"{k}={found[0][k]!r}" for k in keys)
+    )
+    raise DuplicateKeys(
+        f"{dataset.sql_path}: {dataset.name}: {held} key(s) ({', '.join(keys)}) are held by more "
+        f"than one output row (e.g. {sample}), so kind merge cannot tell which to keep; make "
+        f"them unique in the SQL, or set kind full for {dataset.name} in metadata/datasets.yaml"
+    )
