@@ -136,11 +136,12 @@ def _sleeping_query(tasks: int, millis: int) -> str:
 
 @pytest.mark.slow
 def test_a_step_beside_a_long_one_of_its_criticality_is_not_starved(spark, tmp_path: Path):
-    """Two steps of one criticality (one pool): the first's job has two waves of tasks for
-    every task thread. The second step's one-task job, started while the first wave runs, gets
-    the first thread that frees (FAIR inside the pool; first-come would hand every freed thread
-    to the first job's second wave) and ends while the first job still runs. The default
-    master gives two task threads per core."""
+    """Two steps of one criticality (one pool): the first's job has three waves of 5-second
+    tasks for every task thread. The second step's one-task job, started while the first wave
+    runs, gets the first thread that frees (FAIR inside the pool; first-come would hand every
+    freed thread to the first job's later waves) and ends while the first job still runs. Its
+    planning may take seconds on a loaded machine: a freed thread later than the first wave's
+    still comes before the last wave's. The default master gives two task threads per core."""
     threads_per_core = spark.sparkContext.defaultParallelism / (os.cpu_count() or 1)
     assert threads_per_core == 2
     settings = MedallionSettings.from_env({}, tmp_path)
@@ -156,7 +157,7 @@ def test_a_step_beside_a_long_one_of_its_criticality_is_not_starved(spark, tmp_p
         session.sql(query).collect()
         ended[name] = time.monotonic()
 
-    long = threading.Thread(target=step, args=("long", _sleeping_query(2 * slots, 3000)))
+    long = threading.Thread(target=step, args=("long", _sleeping_query(3 * slots, 5000)))
     short = threading.Thread(target=step, args=("short", _sleeping_query(1, 10)))
     long.start()
     short.start()
