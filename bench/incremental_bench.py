@@ -27,6 +27,7 @@ import random
 import shutil
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from bench import report
@@ -71,7 +72,7 @@ def land_orders(s3_root: Path, count: int = NEW_RECORDS, seed: int = 7) -> Path:
                 break
     rng = random.Random(seed)
     chosen = rng.sample(records, count)
-    top = max(int(r["order_id"]) for r in records)
+    top = max(_order_ids(folder))  # new orders take ids above every id the lake may hold
     out = []
     for index, record in enumerate(chosen):
         record = dict(record, updated_at="2026-01-09T00:00:00Z")
@@ -84,6 +85,17 @@ def land_orders(s3_root: Path, count: int = NEW_RECORDS, seed: int = 7) -> Path:
     target.parent.mkdir(parents=True)
     target.write_text("\n".join(out) + "\n")
     return target
+
+
+def _order_ids(folder: Path) -> Iterator[int]:
+    """Every order id of every orders object under ``folder``."""
+    for path in sorted(folder.rglob("*.jsonl")):
+        with path.open() as lines:
+            for line in lines:
+                try:
+                    yield int(json.loads(line)["order_id"])
+                except (ValueError, KeyError, TypeError):  # a malformed record of the demo
+                    continue
 
 
 def how_built(folder: Path) -> dict[str, str]:
