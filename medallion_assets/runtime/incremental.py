@@ -102,15 +102,32 @@ def stage_increment(
     """Stage ``run``'s table built from ``changes`` of its driving input (``views``: the
     registered view of every input, read whole): (the staged write, the Spark SQL run, what was
     done), or the reason to build it in full instead."""
-    spark, dataset = run.session, run.dataset
-    driving = spark.table(views[plan.driving])
-    touched = None
     if plan.kind == "append":
-        rows = appended_rows(spark, changes)
-    else:
-        touched = _touched_keys(run, plan, changes).persist()  # read twice: rows, MERGE
+        return _stage_built(
+            run, plan, appended_rows(run.session, changes), None, views, produced, parsed
+        )
+    touched = _touched_keys(run, plan, changes).persist()  # read twice: the rows, the MERGE
+    try:
+        driving = run.session.table(views[plan.driving])
         condition = [driving[f"`{s}`"].eqNullSafe(touched[f"`{s}`"]) for _, s in plan.keys]
         rows = driving.join(touched, on=condition, how="left_semi")
+        return _stage_built(run, plan, rows, touched, views, produced, parsed)
+    finally:
+        touched.unpersist()
+
+
+def _stage_built(
+    run: TableRun,
+    plan: Incremental,
+    rows: DataFrame,
+    touched: DataFrame | None,
+    views: Mapping[str, str],
+    produced: Produced,
+    parsed: tuple[Script, Statement],
+) -> tuple[StagedWrite, str, str] | str:
+    """The SQL run with ``rows`` standing in for the driving input, staged: appended, or
+    merged over the ``touched`` keys."""
+    spark, dataset = run.session, run.dataset
     increment_view = f"{view_name(plan.driving)}__increment"
     rows.createOrReplaceTempView(increment_view)
     script = spark_script(
@@ -126,10 +143,7 @@ def stage_increment(
     if touched is None:
         staged = run.lake.stage(spark, frame, dataset.name, produced, mode="append")
         return staged, script.query, f"appended the rows {plan.driving} gained"
-    try:
-        staged = _stage_merge(run, plan, frame, touched, produced)
-    finally:
-        touched.unpersist()
+    staged = _stage_merge(run, plan, frame, touched, produced)
     return staged, script.query, f"merged the keys {plan.driving}'s changes touched"
 
 
