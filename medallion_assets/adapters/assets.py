@@ -9,7 +9,7 @@ healed and retried or failed by ``retry.py``.
 """
 
 import functools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -39,6 +39,7 @@ from medallion_assets.adapters.translator import (
 )
 from medallion_assets.catalog import Catalog, Dataset
 from medallion_assets.catalog.describe import column_descriptions
+from medallion_assets.catalog.selection import select_tables
 from medallion_assets.checks.results import ChecksFailed
 from medallion_assets.control.engine import ControlStoreError
 from medallion_assets.control_plane import ControlPlane
@@ -291,7 +292,27 @@ def route_around_down(run: TableRun, plane: ControlPlane) -> str:
     return f"no available path produces it with {', '.join(plan.down)} down"
 
 
-REBUILD_TAG = "medallion/rebuild"  # "1": build even when code and inputs are unchanged
+# A full refresh: build even when code and inputs are unchanged, and an append or merge table
+# from its whole input. "*" (or "1"): every table of the run; else a selection of tables, as
+# `medallion backfill --select` takes it (silver.orders_usd,gold.*,layer:silver).
+FULL_REFRESH_TAG = "medallion/full_refresh"
+
+
+def full_refresh(catalog: Catalog, tags: Mapping[str, str], table: str) -> bool:
+    """Whether the run's ``medallion/full_refresh`` tag asks for ``table`` in full."""
+    value = tags.get(FULL_REFRESH_TAG, "").strip()
+    if not value:
+        return False
+    if value in ("*", "1"):
+        return True
+    try:
+        return table in select_tables(catalog, value)
+    except ValueError as error:
+        raise dg.Failure(  # the same for every step of the run: not retried
+            description=f"run tag {FULL_REFRESH_TAG}={value!r}: "
+            f"{str(error).removeprefix('--select ')} (or * for every table)",
+            allow_retries=False,
+        ) from None
 
 
 def table_run(
@@ -315,7 +336,7 @@ def table_run(
         objects=resources.s3,
         warehouse=resources.warehouse,
         control=plane.store(),
-        rebuild=context.run.tags.get(REBUILD_TAG) == "1",
+        rebuild=full_refresh(catalog, context.run.tags, dataset.name),
     )
 
 

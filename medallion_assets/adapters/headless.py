@@ -20,7 +20,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from medallion_assets.adapters.assets import REBUILD_TAG
+from medallion_assets.adapters.assets import FULL_REFRESH_TAG
 from medallion_assets.adapters.code_location import definitions_for
 from medallion_assets.adapters.dagster_internals import PARTITION_NAME_TAG
 from medallion_assets.adapters.instance import project_instance
@@ -104,12 +104,14 @@ def run_project(
     *,
     warm_up: SparkWarmUp | None = None,
     run_lock_held: bool = False,
+    full_refresh: str = "",
 ) -> RunSummary:
     """Materialize every table: each day of the daily tables, then the rest. With ``progress``,
     ``log`` also gets one line as each table's step ends. Another ``medallion run`` on the
     project is waited for, up to ``wait_seconds`` (then ``RunInProgress``), unless the caller
     holds its run lock (``run_lock_held``) and maybe started Spark behind it (``warm_up``).
-    ``settings``: the caller's, else read from the environment now."""
+    ``settings``: the caller's, else read from the environment now. ``full_refresh``: the
+    tables to build in full even when unchanged (``*``: every table; else a selection)."""
     if settings is None:
         settings = MedallionSettings.from_env(os.environ, project_root)
     catalog = load_catalog(project_root)
@@ -124,7 +126,8 @@ def run_project(
             instance = stack.enter_context(
                 project_instance(project_root, profiles=catalog.profiles)
             )
-        summary = _run(settings, catalog, log, instance, progress, warm_up)
+        tags = {FULL_REFRESH_TAG: full_refresh} if full_refresh else {}
+        summary = _run(settings, catalog, log, instance, progress, warm_up, tags)
     return summary
 
 
@@ -169,7 +172,7 @@ def build_table(
             if not retry:
                 tags = {**tags, RETRY_TAG: RETRIES_BY_ORCHESTRATOR}
             if rebuild:
-                tags = {**tags, REBUILD_TAG: "1"}
+                tags = {**tags, FULL_REFRESH_TAG: "*"}
             steps = _Steps(job, instance, plane, handler, tags)
             steps.execute([table], partition, ThreadedExecutor(1, order))
         steps.summary.seconds = time.perf_counter() - started
@@ -183,6 +186,7 @@ def _run(
     instance: dg.DagsterInstance,
     progress: bool,
     warm_up: SparkWarmUp | None,
+    tags: Mapping[str, str],
 ) -> RunSummary:
     mark_lost_runs_failed(instance, log)
     apply_pool_limits(instance, system_limits(catalog), log)
@@ -215,7 +219,7 @@ def _run(
     with reporting_progress(total, log if progress else None) as handler, gone:
         handler.partition_of = _partition_of(instance)
         slots = threading.BoundedSemaphore(settings.workers)  # shared by runs side by side
-        steps = _Steps(job, instance, plane, handler, priority.tags())
+        steps = _Steps(job, instance, plane, handler, {**priority.tags(), **tags})
         by_day = ThreadedExecutor(settings.workers, order, slots=slots, capture_logs=False)
         rest = ThreadedExecutor(settings.workers, order, slots=slots, capture_logs=False)
         # Each day of the daily tables in turn, on a thread, beside one run of the tables that

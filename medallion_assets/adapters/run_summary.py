@@ -80,6 +80,7 @@ class TableResult:
     retryable: bool = True  # failed: another attempt may succeed (not a permanent error)
     set_aside: list[tuple[str, str]] = field(default_factory=list)  # raw (key, why) not read
     copies: list[tuple[str, str]] = field(default_factory=list)  # raw (key, what it copies)
+    built: str = ""  # an append or merge table's build: from its changes, or in full and why
 
     @property
     def label(self) -> str:
@@ -200,6 +201,7 @@ def _materialized(row: TableResult, materialization: Any) -> None:
     row.current_rows = int(meta.get("rows", 0))
     # A bronze append wrote only its new rows (``rows_written``); a rebuild, all of them.
     row.rows = 0 if skipped else int(meta.get("rows_written", row.current_rows))
+    row.built = str(meta.get("built", ""))
     row.quarantined = meta.get("quarantined_rows")
     row.warehouse_rows = meta.get("warehouse_rows")
     row.warehouse_loaded = meta.get("warehouse_loaded")

@@ -7,6 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from medallion_assets.catalog.catalog import Catalog, Dataset
+from medallion_assets.lineage.incremental import possible_kinds
+from medallion_assets.lineage.statement import SqlError, parse_script
 
 
 def column_descriptions(
@@ -128,5 +130,41 @@ def _dataset(catalog: Catalog, dataset: Dataset) -> dict[str, Any]:
         "partitions": dataset.settings.partitions.model_dump(mode="json")
         if dataset.settings.partitions
         else None,
+        "kind": dataset.settings.kind,
+        **({"keys": list(dataset.settings.keys)} if dataset.settings.keys else {}),
+        **({"could_be": could} if (could := suggested_kinds(catalog, dataset)) else {}),
         "code_version": dataset.code_version,
     }
+
+
+def suggested_kinds(catalog: Catalog, dataset: Dataset) -> list[str]:
+    """The incremental kinds a ``full`` table's SQL would honour, as datasets.yaml would say
+    them (a suggestion for ``catalog show``, never applied): none for bronze, for a table
+    already incremental, for a daily table (each run rebuilds only its days already), or when
+    a daily input would drive a table without days.
+
+    >>> from medallion_assets.catalog import load_catalog
+    >>> demo = load_catalog(".")
+    >>> suggested_kinds(demo, demo.datasets["gold.late_shipments"])
+    ['append']
+    """
+    settings = dataset.settings
+    if dataset.layer == "bronze" or settings.kind != "full" or settings.partitions is not None:
+        return []
+    if any(
+        catalog.datasets[u].settings.partitions is not None
+        for u in dataset.upstream
+        if u in catalog.datasets
+    ):
+        return []
+    try:
+        _, statement = parse_script(dataset.sql, dataset.dialect, dataset.name)
+    except SqlError:
+        return []
+    schema = {
+        upstream: {c.column: c.type or "unknown" for c in catalog.datasets[upstream].columns}
+        for upstream in statement.sources
+        if upstream in catalog.datasets
+        and not any(c.column == "*" for c in catalog.datasets[upstream].columns)
+    }
+    return possible_kinds(statement, schema)

@@ -31,9 +31,12 @@ EXIT_PERMANENT = 3  # blocked by a check, a permanent error, no route left: do n
 )
 @click.option(
     "--rebuild",
+    "--full-refresh",
+    "rebuild",
     is_flag=True,
     help="Build even when its code and inputs are unchanged: a version `medallion doctor "
-    "--deep` found damaged (a data file gone) is replaced; bronze reads every object again.",
+    "--deep` found damaged (a data file gone) is replaced; bronze reads every object again; "
+    "an append or merge table is built from its whole input.",
 )
 @project_option
 def build(table: str, partition: str | None, no_retry: bool, rebuild: bool, project: Path) -> None:
@@ -52,16 +55,9 @@ def build(table: str, partition: str | None, no_retry: bool, rebuild: bool, proj
     """
     # Dagster: loaded only by the commands that run it (`medallion --help` stays quick)
     from medallion_assets.adapters.headless import build_table
-    from medallion_assets.cli.run_cmd import (
-        blocked,
-        copies,
-        failed,
-        not_built,
-        set_aside,
-        warnings,
-        with_spark_log,
-    )
-    from medallion_assets.cli.run_cmd import table as summary_table
+    from medallion_assets.cli.run_cmd import with_spark_log
+    from medallion_assets.cli.run_report import sections
+    from medallion_assets.cli.run_report import table as summary_table
     from medallion_assets.lake import Lake
 
     settings = with_spark_log(settings_for(project))  # Spark's own lines to a file, as for run
@@ -82,16 +78,8 @@ def build(table: str, partition: str | None, no_retry: bool, rebuild: bool, proj
     except (KeyError, ValueError) as error:
         fail(str(error).strip("'\""))
     click.echo(summary_table(summary))
-    for section in (
-        blocked(project, summary),
-        not_built(summary),
-        set_aside(summary),
-        copies(summary),
-        warnings(summary),
-        failed(summary),
-    ):
-        if section:
-            click.echo("\n" + section)
+    for section in sections(project, summary):
+        click.echo("\n" + section)
     for name, message in sorted(summary.disabled.items()):
         click.echo(f"\nDISABLED: {name}: {message.removeprefix('skipped: ')}")
     ended = summary.having("failed", "blocked")

@@ -91,27 +91,45 @@ def plan_increment(
     return Increment(changes=changes)
 
 
+@dataclass(frozen=True)
+class StagedIncrement:
+    """An incremental build staged: the write, the Spark SQL it ran, what it did (for the run
+    summary) and the rows it wrote (appended, or recomputed for the MERGE)."""
+
+    staged: StagedWrite
+    query: str
+    how: str
+    rows: int
+
+
+@dataclass(frozen=True)
+class Base:
+    """What an incremental build reads besides the changes: the table's version in force, and
+    the registered view of every input (read whole)."""
+
+    current: Version
+    views: Mapping[str, str]
+
+
 def stage_increment(
     run: TableRun,
     plan: Incremental,
     changes: Changes,
-    views: Mapping[str, str],
+    base: Base,
     produced: Produced,
     parsed: tuple[Script, Statement],
-) -> tuple[StagedWrite, str, str] | str:
-    """Stage ``run``'s table built from ``changes`` of its driving input (``views``: the
-    registered view of every input, read whole): (the staged write, the Spark SQL run, what was
-    done), or the reason to build it in full instead."""
+) -> StagedIncrement | str:
+    """Stage ``run``'s table built from ``changes`` of its driving input over ``base``, or say
+    why to build it in full instead."""
     if plan.kind == "append":
-        return _stage_built(
-            run, plan, appended_rows(run.session, changes), None, views, produced, parsed
-        )
+        rows = appended_rows(run.session, changes)
+        return _stage_built(run, plan, rows, None, base, produced, parsed)
     touched = _touched_keys(run, plan, changes).persist()  # read twice: the rows, the MERGE
     try:
-        driving = run.session.table(views[plan.driving])
+        driving = run.session.table(base.views[plan.driving])
         condition = [driving[f"`{s}`"].eqNullSafe(touched[f"`{s}`"]) for _, s in plan.keys]
         rows = driving.join(touched, on=condition, how="left_semi")
-        return _stage_built(run, plan, rows, touched, views, produced, parsed)
+        return _stage_built(run, plan, rows, touched, base, produced, parsed)
     finally:
         touched.unpersist()
 
@@ -121,13 +139,13 @@ def _stage_built(
     plan: Incremental,
     rows: DataFrame,
     touched: DataFrame | None,
-    views: Mapping[str, str],
+    base: Base,
     produced: Produced,
     parsed: tuple[Script, Statement],
-) -> tuple[StagedWrite, str, str] | str:
+) -> StagedIncrement | str:
     """The SQL run with ``rows`` standing in for the driving input, staged: appended, or
     merged over the ``touched`` keys."""
-    spark, dataset = run.session, run.dataset
+    spark, dataset, views = run.session, run.dataset, base.views
     increment_view = f"{view_name(plan.driving)}__increment"
     rows.createOrReplaceTempView(increment_view)
     script = spark_script(
@@ -142,9 +160,17 @@ def _stage_built(
         )
     if touched is None:
         staged = run.lake.stage(spark, frame, dataset.name, produced, mode="append")
-        return staged, script.query, f"appended the rows {plan.driving} gained"
-    staged = _stage_merge(run, plan, frame, touched, produced)
-    return staged, script.query, f"merged the keys {plan.driving}'s changes touched"
+        added = staged.rows - base.current.rows
+        return StagedIncrement(
+            staged, script.query, f"appended {added:,} rows from what {plan.driving} gained", added
+        )
+    staged, recomputed = _stage_merge(run, plan, frame, touched, base.current, produced)
+    return StagedIncrement(
+        staged,
+        script.query,
+        f"merged {recomputed:,} recomputed rows over the keys {plan.driving}'s changes touched",
+        recomputed,
+    )
 
 
 def _touched_keys(run: TableRun, plan: Incremental, changes: Changes) -> DataFrame:
@@ -153,20 +179,24 @@ def _touched_keys(run: TableRun, plan: Incremental, changes: Changes) -> DataFra
 
 
 def _stage_merge(
-    run: TableRun, plan: Incremental, frame: DataFrame, touched: DataFrame, produced: Produced
-) -> StagedWrite:
+    run: TableRun,
+    plan: Incremental,
+    frame: DataFrame,
+    touched: DataFrame,
+    version: Version,
+    produced: Produced,
+) -> tuple[StagedWrite, int]:
     """One Iceberg MERGE on a staged branch, matching on the table's keys: each recomputed row
     replaces the table's row of its keys (or is inserted), and a row of a touched driving key
     that was not recomputed is deleted. (The keys may hold columns the SQL computes, e.g. a
     line number beside the order id the driving input gives: then every row of a touched order
-    is replaced as a set.)"""
+    is replaced as a set.) With the rows recomputed."""
     spark, dataset = run.session, run.dataset
     keys = list(dataset.settings.keys)
     frame = frame.persist()
     try:
         _refuse_duplicates(run, frame, keys)
-        current = run.lake.read_current(spark, dataset.name)
-        assert current is not None, f"{dataset.name}: an incremental build needs a version"
+        current = run.lake.read(spark, [version])
         on_touched = [current[f"`{o}`"].eqNullSafe(touched[f"`{s}`"]) for o, s in plan.keys]
         held = current.join(touched, on=on_touched, how="left_semi").select(
             *[current[f"`{k}`"] for k in keys]
@@ -178,7 +208,7 @@ def _stage_merge(
         source_view = f"{view_name(dataset.name)}__merge_source"
         rows.unionByName(gone, allowMissingColumns=True).createOrReplaceTempView(source_view)
         statement = merge_statement(source_view, frame.columns, keys)
-        return run.lake.stage_sql(spark, dataset.name, statement, produced)
+        return run.lake.stage_sql(spark, dataset.name, statement, produced), frame.count()
     finally:
         frame.unpersist()
 

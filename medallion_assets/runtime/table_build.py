@@ -26,7 +26,13 @@ from medallion_assets.faults import crash_point
 from medallion_assets.lake import Lake, Produced, StagedWrite, Version
 from medallion_assets.lineage.spark_sql import spark_script, view_name
 from medallion_assets.lineage.statement import parse_script
-from medallion_assets.runtime.incremental import Increment, plan_increment, stage_increment
+from medallion_assets.runtime.incremental import (
+    Base,
+    Increment,
+    StagedIncrement,
+    plan_increment,
+    stage_increment,
+)
 from medallion_assets.runtime.merge import stage_merge
 from medallion_assets.runtime.table_run import TableRun
 
@@ -45,6 +51,11 @@ class MissingInput(RuntimeError):
 class UnreadableInput(RuntimeError):
     """An upstream table's published files cannot be read; the message names the table and
     its folders, the cause says why (its class decides whether a retry can help)."""
+
+
+# What an append or merge table's build adds to its materialization: how it was built (in full,
+# and why, or from its driving input's changes) and the rows the increment wrote.
+INCREMENT_KEYS = ("built", "rows_written")
 
 
 @dataclass(frozen=True)
@@ -147,21 +158,26 @@ def build_table(run: TableRun) -> BuildOutcome:
 
     views = register_inputs(spark, lake, catalog, dataset, partition)
     produced = Produced(dataset.code_version, inputs, run.run_id)
-    built = "built in full"
     plan = dataset.incremental if partition is None and not merge else None
     increment = plan_increment(run, plan, sources, current) if plan is not None else None
-    staged_increment: tuple[StagedWrite, str, str] | None = None
+    done: StagedIncrement | None = None
     if plan is not None and increment is not None and increment.changes is not None:
-        done = stage_increment(run, plan, increment.changes, views, produced, parsed)
-        if isinstance(done, str):  # its output changed shape: in full after all
-            increment = Increment(full_because=done)
+        assert current is not None, f"{dataset.name}: changes are read since its version"
+        staging = stage_increment(
+            run, plan, increment.changes, Base(current, views), produced, parsed
+        )
+        if isinstance(staging, str):  # its output changed shape: in full after all
+            increment = Increment(full_because=staging)
         else:
-            staged_increment = done
+            done = staging
+    metadata: dict[str, Any] = {}
     if increment is not None and increment.full_because:
-        built = f"built in full: {increment.full_because}"
-        run.log.info(f"{dataset.name} (kind {dataset.settings.kind}) {built}")
-    if staged_increment is not None:
-        staged, query, built = staged_increment
+        metadata["built"] = f"in full: {increment.full_because}"
+        run.log.info(f"{dataset.name} (kind {dataset.settings.kind}) built {metadata['built']}")
+    if done is not None:
+        staged, query = done.staged, done.query
+        metadata.update(built=done.how, rows_written=done.rows)
+        run.log.info(f"{dataset.name} (kind {dataset.settings.kind}): {done.how}")
     elif merge:
         staged, query = stage_merge(run, views, produced, parsed)
     else:
@@ -178,7 +194,7 @@ def build_table(run: TableRun) -> BuildOutcome:
         f"published {dataset.name}{_label(partition)} version {version.version_id}: "
         f"{version.rows} rows"
     )
-    metadata = {"rows": version.rows, "spark_sql": query, "built": built}
+    metadata.update(rows=version.rows, spark_sql=query)
     return BuildOutcome(version, False, "built", metadata, validation)
 
 

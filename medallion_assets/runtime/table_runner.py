@@ -30,7 +30,7 @@ from medallion_assets.faults import crash_point
 from medallion_assets.io.warehouse import LoadUnit
 from medallion_assets.lake import Version
 from medallion_assets.runtime.bronze_ingest import ingest
-from medallion_assets.runtime.table_build import BuildOutcome, build_table
+from medallion_assets.runtime.table_build import INCREMENT_KEYS, BuildOutcome, build_table
 from medallion_assets.runtime.table_run import TableRun
 
 
@@ -88,8 +88,8 @@ class TableRunner:
         )
         if build.skipped:
             metadata["skip_reason"] = build.reason
-        elif "built" in build.metadata:  # in full (and why, for an incremental kind) or not
-            metadata["built"] = build.metadata["built"]
+        else:  # an incremental kind's: how (in full, and why) and the rows it wrote
+            metadata.update({k: build.metadata[k] for k in INCREMENT_KEYS if k in build.metadata})
         checks = list(build.validation.results)
         dataset = table_run.dataset
         if dataset.target is not None:
