@@ -1,11 +1,13 @@
-"""A table's ``kind`` (datasets.yaml) against its SQL: whether ``append`` or ``merge`` can be
-honoured (``lineage.incremental``, from the SQL's lineage), and what the runtime then reads
+"""A table's ``kind`` (datasets.yaml) against its SQL: whether ``append``, ``merge`` or ``scd2``
+can be honoured (``lineage.incremental``, from the SQL's lineage), and what the runtime then reads
 incrementally. A kind the SQL cannot honour is a catalog issue naming the SQL file's line (or
 datasets.yaml's) and what to change, found before any Spark starts."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+
+from sqlglot import exp
 
 from medallion_assets.catalog import models
 from medallion_assets.catalog.errors import CatalogIssue
@@ -60,4 +62,64 @@ def incremental_of(
             f"its driving input {plan.driving} is partitioned daily, and {name} is not",
             f"give {name} daily partitions too (each day is then built alone), or use kind full",
         )
+    if settings.kind == "scd2":
+        query = statement.query
+        names = query.named_selects if isinstance(query, exp.Query) else None
+        problem = history_issue(settings, names)
+        if problem is not None:
+            return None, refuse(*problem)
     return plan, []
+
+
+def history_issue(
+    settings: models.DatasetSettings, columns: Sequence[str] | None
+) -> tuple[str, str, str] | None:
+    """(what is wrong, the fix, the datasets.yaml field) when an scd2 table's ``updated_at``
+    and ``track`` are not its output's columns (``columns``: the SQL's output, None when
+    unknown), or its output already has a column the history adds.
+
+    >>> settings = models.DatasetSettings(kind="scd2", keys=["id"], updated_at="ts")
+    >>> history_issue(settings, ["id", "v", "ts"]) is None
+    True
+    >>> history_issue(settings, ["id", "v", "ts", "is_current"])[0]
+    "its SQL's output has is_current, which the history adds"
+    """
+    if not columns or "*" in columns:
+        return None
+    names = {c.lower() for c in columns}
+    listed = ", ".join(columns)
+    updated_at = (settings.updated_at or "").lower()
+    if updated_at not in names:
+        return (
+            f"updated_at {settings.updated_at} is not a column of its SQL's output ({listed})",
+            "name the output column that says when each version began",
+            "updated_at",
+        )
+    wrong = [c for c in settings.track if c.lower() not in names]
+    if wrong:
+        return (
+            f"track {', '.join(wrong)}: not a column of its SQL's output ({listed})",
+            "list output columns whose change opens a new version",
+            "track",
+        )
+    both = [c for c in settings.track if c.lower() in {k.lower() for k in settings.keys}]
+    if updated_at in {k.lower() for k in settings.keys} or both:
+        return (
+            f"{', '.join(both) or settings.updated_at} is a key: a key identifies the row, it "
+            "does not change",
+            "take it out of keys, or out of track and updated_at",
+            "keys",
+        )
+    taken = [c for c in HISTORY_COLUMNS if c in names]
+    if taken:
+        return (
+            f"its SQL's output has {', '.join(taken)}, which the history adds",
+            "rename that output column",
+            "kind",
+        )
+    return None
+
+
+# What an scd2 table adds to its SQL's columns: when each version began and ended, and
+# whether it is the key's current one.
+HISTORY_COLUMNS = {"valid_from": "timestamp", "valid_to": "timestamp", "is_current": "boolean"}

@@ -24,6 +24,7 @@ from medallion_assets.catalog.dependencies import (
     check_recovery_cycles,
 )
 from medallion_assets.catalog.errors import CatalogError, CatalogIssue
+from medallion_assets.catalog.kinds import HISTORY_COLUMNS
 from medallion_assets.catalog.layers import layer_problems
 from medallion_assets.catalog.metadata_files import LoadedFile, load_metadata, model_of
 from medallion_assets.catalog.references import KnownNames, ReferenceChecker
@@ -70,7 +71,15 @@ def _load(root: Path, use_cache: bool) -> Catalog:
     base_schema = {f"raw.{name}": _raw_schema(source) for name, source in sources.items()}
 
     cache = LineageCache(root / CACHE_DIR) if use_cache else None
-    primary = analyze([f for _, f in sql.primary], base_schema, cache=cache, save_cache=False)
+    # An scd2 table's history columns, for the files that read it.
+    added = {
+        name: [(column, kind, s.updated_at or "") for column, kind in HISTORY_COLUMNS.items()]
+        for name, s in (datasets_file.datasets if datasets_file else {}).items()
+        if s.kind == "scd2"
+    }
+    primary = analyze(
+        [f for _, f in sql.primary], base_schema, cache=cache, save_cache=False, added=added
+    )
     tables, table_issues = _tables(sql, primary, sources, sources_file is not None)
     issues.extend(table_issues)
     issues.extend(_duplicate_columns(tables))

@@ -246,24 +246,38 @@ class DatasetSettings(Model):
         "source rows fails the build, the first build included."
     )
 
-    kind: Literal["full", "append", "merge"] = "full"
+    kind: Literal["full", "append", "merge", "scd2"] = "full"
     (
         "How a run builds the table: `full` rebuilds it from its inputs; `append` reads only "
         "the rows its driving input gained since the last build and appends what they make; "
         "`merge` recomputes the keys whose driving rows changed (every row of those keys) and "
-        "merges them in, deleting keys that no longer make a row. Other inputs are read whole, "
-        "and a change to one of them (or to the SQL) rebuilds the table in full."
+        "merges them in, deleting keys that no longer make a row; `scd2` keeps every version "
+        "of each key its SQL has made (valid_from, valid_to, is_current added). Other inputs "
+        "are read whole, and a change to one of them (or to the SQL) rebuilds the table in full."
     )
     keys: tuple[str, ...] = ()
     (
-        "kind merge: the output columns that identify a row (e.g. [order_id]); at least one a "
-        "plain copy of a column of the driving input, which says whose rows a key's come from "
-        "(others, e.g. a line number the SQL computes, tell one order's rows apart)."
+        "kind merge or scd2: the output columns that identify a row (e.g. [order_id]); at "
+        "least one a plain copy of a column of the driving input, which says whose rows a "
+        "key's come from (others, e.g. a line number the SQL computes, tell one order's rows "
+        "apart)."
     )
     driving: str | None = None
     (
-        "kind append or merge: the input table whose changes drive a run; default: the only "
-        "input, or the one the keys are copied from."
+        "kind append, merge or scd2: the input table whose changes drive a run; default: the "
+        "only input, or the one the keys are copied from."
+    )
+    updated_at: str | None = None
+    (
+        "kind scd2: the output column (a timestamp) saying when each version of a key took "
+        "effect: its valid_from; the next version's is its valid_to. A late version lands in "
+        "its place in the history."
+    )
+    track: tuple[str, ...] = ()
+    (
+        "kind scd2: the output columns whose change opens a new version; default: every "
+        "column but the keys and updated_at. A version that changes none of them (a re-export) "
+        "changes nothing."
     )
 
     _dialect = field_validator("dialect")(classmethod(lambda cls, v: check_dialect(v)))
@@ -271,13 +285,23 @@ class DatasetSettings(Model):
 
     @model_validator(mode="after")
     def _kind(self) -> DatasetSettings:
-        if self.kind == "merge" and not self.keys:
-            raise ValueError("kind merge needs keys: the output columns that identify a row")
-        if self.keys and self.kind != "merge":
-            raise ValueError(f"keys apply to kind merge, and this table's kind is {self.kind}")
+        keyed = ("merge", "scd2")
+        if self.kind in keyed and not self.keys:
+            raise ValueError(f"kind {self.kind} needs keys: the output columns that identify a row")
+        if self.keys and self.kind not in keyed:
+            raise ValueError(f"keys apply to kind merge or scd2, not {self.kind}")
+        if self.kind == "scd2" and not self.updated_at:
+            raise ValueError("kind scd2 needs updated_at: the output column when a version began")
+        if self.kind == "scd2" and self.partitions is not None:
+            raise ValueError(
+                "kind scd2 keeps each key's versions together, and a daily table builds each "
+                "day alone: remove partitions, or use kind merge"
+            )
+        if (self.updated_at or self.track) and self.kind != "scd2":
+            raise ValueError(f"updated_at and track apply to kind scd2, not {self.kind}")
         if self.driving is not None:
             if self.kind == "full":
-                raise ValueError("driving applies to kind append or merge, not full")
+                raise ValueError("driving applies to an incremental kind, not full")
             check_table_name(self.driving)
         return self
 

@@ -8,12 +8,17 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from medallion_assets.lineage.cache import LineageCache, content_key
 from medallion_assets.lineage.columns import Schema
 from medallion_assets.lineage.dag import DAG, CycleError
-from medallion_assets.lineage.file_lineage import FileLineage, schema_subset, statement_columns
+from medallion_assets.lineage.file_lineage import (
+    ColumnLineage,
+    FileLineage,
+    schema_subset,
+    statement_columns,
+)
 from medallion_assets.lineage.script import Unparsable
 from medallion_assets.lineage.statement import SqlError, Statement, parse_statement
 from medallion_assets.lineage.token_tables import words_lineage
@@ -58,15 +63,19 @@ def analyze(
     cache: LineageCache | None = None,
     save_cache: bool = True,
     words: bool = False,
+    added: Mapping[str, Sequence[tuple[str, str, str]]] | None = None,
 ) -> Analysis:
     """Lineage for every file; a file that fails is reported in ``errors`` and the rest go on.
 
     ``save_cache=False`` lets a caller run several analyses on one cache and save it once.
     ``words=True`` keeps the table lineage of a file that does not parse, read from its tokens
     (``token_tables``), with an error of stage ``columns``: a scan of foreign SQL wants it, a
-    project (whose files Spark must run as parsed) does not.
+    project (whose files Spark must run as parsed) does not. ``added``: columns a table's kind
+    adds to what its SQL makes (target -> (name, type, the output column it is computed
+    from)), which the files reading it may use (an scd2 table's valid_from, ...).
     """
     run = _Run(base_schema, cache, words)
+    run.added = dict(added or {})
     for sql_file in files:
         run.table_level(sql_file)
     if columns:
@@ -90,6 +99,7 @@ class _Run:
         self.keys: dict[str, str] = {}
         self.errors: list[FileError] = []
         self.parsed = 0
+        self.added: dict[str, Sequence[tuple[str, str, str]]] = {}
 
     def _statement(self, sql_file: SqlFile) -> Statement:
         if sql_file.label not in self.statements:
@@ -195,6 +205,9 @@ class _Run:
             self.cache.put(key, result.as_dict())
 
     def _store(self, label: str, result: FileLineage) -> None:
+        added = self.added.get(result.target)
+        if added and result.columns is not None:
+            result = replace(result, columns=with_added(result.columns, added))
         self.results[label] = result
         schema = result.output_schema()
         if schema is not None:
@@ -208,6 +221,25 @@ class _Run:
             elif source in self.schemas:
                 known[source] = self.schemas[source]
         return schema_subset(sources, known)
+
+
+def with_added(
+    columns: tuple[ColumnLineage, ...], added: Sequence[tuple[str, str, str]]
+) -> tuple[ColumnLineage, ...]:
+    """``columns`` and the ``added`` ones it lacks, each computed from its column's sources.
+
+    >>> found = with_added((ColumnLineage("ts", ("s.t.ts",), "direct", "timestamp"),),
+    ...                    [("valid_from", "timestamp", "ts")])
+    >>> found[1].column, found[1].sources, found[1].transform
+    ('valid_from', ('s.t.ts',), 'expression')
+    """
+    by_name = {c.column.lower(): c for c in columns}
+    extra = tuple(
+        ColumnLineage(name, by_name[of].sources if of in by_name else (), "expression", kind)
+        for name, kind, of in added
+        if name.lower() not in by_name
+    )
+    return columns + extra
 
 
 def failure_message(error: Exception, stage: str) -> str:

@@ -43,7 +43,7 @@ class Incremental:
     """What a run needs: how it writes, which input's changes drive it, and (merge) each key
     output column with the driving input's column it copies."""
 
-    kind: str  # "append" | "merge"
+    kind: str  # "append" | "merge" | "scd2"
     driving: str  # "layer.table", one of the statement's sources
     keys: Keys = ()
 
@@ -69,8 +69,21 @@ def incremental(
     """What a run of ``kind`` (append or merge) needs, or ``NotIncremental`` saying why the kind
     is unsafe. ``statement`` is the file's, parsed as lineage parses it (temporary views
     inlined); ``schema`` (table -> column -> type) resolves unqualified columns."""
-    if kind not in ("append", "merge"):
+    if kind not in ("append", "merge", "scd2"):
         raise NotIncremental(f"kind {kind}: not an incremental kind; choose append or merge")
+    plan = _plan(statement, "merge" if kind == "scd2" else kind, keys, driving, schema)
+    return Incremental(kind, plan.driving, plan.keys)
+
+
+def _plan(
+    statement: Statement,
+    kind: str,
+    keys: Sequence[str],
+    driving: str | None,
+    schema: Schema | None,
+) -> Incremental:
+    """``incremental`` of an append or merge (an scd2 table's SQL must honour merge: each
+    version of a key is recomputed from every driving row of the key)."""
     copies = _copies(statement, kind, schema or {})
     if kind == "append" and keys:
         raise NotIncremental("kind append: keys apply to kind merge only; remove keys")

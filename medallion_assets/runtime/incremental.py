@@ -27,6 +27,7 @@ from medallion_assets.lake import Produced, StagedWrite, Version
 from medallion_assets.lake.changes import Changes, appended_rows, changed_keys
 from medallion_assets.lineage.incremental import Incremental
 from medallion_assets.lineage.spark_sql import spark_script, view_name
+from medallion_assets.runtime.scd2 import history, sql_columns
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -153,6 +154,8 @@ def _stage_built(
     )
     frame = script.run(spark)
     table_columns = run.lake.columns(spark, dataset.name)
+    if plan.kind == "scd2":  # the history's columns come after the SQL's
+        table_columns = sql_columns(table_columns)
     if [c.lower() for c in frame.columns] != [c.lower() for c in table_columns]:
         return (
             f"its output columns ({', '.join(frame.columns)}) are not the table's "
@@ -164,13 +167,25 @@ def _stage_built(
         return StagedIncrement(
             staged, script.query, f"appended {added:,} rows from what {plan.driving} gained", added
         )
-    staged, recomputed = _stage_merge(run, plan, frame, touched, base.current, produced)
+    current = run.lake.read(spark, [base.current])
+    keys = list(dataset.settings.keys)
+    if plan.kind == "scd2":  # the touched keys' versions: those made now beside those held
+        frame = history(dataset, frame, _of_touched(current, plan, touched))
+        keys.append("valid_from")
+    staged, recomputed = _stage_merge(run, plan, frame, touched, current, produced, keys)
+    done = "versions" if plan.kind == "scd2" else "recomputed rows"
     return StagedIncrement(
         staged,
         script.query,
-        f"merged {recomputed:,} recomputed rows over the keys {plan.driving}'s changes touched",
+        f"merged {recomputed:,} {done} over the keys {plan.driving}'s changes touched",
         recomputed,
     )
+
+
+def _of_touched(rows: DataFrame, plan: Incremental, touched: DataFrame) -> DataFrame:
+    """The table's ``rows`` whose keys the driving input's changes touched."""
+    on = [rows[f"`{o}`"].eqNullSafe(touched[f"`{s}`"]) for o, s in plan.keys]
+    return rows.join(touched, on=on, how="left_semi")
 
 
 def _touched_keys(run: TableRun, plan: Incremental, changes: Changes) -> DataFrame:
@@ -183,24 +198,21 @@ def _stage_merge(
     plan: Incremental,
     frame: DataFrame,
     touched: DataFrame,
-    version: Version,
+    current: DataFrame,
     produced: Produced,
+    keys: list[str],
 ) -> tuple[StagedWrite, int]:
     """One Iceberg MERGE on a staged branch, matching on the table's keys: each recomputed row
     replaces the table's row of its keys (or is inserted), and a row of a touched driving key
     that was not recomputed is deleted. (The keys may hold columns the SQL computes, e.g. a
     line number beside the order id the driving input gives: then every row of a touched order
-    is replaced as a set.) With the rows recomputed."""
+    is replaced as a set.) ``current``: the table's rows; ``keys``: the MERGE's. With the
+    rows merged in."""
     spark, dataset = run.session, run.dataset
-    keys = list(dataset.settings.keys)
     frame = frame.persist()
     try:
         _refuse_duplicates(run, frame, keys)
-        current = run.lake.read(spark, [version])
-        on_touched = [current[f"`{o}`"].eqNullSafe(touched[f"`{s}`"]) for o, s in plan.keys]
-        held = current.join(touched, on=on_touched, how="left_semi").select(
-            *[current[f"`{k}`"] for k in keys]
-        )
+        held = _of_touched(current, plan, touched).select(*[current[f"`{k}`"] for k in keys])
         gone = held.join(
             frame, on=[held[f"`{k}`"].eqNullSafe(frame[f"`{k}`"]) for k in keys], how="left_anti"
         )

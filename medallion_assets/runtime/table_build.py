@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from medallion_assets.catalog import Catalog, Dataset
+from medallion_assets.catalog.kinds import HISTORY_COLUMNS
 from medallion_assets.checks.results import CheckContext, ChecksFailed, Validation
 from medallion_assets.checks.validation import (
     record_rejection,
@@ -34,6 +35,7 @@ from medallion_assets.runtime.incremental import (
     stage_increment,
 )
 from medallion_assets.runtime.merge import stage_merge
+from medallion_assets.runtime.scd2 import history
 from medallion_assets.runtime.table_run import TableRun
 
 if TYPE_CHECKING:
@@ -186,6 +188,8 @@ def build_table(run: TableRun) -> BuildOutcome:
         query = script.query
         if script.by_position and len(frame.columns) == len(dataset.column_names):
             frame = frame.toDF(*dataset.column_names)  # INSERT writes the table's columns in order
+        if dataset.settings.kind == "scd2":  # the versions made now beside those it holds
+            frame = history(dataset, frame, held_history(run, current))
         # INSERT INTO appends: the new version is the current rows plus the query's rows.
         mode: Literal["replace", "append"] = "append" if script.kind == "insert" else "replace"
         staged = stage_output(run, frame, produced, mode)
@@ -196,6 +200,17 @@ def build_table(run: TableRun) -> BuildOutcome:
     )
     metadata.update(rows=version.rows, spark_sql=query)
     return BuildOutcome(version, False, "built", metadata, validation)
+
+
+def held_history(run: TableRun, current: Version | None) -> DataFrame | None:
+    """The versions an scd2 table holds (None before its first build, or when it was built
+    as another kind): a full build keeps them, as its input may no longer hold them."""
+    if current is None:
+        return None
+    rows = run.lake.read(run.session, [current])
+    if not set(HISTORY_COLUMNS) <= {c.lower() for c in rows.columns}:
+        return None
+    return rows
 
 
 def drop_stale_staging(run: TableRun) -> None:

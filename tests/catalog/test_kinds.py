@@ -72,8 +72,10 @@ def test_merge_keys_not_in_the_driving_rows_grouping_are_refused(demo_project: P
     [
         ("silver.orders_usd", ["kind: merge"], "kind merge needs keys"),
         ("silver.orders_usd", ["keys: [order_id]"], "keys apply to kind merge"),
-        ("silver.orders_usd", ["kind: upsert"], "'full', 'append' or 'merge'"),
-        ("silver.orders_usd", ["driving: bronze.orders"], "driving applies to kind append"),
+        ("silver.orders_usd", ["kind: upsert"], "'full', 'append', 'merge' or 'scd2'"),
+        ("silver.orders_usd", ["driving: bronze.orders"], "driving applies to an incremental"),
+        ("silver.orders_usd", ["kind: scd2", "keys: [order_id]"], "kind scd2 needs updated_at"),
+        ("silver.orders_usd", ["updated_at: order_ts"], "updated_at and track apply to kind scd2"),
     ],
 )
 def test_settings_that_contradict_each_other_name_datasets_yaml(
@@ -105,3 +107,46 @@ def test_a_driving_input_must_be_read_and_not_daily_unless_the_table_is(demo_pro
 def test_bronze_tables_take_no_kind(demo_project: Path):
     (found,) = issues(with_settings(demo_project, "bronze.orders", "kind: append"))
     assert "bronze tables already take only the raw objects that are new" in found
+
+
+@pytest.mark.parametrize(
+    ("lines", "says"),
+    [
+        (["updated_at: changed_at"], "updated_at changed_at is not a column of its SQL's output"),
+        (["updated_at: order_ts", "track: [sttus]"], "track sttus: not a column of its SQL's"),
+        (["updated_at: order_id"], "order_id is a key: a key identifies the row"),
+        (["updated_at: order_ts", "track: [order_id]"], "order_id is a key"),
+    ],
+)
+def test_scd2_columns_must_be_the_sqls_own_and_not_keys(
+    demo_project: Path, lines: list[str], says: str
+):
+    with_settings(demo_project, "silver.orders_usd", "kind: scd2", "keys: [order_id]", *lines)
+    (found,) = issues(demo_project)
+    assert found.startswith("metadata/datasets.yaml:"), found
+    assert says in found, found
+
+
+def test_an_scd2_table_offers_its_history_columns_to_the_sql_that_reads_it(demo_project: Path):
+    with_settings(
+        demo_project, "silver.orders_usd", "kind: scd2", "keys: [order_id]", "updated_at: order_ts"
+    )
+    (demo_project / "sql" / "gold" / "order_spans.sql").write_text(
+        "SELECT order_id, valid_from, valid_to FROM silver.orders_usd WHERE is_current\n"
+    )
+    catalog = load_catalog(demo_project)
+    history = {c.column: c for c in catalog.datasets["silver.orders_usd"].columns}
+    assert history["valid_from"].sources == history["order_ts"].sources
+    assert history["is_current"].type == "boolean"
+    spans = {c.column: c.sources for c in catalog.datasets["gold.order_spans"].columns}
+    assert spans["valid_to"] == ("silver.orders_usd.valid_to",)
+
+
+def test_an_scd2_sql_may_not_make_a_column_the_history_adds(demo_project: Path):
+    sql = demo_project / "sql" / "silver" / "orders_usd.sql"
+    sql.write_text(sql.read_text().replace("    o.promo_code,", "    o.promo_code AS is_current,"))
+    with_settings(
+        demo_project, "silver.orders_usd", "kind: scd2", "keys: [order_id]", "updated_at: order_ts"
+    )
+    (found,) = issues(demo_project)
+    assert "its SQL's output has is_current, which the history adds" in found

@@ -30,6 +30,7 @@ DATASETS = {
     "bronze.user_events",
     "silver.addresses_validated",
     "silver.customers_clean",
+    "silver.customers_history",
     "silver.order_items",
     "silver.orders_usd",
     "silver.payments",
@@ -49,8 +50,8 @@ DATASETS = {
 PLAN = """\
 level 1: bronze.address_validation_feed, bronze.customers, bronze.fx_rates, bronze.orders, \
 bronze.payments, bronze.products, bronze.shipments, bronze.user_events
-level 2: silver.addresses_validated, silver.customers_clean, silver.orders_usd, silver.payments, \
-silver.products, silver.shipments, silver.user_events
+level 2: silver.addresses_validated, silver.customers_clean, silver.customers_history, \
+silver.orders_usd, silver.payments, silver.products, silver.shipments, silver.user_events
 level 3: gold.daily_user_events, gold.shipping_dashboard_feed, silver.order_items, \
 silver.users_masked
 level 4: gold.customer_ltv, gold.fraud_features, gold.late_shipments, gold.product_sales, \
@@ -512,7 +513,7 @@ def test_trace_pii_json_gives_exposure_per_column(medallion):
 
 def test_catalog_validate_says_ok_and_exits_0(medallion):
     out = ok(medallion("catalog", "validate"))
-    assert re.fullmatch(r"ok: 24 datasets, 8 sources, 7 exposures, \d+ column edges\n", out)
+    assert re.fullmatch(r"ok: 25 datasets, 8 sources, 7 exposures, \d+ column edges\n", out)
 
 
 def test_catalog_show_json_describes_every_dataset(medallion):

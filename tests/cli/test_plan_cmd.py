@@ -39,7 +39,7 @@ def section(text: str, title: str) -> list[str]:
 
 def test_plan_names_the_profile_in_force_and_where_it_comes_from(project):
     everything = ok(plan(project, "--max-workers", "2"))
-    assert "profile balanced (profiles.yaml: active); every table: 24 table(s), 2 worker(s)" in (
+    assert "profile balanced (profiles.yaml: active); every table: 25 table(s), 2 worker(s)" in (
         everything
     )
     core = ok(plan(project, "--pipeline", "core_daily", "--max-workers", "2"))
@@ -73,10 +73,10 @@ def test_focus_skips_below_normal_and_balanced_skips_nothing(project):
     ]
     assert "skipped: none" in balanced.splitlines()
     assert "done after 13 tick(s); the critical tables after 6" in focus.splitlines()
-    assert "done after 12 tick(s); the critical tables after 7" in balanced.splitlines()
+    assert "done after 13 tick(s); the critical tables after 7" in balanced.splitlines()
     order = [line.split()[2] for line in section(focus, "start order:")]
     assert "gold.daily_user_events" not in order
-    assert len(order) == 23
+    assert len(order) == 24
 
 
 def test_the_concurrency_table_shows_balanced_spreading_the_buckets(project):

@@ -87,6 +87,8 @@ DEMO_KINDS = {
     # The latest row per id by row_number() OVER (PARTITION BY id): merge on that id only.
     "silver.addresses_validated": ["merge on customer_id"],
     "silver.customers_clean": ["merge on customer_id"],
+    # Row by row: every export of a customer (datasets.yaml keeps its versions, kind scd2).
+    "silver.customers_history": ["append", "merge on customer_id"],
     "silver.orders_usd": ["merge on order_id"],  # bronze.fx_rates is a LEFT JOINed lookup
     "silver.payments": ["merge on payment_id"],
     "silver.products": ["merge on product_id"],

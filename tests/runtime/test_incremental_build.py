@@ -13,17 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from medallion_assets.catalog import load_catalog
 from medallion_assets.lake import Lake, Produced
 from medallion_assets.lineage.spark_sql import spark_script
 from medallion_assets.runtime.table_build import build_table, register_inputs
 from medallion_assets.runtime.table_run import TableRun
+from tests.runtime.small_project import small_project
 
 pytestmark = pytest.mark.slow
 
 FILES = {
-    "metadata/project.yaml": "name: incremental\ndialect: spark\nowners: [team:data]\n",
-    "metadata/systems.yaml": "systems:\n  s3_raw: {kind: s3}\n  spark: {kind: spark}\n",
     "metadata/sources.yaml": """
 sources:
   orders:
@@ -107,11 +105,7 @@ BUILT = (
 
 @pytest.fixture
 def project(tmp_path: Path):
-    root = tmp_path / "project"
-    for name, text in FILES.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(text)
-    return load_catalog(root, use_cache=False), Lake.local(tmp_path / "lake")
+    return small_project(tmp_path, "incremental", FILES)
 
 
 class Landings:
