@@ -71,7 +71,9 @@ class Failure:
     def of(cls, error: BaseException, places: Places | None = None, evidence: str = "") -> Failure:
         """What ``error`` says; with ``places`` (where the project's systems keep their data),
         also which system it happened in; ``evidence``: lines from elsewhere (the Spark log,
-        ``healing.evidence``) that say what the error could not."""
+        ``healing.evidence``) that say what the error could not: the root cause, which the
+        rules then see instead of the symptom (a reset socket to a JVM that ran out of heap
+        is no connection to retry)."""
         types: list[str] = []
         messages: list[str] = []
         sqlstate = None
@@ -87,7 +89,9 @@ class Failure:
                 declarer = current
         summary = headline(declarer if declarer is not None else error)
         found = tuple(dict.fromkeys(types))
-        message = "\n".join([*messages, evidence] if evidence else messages)
+        message = "\n".join(messages)
+        if evidence:
+            found, message, sqlstate, declared = (), evidence, None, None
         system = system_of(found, message, places) if places is not None else ""
         return cls(found, message, sqlstate, declared, summary, system)
 

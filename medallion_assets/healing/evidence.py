@@ -7,11 +7,14 @@ failure as OUT_OF_MEMORY rather than a retry into the same wall.
 
 >>> driver_evidence("Job 0 cancelled because SparkContext was shut down", None)
 ''
+>>> bool(DRIVER_GONE.search("ConnectionResetError: [Errno 104] Connection reset by peer"))
+True
 """
 
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 
 from medallion_assets.healing.systems import OUT_OF_MEMORY
@@ -19,15 +22,28 @@ from medallion_assets.healing.systems import OUT_OF_MEMORY
 DRIVER_GONE = re.compile(
     r"SparkContext was shut down|Answer from Java side is empty|Error while sending or receiving"
     r"|SparkContext has been shutdown|Cannot call methods on a stopped SparkContext"
+    # py4j's socket to a JVM that is exiting (under load, before py4j says more)
+    r"|\[Errno 104\] Connection reset by peer|\[Errno 111\] Connection refused"
 )
 TAIL_BYTES = 2_000_000
 
 
-def driver_evidence(message: str, spark_log: Path | None) -> str:
+def driver_evidence(message: str, spark_log: Path | None, settle_s: float = 3.0) -> str:
     """The Spark log's out-of-memory lines (at most three, from its last 2 MB) when
-    ``message`` says the driver went away; "" otherwise or when the log has none."""
+    ``message`` says the driver went away; "" otherwise or when the log has none. A dying JVM
+    may still be writing them when py4j already failed: the log is read again for up to
+    ``settle_s`` seconds before it is taken to have none."""
     if spark_log is None or not DRIVER_GONE.search(message):
         return ""
+    deadline = time.monotonic() + settle_s
+    while True:
+        found = _out_of_memory_lines(spark_log)
+        if found or time.monotonic() >= deadline:
+            return found
+        time.sleep(0.25)
+
+
+def _out_of_memory_lines(spark_log: Path) -> str:
     try:
         with spark_log.open("rb") as log:
             size = log.seek(0, 2)

@@ -1,0 +1,45 @@
+"""The Spark log's word on a driver that died: read even when the dying JVM writes it after
+py4j failed, and it decides the class over the symptom the step saw (a reset socket)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from medallion_assets.catalog import load_catalog
+from medallion_assets.healing.diagnosis import Failure, diagnose
+from medallion_assets.healing.evidence import driver_evidence
+from medallion_assets.healing.systems import Places
+from tests.conftest import REPO
+
+OOM = "26/12/02 17:54:12 ERROR Executor: java.lang.OutOfMemoryError: Java heap space"
+
+
+def test_the_log_is_read_again_while_the_dying_jvm_still_writes_it(tmp_path):
+    log = tmp_path / "spark.log"
+    log.write_text("26/12/02 17:54:10 INFO SparkContext: Running Spark\n")
+
+    def late() -> None:
+        time.sleep(0.6)
+        with log.open("a") as out:
+            out.write(OOM + "\n")
+
+    writer = threading.Thread(target=late)
+    writer.start()
+    found = driver_evidence("ConnectionResetError: [Errno 104] Connection reset by peer", log)
+    writer.join()
+    assert found == OOM.strip()
+    started = time.monotonic()
+    assert driver_evidence("SparkContext was shut down", tmp_path / "none.log", 0.3) == ""
+    assert time.monotonic() - started < 2
+    assert driver_evidence("ValueError: a bad value", log) == ""  # the driver is not gone
+
+
+def test_out_of_heap_evidence_outranks_the_projects_connection_reset_rule():
+    rules = load_catalog(REPO).healing_rules
+    reset = ConnectionResetError(104, "Connection reset by peer")
+    places = Places("file:/lake", frozenset())
+    assert diagnose(rules, Failure.of(reset, places)).error_code == "CONNECTION_RESET"
+    found = diagnose(rules, Failure.of(reset, places, OOM))
+    assert (found.error_code, found.then) == ("OUT_OF_MEMORY", "fail")
+    assert "MEDALLION_SPARK_DRIVER_MEMORY" in found.fix
