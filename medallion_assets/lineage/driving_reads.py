@@ -16,7 +16,6 @@ with keys that the GROUP BY holds, or kind full
 
 from __future__ import annotations
 
-import re
 from typing import NoReturn
 
 from sqlglot import exp
@@ -24,22 +23,17 @@ from sqlglot.optimizer.scope import Scope
 
 from medallion_assets.lineage.plain_copies import PlainCopies
 from medallion_assets.lineage.relations import is_table_function
+from medallion_assets.lineage.select_parts import (
+    GROUPING_SETS,
+    called,
+    clock_call,
+    partition,
+    read_holder,
+    windows_and_aggregates,
+)
 from medallion_assets.lineage.statement import table_name
 
 Keys = tuple[tuple[str, str], ...]  # (output column, the driving input's column it copies)
-
-# Spark aggregates sqlglot does not model (it parses them as anonymous calls), and *_agg ones.
-_AGGREGATE_NAME = re.compile(
-    r"^(every|some|any|try_sum|try_avg|histogram_numeric|count_min_sketch|product|std|mean|"
-    r"percentile\w*)$|_agg|agg_|agg$"
-)
-_GROUPING_SETS = (exp.Rollup, exp.Cube, exp.GroupingSets)
-_CLOCK: tuple[type[exp.Expr], ...] = (exp.CurrentDate, exp.CurrentTimestamp, exp.CurrentTime)
-_CLOCK += (exp.CurrentDatetime, exp.CurrentTimestampLTZ, exp.Localtimestamp, exp.Localtime)
-_CLOCK_NAME = re.compile(  # the clock's other names, which sqlglot parses as anonymous calls
-    r"^(now|today|getdate|getutcdate|sysdate|sysdatetime|systimestamp|unix_timestamp|"
-    r"transaction_timestamp|statement_timestamp|clock_timestamp|current_\w+|localtime\w*)$"
-)
 
 
 class NotIncremental(ValueError):
@@ -187,12 +181,7 @@ class DrivingReads:
                 reading.append((table, source))
         reading += [(d.expression, d) for d in scope.derived_table_scopes if self.reads(d)]
         if len(reading) > 1:
-            again = max(reading, key=lambda read: line_of(read[0]) or 0)[0]
-            self.fail(
-                f"the driving input {driving} is read more than once (again{{at}}), so new rows "
-                "would pair with rows already written: read it once, or use kind full",
-                again,
-            )
+            reading = self._joined_again(scope, reading)
         if reading:
             node, source = reading[0]
             self._placed(scope.expression, node)
@@ -200,11 +189,55 @@ class DrivingReads:
                 self.check(source)
         self._modifiers(scope)
 
+    def _joined_again(
+        self, scope: Scope, reading: list[tuple[exp.Expr, exp.Table | Scope]]
+    ) -> list[tuple[exp.Expr, exp.Table | Scope]]:
+        """The read in FROM, when every other read of the driving input is joined to it on
+        every key (kind merge: then each key's rows meet only rows of the same key, which a
+        run recomputes together); else refuse."""
+        first = [r for r in reading if isinstance(read_holder(r[0]).parent, exp.From)]
+        again = [r for r in reading if not any(r is f for f in first)]
+        provisional = self.kind == "merge" and not self.keys  # the keys are checked next
+        for node, source in again:
+            if len(first) != 1 or not (provisional or self._on_every_key(scope, node)):
+                self.fail(
+                    f"the driving input {self.driving} is read more than once (again{{at}}), so "
+                    "new rows would pair with rows already written: read it once, join it "
+                    "again on every key (kind merge), or use kind full",
+                    node,
+                )
+            if isinstance(source, Scope):
+                self.check(source)
+        return first
+
+    def _on_every_key(self, scope: Scope, node: exp.Expr) -> bool:
+        """Whether the join that reads ``node`` matches each key's driving column in it to the
+        same driving column of another source (an inner or left join, ANDed equalities)."""
+        holder = read_holder(node)
+        join = holder.parent
+        if self.kind != "merge" or not isinstance(join, exp.Join):
+            return False
+        if join.side in ("RIGHT", "FULL") or join.kind in ("SEMI", "ANTI", "CROSS"):
+            return False
+        on = join.args.get("on")
+        terms = list(on.flatten()) if isinstance(on, exp.And) else [on]
+        alias = holder.alias_or_name
+        matched = set()
+        for term in terms:
+            if not isinstance(term, exp.EQ):
+                continue
+            sides = [term.this, term.expression]
+            tables = [side.table if isinstance(side, exp.Column) else None for side in sides]
+            copies = [self.copies.copied(scope, side) for side in sides]
+            if copies[0] is not None and copies[0] == copies[1] and tables.count(alias) == 1:
+                matched.add(copies[0])
+        return all(f"{self.driving}.{column}" in matched for _, column in self.keys)
+
     def _placed(self, select: exp.Expr, node: exp.Expr) -> None:
         """Refuse unless the driving rows are on the preserved side of every join of ``select``."""
         driving = self.driving
-        holder = node.parent if isinstance(node, exp.Query) else node  # a derived table's (...)
-        if holder is None or any(holder.args.get(k) for k in ("pivots", "version", "sample")):
+        holder = read_holder(node)  # a derived table's (...)
+        if any(holder.args.get(k) for k in ("pivots", "version", "sample")):
             self.fail(
                 f"the driving input {driving} is read with PIVOT, a sample or a fixed version"
                 "{at}: use kind full",
@@ -252,19 +285,19 @@ class DrivingReads:
         limit = select.args.get("limit") or select.args.get("offset")
         if limit is not None:
             self._limited(limit)
-        clock = _clock(select)
+        clock = clock_call(select)
         if clock is not None:
             self.fail(
-                f"rows of the driving input {driving} depend on the clock ({_called(clock)}"
+                f"rows of the driving input {driving} depend on the clock ({called(clock)}"
                 "{at}), so rows already written would keep a value a rebuild would change: "
                 "use kind full",
                 clock,
             )
-        windows, aggregates = _windows_and_aggregates(select)
+        windows, aggregates = windows_and_aggregates(select)
         group, distinct = select.args.get("group"), select.args.get("distinct")
         if aggregates and group is None:
             self.fail(
-                f"the driving input {driving} is aggregated into one row ({_called(aggregates[0])}"
+                f"the driving input {driving} is aggregated into one row ({called(aggregates[0])}"
                 "{at}), so every new row changes it: use kind full",
                 aggregates[0],
             )
@@ -272,7 +305,7 @@ class DrivingReads:
             self._append_modifiers(group, windows, distinct, select)
             return
         if group is not None:
-            sets = any(isinstance(e, _GROUPING_SETS) for e in group.expressions)
+            sets = any(isinstance(e, GROUPING_SETS) for e in group.expressions)
             if sets or any(group.args.get(k) for k in ("all", "rollup", "cube", "grouping_sets")):
                 self.fail(
                     "the GROUP BY{at} uses ALL, ROLLUP, CUBE or GROUPING SETS: list the "
@@ -281,8 +314,8 @@ class DrivingReads:
                 )
             self._holds(scope, self.copies.grouped(scope, group), "the GROUP BY", group)
         for window in windows:
-            construct = f"the PARTITION BY of {_called(window)}"
-            self._holds(scope, _partition(window), construct, window)
+            construct = f"the PARTITION BY of {called(window)}"
+            self._holds(scope, partition(window), construct, window)
         if distinct is not None:
             on = distinct.args.get("on")
             listed = on.expressions if isinstance(on, exp.Tuple) else select.expressions
@@ -306,7 +339,7 @@ class DrivingReads:
         if windows:
             self.fail(
                 f"the driving input {driving} is read through a window function "
-                f"({_called(windows[0])}{{at}}), so new rows would change rows already "
+                f"({called(windows[0])}{{at}}), so new rows would change rows already "
                 "written: use kind merge with keys its PARTITION BY holds, or kind full",
                 windows[0],
             )
@@ -344,43 +377,3 @@ class DrivingReads:
                     "or JOIN, or use kind full",
                     table,
                 )
-
-
-def _windows_and_aggregates(select: exp.Expr) -> tuple[list[exp.Window], list[exp.Expr]]:
-    """The window functions and aggregates a SELECT computes itself (not its subqueries')."""
-
-    def prune(node: exp.Expr) -> bool:
-        own = (exp.Query, exp.Subquery, exp.Window, exp.From, exp.Join, exp.With)
-        return node is not select and (isinstance(node, own) or node.arg_key == "windows")
-
-    windows: list[exp.Window] = []
-    aggregates: list[exp.Expr] = []
-    for node in select.walk(prune=prune):
-        if isinstance(node, exp.Window) and node.arg_key != "windows":
-            windows.append(node)
-        elif isinstance(node, exp.AggFunc) or (
-            isinstance(node, exp.Anonymous) and _AGGREGATE_NAME.search(node.name.lower())
-        ):
-            aggregates.append(node)
-    return windows, aggregates
-
-
-def _clock(select: exp.Expr) -> exp.Expr | None:
-    """A call reading the clock in a SELECT's own clauses (its subqueries' are theirs)."""
-    prune = (exp.Query, exp.Subquery)
-    for node in select.walk(prune=lambda n: n is not select and isinstance(n, prune)):
-        named = isinstance(node, exp.Anonymous) and _CLOCK_NAME.match(node.name.lower())
-        if isinstance(node, _CLOCK) or named or (isinstance(node, exp.StrToUnix) and not node.this):
-            return node  # StrToUnix without an argument: unix_timestamp(), now
-    return None
-
-
-def _partition(window: exp.Window) -> list[exp.Expr]:
-    """A window's PARTITION BY (the parser writes a named window's out in each ``OVER``)."""
-    return list(window.args.get("partition_by") or [])
-
-
-def _called(node: exp.Expr) -> str:
-    """The function a window or an aggregate calls, as written in Spark: ``row_number``."""
-    function = node.this if isinstance(node, exp.Window) else node
-    return function.sql("spark").split("(", 1)[0].lower()

@@ -438,6 +438,9 @@ def test_after_a_landing_the_merge_tables_merge_the_touched_orders_and_gold_stay
     merged = by_table["silver.orders_usd"]
     assert merged.built.startswith("merged 6 recomputed rows over the keys bronze.orders"), merged
     assert merged.rows == 6 < (merged.current_rows or 0)
+    # It reads the orders again for their clickstream window, joined back on order_id.
+    fraud = by_table["gold.fraud_features"]
+    assert fraud.built.startswith("merged 6 recomputed rows over the keys silver.orders_usd"), fraud
     refreshed = by_table["silver.order_items"]
     assert refreshed.built == "in full: a full refresh was asked for", refreshed
     assert refreshed.rows == refreshed.current_rows

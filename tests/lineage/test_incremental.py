@@ -103,8 +103,9 @@ DEMO_KINDS = {
         "merge on customer_id, email_sha256, country_code, signup_date, marketing_opt_in"
     ],
     "gold.daily_user_events": ["merge on event_date, event_type, device_type, country_code"],
-    # Orders read twice (the orders CTE, again in recent_activity); the rest LEFT JOINed.
-    "gold.fraud_features": [],
+    # Orders read twice (the orders CTE, and again in recent_activity, grouped by order and
+    # joined back on it); the rest LEFT JOINed.
+    "gold.fraud_features": ["merge on order_id"],
     # A filter over one table; `SELECT *` of a table of unknown schema lists no key.
     "gold.late_shipments": ["append"],
     # Grouped by a day of one input and a product of the other: no key from one input alone.
@@ -229,7 +230,7 @@ def test_demo_tables_accept_the_kinds_their_sql_allows(table, kind, keys, drivin
         (
             "gold.fraud_features",
             "merge",
-            ("order_id",),
+            ("customer_id",),
             "silver.orders_usd",
             "silver.orders_usd is read more than once (again",
             "LEFT JOIN recent_activity",
@@ -758,8 +759,8 @@ MERGE_REFUSED = [
         "SELECT id, sum(amount) AS s FROM bronze.orders GROUP BY ROLLUP (id, cid)",
         "the GROUP BY on line 1 uses ALL, ROLLUP, CUBE or GROUPING SETS",
     ),
-    (
-        "SELECT a.id FROM bronze.orders AS a JOIN bronze.orders AS b ON b.id = a.id",
+    (  # joined again, but not on the key: an order meets another order's rows
+        "SELECT a.id FROM bronze.orders AS a JOIN bronze.orders AS b ON b.id = a.parent_id",
         "bronze.orders is read more than once (again on line 1)",
     ),
     ("SELECT id FROM bronze.orders LIMIT 100", "goes through LIMIT on line 1"),
@@ -921,3 +922,61 @@ def test_tpcds_87_except_depends_on_all_store_sales():
     error = refusal(tpc(TPCDS_Q87), "append", driving="store_sales")
     assert "goes through EXCEPT" in error.reason
     assert possible_kinds(tpc(TPCDS_Q87), {}) == []
+
+
+# --- the driving input read again, joined back on every key -----------------------------------
+
+JOINED_AGAIN = """
+WITH recent AS (
+    SELECT o.id, count(e.id) AS clicks
+    FROM bronze.orders AS o
+    JOIN bronze.events AS e ON e.cid = o.cid AND e.ts <= o.ts
+    GROUP BY o.id
+)
+SELECT o.id, o.amount, coalesce(r.clicks, 0) AS clicks
+FROM bronze.orders AS o
+LEFT JOIN recent AS r ON r.id = o.id AND r.clicks > 0
+"""
+
+
+def test_a_read_joined_back_on_every_key_merges_on_that_key():
+    plan = incremental(parse(JOINED_AGAIN), "merge", ["id"], "bronze.orders")
+    assert plan == Incremental("merge", "bronze.orders", (("id", "id"),))
+    self_join = parse(
+        "SELECT a.id, b.v FROM bronze.orders AS a JOIN bronze.orders AS b ON b.id = a.id"
+    )
+    assert incremental(self_join, "merge", ["id"]).keys == (("id", "id"),)
+    assert possible_kinds(parse(JOINED_AGAIN), {}) == ["merge on id"]
+
+
+@pytest.mark.parametrize(
+    ("change", "kind", "says"),
+    [
+        (("r.id = o.id AND", "r.id = o.amount AND"), "merge", "is read more than once (again"),
+        (("r.id = o.id AND r.clicks > 0", "r.id = o.id OR r.clicks > 0"), "merge", "more than"),
+        (("LEFT JOIN recent", "FULL JOIN recent"), "merge", "optional side of a FULL JOIN"),
+        (("GROUP BY o.id", "GROUP BY o.cid"), "merge", "GROUP BY on line 6 does not hold the key"),
+        (("", ""), "append", "is read more than once (again on line 10)"),
+    ],
+    ids=["another-column", "or", "full-join", "mixes-keys", "append"],
+)
+def test_a_read_again_not_on_every_key_or_for_append_is_refused(change, kind, says):
+    old, new = change
+    keys = ["id"] if kind == "merge" else []
+    found = refusal(parse(JOINED_AGAIN.replace(old, new)), kind, keys, "bronze.orders")
+    assert says in found.reason, found.reason
+
+
+def test_every_key_must_be_joined_back():
+    sql = (
+        JOINED_AGAIN.replace("SELECT o.id, count", "SELECT o.id, o.line, count")
+        .replace("GROUP BY o.id", "GROUP BY o.id, o.line")
+        .replace("SELECT o.id, o.amount", "SELECT o.id, o.line, o.amount")
+    )
+    keys = ["id", "line"]
+    assert "more than once" in refusal(parse(sql), "merge", keys, "bronze.orders").reason
+    joined = sql.replace("r.id = o.id AND", "r.id = o.id AND r.line = o.line AND")
+    assert incremental(parse(joined), "merge", keys, "bronze.orders").keys == (
+        ("id", "id"),
+        ("line", "line"),
+    )

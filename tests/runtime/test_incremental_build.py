@@ -5,8 +5,12 @@ row for row; and each build read only what it had to (said in its outcome)."""
 
 from __future__ import annotations
 
+import os
 import random
 import re
+import signal
+import subprocess
+import sys
 from datetime import datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -223,3 +227,57 @@ def test_incremental_tables_equal_a_full_build_after_every_landing(spark, projec
     assert "appended rows from what bronze.orders gained" in seen["silver.order_events"]
     assert "in full" in seen["silver.order_events"]  # a replaced object, a rollback
     assert merged.format("silver.orders_latest") in seen["gold.revenue_by_country"]
+
+
+# A process that builds every table of the project in order, as a run's steps would, on its
+# own Spark driver; MEDALLION_CRASH_AT kills it (SIGKILL) at a point of one table's build.
+BUILDER = """
+import sys
+from pathlib import Path
+from medallion_assets.catalog import load_catalog
+from medallion_assets.lake import Lake
+from medallion_assets.runtime.spark_session import spark_session
+from medallion_assets.runtime.table_build import build_table
+from medallion_assets.runtime.table_run import TableRun
+from medallion_assets.settings import MedallionSettings
+
+catalog = load_catalog(Path(sys.argv[1]), use_cache=False)
+lake = Lake.local(Path(sys.argv[2]))
+spark = spark_session(MedallionSettings.from_env({"MEDALLION_SPARK_SHUFFLE_PARTITIONS": "2"}))
+for table in sys.argv[3:]:
+    run = TableRun(catalog=catalog, dataset=catalog.datasets[table], lake=lake, spark=spark)
+    build_table(run.without_checks())
+"""
+
+
+@pytest.mark.parametrize(
+    "crash_at",
+    ["lake.staged@silver.order_events", "lake.staged@silver.orders_latest"],
+)
+def test_an_incremental_build_killed_at_any_point_is_finished_by_the_next(
+    spark, project, tmp_path, crash_at
+):
+    """kill -9 between staging (and checking) an append or a merge build and publishing it:
+    the next builds equal full builds (nothing appended or merged twice, nothing skipped)."""
+    catalog, lake = project
+    landings = Landings(spark, lake, 3)
+    landings.countries({"DE": "EU", "FR": "EU", "GB": "EU", "US": "NA"})
+    landings.new_object()
+    for table in BUILT:
+        build(catalog, lake, spark, table)
+    landings.new_object()
+    landings.new_object(late=True)
+    killed = subprocess.run(
+        [sys.executable, "-c", BUILDER, str(catalog.root), str(lake.root), *BUILT],
+        env={**os.environ, "MEDALLION_CRASH_AT": crash_at},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
+    landings.new_object(late=True)  # and more lands before the next run
+    for table in BUILT:
+        outcome = build(catalog, lake, spark, table)
+        assert published_rows(lake, spark, table) == full_rows(catalog, lake, spark, table), (
+            f"after {crash_at}: {table} ({outcome.metadata.get('built', outcome.reason)})"
+        )
