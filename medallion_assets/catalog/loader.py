@@ -71,9 +71,17 @@ def _load(root: Path, use_cache: bool) -> Catalog:
     base_schema = {f"raw.{name}": _raw_schema(source) for name, source in sources.items()}
 
     cache = LineageCache(root / CACHE_DIR) if use_cache else None
-    # An scd2 table's history columns, for the files that read it.
+    # An scd2 table's history columns, for the files that read it: valid_from is a version's
+    # updated_at; valid_to and is_current come from the key's next version too.
     added = {
-        name: [(column, kind, s.updated_at or "") for column, kind in HISTORY_COLUMNS.items()]
+        name: [
+            (
+                column,
+                kind,
+                (s.updated_at or "",) if column == "valid_from" else (s.updated_at or "", *s.keys),
+            )
+            for column, kind in HISTORY_COLUMNS.items()
+        ]
         for name, s in (datasets_file.datasets if datasets_file else {}).items()
         if s.kind == "scd2"
     }

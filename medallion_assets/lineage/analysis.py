@@ -63,7 +63,7 @@ def analyze(
     cache: LineageCache | None = None,
     save_cache: bool = True,
     words: bool = False,
-    added: Mapping[str, Sequence[tuple[str, str, str]]] | None = None,
+    added: Mapping[str, Sequence[tuple[str, str, tuple[str, ...]]]] | None = None,
 ) -> Analysis:
     """Lineage for every file; a file that fails is reported in ``errors`` and the rest go on.
 
@@ -99,7 +99,7 @@ class _Run:
         self.keys: dict[str, str] = {}
         self.errors: list[FileError] = []
         self.parsed = 0
-        self.added: dict[str, Sequence[tuple[str, str, str]]] = {}
+        self.added: dict[str, Sequence[tuple[str, str, tuple[str, ...]]]] = {}
 
     def _statement(self, sql_file: SqlFile) -> Statement:
         if sql_file.label not in self.statements:
@@ -224,18 +224,26 @@ class _Run:
 
 
 def with_added(
-    columns: tuple[ColumnLineage, ...], added: Sequence[tuple[str, str, str]]
+    columns: tuple[ColumnLineage, ...], added: Sequence[tuple[str, str, tuple[str, ...]]]
 ) -> tuple[ColumnLineage, ...]:
-    """``columns`` and the ``added`` ones it lacks, each computed from its column's sources.
+    """``columns`` and the ``added`` ones it lacks, each computed from the output columns
+    named (their sources together).
 
-    >>> found = with_added((ColumnLineage("ts", ("s.t.ts",), "direct", "timestamp"),),
-    ...                    [("valid_from", "timestamp", "ts")])
-    >>> found[1].column, found[1].sources, found[1].transform
-    ('valid_from', ('s.t.ts',), 'expression')
+    >>> found = with_added((ColumnLineage("ts", ("s.t.ts",), "direct", "timestamp"),
+    ...                     ColumnLineage("id", ("s.t.id",), "direct", "bigint")),
+    ...                    [("valid_from", "timestamp", ("ts",)),
+    ...                     ("valid_to", "timestamp", ("ts", "id"))])
+    >>> [(c.column, c.sources, c.transform) for c in found[2:]]
+    [('valid_from', ('s.t.ts',), 'expression'), ('valid_to', ('s.t.id', 's.t.ts'), 'expression')]
     """
     by_name = {c.column.lower(): c for c in columns}
+
+    def sources(names: tuple[str, ...]) -> tuple[str, ...]:
+        found = {s for n in names if n.lower() in by_name for s in by_name[n.lower()].sources}
+        return tuple(sorted(found))
+
     extra = tuple(
-        ColumnLineage(name, by_name[of].sources if of in by_name else (), "expression", kind)
+        ColumnLineage(name, sources(of), "expression", kind)
         for name, kind, of in added
         if name.lower() not in by_name
     )

@@ -41,7 +41,10 @@ def test_the_kinds_the_demo_declares_are_what_its_runs_read(demo_project: Path):
     assert orders.incremental == Incremental("merge", "bronze.orders", (("order_id", "order_id"),))
     # line_number is computed: it tells an order's lines apart; the order id picks the rows
     assert items.incremental == Incremental("merge", "bronze.orders", (("order_id", "order_id"),))
-    assert catalog.datasets["gold.fraud_features"].incremental is None  # kind full, the default
+    # orders read again for their clickstream window, joined back on order_id
+    fraud = catalog.datasets["gold.fraud_features"].incremental
+    assert fraud == Incremental("merge", "silver.orders_usd", (("order_id", "order_id"),))
+    assert catalog.datasets["gold.product_sales"].incremental is None  # kind full, the default
 
 
 def test_a_kind_the_sql_cannot_honour_names_the_sql_file_and_line(demo_project: Path):
@@ -137,6 +140,8 @@ def test_an_scd2_table_offers_its_history_columns_to_the_sql_that_reads_it(demo_
     catalog = load_catalog(demo_project)
     history = {c.column: c for c in catalog.datasets["silver.orders_usd"].columns}
     assert history["valid_from"].sources == history["order_ts"].sources
+    both = set(history["order_ts"].sources) | set(history["order_id"].sources)
+    assert set(history["valid_to"].sources) == set(history["is_current"].sources) == both
     assert history["is_current"].type == "boolean"
     spans = {c.column: c.sources for c in catalog.datasets["gold.order_spans"].columns}
     assert spans["valid_to"] == ("silver.orders_usd.valid_to",)
