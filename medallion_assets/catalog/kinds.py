@@ -123,3 +123,18 @@ def history_issue(
 # What an scd2 table adds to its SQL's columns: when each version began and ended, and
 # whether it is the key's current one.
 HISTORY_COLUMNS = {"valid_from": "timestamp", "valid_to": "timestamp", "is_current": "boolean"}
+
+
+def history_columns(settings: models.DatasetSettings) -> list[tuple[str, str, tuple[str, ...]]]:
+    """(name, type, the output columns it is computed from) of each history column of an scd2
+    table, for its lineage: valid_from is a version's updated_at; valid_to and is_current come
+    from the key's next version, so from the keys too.
+
+    >>> history_columns(models.DatasetSettings(kind="scd2", keys=["id"], updated_at="ts"))[1]
+    ('valid_to', 'timestamp', ('ts', 'id'))
+    """
+    updated_at = settings.updated_at or ""
+    return [
+        (column, kind, (updated_at,) if column == "valid_from" else (updated_at, *settings.keys))
+        for column, kind in HISTORY_COLUMNS.items()
+    ]

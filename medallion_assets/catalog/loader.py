@@ -24,7 +24,7 @@ from medallion_assets.catalog.dependencies import (
     check_recovery_cycles,
 )
 from medallion_assets.catalog.errors import CatalogError, CatalogIssue
-from medallion_assets.catalog.kinds import HISTORY_COLUMNS
+from medallion_assets.catalog.kinds import history_columns
 from medallion_assets.catalog.layers import layer_problems
 from medallion_assets.catalog.metadata_files import LoadedFile, load_metadata, model_of
 from medallion_assets.catalog.references import KnownNames, ReferenceChecker
@@ -71,17 +71,8 @@ def _load(root: Path, use_cache: bool) -> Catalog:
     base_schema = {f"raw.{name}": _raw_schema(source) for name, source in sources.items()}
 
     cache = LineageCache(root / CACHE_DIR) if use_cache else None
-    # An scd2 table's history columns, for the files that read it: valid_from is a version's
-    # updated_at; valid_to and is_current come from the key's next version too.
-    added = {
-        name: [
-            (
-                column,
-                kind,
-                (s.updated_at or "",) if column == "valid_from" else (s.updated_at or "", *s.keys),
-            )
-            for column, kind in HISTORY_COLUMNS.items()
-        ]
+    added = {  # an scd2 table's history columns, for the files that read it
+        name: history_columns(s)
         for name, s in (datasets_file.datasets if datasets_file else {}).items()
         if s.kind == "scd2"
     }

@@ -27,6 +27,7 @@ from medallion_assets.lake import Produced, StagedWrite, Version
 from medallion_assets.lake.changes import Changes, appended_rows, changed_keys
 from medallion_assets.lineage.incremental import Incremental
 from medallion_assets.lineage.spark_sql import spark_script, view_name
+from medallion_assets.runtime.samples import key_sample
 from medallion_assets.runtime.scd2 import history, sql_columns
 
 if TYPE_CHECKING:
@@ -262,12 +263,7 @@ def _refuse_duplicates(run: TableRun, frame: DataFrame, keys: list[str]) -> None
         return
     dataset = run.dataset
     held = doubled.count()
-    private = set(dataset.settings.pii_columns) & set(keys)
-    sample = (
-        "values masked: personal data"
-        if private
-        else ", ".join(f"{k}={found[0][k]!r}" for k in keys)
-    )
+    sample = key_sample(dataset, keys, found[0])
     raise DuplicateKeys(
         f"{dataset.sql_path}: {dataset.name}: {held} key(s) ({', '.join(keys)}) are held by more "
         f"than one output row (e.g. {sample}), so kind merge cannot tell which to keep; make "

@@ -27,6 +27,7 @@ from medallion_assets.runtime.merge_sql import (
     duplicate_keys_sql,
     latest_source,
 )
+from medallion_assets.runtime.samples import MASKED, private
 
 if TYPE_CHECKING:
     from medallion_assets.runtime.table_run import TableRun
@@ -110,8 +111,8 @@ def _refuse_duplicate_keys(run: TableRun, spec: MergeSpec) -> None:
     if not found["held"]:
         return
     columns = ", ".join(column for column, _ in spec.keys)
-    private = set(dataset.settings.pii_columns) & {column for column, _ in spec.keys}
-    sample = "; ".join(found["sample"]) if not private else "values masked: personal data"
+    masked = private(dataset, [column for column, _ in spec.keys])
+    sample = MASKED if masked else "; ".join(found["sample"])
     raise MergeConflict(
         f"{dataset.sql_path}: MERGE INTO {dataset.name}: {found['held']} key(s) ({columns}) "
         f"held by more than one source row (e.g. {sample}); deduplicate the source, or set "

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from medallion_assets.catalog.kinds import HISTORY_COLUMNS
 from medallion_assets.errors import PermanentError
+from medallion_assets.runtime.samples import key_sample
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -75,12 +76,12 @@ def history(dataset: Dataset, made: DataFrame, held: DataFrame | None) -> DataFr
         .where(F.col("__before").isNull() | (F.col("__before") != F.col(_DIGEST)))
     )
     began = F.col(f"`{updated_at}`").cast("timestamp")
-    return versions.select(
+    ended = versions.select(
         *[F.col(f"`{c}`") for c in columns],
         began.alias("valid_from"),
         F.lead(began).over(ordered).alias("valid_to"),
-        F.lead(began).over(ordered).isNull().alias("is_current"),
     )
+    return ended.withColumn("is_current", F.col("valid_to").isNull())
 
 
 def _as_made(held: DataFrame, made: DataFrame) -> DataFrame:
@@ -117,18 +118,12 @@ def _refuse_unplaced(
     from pyspark.sql import functions as F
 
     where = f"{dataset.sql_path}: {dataset.name} (kind scd2)"
-    private = {c.lower() for c in dataset.settings.pii_columns}
-
-    def named(row: object) -> str:
-        if private & {k.lower() for k in keys}:
-            return "values masked: personal data"
-        return ", ".join(f"{k}={row[k]!r}" for k in keys)  # type: ignore[index]
-
     unplaced = made.where(F.col(f"`{updated_at}`").isNull())
     found = unplaced.limit(1).collect()
     if found:
+        sample = key_sample(dataset, keys, found[0])
         raise UnplacedVersions(
-            f"{where}: {unplaced.count()} row(s) have no {updated_at} (e.g. {named(found[0])}), "
+            f"{where}: {unplaced.count()} row(s) have no {updated_at} (e.g. {sample}), "
             "so their place in the history is unknown; give every row one in the SQL"
         )
     clashing = (
@@ -139,8 +134,9 @@ def _refuse_unplaced(
     )
     found = clashing.limit(1).collect()
     if found:
+        sample = key_sample(dataset, keys, found[0])
         raise UnplacedVersions(
             f"{where}: {clashing.count()} key(s) have two different versions at one "
-            f"{updated_at} (e.g. {named(found[0])} at {found[0][updated_at]}), so which came "
+            f"{updated_at} (e.g. {sample} at {found[0][updated_at]}), so which came "
             f"first is unknown; make {updated_at} tell them apart, or de-duplicate them in the SQL"
         )
