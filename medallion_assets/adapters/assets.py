@@ -49,7 +49,7 @@ from medallion_assets.recovery.recover import down_now, recover
 from medallion_assets.recovery.reroute import PRIMARY
 from medallion_assets.runtime import stop
 from medallion_assets.runtime.stop import Stop
-from medallion_assets.runtime.table_run import RunLog, TableRun
+from medallion_assets.runtime.table_run import RunLog, SessionOnDemand, TableRun
 from medallion_assets.runtime.table_runner import TableOutcome, TableRunner, combined_metadata
 
 StepEvent = dg.MaterializeResult[Any] | dg.AssetCheckResult
@@ -137,7 +137,8 @@ class TableStep:
             return
         audit = Audit(plane.store(), run, context.retry_number + 1)
         spark_log = self.resources.lake.settings.spark_log_file
-        with table_guard(context, run, audit, lineage, self.resources.spark.session, spark_log):
+        spark = self.resources.spark.opened_session  # healing never starts Spark
+        with table_guard(context, run, audit, lineage, spark, spark_log):
             yield from _build_step(context, runner, run, plane, audit, self.resources, lineage)
 
 
@@ -344,9 +345,10 @@ def with_spark(
     context: dg.AssetExecutionContext, run: TableRun, resources: StepResources
 ) -> TableRun:
     """The run with a Spark session of the step's own, its jobs in the table's criticality's
-    FAIR pool. Asked for at each use: refresh_connection drops a Spark Connect session."""
-    spark = resources.spark.step_session(run.dataset.criticality, context.run.run_id)
-    return replace(run, spark=spark)
+    FAIR pool, opened when the step first needs it (a reused version needs none). Asked for at
+    each use: refresh_connection drops a Spark Connect session."""
+    pool, run_id = run.dataset.criticality, context.run.run_id
+    return replace(run, spark=SessionOnDemand(lambda: resources.spark.step_session(pool, run_id)))
 
 
 def published_schema(run: TableRun) -> dg.TableSchema:

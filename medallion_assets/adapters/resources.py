@@ -147,6 +147,7 @@ class SparkResource(SettingsResource, PySparkResource):
     spark_driver_memory: str | None = _shown("spark_driver_memory")
 
     _parent: Parent | None = PrivateAttr(default=None)
+    _opened: bool = PrivateAttr(default=False)
 
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
         SettingsResource.setup_for_execution(self, context)  # no session yet: see session()
@@ -165,7 +166,14 @@ class SparkResource(SettingsResource, PySparkResource):
 
         starting = SparkContext._active_spark_context is None  # the pools are set at start
         weights = self.pool_weights() if starting else None
-        return spark_session(self.settings, weights, self.spark_config, self._parent)
+        session = spark_session(self.settings, weights, self.spark_config, self._parent)
+        self._opened = True
+        return session
+
+    def opened_session(self) -> SparkSession | None:
+        """The session when this resource opened one, else None: healing a step that never
+        reached Spark does not start it."""
+        return self.session() if self._opened else None
 
     def pool_weights(self) -> dict[str, int]:
         """The steps' FAIR pools weighted as the active profile ranks criticality."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
@@ -110,9 +110,10 @@ class ChecksFailed(RuntimeError):
 
 @dataclass(frozen=True)
 class CheckContext:
-    """What checks may read besides the staged frame."""
+    """What checks may read besides the staged frame. ``spark_of`` gives the Spark session,
+    opened by the first check that reads (a reused version's checks mostly read nothing)."""
 
-    spark: SparkSession
+    spark_of: Callable[[], SparkSession]
     lake: Lake
     catalog: Catalog
     dataset: Dataset
@@ -120,6 +121,10 @@ class CheckContext:
     quarantine: DataFrame | None = None  # bronze: the staged quarantine records
     records_read: int | None = None  # bronze: records read from the raw objects
     now: float = field(default_factory=time.time)
+
+    @property
+    def spark(self) -> SparkSession:
+        return self.spark_of()
 
     @functools.cached_property
     def pii_columns(self) -> frozenset[str]:

@@ -48,10 +48,18 @@ def freshness(
     if column not in frame.columns:
         return result_of(rule, False, total, total, f"column {column} missing from the table")
     row = frame.select(F.max(F.col(column).cast("timestamp")).cast("double")).first()
-    newest = row[0] if row is not None else None
+    return judge_freshness(rule, row[0] if row is not None else None, total, context.now)
+
+
+def judge_freshness(
+    rule: FreshnessRule, newest: float | None, total: int, now: float
+) -> CheckResult:
+    """The freshness result of a table whose newest timestamp is ``newest`` (epoch seconds)
+    at ``now``: measured once per version, judged again at each run that reuses it."""
+    column = rule.timestamp_column
     if newest is None:
         return result_of(rule, False, total, total, f"no {column} value: the table is empty")
-    age = (context.now - newest) / 3600
+    age = (now - newest) / 3600
     passed = age <= rule.max_age_hours
     message = (
         f"newest {column} is {age:,.1f} h old "

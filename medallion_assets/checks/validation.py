@@ -135,8 +135,9 @@ def reused_validation(
     """Check results for a build skipped because code and inputs are unchanged.
 
     Results recorded for the reused version are reported again (marked ``reused_from``);
-    freshness, which changes with the clock, and any rule without a recorded result are
-    evaluated again on the current version.
+    freshness, which changes with the clock, is judged again from the newest value recorded
+    (read again only when none was); any rule without a recorded result is evaluated again on
+    the current version.
     """
     recorded = ledger.of(version.table, version.partition, "published") if ledger else None
     found = (
@@ -144,11 +145,19 @@ def reused_validation(
     )
     stored = {r["name"]: CheckResult.from_dict(r) for r in found}
     rules = data_rules(context.dataset)
-    again = [r for r in rules if isinstance(r, FreshnessRule) or r.label() not in stored]
     fresh: dict[str, CheckResult] = {}
+    for rule in rules:  # judged again at this run's clock from the newest value recorded
+        old = stored.get(rule.label())
+        if isinstance(rule, FreshnessRule) and old is not None and "newest_epoch" in old.details:
+            newest = old.details["newest_epoch"]
+            fresh[rule.label()] = table_rules.judge_freshness(
+                rule, newest, old.total_rows, context.now
+            )
+    again = [r for r in rules if r.label() not in stored or isinstance(r, FreshnessRule)]
+    again = [r for r in again if r.label() not in fresh]
     if again:
         frame = context.lake.read(context.spark, [version])
-        fresh = {r.name: r for r in validate_frame(frame, context, again).results}
+        fresh |= {r.name: r for r in validate_frame(frame, context, again).results}
     results = []
     for rule in rules:
         label = rule.label()

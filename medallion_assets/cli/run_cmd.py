@@ -28,6 +28,7 @@ EXIT_BLOCKED = 3  # as `medallion build`: blocking checks kept a table from publ
 
 if TYPE_CHECKING:
     from medallion_assets.adapters.run_summary import RunSummary
+    from medallion_assets.catalog import Catalog
     from medallion_assets.settings import MedallionSettings
 
 
@@ -136,15 +137,16 @@ def _run(
     try:
         catalog = load_catalog(project)
         with one_run_at_a_time(settings, catalog.project.name, click.echo, wait_seconds):
-            # The Spark driver starts behind the run lock, while the lake and the warehouse
-            # are checked, Dagster imported and the instance loaded: its start-up is off the
-            # run's critical path. Not when Spark reports lineage: its driver names the
-            # Dagster run that starts it as parent (io/spark_lineage.py), so the first step
-            # starts it.
+            # When the run certainly builds, the Spark driver starts behind the run lock,
+            # while Dagster is imported and the instance loaded: its start-up is off the run's
+            # critical path. Otherwise the first step that needs Spark starts it, and a run
+            # with nothing new starts none. Not when Spark reports lineage: its driver names
+            # the Dagster run that starts it as parent (io/spark_lineage.py).
             warm_up = (
-                None
-                if reports_lineage(settings)
-                else SparkWarmUp(settings, pool_weights(catalog.profiles), say=click.echo)
+                SparkWarmUp(settings, pool_weights(catalog.profiles), say=click.echo)
+                if _certainly_builds(settings, catalog, full_refresh)
+                and not reports_lineage(settings)
+                else None
             )
             try:
                 # Dagster: loaded only by the commands that run it (`medallion --help` stays quick)
@@ -170,6 +172,18 @@ def _run(
         click.echo(f"error: {busy}", err=True)
         sys.exit(1)
     return summary
+
+
+def _certainly_builds(settings: MedallionSettings, catalog: Catalog, full_refresh: str) -> bool:
+    """Whether the run builds for certain: a full refresh, or a first run (the lake lacks the
+    project's first table). Else what landed decides, step by step, without Spark."""
+    # The lake: loaded only by the commands that use it
+    from medallion_assets.lake import Lake
+
+    first = min(catalog.datasets, default=None)
+    return bool(full_refresh) or (
+        first is not None and not Lake.of(settings).current_versions(first)
+    )
 
 
 def _report(project: Path, summary: RunSummary, allow_blocked: bool) -> None:

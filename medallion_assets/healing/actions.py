@@ -84,7 +84,8 @@ class HealingContext:
 
     @property
     def spark(self) -> SparkSession | None:
-        return self.run.spark
+        """The step's Spark session when it had one open (None when nothing reached Spark)."""
+        return self.run.opened_session
 
     @property
     def run_id(self) -> str:

@@ -85,13 +85,8 @@ def ingest(run: TableRun, store: ObjectSource) -> IngestOutcome:
     the ETag). Objects that cannot be read are set aside and copies of ingested ones skipped
     (``intake``); the run's log warns of each of them. The manifest is in the run's control
     store."""
-    spark, lake, catalog, dataset, partition = (
-        run.session,
-        run.lake,
-        run.catalog,
-        run.dataset,
-        run.partition,
-    )
+    # Spark is opened only to read objects: a source with nothing new is skipped without it.
+    lake, catalog, dataset, partition = run.lake, run.catalog, run.dataset, run.partition
     replica, log, warn, state = run.replica, run.log.info, run.log.warn, run.state
     name, source = source_of(catalog, dataset)
     bucket = replica.bucket if replica is not None else source.bucket
@@ -129,7 +124,7 @@ def ingest(run: TableRun, store: ObjectSource) -> IngestOutcome:
     def inspect(objects: Mapping[str, Any]) -> dict[str, Any]:
         paths = {k: store.spark_path(o.bucket, o.key, o.size) for k, o in objects.items()}
         sizes = {paths[k]: o.size for k, o in objects.items()}
-        found = inspect_objects(spark, source, sizes)
+        found = inspect_objects(run.session, source, sizes)
         return {k: found[path] for k, path in paths.items()}
 
     intake = inspect_batch(
@@ -189,6 +184,7 @@ def ingest(run: TableRun, store: ObjectSource) -> IngestOutcome:
             "that built the current version; nothing was published"
         )
     batch = {k: e for k, e in readable.items() if k in intake.landed} if append else readable
+    spark = run.session
     batch = _with_headers(spark, source, batch, store, updated)
     files = files_of(batch, source.bucket, store.spark_path)
     good, quarantine, total = read_objects(spark, source, files, evolved)

@@ -118,13 +118,7 @@ def _same_partitions(catalog: Catalog, dataset: Dataset, upstream: str) -> bool:
 def build_table(run: TableRun) -> BuildOutcome:
     """Build ``run``'s table (its day, when partitioned) and publish it, or reuse the current
     version when its code and inputs are unchanged."""
-    spark, lake, catalog, dataset, partition = (
-        run.session,
-        run.lake,
-        run.catalog,
-        run.dataset,
-        run.partition,
-    )
+    lake, catalog, dataset, partition = run.lake, run.catalog, run.dataset, run.partition
     sources = input_versions(lake, catalog, dataset, partition)
     drop_stale_staging(run)
     current = lake.current(dataset.name, partition)
@@ -158,6 +152,7 @@ def build_table(run: TableRun) -> BuildOutcome:
             run.log.info(str(blocked).splitlines()[0])
             raise blocked
 
+    spark = run.session  # opened here: a reused version needs no Spark
     views = register_inputs(spark, lake, catalog, dataset, partition)
     produced = Produced(dataset.code_version, inputs, run.run_id)
     plan = dataset.incremental if partition is None and not merge else None

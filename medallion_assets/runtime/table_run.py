@@ -10,10 +10,14 @@ one directly:
 
 ``objects`` and ``warehouse`` are what the run reaches beyond Spark and the lake (the
 resources satisfy both protocols); ``control`` is the control store healing and audit write to.
+A step's Spark session is opened when the run first needs it (``SessionOnDemand``): a table
+whose code and inputs are unchanged is reused without it, so a run with nothing new starts no
+JVM.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Protocol
@@ -68,6 +72,26 @@ class NoSparkSession(RuntimeError):
     """A run built without a Spark session (the relaunch sensor's healing) reached Spark."""
 
 
+class SessionOnDemand:
+    """A Spark session opened by ``open`` the first time it is asked for, then kept."""
+
+    def __init__(self, open: Callable[[], SparkSession]):
+        self._open = open
+        self._lock = threading.Lock()
+        self._session: SparkSession | None = None
+
+    def get(self) -> SparkSession:
+        with self._lock:
+            if self._session is None:
+                self._session = self._open()
+            return self._session
+
+    @property
+    def opened(self) -> SparkSession | None:
+        """The session when it was opened, else None (nothing reached Spark)."""
+        return self._session
+
+
 @dataclass(frozen=True, kw_only=True)
 class TableRun:
     """One table's run: which table and day, on which Spark and lake, along which route."""
@@ -75,7 +99,7 @@ class TableRun:
     catalog: Catalog
     dataset: Dataset
     lake: Lake
-    spark: SparkSession | None = None
+    spark: SparkSession | SessionOnDemand | None = None
     partition: str | None = None
     run_id: str = ""
     route: Route | None = None  # None or the primary: the table's own path
@@ -90,7 +114,14 @@ class TableRun:
     def session(self) -> SparkSession:
         if self.spark is None:
             raise NoSparkSession(f"{self.dataset.name}: this run has no Spark session")
+        if isinstance(self.spark, SessionOnDemand):
+            return self.spark.get()
         return self.spark
+
+    @property
+    def opened_session(self) -> SparkSession | None:
+        """The Spark session when the run has one open, else None (none was needed yet)."""
+        return self.spark.opened if isinstance(self.spark, SessionOnDemand) else self.spark
 
     @property
     def state(self) -> RuntimeState:
@@ -137,7 +168,7 @@ class TableRun:
         if not self.checks:
             return None
         return CheckContext(
-            self.session,
+            lambda: self.session,  # opened by the first check that reads
             self.lake,
             self.catalog,
             self.dataset,

@@ -15,8 +15,11 @@ from medallion_assets.catalog import load_catalog
 from medallion_assets.catalog.rules import ReconciliationRule, Rule
 from medallion_assets.checks.results import MASKED, CheckContext
 from medallion_assets.checks.table_rules import reconciliation_result
-from medallion_assets.checks.validation import validate_frame
+from medallion_assets.checks.validation import reused_validation, validate_frame
+from medallion_assets.control.check_results import CheckLedger
+from medallion_assets.control.store import ControlStore
 from medallion_assets.lake import Lake
+from medallion_assets.lake.versions import Version
 from tests.lake_helpers import publish_frame
 
 MINIMAL = Path(__file__).parents[1] / "catalog" / "minimal_project"
@@ -50,7 +53,7 @@ def check(spark, env, frame, the_rule, table="silver.orders_clean", **context):
     if pii:
         settings = dataset.settings.model_copy(update={"pii_columns": tuple(pii)})
         dataset = dataclasses.replace(dataset, settings=settings)
-    ctx = CheckContext(spark, lake, catalog, dataset, now=NOW, **context)
+    ctx = CheckContext(lambda: spark, lake, catalog, dataset, now=NOW, **context)
     (result,) = validate_frame(frame, ctx, [the_rule]).results
     return result
 
@@ -165,6 +168,25 @@ def test_freshness_of_a_timestamp_column(spark, env):
     stale = check(spark, env, stamps, rule(kind="freshness", column="order_ts", max_age_hours=1))
     assert (stale.passed, stale.failing_rows, stale.total_rows) == (False, 2, 2)
     assert "2.0 h old" in stale.message
+
+
+def test_a_reused_versions_freshness_is_judged_again_without_reading_it(spark, env, tmp_path):
+    catalog, lake = env
+    stamps = spark.createDataFrame([(dt.datetime(2026, 11, 21, 10, 0),)], "order_ts timestamp")
+    freshness = rule(kind="freshness", column="order_ts", max_age_hours=3)
+    dataset = dataclasses.replace(catalog.datasets["silver.orders_clean"], rules=(freshness,))
+    built = validate_frame(stamps, CheckContext(lambda: spark, lake, catalog, dataset, now=NOW))
+    ledger = CheckLedger(ControlStore.open(f"sqlite:///{tmp_path / 'control.db'}"))
+    ledger.record("published", dataset.name, None, "v1", "c1", {}, list(built.as_json()))
+    version = Version(dataset.name, None, "v1", "c1", {}, 1, NOW)
+
+    def no_spark():
+        raise AssertionError("a reused version's freshness read the table")
+
+    for hours, passed in ((0, True), (2, False)):  # 2 h old when built, 4 h two hours later
+        context = CheckContext(no_spark, lake, catalog, dataset, now=NOW + hours * 3600)
+        (result,) = reused_validation(version, context, ledger).results
+        assert result.passed is passed and result.details["age_hours"] == 2 + hours
 
 
 def test_schema_match_and_allowed_evolution(spark, env):

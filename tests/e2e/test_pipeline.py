@@ -12,6 +12,7 @@ import boto3
 import dagster as dg
 import pytest
 
+from medallion_assets.adapters import resources
 from medallion_assets.adapters.code_location import definitions_for
 from medallion_assets.adapters.headless import run_project
 from medallion_assets.adapters.instance import project_instance
@@ -225,10 +226,16 @@ def test_gold_tables_with_a_target_are_in_postgres_and_reconciled(pipeline):
         warehouse.close()
 
 
-def test_a_second_run_skips_everything_changes_no_gold_row_and_says_so(pipeline):
+def test_a_second_run_skips_everything_changes_no_gold_row_and_says_so(pipeline, monkeypatch):
     gold = {t: lake_rows(pipeline, t) for t in pipeline["catalog"].datasets if t.startswith("gold")}
+    opened = []  # the steps that opened a Spark session: none has anything to read
+    step_session = resources.step_session
+    monkeypatch.setattr(
+        resources, "step_session", lambda *a: opened.append(a[2]) or step_session(*a)
+    )
     second = run_project(pipeline["root"], log=lambda _m: None, instance=pipeline["instance"])
     assert second.success
+    assert opened == []  # its freshness judged again from the newest value recorded
     assert all(r.skipped for r in second.results), [
         r.table for r in second.results if not r.skipped
     ]
