@@ -25,6 +25,7 @@ import pyarrow as pa
 
 from medallion_assets.credentials import encoded_url, mask_credentials, url_secrets
 from medallion_assets.io import warehouse_sql as sql
+from medallion_assets.io.warehouse_changes import loaded_version, run_changes_load
 from medallion_assets.io.warehouse_load import (
     BATCH_ROWS,
     LoadReport,
@@ -54,7 +55,9 @@ __all__ = [
 @runtime_checkable
 class Warehouse(Protocol):
     """A load target for gold tables. ``load`` follows ``warehouse_load.run_load``: ``unit`` is
-    the lake version (of a partition) being loaded; ``held`` reports an earlier load of it."""
+    the lake version (of a partition) being loaded; ``held`` reports an earlier load of it;
+    ``load_changes`` loads only the keys changed since the version it holds
+    (``warehouse_changes``)."""
 
     kind: str  # "duckdb", "postgres" or "redshift": the dialect of its statements
 
@@ -66,6 +69,16 @@ class Warehouse(Protocol):
         throttle: Throttle | None = None,
     ) -> LoadReport: ...
     def held(self, target: Target, unit: LoadUnit) -> LoadReport | None: ...
+    def loaded_version(self, target: Target) -> str | None: ...
+    def load_changes(
+        self,
+        target: Target,
+        rows: pa.Table,
+        keys: pa.Table,
+        unit: LoadUnit,
+        base: str,
+        throttle: Throttle | None = None,
+    ) -> LoadReport: ...
     def row_count(self, warehouse_table: str) -> int: ...
     def read(self, warehouse_table: str) -> pa.Table: ...
     def reach(self) -> None: ...  # connect now: ConnectionError naming it if it cannot
@@ -105,6 +118,31 @@ class _SqlWarehouse:
 
     def held(self, target: Target, unit: LoadUnit) -> LoadReport | None:
         return held(self.session(), target, unit)
+
+    def loaded_version(self, target: Target) -> str | None:
+        """The one lake version the warehouse holds of the (unpartitioned) table, else None."""
+        return loaded_version(self.session(), target, None)
+
+    def load_changes(
+        self,
+        target: Target,
+        rows: pa.Table,
+        keys: pa.Table,
+        unit: LoadUnit,
+        base: str,
+        throttle: Throttle | None = None,
+    ) -> LoadReport:
+        """``warehouse_changes.run_changes_load``: only the keys changed since ``base``."""
+        return run_changes_load(
+            self.session(),
+            target,
+            rows,
+            keys,
+            unit,
+            base,
+            throttle=throttle,
+            batch_rows=self.batch_rows,
+        )
 
     def row_count(self, warehouse_table: str) -> int:
         return int(self.session().fetch(sql.count_rows(warehouse_table))[0][0])

@@ -126,9 +126,9 @@ def held(session: LoadSession, target: Target, unit: LoadUnit) -> LoadReport | N
     so), else None. Cheap: no data is read from the lake for a load that would do nothing."""
     started = time.monotonic()
     table = target.warehouse_table
-    if not _holds(session, table, unit):
+    if not holds(session, table, unit):
         return None
-    return _reconcile(session, target, unit, 0, started, unchanged=True)
+    return reconcile(session, target, unit, 0, started, unchanged=True)
 
 
 def run_load(
@@ -158,8 +158,8 @@ def run_load(
     if mode == "merge":
         check_merge_keys(data, target.keys)
     scope = unit.scope()
-    _ensure_table(session, target, columns)
-    _create_table(session, sql.ledger_table(table), sql.create_ledger(table))
+    ensure_table(session, target, columns)
+    create_table_if_missing(session, sql.ledger_table(table), sql.create_ledger(table))
     report = held(session, target, unit)
     if report is not None:
         return report
@@ -170,9 +170,9 @@ def run_load(
         session.stage(temp, data, throttle, batch_rows)
         counts = _apply(session, target, unit, temp, data)
     finally:
-        _drop_quietly(session, temp)
+        drop_quietly(session, temp)
     if counts is None:  # a concurrent load recorded this version while we staged
-        return _reconcile(session, target, unit, 0, started, unchanged=True)
+        return reconcile(session, target, unit, 0, started, unchanged=True)
     before, matched = counts
     if mode == "append" and scope is None:
         expected = before + len(data)
@@ -180,17 +180,17 @@ def run_load(
         expected = unit.rows
     else:
         expected = len(data) if mode == "replace" else before - matched + len(data)
-    return _reconcile(session, target, unit, len(data), started, expected=expected)
+    return reconcile(session, target, unit, len(data), started, expected=expected)
 
 
-def _holds(session: LoadSession, table: str, unit: LoadUnit) -> bool:
+def holds(session: LoadSession, table: str, unit: LoadUnit) -> bool:
     if not session.fetch(sql.table_columns(sql.ledger_table(table))):
         return False
     versions = {row[0] for row in session.fetch(sql.ledger_versions(table, unit.partition))}
     return unit.lake_version in versions
 
 
-def _reconcile(
+def reconcile(
     session: LoadSession,
     target: Target,
     unit: LoadUnit,
@@ -200,16 +200,14 @@ def _reconcile(
     unchanged: bool = False,
 ) -> LoadReport:
     table, scope = target.warehouse_table, unit.scope()
-    in_scope = _scalar(session, sql.count_rows(table, scope))
+    in_scope = scalar(session, sql.count_rows(table, scope))
     if expected is None:
         # An earlier load: the lake version's rows, or (append history, or rows not from the lake)
         # what the table holds, leaving only repeated keys to find.
         history = target.mode == "append" and scope is None
         expected = in_scope if history or unit.rows is None else unit.rows
     repeated = (
-        _scalar(session, sql.count_duplicate_keys(table, target.keys, scope))
-        if (target.keys)
-        else 0
+        scalar(session, sql.count_duplicate_keys(table, target.keys, scope)) if (target.keys) else 0
     )
     report = LoadReport(
         table,
@@ -227,7 +225,7 @@ def _reconcile(
     return report
 
 
-def _ensure_table(session: LoadSession, target: Target, columns: list[tuple[str, str]]) -> None:
+def ensure_table(session: LoadSession, target: Target, columns: list[tuple[str, str]]) -> None:
     table = target.warehouse_table
     existing = [row[0] for row in session.fetch(sql.table_columns(table))]
     if existing:
@@ -240,16 +238,16 @@ def _ensure_table(session: LoadSession, target: Target, columns: list[tuple[str,
             )
         return
     create_schema, schema_query = sql.create_schema(table), sql.schema_exists(table)
-    if create_schema and schema_query and _scalar(session, schema_query) == 0:
-        _create(session, create_schema, lambda: _scalar(session, schema_query) > 0)
-    _create_table(
+    if create_schema and schema_query and scalar(session, schema_query) == 0:
+        _create(session, create_schema, lambda: scalar(session, schema_query) > 0)
+    create_table_if_missing(
         session,
         table,
         sql.create_table(table, columns, session.dialect, target.dist_key, target.sort_keys),
     )
 
 
-def _create_table(session: LoadSession, table: str, statement: str) -> None:
+def create_table_if_missing(session: LoadSession, table: str, statement: str) -> None:
     _create(session, statement, lambda: bool(session.fetch(sql.table_columns(table))))
 
 
@@ -289,14 +287,14 @@ def _apply(
         lock = sql.lock_table(table, session.dialect)
         if lock:
             session.execute(lock)
-        if _holds(session, table, unit):
+        if holds(session, table, unit):
             session.execute(sql.ROLLBACK)
             return None
         # COUNT(*) scans: taken only where the expected row count needs them.
         unknown_merge = mode == "merge" and scope is None and unit.rows is None
-        before = _scalar(session, sql.count_rows(table)) if appended or unknown_merge else 0
+        before = scalar(session, sql.count_rows(table)) if appended or unknown_merge else 0
         matched = (
-            _scalar(session, sql.count_matched(table, temp, target.keys)) if (unknown_merge) else 0
+            scalar(session, sql.count_matched(table, temp, target.keys)) if (unknown_merge) else 0
         )
         for statement in statements:
             session.execute(statement)
@@ -310,13 +308,13 @@ def _apply(
     return before, matched
 
 
-def _drop_quietly(session: LoadSession, temp: str) -> None:
+def drop_quietly(session: LoadSession, temp: str) -> None:
     # The temp table dies with the session anyway; a failed drop must not hide a load error.
     with contextlib.suppress(Exception):
         session.execute(sql.drop_table(temp))
 
 
-def _scalar(session: LoadSession, statement: str) -> int:
+def scalar(session: LoadSession, statement: str) -> int:
     rows = session.fetch(statement)
     return int(rows[0][0])
 

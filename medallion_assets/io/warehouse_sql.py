@@ -247,11 +247,16 @@ def load_statements(
         missing = [k for k in keys if k not in columns]
         if missing:
             raise ValueError(f"merge key(s) {', '.join(missing)} of {target!r} are not in the data")
-        statements.append(
-            f"DELETE FROM {quote_table(target)} USING {quote_identifier(temp)} "
-            f"WHERE {_key_match(target, temp, keys)}"
-        )
+        statements.append(delete_matching(target, temp, keys))
     return [*statements, insert_select(target, temp, columns)]
+
+
+def delete_matching(target: str, temp: str, keys: Sequence[str]) -> str:
+    """Delete the rows of ``target`` whose ``keys`` are a row of ``temp``."""
+    return (
+        f"DELETE FROM {quote_table(target)} USING {quote_identifier(temp)} "
+        f"WHERE {_key_match(target, temp, keys)}"
+    )
 
 
 def lock_table(table: str, dialect: Dialect) -> str | None:

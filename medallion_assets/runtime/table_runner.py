@@ -32,6 +32,7 @@ from medallion_assets.lake import Version
 from medallion_assets.runtime.bronze_ingest import ingest
 from medallion_assets.runtime.table_build import INCREMENT_KEYS, BuildOutcome, build_table
 from medallion_assets.runtime.table_run import TableRun
+from medallion_assets.runtime.warehouse_changes import load_changes
 
 
 @dataclass(frozen=True)
@@ -160,15 +161,20 @@ class TableRunner:
             table_run.run_id,
         )
         warehouse = table_run.warehouse.connect()
+        changed: int | None = None  # the keys loaded, when only the changed ones were
         try:
             report = warehouse.held(target, unit)
             if report is not None:
                 table_run.log.info(f"warehouse already holds {unit.describe()}")
             else:
-                data = table_run.lake.read(table_run.session, [version]).toArrow()
                 throttle = table_run.warehouse.throttle(target.system, table_run.control)
                 try:
-                    report = warehouse.load(target, data, unit, throttle=throttle)
+                    changes = load_changes(table_run, warehouse, target, version, unit, throttle)
+                    if changes is not None:
+                        report, changed = changes
+                    else:
+                        data = table_run.lake.read(table_run.session, [version]).toArrow()
+                        report = warehouse.load(target, data, unit, throttle=throttle)
                 finally:
                     throttle.close()  # the unspent slice of the shared budget goes back
         finally:
@@ -181,9 +187,10 @@ class TableRunner:
         if not report.reconciled and not reconciled_by_check:
             raise RuntimeError(f"{target.warehouse_table}: {reconciliation_message(report)}")
         if not report.unchanged:
+            how = report.mode if changed is None else f"{report.mode} of {changed} changed keys"
             table_run.log.info(
                 f"loaded {report.rows_staged} rows of {unit.describe()} into "
-                f"{target.warehouse_table} ({report.mode}); {report.rows_in_table} rows in "
+                f"{target.warehouse_table} ({how}); {report.rows_in_table} rows in "
                 f"{'the partition' if report.partition else 'the table'}"
             )
         return {
@@ -192,6 +199,8 @@ class TableRunner:
             "warehouse_expected_rows": report.expected_rows,
             "warehouse_duplicate_keys": report.duplicate_keys,
             "warehouse_rows_loaded": report.rows_staged,
-            "warehouse_loaded": "unchanged" if report.unchanged else "loaded",
+            "warehouse_loaded": "unchanged"
+            if report.unchanged
+            else ("changed keys" if changed is not None else "loaded"),
             "warehouse_reconciled": report.reconciled,
-        }
+        } | ({} if changed is None else {"warehouse_changed_keys": changed})

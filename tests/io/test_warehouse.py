@@ -11,7 +11,6 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 
-import psycopg
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -30,6 +29,7 @@ from medallion_assets.io.warehouse import (
 )
 from medallion_assets.io.warehouse_load import MergeKeyError
 from medallion_assets.throttles.throttle import SystemThrottle
+from tests.io.conftest import fresh_postgres
 
 TABLE = "mart.orders"
 ROLE = "arn:aws:iam::123456789012:role/redshift-load"
@@ -66,23 +66,6 @@ def lake_unit(rows: int, version: str | None = None, partition: str | None = Non
 
 def contents(warehouse: Warehouse, table: str = TABLE) -> list[tuple]:
     return sorted(tuple(row.values()) for row in warehouse.read(table).to_pylist())
-
-
-def fresh_postgres(dsn: str) -> PostgresWarehouse:
-    """The session's server without the previous test's tables."""
-    with psycopg.connect(dsn, autocommit=True) as admin:
-        admin.execute("DROP SCHEMA IF EXISTS mart CASCADE")
-    return PostgresWarehouse(dsn)
-
-
-@pytest.fixture(params=["duckdb", "postgres"])
-def warehouse(request, tmp_path):
-    if request.param == "duckdb":
-        loaded = DuckDBWarehouse(tmp_path / "warehouse" / "wh.duckdb")
-    else:
-        loaded = fresh_postgres(request.getfixturevalue("postgres_server").dsn)
-    yield loaded
-    loaded.close()
 
 
 class RecordingThrottle:
