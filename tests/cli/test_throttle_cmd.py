@@ -26,8 +26,8 @@ def test_a_throttle_reaches_a_running_step_is_audited_shown_and_reset(project: P
     store = ControlPlane.from_env(os.environ, project).store()
     throttle = shared_throttle(store, "redshift", declared)
     with RowConsumer(throttle, batch=100) as step:  # a step loading the warehouse
-        step.wait_started()
-        time.sleep(1.0)
+        started = step.wait_started()
+        time.sleep(2.0)
         issued = time.monotonic()
         done = medallion(
             project,
@@ -39,10 +39,12 @@ def test_a_throttle_reaches_a_running_step_is_audited_shown_and_reset(project: P
     assert done.exit_code == 0, done.output
     assert "redshift throttled to rows/s 10000 by oncall" in done.output
     assert "redshift             rows/s 10000, bytes/s 52428800, requests/s -" in done.output
-    before, after = step.rate(issued - 0.8, issued), step.rate(changed + 1.4, changed + 2.4)
+    before, after = step.rate(started + 0.2, issued), step.rate(changed + 1.4, changed + 2.4)
     print(f"rows/s before the throttle {before:.0f}, a second after it {after:.0f}")
     # The budget is a ceiling: on a busy machine the step may fall short of it, never above.
-    assert 25_000 < before <= 50_000 * 1.1
+    # Before, over two seconds: well above the throttle to come (a lease's write to a store on
+    # a busy disk stalled a step for a whole second in CI, so not over one second).
+    assert 15_000 < before <= 50_000 * 1.1
     assert 6_000 < after <= 10_000 * 1.1
 
     status = medallion(project, "control", "status").output
