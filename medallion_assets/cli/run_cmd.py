@@ -175,15 +175,23 @@ def _run(
 
 
 def _certainly_builds(settings: MedallionSettings, catalog: Catalog, full_refresh: str) -> bool:
-    """Whether the run builds for certain: a full refresh, or a first run (the lake lacks the
-    project's first table). Else what landed decides, step by step, without Spark."""
-    # The lake: loaded only by the commands that use it
+    """Whether the run builds for certain: a full refresh, a first run (the lake lacks the
+    project's first table), or a raw object landed (``runtime.landed``). Else each step decides
+    without Spark whether it builds."""
+    # The lake, the control store and the raw store: loaded only by the commands that use them
+    from medallion_assets.control_plane import ControlPlane
+    from medallion_assets.io.s3_store import object_store_of
     from medallion_assets.lake import Lake
+    from medallion_assets.runtime.landed import landed
 
     first = min(catalog.datasets, default=None)
-    return bool(full_refresh) or (
-        first is not None and not Lake.of(settings).current_versions(first)
-    )
+    if full_refresh or (first is not None and not Lake.of(settings).current_versions(first)):
+        return True
+    try:
+        state = ControlPlane.of(settings).store().state
+        return landed(catalog, object_store_of(settings), state) is not None
+    except Exception:  # a source or store that fails here fails its step, which says why
+        return True
 
 
 def _report(project: Path, summary: RunSummary, allow_blocked: bool) -> None:

@@ -284,6 +284,13 @@ class RuntimeState:
             self._audit(db, "ingest", f"source:{source}", message, run_id, details)
         return len(changed)
 
+    def known_etags(self, source: str) -> dict[str, str]:
+        """Every object key of the source's manifests (any partition) with its ETag."""
+        table = schema.ingest_manifest
+        query = select(table.c.object_key, table.c.etag).where(table.c.source == source)
+        with self.store.transaction() as db:
+            return {row[0]: row[1] for row in db.execute(query).all()}
+
     def manifests(self) -> list[ManifestSummary]:
         """Per source and partition: objects held and when the last was ingested."""
         table = schema.ingest_manifest
