@@ -153,8 +153,11 @@ def reused_validation(
             fresh[rule.label()] = table_rules.judge_freshness(
                 rule, newest, old.total_rows, context.now
             )
-    again = [r for r in rules if r.label() not in stored or isinstance(r, FreshnessRule)]
-    again = [r for r in again if r.label() not in fresh]
+    again = [
+        r
+        for r in rules
+        if r.label() not in fresh and (r.label() not in stored or isinstance(r, FreshnessRule))
+    ]
     if again:
         frame = context.lake.read(context.spark, [version])
         fresh |= {r.name: r for r in validate_frame(frame, context, again).results}

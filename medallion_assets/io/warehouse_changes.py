@@ -32,6 +32,7 @@ from medallion_assets.io.warehouse_load import (
     create_table_if_missing,
     drop_quietly,
     ensure_table,
+    held_versions,
     reconcile,
 )
 
@@ -49,10 +50,7 @@ class NotAtBase(RuntimeError):
 def loaded_version(session: LoadSession, target: Target, partition: str | None) -> str | None:
     """The one lake version the warehouse's ledger holds for the table (the partition), or None
     (none, or several: an append's history)."""
-    table = target.warehouse_table
-    if not session.fetch(sql.table_columns(sql.ledger_table(table))):
-        return None
-    versions = {row[0] for row in session.fetch(sql.ledger_versions(table, partition))}
+    versions = held_versions(session, target.warehouse_table, partition)
     return next(iter(versions)) if len(versions) == 1 else None
 
 

@@ -184,10 +184,14 @@ def run_load(
 
 
 def holds(session: LoadSession, table: str, unit: LoadUnit) -> bool:
+    return unit.lake_version in held_versions(session, table, unit.partition)
+
+
+def held_versions(session: LoadSession, table: str, partition: str | None) -> set[str]:
+    """The lake versions the ledger says ``table`` (its ``partition``) holds; none without one."""
     if not session.fetch(sql.table_columns(sql.ledger_table(table))):
-        return False
-    versions = {row[0] for row in session.fetch(sql.ledger_versions(table, unit.partition))}
-    return unit.lake_version in versions
+        return set()
+    return {row[0] for row in session.fetch(sql.ledger_versions(table, partition))}
 
 
 def reconcile(
