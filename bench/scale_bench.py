@@ -136,9 +136,11 @@ def measure(
     env: dict[str, str],
     work: Path,
     echo: tuple[str, ...] = (),
+    timeout: float = TIMEOUT_S,
 ) -> tuple[Run, str]:
     """Run ``command`` in a fresh process (output in ``work/<side>.log``), sampling its tree's
-    memory; the run and its stdout. Lines of stdout starting with ``echo`` are printed live."""
+    memory; the run and its stdout. Lines of stdout starting with ``echo`` are printed live; past
+    ``timeout`` seconds the process group is killed (a problem of the run)."""
     work.mkdir(parents=True, exist_ok=True)
     out_path, err_path = work / f"{side}.log", work / f"{side}.stderr.log"
     run = Run(side, load_before=load())
@@ -162,10 +164,10 @@ def measure(
             for line in lines:
                 if echo and (line.startswith(echo) or ": retrying:" in line):
                     print(f"    {side}: {line}", flush=True)
-            if time.perf_counter() - started > TIMEOUT_S:
+            if time.perf_counter() - started > timeout:
                 os.killpg(process.pid, 9)  # the group it leads: its JVM and workers too
                 process.wait()
-                run.problems.append(f"killed after {TIMEOUT_S:.0f} s")
+                run.problems.append(f"killed after {timeout:.0f} s")
                 break
             time.sleep(SAMPLE_S)
         run.wall = time.perf_counter() - started
