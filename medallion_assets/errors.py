@@ -61,13 +61,25 @@ def headline(error: BaseException) -> str:
     return summary_line(said(error)) or type(error).__name__
 
 
+# What ``said`` adds when an error's own text could not be had: a driver that cannot answer.
+NO_ANSWER = "the Spark driver did not answer"
+
+
 def said(error: BaseException) -> str:
     """``str(error)``, which never raises: py4j's error asks the JVM for its message, and a
-    driver killed by running out of memory cannot answer; then what the error was built with."""
+    driver killed by running out of memory cannot answer; then what the error was built with
+    and ``NO_ANSWER`` with why, so the driver's death stays visible to whoever reads it.
+
+    >>> class Gone(Exception):
+    ...     def __str__(self): raise ConnectionRefusedError(111, "Connection refused")
+    >>> said(Gone("An error occurred while calling o36.collectToPython."))[32:]
+    'o36.collectToPython. (the Spark driver did not answer: ConnectionRefusedError)'
+    """
     try:
         return str(error)
-    except Exception:  # the JVM is gone: what the error was built with is all there is
-        return " ".join(str(arg) for arg in error.args if isinstance(arg, str)).strip()
+    except Exception as why:  # the JVM is gone: what the error was built with is all there is
+        built = " ".join(str(arg) for arg in error.args if isinstance(arg, str)).strip()
+        return f"{built} ({NO_ANSWER}: {type(why).__name__})".lstrip()
 
 
 def summary_line(text: str) -> str:

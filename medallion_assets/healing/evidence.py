@@ -17,6 +17,7 @@ import re
 import time
 from pathlib import Path
 
+from medallion_assets.errors import NO_ANSWER
 from medallion_assets.healing.systems import OUT_OF_MEMORY
 
 DRIVER_GONE = re.compile(
@@ -24,6 +25,8 @@ DRIVER_GONE = re.compile(
     r"|SparkContext has been shutdown|Cannot call methods on a stopped SparkContext"
     # py4j's socket to a JVM that is exiting (under load, before py4j says more)
     r"|\[Errno 104\] Connection reset by peer|\[Errno 111\] Connection refused"
+    # py4j's error raised, then the JVM died before it could say what the error was
+    rf"|{re.escape(NO_ANSWER)}"
 )
 TAIL_BYTES = 2_000_000
 

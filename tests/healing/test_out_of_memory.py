@@ -62,3 +62,41 @@ def test_a_driver_out_of_heap_is_out_of_memory_with_the_setting_to_raise(tmp_pat
     assert found["then"] == "fail" and found["system"] == "spark"
     assert "MEDALLION_SPARK_DRIVER_MEMORY" in found["fix"]
     assert "OutOfMemoryError" not in found["said"]  # the step's error alone would not tell
+
+
+GONE_SCRIPT = textwrap.dedent(
+    """
+    import json, os, signal
+    from pyspark.sql import SparkSession
+    from medallion_assets.errors import said
+    from medallion_assets.healing.evidence import DRIVER_GONE
+
+    spark = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
+             .getOrCreate())
+    try:
+        spark._jvm.java.util.ArrayList().get(5)  # an error pyspark leaves as py4j raised it
+    except Exception as raised:
+        error = raised
+    os.kill(spark.sparkContext._gateway.proc.pid, signal.SIGKILL)
+    spark.sparkContext._gateway.proc.wait()
+    told = said(error)
+    print(json.dumps({"said": told, "gone": bool(DRIVER_GONE.search(told))}))
+    """
+)
+
+
+def test_an_error_whose_driver_died_before_saying_it_still_says_the_driver_is_gone():
+    """The race the out-of-heap test can lose under load: py4j raised the job's error, then the
+    JVM exited before the error's text was asked for. What is left must still read as a driver
+    that went away, so the Spark log is consulted."""
+    done = subprocess.run(
+        [sys.executable, "-c", GONE_SCRIPT],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"},
+    )
+    assert done.stdout.strip(), done.stderr[-3000:]
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found["gone"], found
+    assert "An error occurred while calling" in found["said"]
