@@ -268,4 +268,7 @@ def test_an_error_whose_message_needs_a_dead_jvm_is_still_diagnosed():
     except RuntimeError as step_error:
         failure = Failure.of(step_error)
     assert "An error occurred while calling o45.collectToPython." in failure.message
-    assert headline(error) == "An error occurred while calling o45.collectToPython."
+    assert headline(error) == (
+        "An error occurred while calling o45.collectToPython. "
+        "(the Spark driver did not answer: ConnectionRefusedError)"
+    )
