@@ -86,4 +86,7 @@ def _file_lock(sqlite: Path | None) -> Iterator[None]:
 def _catalog_keys(spark: SparkSession) -> list[str]:
     """The session's settings of catalog ``lake`` (a previous lake's, to clear)."""
     prefix = f"spark.sql.catalog.{SPARK_CATALOG}."
-    return [k for k in spark.conf.getAll if k.startswith(prefix)]
+    # The keys in one call: pyspark's ``conf.getAll`` asks py4j for each entry in turn, some
+    # hundred round trips at every step's attach.
+    keys = str(spark._jsparkSession.conf().getAll().keys().mkString("\n")).split("\n")
+    return [k for k in keys if k.startswith(prefix)]
