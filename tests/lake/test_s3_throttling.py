@@ -27,6 +27,7 @@ def properties(tmp_path: Path, bucket: str, endpoint: str) -> dict[str, str]:
     return lake.pyiceberg_properties() | {"init_catalog_tables": "true"}
 
 
+@pytest.mark.slow  # moto's S3 server, and backoff waits by design (26 s)
 def test_a_table_read_through_a_throttling_s3_comes_back_whole(
     tmp_path: Path, s3_server: S3Server, s3_env: dict[str, str]
 ):
