@@ -23,6 +23,7 @@ import dagster as dg
 from medallion_assets.adapters.assets import FULL_REFRESH_TAG
 from medallion_assets.adapters.code_location import definitions_for
 from medallion_assets.adapters.dagster_internals import PARTITION_NAME_TAG
+from medallion_assets.adapters.idle_run import nothing_new
 from medallion_assets.adapters.instance import project_instance
 from medallion_assets.adapters.lost_runs import mark_lost_runs_failed, process_tags
 from medallion_assets.adapters.pools import apply_pool_limits, system_limits
@@ -45,9 +46,8 @@ from medallion_assets.runtime.source_objects import odd_day, partition_of, sourc
 from medallion_assets.runtime.spark_session import SparkWarmUp, driver_watch
 from medallion_assets.settings import MedallionSettings
 
-# How long `medallion run` waits for another one on the same project: a whole-project run may
-# take a while; past an hour the other one is more likely hung than busy, and a person should
-# look at it (`medallion run --wait` changes it).
+# How long `medallion run` waits for another one on the project: past an hour the other one is
+# more likely hung than busy, and a person should look at it (`medallion run --wait`).
 RUN_WAIT_SECONDS = 3600.0
 
 
@@ -208,6 +208,11 @@ def _run(
     # override for all, else active) gives every run its tags, its step order and skip_below.
     priority = priority_of(catalog, plane, list(catalog.datasets), ALL)
     order = StepOrder.of(catalog, plane.store(), None, priority.tags())
+    run_tags = {**priority.tags(), **tags}
+    idle = None if warm_up else nothing_new(catalog, defs, instance, plane, days, run_tags, log)
+    if idle is not None:  # no Dagster run: nothing to do for any table
+        idle.seconds = time.perf_counter() - started
+        return idle
     profile = f"profile {priority.source}; " if order else ""
     log(f"{profile}steps run {settings.workers} at a time (--max-workers)")
     if warm_up is not None:
@@ -219,7 +224,7 @@ def _run(
     with reporting_progress(total, log if progress else None) as handler, gone:
         handler.partition_of = _partition_of(instance)
         slots = threading.BoundedSemaphore(settings.workers)  # shared by runs side by side
-        steps = _Steps(job, instance, plane, handler, {**priority.tags(), **tags})
+        steps = _Steps(job, instance, plane, handler, run_tags)
         by_day = ThreadedExecutor(settings.workers, order, slots=slots, capture_logs=False)
         rest = ThreadedExecutor(settings.workers, order, slots=slots, capture_logs=False)
         # Each day of the daily tables in turn, on a thread, beside one run of the tables that
@@ -301,9 +306,8 @@ def _side_by_side(instance: dg.DagsterInstance) -> bool:
     logging module's lock: a run of the process logging at that moment holds its handler's
     lock and waits for the module's, and the two threads deadlock. Without ``python_logs``
     handlers in dagster.yaml (the project's instance has none) there is nothing to set up, so
-    the call is skipped for this instance; with them, the runs go one after another. So do
-    they on an ephemeral instance: its in-memory storage is one SQLite connection, which two
-    runs' threads would find locked."""
+    the call is skipped for this instance; with them, the runs go one after another, as on an
+    ephemeral instance (its in-memory storage is one SQLite connection)."""
     if instance.is_ephemeral or instance.get_python_log_dagster_handler_config():
         return False
     instance.get_yaml_python_handlers = list  # type: ignore[method-assign]  # none to set up
@@ -390,8 +394,7 @@ class _Steps:
         self.progress_lines.finish(result.run_id, tables)
         stop.raise_if_requested()
 
-    def not_run(self, tables: list[str], why: str) -> None:
-        """``tables`` left out of this medallion run, and why."""
+    def not_run(self, tables: list[str], why: str) -> None:  # left out of this run, and why
         with self.lock:
             self.summary.results += [TableResult(t, None, "not run", message=why) for t in tables]
         self.progress_lines.finish("", tables)

@@ -1,10 +1,16 @@
 """``medallion jars``: fetch Spark's JVM packages once per machine (and record the driver's
-class-data archive), or check they are there."""
+class-data archive), or check they are there; and compile the package's own modules."""
 
 from __future__ import annotations
 
+import compileall
+import io
+from contextlib import redirect_stdout
+from pathlib import Path
+
 import click
 
+import medallion_assets
 from medallion_assets.jvm import class_archive
 from medallion_assets.jvm.jars import ensure, jar_folder
 from medallion_assets.settings import MedallionSettings
@@ -21,7 +27,13 @@ def jars(settings: MedallionSettings, check: bool) -> None:
 
     Then, once, a run of the starter project records the class-data archive of the Spark
     driver beside the jars (MEDALLION_SPARK_CLASS_ARCHIVE=auto): every later run's driver
-    starts from it, seconds sooner. Runs work without it."""
+    starts from it, seconds sooner. Runs work without it.
+
+    And the package's own Python modules are compiled to bytecode beside them: an editable
+    install (`uv sync`) leaves them as source, and with PYTHONDONTWRITEBYTECODE set every
+    process would compile them again (seconds per command, per Dagster process)."""
+    if not check:
+        compile_package()
     folder = settings.jars_folder
     if check:
         found, seconds = jar_folder(folder), None
@@ -46,3 +58,16 @@ def jars(settings: MedallionSettings, check: bool) -> None:
         )
         return
     click.echo(f"class-data archive of the Spark driver in {archive}: recorded in {seconds:.0f} s")
+
+
+def compile_package() -> bool:
+    """Compile the package's modules into their ``__pycache__`` (those already compiled from
+    their current source are left as they are); False when the folder cannot be written (an
+    install the user may not change: its installer compiled it, or the modules compile in
+    memory as before)."""
+    package = Path(medallion_assets.__file__).parent
+    with redirect_stdout(io.StringIO()):  # compileall names each file it cannot write
+        try:
+            return bool(compileall.compile_dir(package, quiet=2, workers=1))
+        except OSError:
+            return False

@@ -34,7 +34,8 @@ from medallion_assets.runtime.intake import (
     require_readable,
 )
 from medallion_assets.runtime.raw_read import REASON, files_of, inspect_objects, read_objects
-from medallion_assets.runtime.schema_drift import detect, evolved_columns, evolved_digest
+from medallion_assets.runtime.reuse import ingest_inputs
+from medallion_assets.runtime.schema_drift import detect, evolved_columns
 from medallion_assets.runtime.source_objects import (
     SourceUnavailable,
     manifest_digest,
@@ -137,9 +138,7 @@ def ingest(run: TableRun, store: ObjectSource) -> IngestOutcome:
     if intake.landed:
         crash_point("ingest.inspected", dataset.name, partition)
     updated = intake.manifest
-    inputs = {f"raw.{name}": manifest_digest(readable_entries(updated))}
-    if evolved:
-        inputs[f"raw.{name}#evolved"] = evolved_digest(evolved)
+    inputs = ingest_inputs(name, updated, evolved)
     current = (
         None
         if run.rebuild

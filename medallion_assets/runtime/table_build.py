@@ -8,7 +8,6 @@ Iceberg's own on that branch), check exactly that snapshot, publish it in one ca
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -35,19 +34,17 @@ from medallion_assets.runtime.incremental import (
     stage_increment,
 )
 from medallion_assets.runtime.merge import stage_merge
+from medallion_assets.runtime.reuse import (
+    MissingInput,
+    input_versions,
+    reused_build,
+    same_partitions,
+)
 from medallion_assets.runtime.scd2 import history
 from medallion_assets.runtime.table_run import TableRun
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
-
-
-class MissingInput(RuntimeError):
-    """An upstream table has no published version yet (``table`` names it)."""
-
-    def __init__(self, message: str, table: str = ""):
-        super().__init__(message)
-        self.table = table
 
 
 class UnreadableInput(RuntimeError):
@@ -69,52 +66,6 @@ class BuildOutcome:
     validation: Validation = field(default_factory=Validation)
 
 
-def input_versions(
-    lake: Lake, catalog: Catalog, dataset: Dataset, partition: str | None
-) -> dict[str, str]:
-    """The version of every upstream table this build would read."""
-    versions: dict[str, str] = {}
-    for upstream in dataset.upstream:
-        if upstream.startswith("raw."):
-            continue  # only bronze reads raw; the ingest step tracks objects instead
-        versions[upstream] = _upstream_version(lake, catalog, dataset, upstream, partition)
-    return versions
-
-
-def _upstream_version(
-    lake: Lake, catalog: Catalog, dataset: Dataset, upstream: str, partition: str | None
-) -> str:
-    if lake.is_partitioned(upstream):
-        keys = (
-            [partition]
-            if _same_partitions(catalog, dataset, upstream)
-            else lake.partitions(upstream)
-        )
-        found = [(k, lake.current(upstream, k)) for k in keys if k is not None]
-        missing = [k for k, v in found if v is None]
-        if missing or not found:
-            raise MissingInput(
-                f"{upstream} has no published version for partition(s) "
-                f"{', '.join(str(k) for k in missing) or '(none)'}: materialize it first",
-                upstream,
-            )
-        joined = ",".join(f"{k}={v.version_id}" for k, v in found if v is not None)
-        return hashlib.sha256(joined.encode()).hexdigest()[:16] if len(found) > 1 else joined
-    current = lake.current(upstream)
-    if current is None:
-        raise MissingInput(f"{upstream} has no published version: materialize it first", upstream)
-    return current.version_id
-
-
-def _same_partitions(catalog: Catalog, dataset: Dataset, upstream: str) -> bool:
-    """A daily dataset reading a daily upstream reads the same day (identity mapping)."""
-    mine = dataset.settings.partitions
-    theirs = (
-        catalog.datasets[upstream].settings.partitions if upstream in catalog.datasets else None
-    )
-    return mine is not None and theirs is not None
-
-
 def build_table(run: TableRun) -> BuildOutcome:
     """Build ``run``'s table (its day, when partitioned) and publish it, or reuse the current
     version when its code and inputs are unchanged."""
@@ -129,14 +80,7 @@ def build_table(run: TableRun) -> BuildOutcome:
     # A MERGE reads its own current version too; it is recorded as an input, but a MERGE whose
     # code and sources are unchanged has nothing new to apply, so it does not count for skipping.
     inputs = {**sources, dataset.name: current.version_id if current else ""} if merge else sources
-    own = dataset.name if merge else None
-    reusable = (
-        None
-        if run.rebuild
-        else lake.reusable(
-            dataset.name, partition, dataset.code_version, sources, own, say=run.log.warn
-        )
-    )
+    reusable = reused_build(run, sources, merge)
     if reusable is not None:
         reason = (
             f"skipped {dataset.name}{_label(partition)}: code and inputs unchanged since "
@@ -340,7 +284,7 @@ def register_inputs(
 def _input_versions(
     lake: Lake, catalog: Catalog, dataset: Dataset, upstream: str, partition: str | None
 ) -> list[Version]:
-    if lake.is_partitioned(upstream) and _same_partitions(catalog, dataset, upstream):
+    if lake.is_partitioned(upstream) and same_partitions(catalog, dataset, upstream):
         return lake.current_versions(upstream, [partition] if partition else None)
     return lake.current_versions(upstream)
 

@@ -2,7 +2,9 @@
 
 ``run`` ingests (bronze) or builds (silver, gold) the table for the run's day, publishes it,
 loads the published version into the warehouse when the table has a target, and reconciles the
-load; it returns a plain ``TableOutcome`` (the version in force, metadata, check results). The
+load; it returns a plain ``TableOutcome`` (the version in force, metadata, check results).
+``unchanged`` finds, without Spark and without writing, the outcome of a run that would have
+nothing new to do (``medallion run`` asks it of every table before starting any step). The
 Dagster step is a thin call to it, the way dagster-sling's assets call
 ``SlingResource.replicate``: subclass ``TableRunner``, override ``run`` (or one of ``ingest``,
 ``build``, ``load_warehouse``), and pass an instance to ``build_definitions(..., runner=...)``.
@@ -18,9 +20,9 @@ No Dagster here: what the runner needs from the run's resources comes through ``
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from medallion_assets.catalog.rules import ReconciliationRule
 from medallion_assets.checks.results import CheckResult
@@ -30,8 +32,20 @@ from medallion_assets.faults import crash_point
 from medallion_assets.io.warehouse import LoadUnit
 from medallion_assets.lake import Version
 from medallion_assets.runtime.bronze_ingest import ingest
-from medallion_assets.runtime.table_build import INCREMENT_KEYS, BuildOutcome, build_table
-from medallion_assets.runtime.table_run import TableRun
+from medallion_assets.runtime.reuse import (
+    MissingInput,
+    ingest_prefix,
+    input_versions,
+    reused_build,
+    reused_ingest,
+)
+from medallion_assets.runtime.table_build import INCREMENT_KEYS, BuildOutcome, build_table, skipped
+from medallion_assets.runtime.table_run import NoSparkSession, RunLog, TableRun
+
+if TYPE_CHECKING:
+    from medallion_assets.catalog import Dataset
+    from medallion_assets.catalog.models import Target
+    from medallion_assets.io.warehouse import LoadReport
 from medallion_assets.runtime.warehouse_changes import load_changes
 
 
@@ -65,6 +79,55 @@ def combined_metadata(outcomes: Sequence[TableOutcome]) -> dict[str, Any]:
 class TableRunner:
     """Executes one table's run. Override ``run`` to wrap or replace the execution."""
 
+    def unchanged(self, table_run: TableRun) -> TableOutcome | None:
+        """What ``run`` would do when nothing is new for the table, found without Spark and
+        without changing anything: its current version kept (no raw object landed, changed or
+        went missing, or its code and upstream versions are those it was built from), its
+        checks as recorded for that version (freshness judged again at this clock), and the
+        warehouse holding it already. None when ``run`` would do more: ingest, build, load,
+        read data (a check with no recorded result), or say something (a doubt about the
+        version). Errors are raised as ``run`` would meet them."""
+        if table_run.rebuild or table_run.rerouted:
+            return None
+        said: list[str] = []
+        run = replace(table_run, spark=None, log=RunLog(said.append))
+        dataset = run.dataset
+        if dataset.layer == "bronze":
+            if run.objects is None:
+                return None
+            store = run.objects.store(dataset.system, run.control)
+            bucket, prefix = ingest_prefix(run)
+            try:
+                with store.throttle.slot():
+                    listed = store.list(bucket, prefix)
+            finally:
+                store.throttle.close()
+            version = reused_ingest(run, listed)
+        else:
+            try:
+                sources = input_versions(run.lake, run.catalog, dataset, run.partition)
+            except MissingInput:
+                return None
+            version = reused_build(run, sources, dataset.statement_kind == "merge")
+        if version is None or said:
+            return None
+        try:
+            build = skipped(
+                run, version, f"skipped {run.label}: nothing new since version {version.version_id}"
+            )
+        except NoSparkSession:  # a check without a recorded result reads the data
+            return None
+        checks = list(build.validation.results)
+        loaded: dict[str, Any] = {}
+        if dataset.target is not None:
+            held = self.held_load(run, version)
+            if held is None:
+                return None
+            loaded = held
+            checks += reconciled(run, held)
+        metadata = {**_version_metadata(build), **loaded}
+        return TableOutcome(version, metadata, tuple(checks), skipped=True)
+
     def run(self, table_run: TableRun) -> TableOutcome:
         """Ingest or build, publish, then load the warehouse and reconcile the load."""
         metadata: dict[str, Any] = {}
@@ -78,19 +141,7 @@ class TableRunner:
         else:
             build = self.build(table_run)
         version = build.version
-        metadata.update(
-            {
-                "rows": version.rows,
-                "dagster/row_count": version.rows,
-                "lake_version": version.version_id,
-                "skipped": build.skipped,
-                "inputs": version.inputs,
-            }
-        )
-        if build.skipped:
-            metadata["skip_reason"] = build.reason
-        else:  # an incremental kind's: how (in full, and why) and the rows it wrote
-            metadata.update({k: build.metadata[k] for k in INCREMENT_KEYS if k in build.metadata})
+        metadata.update(_version_metadata(build))
         checks = list(build.validation.results)
         dataset = table_run.dataset
         if dataset.target is not None:
@@ -98,17 +149,7 @@ class TableRunner:
                 crash_point("lake.published", dataset.name, table_run.partition)
             loaded = self.load_warehouse(table_run, version)
             metadata.update(loaded)
-            checks += [
-                reconciliation_result(
-                    rule,
-                    loaded["warehouse_expected_rows"],
-                    loaded["warehouse_rows"],
-                    table_run.label,
-                    loaded["warehouse_duplicate_keys"],
-                )
-                for rule in dataset.rules
-                if isinstance(rule, ReconciliationRule)
-            ]
+            checks += reconciled(table_run, loaded)
         return TableOutcome(version, metadata, tuple(checks), build.skipped)
 
     def ingest(self, table_run: TableRun, metadata: dict[str, Any]) -> BuildOutcome:
@@ -148,18 +189,8 @@ class TableRunner:
         warehouse's load ledger says it already holds that version: a rerun, a backfill over
         loaded days or a run after a crash loads nothing twice, and a new version replaces the
         partition's rows."""
-        dataset, target = table_run.dataset, table_run.dataset.target
-        if target is None or table_run.warehouse is None:
-            raise ValueError(f"{dataset.name}: a warehouse load needs a target and a warehouse")
-        partitions = dataset.settings.partitions
-        unit = LoadUnit(
-            dataset.name,
-            version.version_id,
-            version.rows,
-            version.partition,
-            partitions.column if partitions is not None and version.partition else None,
-            table_run.run_id,
-        )
+        dataset, target, unit = _load_unit(table_run, version)
+        assert table_run.warehouse is not None  # _load_unit says so
         warehouse = table_run.warehouse.connect()
         changed: int | None = None  # the keys loaded, when only the changed ones were
         try:
@@ -180,27 +211,98 @@ class TableRunner:
         finally:
             warehouse.close()
         crash_point("warehouse.loaded", dataset.name, version.partition)
-        # After the warehouse's commit, for operators (its ledger stays the authority).
-        record = LoadRecord.committed(unit, report, target.warehouse_table)
-        table_run.state.record_load(record, held=report.unchanged)
-        reconciled_by_check = any(isinstance(r, ReconciliationRule) for r in dataset.rules)
-        if not report.reconciled and not reconciled_by_check:
-            raise RuntimeError(f"{target.warehouse_table}: {reconciliation_message(report)}")
-        if not report.unchanged:
-            how = report.mode if changed is None else f"{report.mode} of {changed} changed keys"
-            table_run.log.info(
-                f"loaded {report.rows_staged} rows of {unit.describe()} into "
-                f"{target.warehouse_table} ({how}); {report.rows_in_table} rows in "
-                f"{'the partition' if report.partition else 'the table'}"
-            )
-        return {
-            "warehouse_table": target.warehouse_table,
-            "warehouse_rows": report.rows_in_table,
-            "warehouse_expected_rows": report.expected_rows,
-            "warehouse_duplicate_keys": report.duplicate_keys,
-            "warehouse_rows_loaded": report.rows_staged,
-            "warehouse_loaded": "unchanged"
-            if report.unchanged
-            else ("changed keys" if changed is not None else "loaded"),
-            "warehouse_reconciled": report.reconciled,
-        } | ({} if changed is None else {"warehouse_changed_keys": changed})
+        return _recorded(table_run, unit, report, changed)
+
+    def held_load(self, table_run: TableRun, version: Version) -> dict[str, Any] | None:
+        """What ``load_warehouse`` reports when the warehouse's load ledger holds ``version``
+        already (recorded as held again), without loading; None when it would load."""
+        _dataset, target, unit = _load_unit(table_run, version)
+        assert table_run.warehouse is not None  # _load_unit says so
+        warehouse = table_run.warehouse.connect()
+        try:
+            report = warehouse.held(target, unit)
+        finally:
+            warehouse.close()
+        return None if report is None else _recorded(table_run, unit, report, None)
+
+
+def _load_unit(table_run: TableRun, version: Version) -> tuple[Dataset, Target, LoadUnit]:
+    """The run's table, its warehouse target and the unit a load of ``version`` is."""
+    dataset, target = table_run.dataset, table_run.dataset.target
+    if target is None or table_run.warehouse is None:
+        raise ValueError(f"{dataset.name}: a warehouse load needs a target and a warehouse")
+    partitions = dataset.settings.partitions
+    unit = LoadUnit(
+        dataset.name,
+        version.version_id,
+        version.rows,
+        version.partition,
+        partitions.column if partitions is not None and version.partition else None,
+        table_run.run_id,
+    )
+    return dataset, target, unit
+
+
+def _recorded(
+    table_run: TableRun, unit: LoadUnit, report: LoadReport, changed: int | None
+) -> dict[str, Any]:
+    """A load's (or a held one's) record in the run's state and its metadata; a load that does
+    not reconcile raises, unless a reconciliation rule reports it as a check."""
+    dataset, target = table_run.dataset, table_run.dataset.target
+    assert target is not None  # a load has one
+    # After the warehouse's commit, for operators (its ledger stays the authority).
+    record = LoadRecord.committed(unit, report, target.warehouse_table)
+    table_run.state.record_load(record, held=report.unchanged)
+    reconciled_by_check = any(isinstance(r, ReconciliationRule) for r in dataset.rules)
+    if not report.reconciled and not reconciled_by_check:
+        raise RuntimeError(f"{target.warehouse_table}: {reconciliation_message(report)}")
+    if not report.unchanged:
+        how = report.mode if changed is None else f"{report.mode} of {changed} changed keys"
+        table_run.log.info(
+            f"loaded {report.rows_staged} rows of {unit.describe()} into "
+            f"{target.warehouse_table} ({how}); {report.rows_in_table} rows in "
+            f"{'the partition' if report.partition else 'the table'}"
+        )
+    return {
+        "warehouse_table": target.warehouse_table,
+        "warehouse_rows": report.rows_in_table,
+        "warehouse_expected_rows": report.expected_rows,
+        "warehouse_duplicate_keys": report.duplicate_keys,
+        "warehouse_rows_loaded": report.rows_staged,
+        "warehouse_loaded": "unchanged"
+        if report.unchanged
+        else ("changed keys" if changed is not None else "loaded"),
+        "warehouse_reconciled": report.reconciled,
+    } | ({} if changed is None else {"warehouse_changed_keys": changed})
+
+
+def reconciled(table_run: TableRun, loaded: Mapping[str, Any]) -> list[CheckResult]:
+    """The table's reconciliation checks of a load (or a held one) that ``loaded`` reports."""
+    return [
+        reconciliation_result(
+            rule,
+            loaded["warehouse_expected_rows"],
+            loaded["warehouse_rows"],
+            table_run.label,
+            loaded["warehouse_duplicate_keys"],
+        )
+        for rule in table_run.dataset.rules
+        if isinstance(rule, ReconciliationRule)
+    ]
+
+
+def _version_metadata(build: BuildOutcome) -> dict[str, Any]:
+    """What a build (or a reuse) adds to the table's materialization."""
+    version = build.version
+    metadata: dict[str, Any] = {
+        "rows": version.rows,
+        "dagster/row_count": version.rows,
+        "lake_version": version.version_id,
+        "skipped": build.skipped,
+        "inputs": version.inputs,
+    }
+    if build.skipped:
+        metadata["skip_reason"] = build.reason
+    else:  # an incremental kind's: how (in full, and why) and the rows it wrote
+        metadata.update({k: build.metadata[k] for k in INCREMENT_KEYS if k in build.metadata})
+    return metadata

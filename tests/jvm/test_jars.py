@@ -111,3 +111,19 @@ def test_a_run_without_the_jars_stops_in_one_line_before_starting(
     assert "run `medallion jars` once on this machine" in problem
     assert "Traceback" not in result.output
     assert not (tmp_path / "dagster").exists()  # nothing was started
+
+
+def test_the_command_leaves_every_module_of_the_package_compiled_from_its_source():
+    # An editable install leaves the package as source; with PYTHONDONTWRITEBYTECODE set (as on
+    # this machine) every process compiled it again, seconds per command.
+    import importlib.util
+
+    import medallion_assets
+    from medallion_assets.cli.jars_cmd import compile_package
+
+    assert compile_package()
+    package = Path(medallion_assets.__file__).parent
+    for source in package.rglob("*.py"):
+        cached = Path(importlib.util.cache_from_source(str(source)))
+        header = cached.read_bytes()[:16]
+        assert int.from_bytes(header[8:12], "little") == int(source.stat().st_mtime), source

@@ -20,7 +20,8 @@ from medallion_assets.lineage import statement as statement_module
 from medallion_assets.lineage.statement import parse_script
 from medallion_assets.runtime import table_build as table_build_module
 from medallion_assets.runtime.bronze_ingest import ingest
-from medallion_assets.runtime.table_build import MissingInput, build_table
+from medallion_assets.runtime.reuse import MissingInput
+from medallion_assets.runtime.table_build import build_table
 from medallion_assets.runtime.table_run import RunLog, TableRun
 from medallion_assets.testing import read_table
 
