@@ -67,7 +67,9 @@ def test_a_run_with_nothing_new_starts_no_dagster_run_and_anything_new_runs_as_b
     assert audit[-1].message.startswith("nothing new: 3 table(s)")
 
     # A landed object: the runs go, and build what it changes.
-    store.put("minimal-raw", "orders/b.jsonl", orders({"order_id": 2, "amount": 7, "country": "FR"}))
+    store.put(
+        "minimal-raw", "orders/b.jsonl", orders({"order_id": 2, "amount": 7, "country": "FR"})
+    )
     landed = medallion(root, "run")
     assert "nothing new" not in landed and "3 built" in landed
     assert runs_and_freshness(root)[0] > again
@@ -84,4 +86,3 @@ def test_a_run_with_nothing_new_starts_no_dagster_run_and_anything_new_runs_as_b
     warehouse.close()
     lost = medallion(root, "run", exit_code=1)
     assert "nothing new" not in lost and "reconciliation" in lost
-
