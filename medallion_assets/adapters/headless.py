@@ -1,12 +1,11 @@
 """Materialize the whole project without a webserver: the demo's main job.
 
-Daily-partitioned tables run once per day found in their raw sources (oldest first), on a
-thread, beside one run of the unpartitioned tables that read no daily table; the unpartitioned
-tables that read one run once every day is done (those downstream of a table that did not
-publish are left out, as one run would leave them). The runs side by side share the worker
-slots. Runs are recorded in the Dagster instance of ``DAGSTER_HOME`` when it is set, else in
-the project's own ``<project>/.medallion/dagster``, so ``dagster dev`` with that DAGSTER_HOME
-shows them.
+The tables with nothing new are kept without a step (``idle_run``). Daily-partitioned tables
+run once per day found in their raw sources (oldest first), on a thread, beside one run of the
+unpartitioned tables that read no daily table; those that read one run once every day is done
+(those downstream of a table that did not publish are left out, as one run would leave them).
+The runs side by side share the worker slots. Runs are recorded in the Dagster instance of
+``DAGSTER_HOME``, else in the project's own ``<project>/.medallion/dagster``.
 """
 
 import os
@@ -23,7 +22,7 @@ import dagster as dg
 from medallion_assets.adapters.assets import FULL_REFRESH_TAG
 from medallion_assets.adapters.code_location import definitions_for
 from medallion_assets.adapters.dagster_internals import PARTITION_NAME_TAG
-from medallion_assets.adapters.idle_run import nothing_new
+from medallion_assets.adapters.idle_run import plan_run
 from medallion_assets.adapters.instance import project_instance
 from medallion_assets.adapters.lost_runs import mark_lost_runs_failed, process_tags
 from medallion_assets.adapters.pools import apply_pool_limits, system_limits
@@ -203,34 +202,36 @@ def _run(
 
     days = raw_partitions(catalog, defs, odd) if daily else []
     started = time.perf_counter()
-    total = len(daily) * len(days) + len(plain)
     # One decision for the whole medallion run: the profile in force for the project (the
     # override for all, else active) gives every run its tags, its step order and skip_below.
     priority = priority_of(catalog, plane, list(catalog.datasets), ALL)
     order = StepOrder.of(catalog, plane.store(), None, priority.tags())
     run_tags = {**priority.tags(), **tags}
-    idle = None if warm_up else nothing_new(catalog, defs, instance, plane, days, run_tags, log)
-    if idle is not None:  # no Dagster run: nothing to do for any table
-        idle.seconds = time.perf_counter() - started
-        return idle
+    plan = plan_run(catalog, defs, plane, days, run_tags)  # the tables with nothing new kept
+    kept = plan.report(catalog, instance, plane, log) if plan else []
+    on_day = {day: plan.tables(daily, day) if plan else daily for day in days}
+    plain = plan.tables(plain) if plan else plain
+    days = [day for day, tables in on_day.items() if tables]
+    if not days and not plain:  # nothing to run: no Dagster run
+        return RunSummary(kept, seconds=time.perf_counter() - started)
+    total = sum(len(on_day[day]) for day in days) + len(plain)
     profile = f"profile {priority.source}; " if order else ""
     log(f"{profile}steps run {settings.workers} at a time (--max-workers)")
     if warm_up is not None:
         warm_up.wait()  # its JVM launch may hold the process's stderr
     job = defs.resolve_implicit_global_asset_job_def()
-    # A Spark driver gone mid-run stops the run (every step's Spark calls would fail, each
-    # after its retries): said in one line, as a signal is.
+    # A Spark driver gone mid-run stops the run: said in one line, as a signal is.
     gone = driver_watch(lambda why: stop.request_stop(stop.Stop(why)))
     with reporting_progress(total, log if progress else None) as handler, gone:
         handler.partition_of = _partition_of(instance)
         slots = threading.BoundedSemaphore(settings.workers)  # shared by runs side by side
-        steps = _Steps(job, instance, plane, handler, run_tags)
+        steps = _Steps(job, instance, plane, handler, run_tags, RunSummary(kept))
         by_day = ThreadedExecutor(settings.workers, order, slots=slots, capture_logs=False)
         rest = ThreadedExecutor(settings.workers, order, slots=slots, capture_logs=False)
         # Each day of the daily tables in turn, on a thread, beside one run of the tables that
         # read no daily table; then, on that thread, those that do, as soon as every day and
-        # each of their upstream tables in the run beside are done.
-        after_days = [t for t in plain if t in catalog.downstream_of(daily)]
+        # each of their upstream tables in the run beside are done (no day to run: one run).
+        after_days = [t for t in plain if t in catalog.downstream_of(daily)] if days else []
         beside = [t for t in plain if t not in after_days]
         waited_for = sorted(catalog.upstream_of(after_days) & set(beside))
         beside_over = threading.Event()
@@ -241,8 +242,8 @@ def _run(
 
         def each_day(executor: ThreadedExecutor) -> None:
             for day in days:
-                log(f"materializing {len(daily)} daily table(s) for {day} ...")
-                steps.execute(daily, day, executor)
+                log(f"materializing {len(on_day[day])} daily table(s) for {day} ...")
+                steps.execute(on_day[day], day, executor)
 
         def days_then_their_readers() -> None:
             each_day(by_day)
@@ -273,10 +274,9 @@ def _after_days(
     executor: ThreadedExecutor,
     log: Callable[[str], None],
 ) -> None:
-    """Run ``tables`` (those reading daily tables), leaving out what a single run would not
-    start: a table downstream of one that did not publish (failed, blocked by a check, or
-    itself not run), whichever run it was in. ``ended``: how the steps of their upstream
-    tables in the run beside ended, that run's results not being in the summary yet."""
+    """Run ``tables`` (those reading daily tables), leaving out what one run would not start:
+    a table downstream of one that did not publish, whichever run it was in. ``ended``: how
+    the steps of their upstream tables in the run beside ended (not in the summary yet)."""
     with steps.lock:
         results = list(steps.summary.results)
     unpublished = [(r.table, r.label) for r in results if r.status in _UNPUBLISHED]
@@ -386,9 +386,8 @@ class _Steps:
         skips = {e.entity.removeprefix("dataset:"): e.message for e in audit if e.kind == "skip"}
         busy = {e.entity.removeprefix("dataset:"): e.message for e in audit if e.kind == "busy"}
         results = results_of_run(result, tables, partition, skips, busy)
-        with self.lock:
+        with self.lock:  # waited: another run was building the table (its build lock)
             self.summary.run_ids.append(result.run_id)
-            # a build lock: another run was building the table
             self.summary.waited += [e.message for e in audit if e.kind == "wait"]
             self.summary.results += results
         self.progress_lines.finish(result.run_id, tables)

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import click
 
-import medallion_assets
 from medallion_assets.jvm import class_archive
 from medallion_assets.jvm.jars import ensure, jar_folder
 from medallion_assets.settings import MedallionSettings
@@ -65,7 +64,7 @@ def compile_package() -> bool:
     their current source are left as they are); False when the folder cannot be written (an
     install the user may not change: its installer compiled it, or the modules compile in
     memory as before)."""
-    package = Path(medallion_assets.__file__).parent
+    package = Path(__file__).parents[1]  # medallion_assets/
     with redirect_stdout(io.StringIO()):  # compileall names each file it cannot write
         try:
             return bool(compileall.compile_dir(package, quiet=2, workers=1))

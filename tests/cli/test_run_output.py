@@ -67,14 +67,13 @@ def test_a_run_reports_each_table_and_a_rerun_of_a_blocked_table_rebuilds_nothin
     assert "nothing published: 1 unchanged, 1 blocked, 1 not run; 0 rows written" in third
     assert kept_outputs(lake, "silver.orders_clean") == rejected  # nothing was rebuilt
 
-    outcomes = [
-        e.message
-        for e in ControlPlane.from_env({"MEDALLION_HOME": str(root / ".medallion")}, root)
-        .store()
-        .audit(entities=["dataset:bronze.orders"])
-        if e.kind == "outcome"
-    ]
-    assert outcomes[-1] == "bronze.orders: skipped: code and inputs unchanged; current version kept"
+    # bronze.orders had nothing new and reads nothing rebuilt: kept without a step, and said
+    store = ControlPlane.from_env({"MEDALLION_HOME": str(root / ".medallion")}, root).store()
+    bronze = [e for e in store.audit(entities=["dataset:bronze.orders"]) if e.kind == "outcome"]
+    assert bronze[-1].message == "bronze.orders: materialized on attempt 1"  # the second run's
+    kept = [e.message for e in store.audit(entities=["project:minimal"]) if e.kind == "outcome"]
+    assert kept[-1].startswith("1 table(s) and day(s) unchanged, no step started for them")
+    assert "1 table(s) and day(s) unchanged, no step started for them" in third
 
 
 def test_raw_objects_set_aside_are_named_with_their_reason_on_the_console(
