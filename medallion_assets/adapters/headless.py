@@ -1,6 +1,6 @@
 """Materialize the whole project without a webserver: the demo's main job.
 
-The tables with nothing new are kept without a step (``idle_run``). Daily-partitioned tables
+The tables with nothing new are kept without a step (``run_plan``). Daily-partitioned tables
 run once per day found in their raw sources (oldest first), on a thread, beside one run of the
 unpartitioned tables that read no daily table; those that read one run once every day is done
 (those downstream of a table that did not publish are left out, as one run would leave them).
@@ -22,7 +22,6 @@ import dagster as dg
 from medallion_assets.adapters.assets import FULL_REFRESH_TAG
 from medallion_assets.adapters.code_location import definitions_for
 from medallion_assets.adapters.dagster_internals import PARTITION_NAME_TAG
-from medallion_assets.adapters.idle_run import plan_run
 from medallion_assets.adapters.instance import project_instance
 from medallion_assets.adapters.lost_runs import mark_lost_runs_failed, process_tags
 from medallion_assets.adapters.pools import apply_pool_limits, system_limits
@@ -30,6 +29,7 @@ from medallion_assets.adapters.priority import priority_of
 from medallion_assets.adapters.progress import ProgressHandler, reporting_progress, run_config
 from medallion_assets.adapters.resources import S3Resource
 from medallion_assets.adapters.retry import RETRIES_BY_ORCHESTRATOR, RETRY_TAG
+from medallion_assets.adapters.run_plan import plan_run
 from medallion_assets.adapters.run_summary import RunSummary, TableResult, results_of_run
 from medallion_assets.adapters.step_order import StepOrder
 from medallion_assets.adapters.threads import ThreadedExecutor, execute_on_threads
