@@ -60,8 +60,10 @@ class RunPlan:
         """Record the kept tables' time-bound checks in ``instance`` and say what was kept;
         their rows of the run's summary."""
         results, again = [], 0
-        for table in catalog.datasets:
-            mine = [(run, outcome) for run, outcome in self.kept if run.dataset.name == table]
+        by_table: dict[str, list[tuple[TableRun, TableOutcome]]] = {}
+        for run, outcome in self.kept:
+            by_table.setdefault(run.dataset.name, []).append((run, outcome))
+        for table, mine in by_table.items():
             judged = [c for _r, o in mine for c in o.checks if "reused_from" not in c.details]
             key = table_key(table)
             for result in check_results(key, judged):

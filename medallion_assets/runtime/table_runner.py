@@ -20,7 +20,8 @@ No Dagster here: what the runner needs from the run's resources comes through ``
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -41,12 +42,13 @@ from medallion_assets.runtime.reuse import (
 )
 from medallion_assets.runtime.table_build import INCREMENT_KEYS, BuildOutcome, build_table, skipped
 from medallion_assets.runtime.table_run import NoSparkSession, RunLog, TableRun
+from medallion_assets.runtime.warehouse_changes import load_changes
 
 if TYPE_CHECKING:
     from medallion_assets.catalog import Dataset
     from medallion_assets.catalog.models import Target
     from medallion_assets.io.warehouse import LoadReport
-from medallion_assets.runtime.warehouse_changes import load_changes
+    from medallion_assets.throttles.throttle import ThrottledS3
 
 
 @dataclass(frozen=True)
@@ -95,13 +97,9 @@ class TableRunner:
         if dataset.layer == "bronze":
             if run.objects is None:
                 return None
-            store = run.objects.store(dataset.system, run.control)
             bucket, prefix = ingest_prefix(run)
-            try:
-                with store.throttle.slot():
-                    listed = store.list(bucket, prefix)
-            finally:
-                store.throttle.close()
+            with _source_store(run) as store:
+                listed = store.list(bucket, prefix)
             version = reused_ingest(run, listed)
         else:
             try:
@@ -155,18 +153,8 @@ class TableRunner:
     def ingest(self, table_run: TableRun, metadata: dict[str, Any]) -> BuildOutcome:
         """Bronze: ingest the raw source through its system's throttled store, within the
         system's concurrency; adds what was ingested and the S3 usage to ``metadata``."""
-        if table_run.objects is None:
-            raise ValueError(f"{table_run.dataset.name}: a bronze run needs object stores")
-        replica = table_run.replica
-        store = table_run.objects.store(
-            replica.system if replica is not None else table_run.dataset.system,
-            table_run.control,  # the step's store: not opened again
-        )
-        try:
-            with store.throttle.slot():  # max_concurrent_jobs within this process
-                outcome = ingest(table_run, store)
-        finally:
-            store.throttle.close()  # the unspent slice of the shared budget goes back
+        with _source_store(table_run) as store:
+            outcome = ingest(table_run, store)
         metadata.update(outcome.metadata)
         usage = store.throttle.usage()
         metadata.update(
@@ -224,6 +212,25 @@ class TableRunner:
         finally:
             warehouse.close()
         return None if report is None else _recorded(table_run, unit, report, None)
+
+
+@contextmanager
+def _source_store(table_run: TableRun) -> Iterator[ThrottledS3]:
+    """The throttled store of the run's source system (its replica's, along a reroute), held
+    within the system's concurrency (max_concurrent_jobs within this process); then the unspent
+    slice of the shared budget goes back."""
+    if table_run.objects is None:
+        raise ValueError(f"{table_run.dataset.name}: a bronze run needs object stores")
+    replica = table_run.replica
+    store = table_run.objects.store(
+        replica.system if replica is not None else table_run.dataset.system,
+        table_run.control,  # the step's store: not opened again
+    )
+    try:
+        with store.throttle.slot():
+            yield store
+    finally:
+        store.throttle.close()
 
 
 def _load_unit(table_run: TableRun, version: Version) -> tuple[Dataset, Target, LoadUnit]:
