@@ -21,7 +21,7 @@ from medallion_assets.lake.versions import ancestors
 if TYPE_CHECKING:
     from pyiceberg.table import Table
     from pyiceberg.table.snapshots import Snapshot
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
 # Operations that change no row: a compaction's rewrite of files ("replace").
 _SAME_ROWS = ("append", "replace")
@@ -120,11 +120,31 @@ def changed_keys(spark: SparkSession, changes: Changes, keys: Sequence[str]) -> 
     if changes.rewrite is None:
         return appended_rows(spark, changes).select(*picked).distinct()
 
-    def digested(snapshot_id: int) -> DataFrame:
+    def counted(snapshot_id: int, side: int) -> DataFrame:
         frame = spark.read.option("versionAsOf", str(snapshot_id)).table(identifier(changes.table))
-        row = F.xxhash64(F.to_json(F.struct(*[F.col(f"`{c}`") for c in frame.columns])))
-        return frame.select(*picked, row.alias("__medallion_row"))
+        return frame.select(*picked, _row_digest(frame).alias(_ROW), F.lit(side).alias(_SIDE))
 
-    before, after = digested(changes.start), digested(changes.end)
-    differ = before.exceptAll(after).unionByName(after.exceptAll(before))
-    return differ.select(*picked).distinct()
+    # A row is changed when the two ends hold it a different number of times: one shuffle of
+    # both ends by key and digest (the end's copies count -1, the start's +1).
+    both = counted(changes.start, 1).unionByName(counted(changes.end, -1))
+    held = both.groupBy(*picked, F.col(_ROW)).agg(F.sum(_SIDE).alias(_SIDE))
+    return held.where(F.col(_SIDE) != 0).select(*picked).distinct()
+
+
+_ROW, _SIDE = "__medallion_row", "__medallion_side"
+
+
+def _row_digest(frame: DataFrame) -> Column:
+    """A 64-bit digest of each of ``frame``'s rows: every column's value and whether it is
+    NULL (so ``(NULL, 1)`` and ``(1, NULL)`` differ), hashed where Spark computes it, without
+    turning the row into text; a column holding a map, which Spark does not hash, is hashed
+    as its JSON."""
+    # pyspark: loaded only where Spark runs
+    from pyspark.sql import functions as F
+
+    parts = []
+    for field in frame.schema.fields:
+        column = F.col(f"`{field.name}`")
+        value = F.to_json(column) if "map<" in field.dataType.simpleString() else column
+        parts += [value, column.isNull()]
+    return F.xxhash64(*parts)
