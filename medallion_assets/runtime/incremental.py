@@ -210,20 +210,19 @@ def _stage_merge(
     is replaced as a set.) ``current``: the table's rows; ``keys``: the MERGE's. With the
     rows merged in."""
     spark, dataset = run.session, run.dataset
-    frame = frame.persist()
-    try:
-        _refuse_duplicates(run, frame, keys)
-        held = _of_touched(current, plan, touched).select(*[current[f"`{k}`"] for k in keys])
-        gone = held.join(
-            frame, on=[held[f"`{k}`"].eqNullSafe(frame[f"`{k}`"]) for k in keys], how="left_anti"
-        )
-        rows = frame.selectExpr("*", f"true AS {_PRESENT}")
-        source_view = f"{view_name(dataset.name)}__merge_source"
-        rows.unionByName(gone, allowMissingColumns=True).createOrReplaceTempView(source_view)
-        statement = merge_statement(source_view, frame.columns, keys)
-        return run.lake.stage_sql(spark, dataset.name, statement, produced), frame.count()
-    finally:
-        frame.unpersist()
+    # Computed once, here: Iceberg's rewrite of the MERGE plans its source anew, so a frame
+    # only cached would be computed again inside it (the whole SQL, twice).
+    frame = frame.localCheckpoint()
+    _refuse_duplicates(run, frame, keys)
+    held = _of_touched(current, plan, touched).select(*[current[f"`{k}`"] for k in keys])
+    gone = held.join(
+        frame, on=[held[f"`{k}`"].eqNullSafe(frame[f"`{k}`"]) for k in keys], how="left_anti"
+    )
+    rows = frame.selectExpr("*", f"true AS {_PRESENT}")
+    source_view = f"{view_name(dataset.name)}__merge_source"
+    rows.unionByName(gone, allowMissingColumns=True).createOrReplaceTempView(source_view)
+    statement = merge_statement(source_view, frame.columns, keys)
+    return run.lake.stage_sql(spark, dataset.name, statement, produced), frame.count()
 
 
 def merge_statement(source: str, columns: list[str], keys: list[str]) -> str:
