@@ -90,7 +90,8 @@ def _bucketed(query: exp.Expr) -> exp.Expr:
         source = select.args.get("from_") or select.args.get("from")
         if not joins or source is None or any(j.method for j in joins):
             continue  # NATURAL joins match on every common name, the bucket's too
-        relations = {_alias(source.this): source} | {_alias(j.this): j for j in joins}
+        relations = {relation_alias(source.this): source}
+        relations |= {relation_alias(j.this): j for j in joins}
         for join in joins:
             on = join.args.get("on")
             if on is None or join.side or join.kind not in ("", "INNER"):
@@ -109,13 +110,18 @@ def _bucketed(query: exp.Expr) -> exp.Expr:
     return query
 
 
+def volatile(expression: exp.Expr) -> bool:
+    """Whether ``expression`` may give another value each time it is evaluated."""
+    return bool(_VOLATILE.search(expression.sql("spark")))
+
+
 def _is_star(projection: exp.Expr) -> bool:
     return isinstance(projection, exp.Star) or (
         isinstance(projection, exp.Column) and isinstance(projection.this, exp.Star)
     )
 
 
-def _alias(relation: exp.Expr) -> str:
+def relation_alias(relation: exp.Expr) -> str:
     """The name a single relation (a table or a subquery) is known by, "" for anything else."""
     if isinstance(relation, exp.Table | exp.Subquery) and relation.alias_or_name:
         return (
@@ -132,7 +138,7 @@ def _table_alias(table: exp.Table) -> str:
     return table.alias or table.name
 
 
-def _sides(expression: exp.Expr) -> set[str]:
+def sides_of(expression: exp.Expr) -> set[str]:
     """The relations an expression's columns name (an unqualified column: "?")."""
     return {c.table or "?" for c in expression.find_all(exp.Column)}
 
@@ -142,8 +148,8 @@ def _band(on: exp.Expr, names: set[str]) -> Band | None:
     bounds: dict[tuple[str, str], tuple[exp.Expr, list[exp.Expr], list[exp.Expr]]] = {}
     for predicate in on.flatten() if isinstance(on, exp.And) else [on]:
         for point, low, high in _bounds(predicate):
-            point_sides = _sides(point)
-            sides = _sides(low if low is not None else high)  # type: ignore[arg-type]
+            point_sides = sides_of(point)
+            sides = sides_of(low if low is not None else high)  # type: ignore[arg-type]
             if len(point_sides) != 1 or len(sides) != 1 or not (point_sides | sides) <= names:
                 continue
             key = (point.sql(), next(iter(sides)))
@@ -182,10 +188,10 @@ def _bounds(predicate: exp.Expr) -> list[tuple[exp.Expr, exp.Expr | None, exp.Ex
 
 def _window(point: exp.Expr, low: exp.Expr, high: exp.Expr, side: str) -> Band | None:
     """The band when ``low`` and ``high`` are one expression plus constants, of one kind."""
-    if any(_VOLATILE.search(e.sql("spark")) for e in (point, low, high)):
+    if any(volatile(e) for e in (point, low, high)):
         return None  # evaluated twice (bucket and predicate), it could differ between the two
-    low_base, low_offset, low_timed = _offset(low)
-    high_base, high_offset, high_timed = _offset(high)
+    low_base, low_offset, low_timed = bound_offset(low)
+    high_base, high_offset, high_timed = bound_offset(high)
     if low_base.sql() != high_base.sql() or low_offset is None or high_offset is None:
         return None
     timed = low_timed or high_timed
@@ -196,13 +202,13 @@ def _window(point: exp.Expr, low: exp.Expr, high: exp.Expr, side: str) -> Band |
     width = high_offset - low_offset
     if width <= 0:
         return None
-    return Band(point, next(iter(_sides(point))), low, high, side, width, timed)
+    return Band(point, next(iter(sides_of(point))), low, high, side, width, timed)
 
 
-def _offset(bound: exp.Expr) -> tuple[exp.Expr, float | None, bool]:
+def bound_offset(bound: exp.Expr) -> tuple[exp.Expr, float | None, bool]:
     """(base, constant added, whether the constant is an interval) of ``base ± constant``."""
     if isinstance(bound, exp.Paren):
-        return _offset(bound.this)
+        return bound_offset(bound.this)
     if isinstance(bound, (*_DATE_ADD, *_DATE_SUB)):  # date_add(d, 7), timestamp_sub(t, ...)
         amount, unit = _number(bound.expression), bound.args.get("unit")
         length = _MICROS.get(unit.name.lower().rstrip("s") if unit else "day")
@@ -291,6 +297,6 @@ def _add_bucket(holder: exp.Expr, bucket: exp.Expr, wrapped: dict[int, exp.Selec
         return
     relation = holder.this
     inner = exp.select("*", bucket).from_(relation.copy())
-    alias = exp.TableAlias(this=exp.to_identifier(_alias(relation)))
+    alias = exp.TableAlias(this=exp.to_identifier(relation_alias(relation)))
     holder.set("this", exp.Subquery(this=inner, alias=alias))
     wrapped[id(holder)] = inner

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
+from medallion_assets.lineage.band_sums import band_sums
 from medallion_assets.lineage.range_join import bucket_band_joins
 from medallion_assets.lineage.script import Script, spark_preamble, spark_sql
 from medallion_assets.lineage.statement import Statement, parse_script, table_name
@@ -75,8 +76,8 @@ def spark_script(
             "write the table's full SELECT (or CREATE TABLE ... AS / INSERT OVERWRITE)"
         )
     preamble = [read_views(s, views) for s in spark_preamble(script, dialect)]
-    preamble = [bucket_band_joins(s) for s in preamble]
-    query = bucket_band_joins(read_views(statement.query, views))
+    preamble = [bucket_band_joins(band_sums(s)) for s in preamble]
+    query = bucket_band_joins(band_sums(read_views(statement.query, views)))
     if statement.target_columns:
         # CREATE VIEW v (a, b) / INSERT INTO t (a, b): the listed names, by position.
         alias = exp.TableAlias(

@@ -23,6 +23,8 @@ payment_attempts AS (
     FROM silver.payments
     GROUP BY order_id
 ),
+-- Grouped by every order column the window uses, so the run counts it in one sorted pass over
+-- the clickstream instead of pairing each order with each event (docs/project.md, band joins).
 recent_activity AS (
     SELECT
         o.order_id,
@@ -33,7 +35,7 @@ recent_activity AS (
     JOIN silver.user_events AS e
         ON e.customer_id = o.customer_id
         AND e.event_ts BETWEEN o.order_ts - INTERVAL 24 HOURS AND o.order_ts
-    GROUP BY o.order_id
+    GROUP BY o.order_id, o.customer_id, o.order_ts
 )
 SELECT
     o.order_id,

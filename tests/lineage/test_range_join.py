@@ -115,9 +115,10 @@ def test_bands_behind_outer_joins_grouped_and_two_in_one_select(tables):
 
 @pytest.mark.slow  # Spark
 def test_the_join_is_planned_on_the_bucket(tables):
-    """Spark joins on the bucket key (a hash or sort-merge join), not on the customer alone."""
+    """Spark joins on the bucket key (a hash or sort-merge join), not on the customer alone.
+    (A sum of values: a join that only counts is not joined at all, ``band_sums.py``.)"""
     query = spark_script(
-        "SELECT o.order_id, count(e.event_id) AS n FROM band_orders AS o JOIN band_events AS e "
+        "SELECT o.order_id, sum(e.x) AS n FROM band_orders AS o JOIN band_events AS e "
         "ON e.customer_id = o.customer_id AND e.event_ts BETWEEN o.order_ts - INTERVAL 24 HOURS "
         "AND o.order_ts GROUP BY o.order_id",
         "spark",
