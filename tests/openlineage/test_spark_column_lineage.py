@@ -43,7 +43,25 @@ DISTINCT = (
     "an aggregate beside count(DISTINCT ...): Spark rewrites distinct aggregates through an "
     "Expand, across which OpenLineage 1.53 traces no column"
 )
+BAND_SUMS = (
+    "a count over a band join, which medallion runs as running counts (lineage/band_sums.py): "
+    "each count is a running sum partitioned by the join's keys and ordered by the band's "
+    "values, so Spark's lineage reads those columns into the count; the SQL uses them only to "
+    "join"
+)
+_WINDOWED = ("events_24h", "sessions_24h", "failed_logins_24h")
+_BAND_COLUMNS = (
+    "silver.orders_usd.customer_id",
+    "silver.orders_usd.order_ts",
+    "silver.user_events.customer_id",
+    "silver.user_events.event_ts",
+)
 KNOWN: dict[Edge, str] = {
+    **{
+        ("gold.fraud_features", column, output): BAND_SUMS
+        for column in _BAND_COLUMNS
+        for output in _WINDOWED
+    },
     ("gold.revenue_by_region", "silver.orders_usd.order_id", "order_count"): DISTINCT,
     ("gold.revenue_by_region", "silver.orders_usd.customer_id", "customer_count"): DISTINCT,
     ("gold.revenue_by_region", "silver.orders_usd.total_amount_usd", "revenue_usd"): DISTINCT,
