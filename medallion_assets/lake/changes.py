@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 
 # Operations that change no row: a compaction's rewrite of files ("replace").
 _SAME_ROWS = ("append", "replace")
+# changed_keys' columns: a row's digest, and which end holds it
+_ROW, _SIDE = "__medallion_row", "__medallion_side"
 
 
 @dataclass(frozen=True)
@@ -129,9 +131,6 @@ def changed_keys(spark: SparkSession, changes: Changes, keys: Sequence[str]) -> 
     both = counted(changes.start, 1).unionByName(counted(changes.end, -1))
     held = both.groupBy(*picked, F.col(_ROW)).agg(F.sum(_SIDE).alias(_SIDE))
     return held.where(F.col(_SIDE) != 0).select(*picked).distinct()
-
-
-_ROW, _SIDE = "__medallion_row", "__medallion_side"
 
 
 def _row_digest(frame: DataFrame) -> Column:

@@ -34,7 +34,7 @@ from sqlglot.errors import SqlglotError
 
 from medallion_assets.lineage.band_timeline import PREFIX as _P
 from medallion_assets.lineage.band_timeline import Bound, Shape, timeline_query
-from medallion_assets.lineage.range_join import bound_offset, relation_alias, sides_of, volatile
+from medallion_assets.lineage.range_join import band_window, relation_alias, sides_of, volatile
 
 
 def band_sums(query: exp.Expr) -> exp.Expr:
@@ -74,7 +74,7 @@ def _rewrite(select: exp.Select) -> exp.Select | None:
     group = list(select.args["group"].expressions)
     grouped = {g.sql(): at for at, g in enumerate(group)}
     outputs: list[tuple[str, str]] = []  # (SQL of the output column, its name)
-    weights: list[str] = []  # the point rows' weights, named
+    weights: list[tuple[str, str]] = []  # the point rows' weights: (expression, name)
     distinct: dict[int, exp.Column] = {}  # output position -> the column counted distinct
     for projection in select.expressions:
         name = projection.alias_or_name
@@ -87,14 +87,14 @@ def _rewrite(select: exp.Select) -> exp.Select | None:
             return None  # Spark names an aggregate by its text: keep the text
         weight = _weight(inner, shape)
         if weight is not None:
-            weights.append(f"{weight} AS {_P}_w{at}")
+            weights.append((weight, f"{_P}_w{at}"))
             outputs.append((f"COALESCE(SUM({_P}_sign * {_P}_w{at}), 0)", name))
             continue
         counted = _distinct(inner, shape, group)
         if counted is None:
             return None
         distinct[at] = counted
-        weights += [f"{_P}_s{at}", f"{_P}_e{at}"]
+        weights += [(f"{_P}_s{at}", f"{_P}_s{at}"), (f"{_P}_e{at}", f"{_P}_e{at}")]
         outputs.append(
             (
                 f"COALESCE(MAX(CASE WHEN {_P}_sign = 1 THEN {_P}_s{at} END) "
@@ -174,15 +174,8 @@ def _parts(terms: list[exp.Expr], names: dict[str, exp.Expr]) -> Shape | None:
             ordered.append((right, left))
         else:
             return None
-    low_base, low_offset, low_timed = bound_offset(low.value)
-    high_base, high_offset, high_timed = bound_offset(high.value)
-    if low_base.sql() != high_base.sql() or low_offset is None or high_offset is None:
-        return None
-    timed = low_timed or high_timed
-    if (low_offset and not low_timed and timed) or (high_offset and not high_timed and timed):
-        return None  # an interval on one bound and a number on the other: not one axis
-    width = high_offset - low_offset
-    if width <= 0:
+    band = band_window(value, low.value, high.value, window_name)
+    if band is None:
         return None
     return Shape(
         names[window_name],
@@ -192,8 +185,8 @@ def _parts(terms: list[exp.Expr], names: dict[str, exp.Expr]) -> Shape | None:
         value,
         low,
         high,
-        width,
-        timed,
+        band.width,
+        band.timed,
     )
 
 

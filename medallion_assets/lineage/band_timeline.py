@@ -43,11 +43,12 @@ def timeline_query(
     shape: Shape,
     group: list[exp.Expr],
     outputs: list[tuple[str, str]],
-    weights: list[str],
+    weights: list[tuple[str, str]],
     distinct: dict[int, exp.Column],
 ) -> exp.Select:
     """The rewritten SELECT: the timeline of point rows and probes, the running sums of every
-    weight over it, and each group's counts from its probes."""
+    weight (``(expression, name)`` of a point row) over it, and each group's counts from its
+    probes."""
     point = shape.value.table
     keys = [f"{_P}_k{i}" for i in range(len(shape.keys))]
     groups = [f"{_P}_g{i}" for i in range(len(group))]
@@ -60,26 +61,26 @@ def timeline_query(
         f"WHERE {' AND '.join(present)}"
     )
     runs = "".join(_runs(shape, column, at, keys) for at, column in distinct.items())
-    named = [w.rsplit(" AS ", 1)[-1] for w in weights]
+    named = [name for _, name in weights]
     point_branch = (
         f"SELECT {', '.join([*keys, f'{_P}_t', f'1 AS {_P}_place', f'0 AS {_P}_sign'])}"
         + "".join(f", NULL AS {g}" for g in groups)
         + f", 1 AS {_P}_rows"
-        + "".join(f", {w}" for w in weights)
+        + "".join(f", {sql} AS {name}" for sql, name in weights)
         + f" FROM (SELECT *{runs} FROM ({rows}) AS {point}) AS {point}"
     )
+    window_keys = [f"{w.sql('spark')} AS {k}" for (_, w), k in zip(shape.keys, keys, strict=True)]
+    window_held = [f"{w.sql('spark')} IS NOT NULL" for _, w in shape.keys]
     probes = []
     for bound, sign, before in (
         (shape.low, -1, shape.low.inclusive),
         (shape.high, 1, not shape.high.inclusive),
     ):
-        columns = [f"{w.sql('spark')} AS {k}" for (_, w), k in zip(shape.keys, keys, strict=True)]
-        columns += [f"{bound.value.sql('spark')} AS {_P}_t", f"{0 if before else 2} AS {_P}_place"]
-        columns += [f"{sign} AS {_P}_sign"]
+        columns = [*window_keys, f"{bound.value.sql('spark')} AS {_P}_t"]
+        columns += [f"{0 if before else 2} AS {_P}_place", f"{sign} AS {_P}_sign"]
         columns += [f"{g.sql('spark')} AS {n}" for g, n in zip(group, groups, strict=True)]
         columns += [f"0 AS {_P}_rows", *(f"0 AS {n}" for n in named)]
-        held = [f"{w.sql('spark')} IS NOT NULL" for _, w in shape.keys]
-        held.append(f"({bound.value.sql('spark')}) IS NOT NULL")
+        held = [*window_held, f"({bound.value.sql('spark')}) IS NOT NULL"]
         probes.append(
             f"SELECT {', '.join(columns)} FROM {shape.window.sql('spark')} "
             f"WHERE {' AND '.join(held)}"

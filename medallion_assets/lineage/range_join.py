@@ -163,7 +163,7 @@ def _band(on: exp.Expr, names: set[str]) -> Band | None:
     for (_, window_side), (point, lows, highs) in bounds.items():
         for low in lows:
             for high in highs:
-                band = _window(point, low, high, window_side)
+                band = band_window(point, low, high, window_side)
                 if band is not None:
                     return band
     return None
@@ -186,7 +186,7 @@ def _bounds(predicate: exp.Expr) -> list[tuple[exp.Expr, exp.Expr | None, exp.Ex
     return []
 
 
-def _window(point: exp.Expr, low: exp.Expr, high: exp.Expr, side: str) -> Band | None:
+def band_window(point: exp.Expr, low: exp.Expr, high: exp.Expr, side: str) -> Band | None:
     """The band when ``low`` and ``high`` are one expression plus constants, of one kind."""
     if any(volatile(e) for e in (point, low, high)):
         return None  # evaluated twice (bucket and predicate), it could differ between the two
