@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import re
 import tempfile
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
 CHUNK_SIZE = 1024 * 1024
 PAGE_SIZE = 1000  # the most keys S3 returns per ListObjectsV2 page
 _PART_SUFFIX = ".medallion-part"
+_ETAGS = ".medallion-etags.json"  # beside the buckets: a bucket name cannot start with "."
 NOT_FOUND = {"NoSuchKey", "NoSuchBucket", "NotFound", "404"}
 OnPage = Callable[[], object]
 OnChunk = Callable[[int], object]
@@ -172,8 +174,11 @@ class LocalFolderObjectStore(StreamingStore):
     """A local folder standing in for S3: bucket = ``root/<bucket>``, key = relative path.
 
     ETags are the content MD5 (S3's single-part ETag), cached by (path, mtime, size) so listing
-    a large folder does not re-hash unchanged files. Unlike S3, a key cannot be both an object
-    and a "folder" of other keys (``a`` and ``a/b``).
+    a large folder does not re-hash unchanged files. The cache is kept beside the buckets in
+    ``.medallion-etags.json`` (a name no bucket can have), as S3 keeps an object's ETag with
+    it, so a new process does not read every object again either; a folder it cannot write
+    to is hashed in memory only. Unlike S3, a key cannot be both an object and a "folder" of
+    other keys (``a`` and ``a/b``).
     """
 
     def __init__(self, root: Path, *, page_size: int = PAGE_SIZE, chunk_size: int = CHUNK_SIZE):
@@ -181,6 +186,7 @@ class LocalFolderObjectStore(StreamingStore):
         self.page_size, self.chunk_size = page_size, chunk_size
         self._etags: dict[Path, tuple[int, int, str]] = {}
         self._lock = threading.Lock()
+        self._loaded = self._hashed = False
 
     def list(
         self, bucket: str, prefix: str = "", *, on_page: OnPage = no_progress
@@ -188,6 +194,7 @@ class LocalFolderObjectStore(StreamingStore):
         """Every object under ``prefix`` (a string prefix, as in S3), sorted by key."""
         on_page()
         base = self._bucket(bucket)
+        self._load_etags()
         folder = prefix.rpartition("/")[0]
         start = key_path(base, folder) if folder else base
         objects = []
@@ -198,6 +205,7 @@ class LocalFolderObjectStore(StreamingStore):
                 if key.startswith(prefix) and not name.endswith(_PART_SUFFIX):
                     objects.append(self._object(bucket, key, path))
         objects.sort(key=lambda o: o.key)
+        self._save_etags()
         # Count the pages S3 would have needed, so throttled listing costs the same here.
         for _ in range(1, -(-len(objects) // self.page_size)):
             on_page()
@@ -239,10 +247,58 @@ class LocalFolderObjectStore(StreamingStore):
         etag = _md5_file(path, self.chunk_size)
         with self._lock:
             self._etags[path] = (stat.st_mtime_ns, stat.st_size, etag)
+            self._hashed = True
         return S3Object(bucket, key, etag, stat.st_size)
+
+    def _load_etags(self) -> None:
+        """The ETags an earlier process recorded (once per store; a missing or damaged file
+        is an empty cache: the objects are hashed again)."""
+        if self._loaded:
+            return
+        recorded = _read_etags(self.root / _ETAGS)
+        with self._lock:
+            for name, (mtime, size, etag) in recorded.items():
+                self._etags.setdefault(self.root / name, (mtime, size, etag))
+            self._loaded = True
+
+    def _save_etags(self) -> None:
+        """Record the ETags hashed since the last save, with those other processes recorded
+        meanwhile, for files that still exist; written whole and renamed into place."""
+        with self._lock:
+            if not self._hashed:
+                return
+            self._hashed = False
+            mine = {
+                path.relative_to(self.root).as_posix(): list(entry)
+                for path, entry in self._etags.items()
+            }
+        target = self.root / _ETAGS
+        merged = {**_read_etags(target), **mine}
+        kept = {k: v for k, v in merged.items() if (self.root / k).is_file()}
+        try:
+            _write_atomically(target, [json.dumps(kept, separators=(",", ":")).encode()])
+        except OSError:  # a folder it may not write to: the cache stays in memory
+            return
 
     def __repr__(self) -> str:
         return f"LocalFolderObjectStore({str(self.root)!r})"
+
+
+def _read_etags(path: Path) -> dict[str, tuple[int, int, str]]:
+    """``relative path -> (mtime_ns, size, etag)`` from ``path``; {} when missing or damaged."""
+    try:
+        loaded = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(loaded, dict):
+        return {}
+    found = {}
+    for name, entry in loaded.items():
+        if isinstance(entry, list) and len(entry) == 3:
+            mtime, size, etag = entry
+            if isinstance(mtime, int) and isinstance(size, int) and isinstance(etag, str):
+                found[str(name)] = (mtime, size, etag)
+    return found
 
 
 def _file_chunks(path: Path, chunk_size: int) -> Chunks:

@@ -33,7 +33,8 @@ from medallion_assets.runtime.intake import (
     readable_entries,
     require_readable,
 )
-from medallion_assets.runtime.raw_read import REASON, files_of, inspect_objects, read_objects
+from medallion_assets.runtime.raw_inspect import inspect_objects
+from medallion_assets.runtime.raw_read import REASON, files_of, read_objects
 from medallion_assets.runtime.reuse import ingest_inputs
 from medallion_assets.runtime.schema_drift import detect, evolved_columns
 from medallion_assets.runtime.source_objects import (

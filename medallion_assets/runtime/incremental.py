@@ -126,8 +126,12 @@ def stage_increment(
     if plan.kind == "append":
         rows = appended_rows(run.session, changes)
         return _stage_built(run, plan, rows, None, base, produced, parsed)
-    touched = _touched_keys(run, plan, changes).persist()  # read twice: the rows, the MERGE
+    # Read by the SQL's every reference to the driving input and by the MERGE: cached, and
+    # filled here, before those read it at once (each reader of a cache not yet filled
+    # computes it again: the demo's fraud_features computed its keys six times).
+    touched = _touched_keys(run, plan, changes).persist()
     try:
+        touched.count()
         driving = run.session.table(base.views[plan.driving])
         condition = [driving[f"`{s}`"].eqNullSafe(touched[f"`{s}`"]) for _, s in plan.keys]
         rows = driving.join(touched, on=condition, how="left_semi")

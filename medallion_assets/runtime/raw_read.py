@@ -3,10 +3,7 @@ the source's format from the object's own path (``s3a://`` on S3, ``file:`` for 
 folder standing in for it). The driver lists, decides and records; no raw byte passes through
 it, so neither its disk nor its network bounds an ingest.
 
-- ``inspect_objects``: one Spark job over the new objects' paths runs
-  ``raw_files.inspect_path`` on the executors, each reading its object a few MB at a time:
-  content hash, strict decoding, the columns each carries. Only those small results come
-  back to the driver.
+- ``raw_inspect.inspect_objects``: what each new object is, before it is read.
 - ``read_objects``: the readable objects in the source's format, with the declared (and
   evolved) schema, malformed records kept apart, and the ingestion columns. CSV is read as
   RFC 4180 (quoted fields may hold line breaks and doubled quotes) in the declared encoding;
@@ -24,13 +21,10 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark import cloudpickle
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
 
 from medallion_assets.catalog.base import java_charset
 from medallion_assets.catalog.sources import FLOATING_TYPES, Source
 from medallion_assets.runtime import raw_files, raw_open
-from medallion_assets.runtime.raw_files import Inspection
-from medallion_assets.runtime.raw_open import RawObjectUnreadable
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -59,68 +53,6 @@ def reported(path: str) -> str:
     return re.sub(r"\\(.)", r"\1", path)
 
 
-def inspect_objects(
-    spark: SparkSession, source: Source, sizes: Mapping[str, int]
-) -> dict[str, Inspection]:
-    """path -> its ``Inspection`` (SHA-256, why it cannot be read, its columns and those without
-    a value), computed by the executors that read each object's bytes (``sizes``: path -> the
-    listed size). An empty object has no bytes to move (Spark skips it): it is inspected here."""
-    fmt, header, encoding = source.format, source.csv_header, source.encoding
-    found = {p: raw_files.inspect(b"", fmt, encoding, header) for p, n in sizes.items() if n == 0}
-    paths = [p for p in sizes if p not in found]
-    if not paths:
-        return found
-
-    _ship_by_value()
-    check = raw_files.inspect_path
-    s3 = s3_endpoint(spark)
-    result = T.StructType(
-        [
-            T.StructField("sha256", T.StringType()),
-            T.StructField("problem", T.StringType()),
-            T.StructField("columns", T.ArrayType(T.StringType())),
-            T.StructField("valueless", T.ArrayType(T.StringType())),
-            T.StructField("unreadable", T.StringType()),
-        ]
-    )
-
-    def inspected(where):  # type: ignore[no-untyped-def]  # hints would make it a pandas UDF
-        try:
-            found = check(where, fmt, encoding, header, s3)
-        except OSError as error:  # the object could not be read: said on the driver
-            return (None, None, None, None, f"{type(error).__name__}: {error}")
-        return None if found is None else (*found, None)
-
-    # One task per object (a few at a time): each reads its object a few MB at a time, and
-    # only the paths go to the executors and the small results come back.
-    frame = spark.createDataFrame([(p, reported(p)) for p in paths], "path string, at string")
-    frame = frame.repartition(min(len(paths), 10_000))
-    rows = frame.select("path", F.udf(inspected, result)("at").alias("i")).collect()
-    unreadable = {}
-    for row in rows:
-        if row.i is None:
-            continue  # gone since the listing
-        if row.i.unreadable is not None:
-            unreadable[row.path] = row.i.unreadable
-            continue
-        columns = None if row.i.columns is None else list(row.i.columns)
-        valueless = None if row.i.valueless is None else list(row.i.valueless)
-        found[row.path] = Inspection(row.i.sha256, row.i.problem, columns, valueless)
-    if unreadable:
-        first = min(unreadable)
-        raise RawObjectUnreadable(
-            f"{len(unreadable)} raw object(s) could not be read, first {_uri(first)}: "
-            f"{unreadable[first]}"
-        )
-    gone = [reported(p) for p in paths if p not in found]
-    if gone:
-        raise FileNotFoundError(
-            f"{len(gone)} listed object(s) could not be read, first {gone[0]}: deleted or "
-            "replaced since the listing? Run again when the source is stable"
-        )
-    return found
-
-
 def s3_endpoint(spark: SparkSession) -> tuple[str, str] | None:
     """(URL, region) of the S3 API Spark's s3a speaks to, None for AWS's own."""
     url = spark.conf.get("spark.hadoop.fs.s3a.endpoint", None)
@@ -128,11 +60,6 @@ def s3_endpoint(spark: SparkSession) -> tuple[str, str] | None:
         return None
     region = spark.conf.get("spark.hadoop.fs.s3a.endpoint.region", None) or "us-east-1"
     return str(url), str(region)
-
-
-def _uri(path: str) -> str:
-    """A Spark path as the user knows it: ``s3://bucket/key`` or the local file."""
-    return re.sub(r"^s3[an]://", "s3://", reported(path))
 
 
 def read_objects(
@@ -326,7 +253,7 @@ def _read_decoded_json(
     executors decode each object (already checked to decode) a few MB at a time and Spark
     parses each line."""
 
-    _ship_by_value()
+    ship_by_value()
     encoding, s3, lines_of = source.encoding, s3_endpoint(spark), raw_files.object_lines
 
     def lines(batches):  # type: ignore[no-untyped-def]  # Arrow batches in, Arrow batches out
@@ -357,7 +284,7 @@ def _read_decoded_json(
     return parsed.select(*[F.col(f"r.{_quoted(n)}") for n, _ in columns], f"r.{CORRUPT}", "_path")
 
 
-def _ship_by_value() -> None:
+def ship_by_value() -> None:
     """Executors unpickle ``raw_files.inspect`` without this package installed: the module's
     functions travel with the job (they need only the standard library and pyarrow)."""
 

@@ -7,6 +7,7 @@ runtime does with it.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import time
 import uuid
@@ -215,11 +216,8 @@ def test_errors_never_contain_credentials(s3_env, monkeypatch, tmp_path):
         assert "4711" not in text
 
 
-def test_local_store_does_not_rehash_unchanged_files(tmp_path, monkeypatch):
-    store = LocalFolderObjectStore(tmp_path)
-    store.ensure_bucket("lake-raw")
-    for i in range(3):
-        (tmp_path / "lake-raw" / f"f{i}.json").write_bytes(b"{}" * i)
+def hashed_files(monkeypatch) -> list[Path]:
+    """The files the local store hashes from now on, in order."""
     hashed: list[Path] = []
     real_md5_file = s3_module._md5_file
 
@@ -228,6 +226,15 @@ def test_local_store_does_not_rehash_unchanged_files(tmp_path, monkeypatch):
         return real_md5_file(path, chunk_size)
 
     monkeypatch.setattr(s3_module, "_md5_file", counting_md5_file)
+    return hashed
+
+
+def test_local_store_does_not_rehash_unchanged_files(tmp_path, monkeypatch):
+    store = LocalFolderObjectStore(tmp_path)
+    store.ensure_bucket("lake-raw")
+    for i in range(3):
+        (tmp_path / "lake-raw" / f"f{i}.json").write_bytes(b"{}" * i)
+    hashed = hashed_files(monkeypatch)
     store.list("lake-raw")
     store.list("lake-raw")
     assert len(hashed) == 3
@@ -236,6 +243,36 @@ def test_local_store_does_not_rehash_unchanged_files(tmp_path, monkeypatch):
     listed = {o.key: o.etag for o in store.list("lake-raw")}
     assert hashed[3:] == [changed]
     assert listed["f1.json"] == md5(b"changed content")
+
+
+def test_local_store_keeps_etags_for_the_next_process(tmp_path, monkeypatch):
+    first = LocalFolderObjectStore(tmp_path)
+    first.ensure_bucket("lake-raw")
+    for i in range(3):
+        (tmp_path / "lake-raw" / f"f{i}.json").write_bytes(b"{}" * (i + 1))
+    (tmp_path / "lake-raw" / "gone.json").write_bytes(b"[]")
+    first.list("lake-raw")
+    (tmp_path / "lake-raw" / "gone.json").unlink()
+    changed = tmp_path / "lake-raw" / "f1.json"
+    changed.write_bytes(b"changed content")
+    hashed = hashed_files(monkeypatch)
+    listed = {o.key: o.etag for o in LocalFolderObjectStore(tmp_path).list("lake-raw")}
+    assert hashed == [changed]  # only the file changed since the other process listed it
+    assert listed == {
+        "f0.json": md5(b"{}"),
+        "f1.json": md5(b"changed content"),
+        "f2.json": md5(b"{}" * 3),
+    }
+    recorded = json.loads((tmp_path / ".medallion-etags.json").read_text())
+    assert sorted(recorded) == ["lake-raw/f0.json", "lake-raw/f1.json", "lake-raw/f2.json"]
+
+
+def test_local_store_hashes_again_over_a_damaged_etag_file(tmp_path):
+    (tmp_path / "lake-raw").mkdir()
+    (tmp_path / "lake-raw" / "a.json").write_bytes(b"{}")
+    (tmp_path / ".medallion-etags.json").write_text('{"lake-raw/a.json": [1, 2, "not')
+    [listed] = LocalFolderObjectStore(tmp_path).list("lake-raw")
+    assert listed.etag == md5(b"{}")
 
 
 def test_local_store_hides_its_own_partial_writes(tmp_path):

@@ -23,10 +23,11 @@ from medallion_assets.healing.systems import SOURCE, Places, system_of
 from medallion_assets.io.object_store import LocalFolderObjectStore
 from medallion_assets.io.s3_store import Boto3ObjectStore
 from medallion_assets.lake import Lake
+from medallion_assets.runtime import raw_inspect
 from medallion_assets.runtime.bronze_ingest import ingest
 from medallion_assets.runtime.raw_files import CorruptObject
+from medallion_assets.runtime.raw_inspect import inspect_objects
 from medallion_assets.runtime.raw_open import RawObjectUnreadable
-from medallion_assets.runtime.raw_read import inspect_objects
 from medallion_assets.runtime.schema_drift import (
     EvolvedColumn,
     SchemaDrift,
@@ -417,10 +418,19 @@ def test_every_csv_encoding_a_source_may_declare_is_a_charset_spark_has(spark):
     assert [name for name in _JAVA_CHARSETS.values() if not charset.isSupported(name)] == []
 
 
-def test_an_object_the_executors_cannot_read_fails_naming_it_for_healing(spark, tmp_path):
-    """A read error on an executor (not a missing key) comes back as one error naming the
-    object, so healing sees the raw source failed; a key gone since the listing stays
-    FileNotFoundError."""
+@pytest.fixture(params=["driver", "executors"])
+def inspected_on(request, monkeypatch) -> str:
+    """Where a small batch is inspected: the driver (the default) or the executors (as a batch
+    over ``DRIVER_INSPECTS`` bytes is)."""
+    if request.param == "executors":
+        monkeypatch.setattr(raw_inspect, "DRIVER_INSPECTS", 0)
+    return request.param
+
+
+def test_an_object_that_cannot_be_read_fails_naming_it_for_healing(spark, tmp_path, inspected_on):
+    """A read error (not a missing key), on the driver or an executor, comes back as one error
+    naming the object, so healing sees the raw source failed; a key gone since the listing
+    stays FileNotFoundError."""
     raw = tmp_path / "raw"
     (raw / "orders" / "a.jsonl").mkdir(parents=True)  # a folder where the object should be
     (raw / "orders" / "b.jsonl").write_text('{"order_id": 1}\n')
@@ -439,3 +449,23 @@ def test_an_object_the_executors_cannot_read_fails_naming_it_for_healing(spark, 
     assert inspect_objects(spark, source, {f"file:{raw}/orders/b.jsonl": 16})[
         f"file:{raw}/orders/b.jsonl"
     ].columns == ["order_id"]
+
+
+def test_the_driver_and_the_executors_inspect_a_batch_alike(spark, tmp_path, monkeypatch):
+    """The same objects, inspected on the driver (a small batch) and by the executors (a batch
+    over ``DRIVER_INSPECTS``): the same hashes, problems, columns and valueless columns."""
+    raw = tmp_path / "raw" / "orders"
+    raw.mkdir(parents=True)
+    (raw / "a.jsonl").write_text('{"order_id": 1, "note": null}\n{"order_id": 2}\n')
+    (raw / "b.jsonl").write_bytes(b'{"order_id": 3, "country": "\xff"}\n')  # not UTF-8
+    (raw / "c.jsonl").write_text("[1, 2]\n")  # not JSON lines
+    source = Source.model_validate(
+        {"system": "s3_raw", "bucket": "raw", "prefix": "orders/", "format": "jsonl"}
+        | {"columns": [{"name": "order_id", "type": "bigint"}]}
+    )
+    sizes = {f"file:{p}": p.stat().st_size for p in sorted(raw.iterdir())}
+    on_driver = inspect_objects(spark, source, sizes)
+    monkeypatch.setattr(raw_inspect, "DRIVER_INSPECTS", 0)
+    by_executors = inspect_objects(spark, source, sizes)
+    assert on_driver == by_executors
+    assert [bool(on_driver[p].problem) for p in sizes] == [False, True, True]
