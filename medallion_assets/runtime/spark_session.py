@@ -264,10 +264,7 @@ def adaptive_conf(settings: MedallionSettings) -> dict[str, str]:
     """Shuffles sized by the data: adaptive execution starts with ``shuffle_partitions`` and
     merges them to ~64 MB each by what the map side wrote (not to the cores' count: on a small
     machine that kept 1.3 GB in four tasks), splits skewed join partitions, and picks
-    broadcast joins from the sizes it measured. A cached frame's partitions are merged the
-    same way (Spark keeps a cached plan's shuffle partitions as they are by default: a
-    thousand changed keys stayed in 16 partitions, and each of the six broadcasts that read
-    them ran 16 tasks)."""
+    broadcast joins from the sizes it measured."""
     return {
         "spark.sql.shuffle.partitions": str(settings.shuffle_partitions),
         "spark.sql.adaptive.enabled": "true",
@@ -275,7 +272,6 @@ def adaptive_conf(settings: MedallionSettings) -> dict[str, str]:
         "spark.sql.adaptive.coalescePartitions.parallelismFirst": "false",
         "spark.sql.adaptive.advisoryPartitionSizeInBytes": "64m",
         "spark.sql.adaptive.skewJoin.enabled": "true",
-        "spark.sql.optimizer.canChangeCachedPlanOutputPartitioning": "true",
     }
 
 
