@@ -132,9 +132,19 @@ def _dataset(catalog: Catalog, dataset: Dataset) -> dict[str, Any]:
         else None,
         "kind": dataset.settings.kind,
         **({"keys": list(dataset.settings.keys)} if dataset.settings.keys else {}),
+        **({"keyed_inputs": keyed} if (keyed := keyed_inputs(dataset)) else {}),
         **({"could_be": could} if (could := suggested_kinds(catalog, dataset)) else {}),
         "code_version": dataset.code_version,
     }
+
+
+def keyed_inputs(dataset: Dataset) -> dict[str, dict[str, str]]:
+    """A merge table's inputs besides its driving one whose changes are merged too: input ->
+    {key: the input's column that names it}. (A change to any other input rebuilds it.)"""
+    plan = dataset.incremental
+    if plan is None:
+        return {}
+    return {table: dict(pairs) for table, pairs in plan.keyed}
 
 
 def suggested_kinds(catalog: Catalog, dataset: Dataset) -> list[str]:
@@ -145,8 +155,8 @@ def suggested_kinds(catalog: Catalog, dataset: Dataset) -> list[str]:
 
     >>> from medallion_assets.catalog import load_catalog
     >>> demo = load_catalog(".")
-    >>> suggested_kinds(demo, demo.datasets["gold.late_shipments"])
-    ['append']
+    >>> suggested_kinds(demo, demo.datasets["silver.users_masked"])
+    ['append', 'merge on customer_id']
     """
     settings = dataset.settings
     if dataset.layer == "bronze" or settings.kind != "full" or settings.partitions is not None:

@@ -14,7 +14,7 @@ inputs are read whole, so they may do anything (``driving_reads.py`` walks the q
 >>> sql = "SELECT o.id, c.name FROM bronze.orders o JOIN bronze.customers c ON c.id = o.cid"
 >>> statement = parse_statement(sql, "spark", "silver.named_orders")
 >>> incremental(statement, "merge", ["id"])
-Incremental(kind='merge', driving='bronze.orders', keys=(('id', 'id'),))
+Incremental(kind='merge', driving='bronze.orders', keys=(('id', 'id'),), keyed=())
 >>> incremental(statement, "append", driving="bronze.orders").driving
 'bronze.orders'
 >>> possible_kinds(parse_statement("SELECT id, amount FROM bronze.orders", "spark", "s.t"), {})
@@ -32,6 +32,7 @@ from sqlglot.optimizer.scope import build_scope
 
 from medallion_assets.lineage.columns import Schema, query_columns
 from medallion_assets.lineage.driving_reads import DrivingReads, Keys, NotIncremental, line_of
+from medallion_assets.lineage.keyed_inputs import Keyed, keyed_inputs
 from medallion_assets.lineage.plain_copies import PlainCopies
 from medallion_assets.lineage.statement import SqlError, Statement
 
@@ -40,12 +41,14 @@ __all__ = ["Incremental", "NotIncremental", "incremental", "possible_kinds"]
 
 @dataclass(frozen=True)
 class Incremental:
-    """What a run needs: how it writes, which input's changes drive it, and (merge) each key
-    output column with the driving input's column it copies."""
+    """What a run needs: how it writes, which input's changes drive it, (merge) each key
+    output column with the driving input's column it copies, and the other inputs whose
+    changed rows name the keys they touch (``keyed_inputs``)."""
 
     kind: str  # "append" | "merge" | "scd2"
     driving: str  # "layer.table", one of the statement's sources
     keys: Keys = ()
+    keyed: Keyed = ()
 
 
 _WRITES = {  # statements that say themselves how they change the table
@@ -72,7 +75,10 @@ def incremental(
     if kind not in ("append", "merge", "scd2"):
         raise NotIncremental(f"kind {kind}: not an incremental kind; choose append or merge")
     plan = _plan(statement, "merge" if kind == "scd2" else kind, keys, driving, schema)
-    return Incremental(kind, plan.driving, plan.keys)
+    if kind != "merge":  # an scd2 table's history follows its driving input's changes only
+        return Incremental(kind, plan.driving, plan.keys)
+    copies = _copies(statement, kind, schema or {})
+    return Incremental(kind, plan.driving, plan.keys, keyed_inputs(copies, plan.driving, plan.keys))
 
 
 def _plan(

@@ -49,11 +49,13 @@ class DuplicateKeys(PermanentError):
 
 @dataclass(frozen=True)
 class Increment:
-    """How a build of an incremental table reads its driving input: ``changes`` since the
-    last build, or in full because of ``full_because``."""
+    """How a build of an incremental table reads its inputs: the driving input's ``changes``
+    since the last build and those of the keyed inputs that changed (``keyed``), or in full
+    because of ``full_because``."""
 
     changes: Changes | None = None
     full_because: str = ""
+    keyed: tuple[Changes, ...] = ()
 
 
 def plan_increment(
@@ -73,24 +75,39 @@ def plan_increment(
         for table in set(sources) | set(current.inputs)
         if table != plan.driving and current.inputs.get(table) != sources.get(table)
     )
-    if moved:
-        return Increment(full_because=f"{', '.join(moved)} changed since its last build")
-    since = current.inputs.get(plan.driving)
-    until = sources.get(plan.driving)
-    if since is None or until is None:
-        return Increment(full_because=f"its last build did not record {plan.driving}")
-    changes = run.lake.changes(plan.driving, since, until)
-    if changes is None:
-        return Increment(
-            full_because=f"{plan.driving} no longer holds version {since} its last build read "
-            "(rolled back, or its snapshots expired)"
-        )
+    keyed = dict(plan.keyed)
+    unkeyed = [table for table in moved if table not in keyed]
+    if unkeyed:
+        return Increment(full_because=f"{', '.join(unkeyed)} changed since its last build")
+    found = [_changes(run, table, current, sources) for table in [plan.driving, *moved]]
+    why = next((f for f in found if isinstance(f, str)), None)
+    if why is not None:
+        return Increment(full_because=why)
+    changes, *others = [f for f in found if isinstance(f, Changes)]
     if plan.kind == "append" and changes.rewrite is not None:
         return Increment(
             full_because=f"{plan.driving} rewrote rows since its last build ({changes.rewrite}), "
             "so rows already appended may be wrong"
         )
-    return Increment(changes=changes)
+    return Increment(changes=changes, keyed=tuple(others))
+
+
+def _changes(
+    run: TableRun, table: str, current: Version, sources: Mapping[str, str]
+) -> Changes | str:
+    """What ``table`` gained since the build of ``current``, or why it cannot be told."""
+    since, until = current.inputs.get(table), sources.get(table)
+    if since is None or until is None:
+        return f"its last build did not record {table}"
+    if run.lake.is_partitioned(table):
+        return f"{table} changed since its last build (a daily table's changes are read whole)"
+    changes = run.lake.changes(table, since, until)
+    if changes is None:
+        return (
+            f"{table} no longer holds version {since} its last build read (rolled back, or its "
+            "snapshots expired)"
+        )
+    return changes
 
 
 @dataclass(frozen=True)
@@ -116,26 +133,30 @@ class Base:
 def stage_increment(
     run: TableRun,
     plan: Incremental,
-    changes: Changes,
+    increment: Increment,
     base: Base,
     produced: Produced,
     parsed: tuple[Script, Statement],
 ) -> StagedIncrement | str:
-    """Stage ``run``'s table built from ``changes`` of its driving input over ``base``, or say
+    """Stage ``run``'s table built from the ``increment``'s changes over ``base``, or say
     why to build it in full instead."""
+    changes = increment.changes
+    assert changes is not None, f"{run.dataset.name}: an increment has its driving changes"
     if plan.kind == "append":
         rows = appended_rows(run.session, changes)
         return _stage_built(run, plan, rows, None, base, produced, parsed)
     # Read by the SQL's every reference to the driving input and by the MERGE: cached, and
     # filled here, before those read it at once (each reader of a cache not yet filled
     # computes it again: the demo's fraud_features computed its keys six times).
-    touched = _touched_keys(run, plan, changes).persist()
+    touched = _touched_keys(run, plan, increment, base).persist()
     try:
         touched.count()
         driving = run.session.table(base.views[plan.driving])
         condition = [driving[f"`{s}`"].eqNullSafe(touched[f"`{s}`"]) for _, s in plan.keys]
         rows = driving.join(touched, on=condition, how="left_semi")
-        return _stage_built(run, plan, rows, touched, base, produced, parsed)
+        moved = [c.table for c in (changes, *increment.keyed) if not c.none]
+        touched_by = ", ".join(moved or [plan.driving])
+        return _stage_built(run, plan, rows, touched, base, produced, parsed, touched_by)
     finally:
         touched.unpersist()
 
@@ -148,9 +169,10 @@ def _stage_built(
     base: Base,
     produced: Produced,
     parsed: tuple[Script, Statement],
+    touched_by: str = "",
 ) -> StagedIncrement | str:
     """The SQL run with ``rows`` standing in for the driving input, staged: appended, or
-    merged over the ``touched`` keys."""
+    merged over the ``touched`` keys (those the changes of ``touched_by`` named)."""
     spark, dataset, views = run.session, run.dataset, base.views
     increment_view = f"{view_name(plan.driving)}__increment"
     rows.createOrReplaceTempView(increment_view)
@@ -182,7 +204,7 @@ def _stage_built(
     return StagedIncrement(
         staged,
         script.query,
-        f"merged {recomputed:,} {done} over the keys {plan.driving}'s changes touched",
+        f"merged {recomputed:,} {done} over the keys {touched_by}'s changes touched",
         recomputed,
     )
 
@@ -193,9 +215,21 @@ def _of_touched(rows: DataFrame, plan: Incremental, touched: DataFrame) -> DataF
     return rows.join(touched, on=on, how="left_semi")
 
 
-def _touched_keys(run: TableRun, plan: Incremental, changes: Changes) -> DataFrame:
-    """The driving input's key columns of every row its changes touched, once each."""
-    return changed_keys(run.session, changes, [source for _, source in plan.keys])
+def _touched_keys(run: TableRun, plan: Incremental, increment: Increment, base: Base) -> DataFrame:
+    """The driving input's key columns of every row its changes touched, and of every driving
+    row whose keys a keyed input's changed rows name, once each."""
+    spark, columns = run.session, [source for _, source in plan.keys]
+    assert increment.changes is not None, f"{run.dataset.name}: an increment has its changes"
+    touched = changed_keys(spark, increment.changes, columns)
+    driving = spark.table(base.views[plan.driving])
+    of_key = dict(plan.keys)
+    for changes in increment.keyed:
+        pairs = dict(plan.keyed)[changes.table]  # (output key, the input's column)
+        named = changed_keys(spark, changes, [column for _, column in pairs])
+        on = [driving[f"`{of_key[k]}`"].eqNullSafe(named[f"`{c}`"]) for k, c in pairs]
+        rows = driving.join(named, on=on, how="left_semi")
+        touched = touched.unionByName(rows.select(*[f"`{c}`" for c in columns]))
+    return touched.distinct() if increment.keyed else touched
 
 
 def _stage_merge(

@@ -104,9 +104,7 @@ def build_table(run: TableRun) -> BuildOutcome:
     done: StagedIncrement | None = None
     if plan is not None and increment is not None and increment.changes is not None:
         assert current is not None, f"{dataset.name}: changes are read since its version"
-        staging = stage_increment(
-            run, plan, increment.changes, Base(current, views), produced, parsed
-        )
+        staging = stage_increment(run, plan, increment, Base(current, views), produced, parsed)
         if isinstance(staging, str):  # its output changed shape: in full after all
             increment = Increment(full_because=staging)
         else:

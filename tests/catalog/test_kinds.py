@@ -42,8 +42,10 @@ def test_the_kinds_the_demo_declares_are_what_its_runs_read(demo_project: Path):
     # line_number is computed: it tells an order's lines apart; the order id picks the rows
     assert items.incremental == Incremental("merge", "bronze.orders", (("order_id", "order_id"),))
     # orders read again for their clickstream window, joined back on order_id
+    # and its payments, grouped by order_id, joined on it: their changes are merged too
     fraud = catalog.datasets["gold.fraud_features"].incremental
-    assert fraud == Incremental("merge", "silver.orders_usd", (("order_id", "order_id"),))
+    keyed = (("silver.payments", (("order_id", "order_id"),)),)
+    assert fraud == Incremental("merge", "silver.orders_usd", (("order_id", "order_id"),), keyed)
     assert catalog.datasets["gold.product_sales"].incremental is None  # kind full, the default
 
 

@@ -1,7 +1,8 @@
 """Incremental tables on real Spark and Iceberg: after every landing of a random sequence (new
 orders, late re-exports of old ones, a replaced object, a rollback of the driving input, a
 changed dimension), each ``append`` and ``merge`` table equals a full build of the same SQL,
-row for row; and each build read only what it had to (said in its outcome)."""
+row for row, whether its driving input or an input joined on its keys changed; and each build
+read only what it had to (said in its outcome)."""
 
 from __future__ import annotations
 
@@ -53,6 +54,8 @@ datasets:
   silver.order_events: {kind: append, driving: bronze.orders}
   gold.revenue_by_country: {kind: merge, keys: [country]}
   silver.order_versions: {kind: merge, keys: [order_id, version]}
+  gold.order_regions: {kind: merge, keys: [order_id, country]}
+  gold.country_totals: {kind: merge, keys: [country], driving: bronze.countries}
 """,
     "sql/bronze/orders.sql": (
         "SELECT order_id, updated_at, amount, country, _ingested_at, _source_file, _batch_id "
@@ -93,6 +96,21 @@ SELECT country, count(*) AS orders, sum(amount) AS revenue, max(updated_at) AS l
 FROM silver.orders_latest
 GROUP BY country
 """,
+    # The latest orders with their region: bronze.countries is joined on a key (country), so a
+    # changed region recomputes only that country's orders.
+    "sql/gold/order_regions.sql": """
+SELECT o.order_id, o.country, o.amount, c.region
+FROM silver.orders_latest o
+LEFT JOIN bronze.countries c ON c.country = o.country
+""",
+    # Per country of the dimension (driving), its latest orders' totals: silver.orders_latest is
+    # joined on the key, so changed orders recompute only their countries.
+    "sql/gold/country_totals.sql": """
+SELECT c.country, c.region, count(o.order_id) AS orders, sum(o.amount) AS revenue
+FROM bronze.countries c
+LEFT JOIN silver.orders_latest o ON o.country = c.country
+GROUP BY c.country, c.region
+""",
 }
 BRONZE_SCHEMA = (
     "order_id bigint, updated_at timestamp, amount decimal(18,2), country string, "
@@ -104,6 +122,8 @@ BUILT = (
     "silver.order_events",
     "silver.order_versions",
     "gold.revenue_by_country",
+    "gold.order_regions",
+    "gold.country_totals",
 )
 
 
@@ -227,6 +247,10 @@ def test_incremental_tables_equal_a_full_build_after_every_landing(spark, projec
     assert "appended rows from what bronze.orders gained" in seen["silver.order_events"]
     assert "in full" in seen["silver.order_events"]  # a replaced object, a rollback
     assert merged.format("silver.orders_latest") in seen["gold.revenue_by_country"]
+    # A keyed input's changes are merged too: the orders of changed countries, the countries
+    # of changed orders (the dimension, driving, unchanged).
+    assert any("bronze.countries's" in how for how in seen["gold.order_regions"])
+    assert merged.format("silver.orders_latest") in seen["gold.country_totals"]
 
 
 # A process that builds every table of the project in order, as a run's steps would, on its
