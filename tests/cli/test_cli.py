@@ -534,12 +534,11 @@ def test_catalog_show_gives_each_kind_its_keyed_inputs_and_what_a_full_table_cou
     assert datasets["silver.orders_usd"]["keys"] == ["order_id"]
     assert "could_be" not in datasets["silver.orders_usd"]  # incremental already
     assert "keyed_inputs" not in datasets["silver.orders_usd"]  # fx rates join on no key
-    assert datasets["gold.customer_ltv"]["keyed_inputs"] == {
-        "silver.orders_usd": {"customer_id": "customer_id"}
-    }
     assert datasets["gold.fraud_features"]["keyed_inputs"] == {
         "silver.payments": {"order_id": "order_id"}
     }
+    assert datasets["gold.late_shipments"]["kind"] == "full"
+    assert datasets["gold.late_shipments"]["could_be"] == ["append"]
     assert datasets["silver.users_masked"]["could_be"] == ["append", "merge on customer_id"]
     assert "could_be" not in datasets["bronze.orders"]
     assert "could_be" not in datasets["gold.daily_user_events"]  # daily: a day at a time

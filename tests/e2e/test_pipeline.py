@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
 from pathlib import Path
 
 import boto3
@@ -446,11 +445,6 @@ def test_after_a_landing_the_merge_tables_merge_the_touched_orders_and_gold_stay
     # It reads the orders again for their clickstream window, joined back on order_id.
     fraud = by_table["gold.fraud_features"]
     assert fraud.built.startswith("merged 6 recomputed rows over the keys silver.orders_usd"), fraud
-    # Its customers drive it; their orders, joined on its key customer_id, changed: only the
-    # customers of the six orders are recomputed.
-    ltv = by_table["gold.customer_ltv"]
-    touched = r"merged [1-6] recomputed rows over the keys silver.orders_usd's changes touched"
-    assert re.fullmatch(touched, ltv.built), ltv
     refreshed = by_table["silver.order_items"]
     assert refreshed.built == "in full: a full refresh was asked for", refreshed
     assert refreshed.rows == refreshed.current_rows

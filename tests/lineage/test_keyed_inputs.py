@@ -111,7 +111,6 @@ def test_the_demo_tables_say_which_inputs_are_keyed(demo_catalog):
         for name, dataset in demo_catalog.datasets.items()
         if dataset.incremental is not None and dataset.settings.kind == "merge"
     }
-    assert found["gold.customer_ltv"] == {"silver.orders_usd": {"customer_id": "customer_id"}}
     assert found["gold.fraud_features"] == {"silver.payments": {"order_id": "order_id"}}
     # joined on no key: the clickstream and the customers on customer_id, the fx rates by day
     assert found["silver.orders_usd"] == {}
