@@ -173,12 +173,13 @@ def _stage_built(
 ) -> StagedIncrement | str:
     """The SQL run with ``rows`` standing in for the driving input, staged: appended, or
     merged over the ``touched`` keys (those the changes of ``touched_by`` named)."""
-    spark, dataset, views = run.session, run.dataset, base.views
+    spark, dataset = run.session, run.dataset
     increment_view = f"{view_name(plan.driving)}__increment"
     rows.createOrReplaceTempView(increment_view)
-    script = spark_script(
-        dataset.sql, dataset.dialect, dataset.name, {**views, plan.driving: increment_view}, parsed
-    )
+    views = {**base.views, plan.driving: increment_view}
+    if touched is not None:
+        views |= _keyed_views(run, plan, touched, base)
+    script = spark_script(dataset.sql, dataset.dialect, dataset.name, views, parsed)
     frame = script.run(spark)
     table_columns = run.lake.columns(spark, dataset.name)
     if plan.kind == "scd2":  # the history's columns come after the SQL's
@@ -207,6 +208,27 @@ def _stage_built(
         f"merged {recomputed:,} {done} over the keys {touched_by}'s changes touched",
         recomputed,
     )
+
+
+def _keyed_views(
+    run: TableRun, plan: Incremental, touched: DataFrame, base: Base
+) -> dict[str, str]:
+    """Each keyed input's view holding only its rows whose joined columns hold a touched key:
+    its other rows meet only driving rows of other keys, which are not recomputed (the
+    demo's fraud_features then aggregates the changed orders' payments, not every payment)."""
+    spark, of_key, views = run.session, dict(plan.keys), {}
+    for table, pairs in plan.keyed:
+        if table not in base.views:
+            continue
+        frame = spark.table(base.views[table])
+        for key, column in pairs:
+            held = touched.select(touched[f"`{of_key[key]}`"].alias("__medallion_key"))
+            on = frame[f"`{column}`"].eqNullSafe(held["__medallion_key"])
+            frame = frame.join(held, on=on, how="left_semi")
+        view = f"{view_name(table)}__touched"
+        frame.createOrReplaceTempView(view)
+        views[table] = view
+    return views
 
 
 def _of_touched(rows: DataFrame, plan: Incremental, touched: DataFrame) -> DataFrame:
