@@ -74,11 +74,9 @@ def incremental(
     inlined); ``schema`` (table -> column -> type) resolves unqualified columns."""
     if kind not in ("append", "merge", "scd2"):
         raise NotIncremental(f"kind {kind}: not an incremental kind; choose append or merge")
+    # An scd2 table's history follows its driving input's changes only: no keyed inputs.
     plan = _plan(statement, "merge" if kind == "scd2" else kind, keys, driving, schema)
-    if kind != "merge":  # an scd2 table's history follows its driving input's changes only
-        return Incremental(kind, plan.driving, plan.keys)
-    copies = _copies(statement, kind, schema or {})
-    return Incremental(kind, plan.driving, plan.keys, keyed_inputs(copies, plan.driving, plan.keys))
+    return Incremental(kind, plan.driving, plan.keys, plan.keyed if kind == "merge" else ())
 
 
 def _plan(
@@ -118,7 +116,8 @@ def _plan(
             line_of(_projection(copies, key)),
         )
     DrivingReads(copies, kind, driving, pairs).run()
-    return Incremental(kind, driving, pairs)
+    keyed = keyed_inputs(copies, statement.sources, driving, pairs) if kind == "merge" else ()
+    return Incremental(kind, driving, pairs, keyed)
 
 
 def possible_kinds(statement: Statement, schema: Schema) -> list[str]:

@@ -17,42 +17,32 @@ leaves it unkeyed: a change to it rebuilds the table in full.
 ...         ON p.order_id = o.id
 ...     JOIN s.notes n ON n.text = o.note''')
 >>> copies = PlainCopies(build_scope(sqlglot.parse_one(sql)), {})
->>> keyed = keyed_inputs(copies, "s.orders", (("id", "id"), ("cid", "cid")))
+>>> inputs = ["s.orders", "s.users", "s.payments", "s.notes"]
+>>> keyed = keyed_inputs(copies, inputs, "s.orders", (("id", "id"), ("cid", "cid")))
 >>> keyed
 (('s.payments', (('id', 'order_id'),)), ('s.users', (('cid', 'cid'),)))
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope
 
 from medallion_assets.lineage.driving_reads import DrivingReads, Keys, NotIncremental
 from medallion_assets.lineage.plain_copies import PlainCopies
-from medallion_assets.lineage.relations import is_table_function
 from medallion_assets.lineage.select_parts import read_holder
-from medallion_assets.lineage.statement import table_name
 
 # (input, ((output key, the input's column whose values name the keys), ...)), by input
 Keyed = tuple[tuple[str, Keys], ...]
 
 
-def keyed_inputs(copies: PlainCopies, driving: str, keys: Keys) -> Keyed:
-    """Each input of the query but ``driving`` whose changed rows name the keys they touch,
-    with how (``keys``: the merge's keys with the driving columns they copy)."""
-    root = copies.root
-    inputs = sorted(
-        {
-            table_name(t)
-            for t in root.expression.find_all(exp.Table)
-            if t.db and not is_table_function(t)
-        }
-        - {driving}
-    )
+def keyed_inputs(copies: PlainCopies, inputs: Sequence[str], driving: str, keys: Keys) -> Keyed:
+    """Each of ``inputs`` (the statement's) but ``driving`` whose changed rows name the keys
+    they touch, with how (``keys``: the merge's keys with the driving columns they copy)."""
     found = []
-    for source in inputs:
+    for source in sorted(set(inputs) - {driving}):
         mapped = _keyed(copies, driving, keys, source)
         if mapped:
             found.append((source, mapped))

@@ -244,9 +244,9 @@ def _touched_keys(run: TableRun, plan: Incremental, increment: Increment, base: 
     assert increment.changes is not None, f"{run.dataset.name}: an increment has its changes"
     touched = changed_keys(spark, increment.changes, columns)
     driving = spark.table(base.views[plan.driving])
-    of_key = dict(plan.keys)
+    of_key, keyed = dict(plan.keys), dict(plan.keyed)
     for changes in increment.keyed:
-        pairs = dict(plan.keyed)[changes.table]  # (output key, the input's column)
+        pairs = keyed[changes.table]  # (output key, the input's column)
         named = changed_keys(spark, changes, [column for _, column in pairs])
         on = [driving[f"`{of_key[k]}`"].eqNullSafe(named[f"`{c}`"]) for k, c in pairs]
         rows = driving.join(named, on=on, how="left_semi")

@@ -77,6 +77,23 @@ def inspect(data: bytes, format: str, encoding: str, csv_header: bool) -> Inspec
     )
 
 
+# What inspecting one object gives: (sha256, problem, columns, valueless, why it could not be
+# read); None when it is gone.
+Inspected = tuple[str | None, str | None, list[str] | None, list[str] | None, str | None] | None
+
+
+def inspected(
+    path: str, format: str, encoding: str, csv_header: bool, s3: tuple[str, str] | None
+) -> Inspected:
+    """``inspect_path`` of one object, a failure to read it said rather than raised (the driver
+    names the object), as a tuple a Spark UDF can return."""
+    try:
+        found = inspect_path(path, format, encoding, csv_header, s3)
+    except OSError as error:
+        return (None, None, None, None, f"{type(error).__name__}: {error}")
+    return None if found is None else (*found, None)
+
+
 def inspect_path(
     path: str, format: str, encoding: str, csv_header: bool, s3: tuple[str, str] | None
 ) -> Inspection | None:

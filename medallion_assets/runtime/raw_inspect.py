@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -44,7 +44,8 @@ def inspect_objects(
 
     s3 = s3_endpoint(spark)
     if sum(sizes[p] for p in paths) <= DRIVER_INSPECTS:
-        results = {p: _inspected(reported(p), fmt, encoding, header, s3) for p in paths}
+        inspected = raw_files.inspected
+        results = {p: inspected(reported(p), fmt, encoding, header, s3) for p in paths}
     else:
         results = _inspected_by_executors(spark, paths, fmt, encoding, header, s3)
     unreadable = {}
@@ -55,6 +56,7 @@ def inspect_objects(
             unreadable[path] = found_here[4]
             continue
         sha256, problem, columns, valueless, _ = found_here
+        assert sha256 is not None, f"{path}: an object read has its hash"
         found[path] = Inspection(
             sha256,
             problem,
@@ -76,22 +78,6 @@ def inspect_objects(
     return found
 
 
-# What inspecting one object gives: (sha256, problem, columns, valueless, why it could not be
-# read); None when it is gone.
-_Inspected = tuple[Any, Any, Any, Any, str | None] | None
-
-
-def _inspected(
-    where: str, fmt: str, encoding: str, header: bool, s3: tuple[str, str] | None
-) -> _Inspected:
-    """``raw_files.inspect_path`` of one object, its read failure said rather than raised."""
-    try:
-        found = raw_files.inspect_path(where, fmt, encoding, header, s3)
-    except OSError as error:  # the object could not be read: said on the driver
-        return (None, None, None, None, f"{type(error).__name__}: {error}")
-    return None if found is None else (*found, None)
-
-
 def _inspected_by_executors(
     spark: SparkSession,
     paths: list[str],
@@ -99,10 +85,10 @@ def _inspected_by_executors(
     encoding: str,
     header: bool,
     s3: tuple[str, str] | None,
-) -> dict[str, _Inspected]:
-    """``_inspected`` of each path, run by the executors: one task per object."""
+) -> dict[str, raw_files.Inspected]:
+    """``raw_files.inspected`` of each path, run by the executors: one task per object."""
     ship_by_value()
-    check = raw_files.inspect_path
+    check = raw_files.inspected
     result = T.StructType(
         [
             T.StructField("sha256", T.StringType()),
@@ -114,11 +100,7 @@ def _inspected_by_executors(
     )
 
     def inspected(where):  # type: ignore[no-untyped-def]  # hints would make it a pandas UDF
-        try:
-            found = check(where, fmt, encoding, header, s3)
-        except OSError as error:  # the object could not be read: said on the driver
-            return (None, None, None, None, f"{type(error).__name__}: {error}")
-        return None if found is None else (*found, None)
+        return check(where, fmt, encoding, header, s3)
 
     # One task per object (a few at a time): each reads its object a few MB at a time, and
     # only the paths go to the executors and the small results come back.
