@@ -37,7 +37,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from bench import report
-from bench.scale_bench import BIN, PROGRESS, Run, defaults, generate, label, load, measure
+from bench.scale_bench import BIN, PROGRESS, Run, defaults, generate, label, load, measure, sdp
 
 SIZES = [int(s) for s in os.environ.get("BENCH_O_ROWS", "20000,100000").split(",") if s]
 KEEP = os.environ.get("BENCH_O_KEEP", "") == "1"
@@ -62,23 +62,6 @@ def rerun(side: str, folder: Path, project: Path, s3_root: Path) -> Run:
                 run.seconds[table] = run.seconds.get(table, 0.0) + float(found["seconds"])
     if not run.statuses:
         run.problems.append("no progress lines")
-    return run
-
-
-def sdp(folder: Path, project: Path, s3_root: Path, timeout: float) -> Run:
-    """`spark-pipelines run` of the project's silver and gold over the lake's bronze tables,
-    stopped after ``timeout`` seconds."""
-    # benchmark G's SDP side: loaded only when this one runs it
-    from bench import sdp_iceberg
-    from bench.sdp_bench import sdp_env, spark_settings
-
-    work = folder / "sdp"
-    env = defaults(work / "home", s3_root)
-    spec = sdp_iceberg.project(project, folder / "home" / "lake", work, spark_settings(env))
-    sdp_env(env)
-    command = [str(BIN / "spark-pipelines"), "run", "--spec", str(spec)]
-    options = sdp_iceberg.server_options(env)
-    run, _ = measure("sdp", [*command, *options], env, work, timeout=timeout)
     return run
 
 

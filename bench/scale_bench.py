@@ -1,5 +1,5 @@
 """Benchmark N: the demo at 200,000 orders with the default settings, against 20,000 orders and
-against a plain PySpark script on the same data.
+against a plain PySpark script and SDP on the same data.
 
     python -m bench N        (BENCH_N_ROWS=20000,200000; BENCH_N_KEEP=1 keeps the data;
                               BENCH_N_TIMEOUT=10800 seconds per process)
@@ -25,7 +25,11 @@ system's temp folder):
 - script: ``python -m bench.silver_gold script`` (one table after another, daily tables day by
   day, warehouse loads as declared, on the project's own Spark session settings) over the
   bronze our run built, its per-table seconds from its ``runs.json``. It rebuilds silver and
-  gold only, so bronze tables have no script time.
+  gold only, so bronze tables have no script time;
+- SDP: Spark Declarative Pipelines (`spark-pipelines run`, benchmark G's ``sdp-iceberg`` side)
+  recomputing the project's silver and gold SQL as materialized views over the same bronze
+  tables, into a copy of our lake's Iceberg catalog: whole process only (SDP prints no
+  per-table times).
 
 Every process is timed launch to exit (wall clock), and the peak RSS of its whole process tree
 (the Python process, its JVM, pyspark's workers) is sampled every 0.5 s from ``/proc``
@@ -255,14 +259,31 @@ def script(folder: Path, project: Path, s3_root: Path) -> Run:
     return run
 
 
+def sdp(folder: Path, project: Path, s3_root: Path, timeout: float = TIMEOUT_S) -> Run:
+    """`spark-pipelines run` of the project's silver and gold over the lake's bronze tables,
+    stopped after ``timeout`` seconds."""
+    # benchmark G's SDP side: loaded only when this one runs it
+    from bench import sdp_iceberg
+    from bench.sdp_bench import sdp_env, spark_settings
+
+    work = folder / "sdp"
+    env = defaults(work / "home", s3_root)
+    spec = sdp_iceberg.project(project, folder / "home" / "lake", work, spark_settings(env))
+    sdp_env(env)
+    command = [str(BIN / "spark-pipelines"), "run", "--spec", str(spec)]
+    options = sdp_iceberg.server_options(env)
+    run, _ = measure("sdp", [*command, *options], env, work, timeout=timeout)
+    return run
+
+
 def prune(folder: Path) -> None:
     """Remove the big data (raw, lakes, warehouses, Spark's scratch); keep logs and outputs."""
-    for name in ("s3", "home", "script-home", "generate-home", "script"):
+    for name in ("s3", "home", "script-home", "generate-home", "script", "sdp"):
         path = folder / name
         if not path.is_dir():
             continue
         for child in path.iterdir():
-            if child.name != "logs":
+            if child.name != "logs" and child.suffix != ".log":
                 if child.is_dir():
                     shutil.rmtree(child, ignore_errors=True)
                 else:
@@ -295,7 +316,7 @@ def main() -> None:
                 flush=True,
             )
             runs[rows] = {"demo-data": made}
-            for side in (ours, script):
+            for side in (ours, script, sdp):
                 done = side(folder, project, s3_root)
                 runs[rows][done.side] = done
                 print(
@@ -339,7 +360,7 @@ def summarize(runs: dict[int, dict[str, Run]]) -> None:
     sizes = list(runs)
     small, large = sizes[0], sizes[-1]
     ours_small, ours_large = runs[small]["medallion"], runs[large]["medallion"]
-    plain = runs[large]["script"]
+    plain, theirs_sdp = runs[large]["script"], runs[large]["sdp"]
     layers = ["bronze", "silver", "gold"]
     tables = sorted(
         {*ours_large.seconds, *ours_small.seconds},
@@ -373,7 +394,8 @@ def summarize(runs: dict[int, dict[str, Run]]) -> None:
             f"the demo at {label(large)} orders runs green with the default settings",
             green,
             f"{ours_large.wall:.0f} s wall, peak {ours_large.peak_tree_kb / 1024:,.0f} MB "
-            f"(script over its bronze: {plain.wall:.0f} s, {plain.peak_tree_kb / 1024:,.0f} MB)",
+            f"(script over its bronze: {plain.wall:.0f} s, {plain.peak_tree_kb / 1024:,.0f} MB; "
+            f"SDP: {theirs_sdp.wall:.0f} s, {theirs_sdp.peak_tree_kb / 1024:,.0f} MB)",
         )
     )
     print(
