@@ -348,7 +348,10 @@ def with_spark(
     FAIR pool, opened when the step first needs it (a reused version needs none). Asked for at
     each use: refresh_connection drops a Spark Connect session."""
     pool, run_id = run.dataset.criticality, context.run.run_id
-    return replace(run, spark=SessionOnDemand(lambda: resources.spark.step_session(pool, run_id)))
+    label = run.dataset.name + (f"[{run.partition}]" if run.partition else "")
+    return replace(
+        run, spark=SessionOnDemand(lambda: resources.spark.step_session(pool, run_id, label))
+    )
 
 
 def published_schema(run: TableRun) -> dg.TableSchema:

@@ -180,12 +180,12 @@ class SparkResource(SettingsResource, PySparkResource):
 
         return pool_weights(load_catalog(Path(self.project_root)).profiles)
 
-    def step_session(self, pool: str, run_id: str) -> SparkSession:
+    def step_session(self, pool: str, run_id: str, label: str | None = None) -> SparkSession:
         """A session of its own for one step (temp views and SQL settings apart from the other
         steps running beside it), its Spark jobs in the FAIR scheduler pool ``pool``, tagged
-        with ``run_id`` (terminating the run cancels them)."""
+        with ``run_id`` (terminating the run cancels them) and described as ``label``."""
 
-        return step_session(self.session(), self.settings, pool, run_job_tag(run_id))
+        return step_session(self.session(), self.settings, pool, run_job_tag(run_id), label)
 
 
 class LakeResource(SettingsResource):

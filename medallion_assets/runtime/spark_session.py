@@ -238,12 +238,17 @@ def run_job_tag(run_id: str) -> str:
 
 
 def step_session(
-    base: SparkSession, settings: MedallionSettings, pool: str, job_tag: str | None = None
+    base: SparkSession,
+    settings: MedallionSettings,
+    pool: str,
+    job_tag: str | None = None,
+    label: str | None = None,
 ) -> SparkSession:
     """A session of one step over ``base``'s Spark: its own temp views and SQL settings (the
     views a table's SQL registers, its preamble's SET lines), the same SparkContext or Spark
     Connect server, so steps on parallel threads never see each other's names. Spark jobs the
-    calling thread starts go to the FAIR scheduler pool ``pool`` and carry ``job_tag``."""
+    calling thread starts go to the FAIR scheduler pool ``pool``, carry ``job_tag`` and are
+    described as ``label`` (the table: what the Spark UI and its event log say of each job)."""
     if settings.spark_remote:
         session: SparkSession = SparkSession.builder.remote(settings.spark_remote).create()
     else:
@@ -254,6 +259,8 @@ def step_session(
         context.setInterruptOnCancel(True)
         if job_tag is not None:
             context.addJobTag(job_tag)  # the thread's jobs, as the pool above
+        if label is not None:
+            context.setJobDescription(label)
     session.conf.set("spark.sql.session.timeZone", "UTC")
     for key, value in adaptive_conf(settings).items():
         session.conf.set(key, value)

@@ -47,17 +47,20 @@ def test_every_criticality_has_a_pool_with_profiles_or_without(demo_catalog):
 def test_steps_on_threads_keep_their_views_settings_and_pools_apart(spark, tmp_path: Path):
     settings = MedallionSettings.from_env({"MEDALLION_SPARK_SHUFFLE_PARTITIONS": "3"}, tmp_path)
     assert spark.sparkContext.getConf().get("spark.scheduler.mode") == "FAIR"
-    seen: dict[str, tuple[list[int], str | None, str]] = {}
+    seen: dict[str, tuple[list[int], str | None, str, str | None]] = {}
     barrier = threading.Barrier(2)
 
     def step(name: str, pool: str, value: int) -> None:
-        session = step_session(spark, settings, pool)
+        session = step_session(spark, settings, pool, label=f"gold.{name}")
         session.sql(f"SELECT {value} AS v").createOrReplaceTempView("input_rows")
         session.sql(f"SET spark.sql.ansi.enabled = {'true' if value == 1 else 'false'}")
         barrier.wait()  # both views exist, under the same name, before either reads
         rows = [r.v for r in session.sql("SELECT v FROM input_rows").collect()]
-        pool_now = session.sparkContext.getLocalProperty("spark.scheduler.pool")
-        seen[name] = (rows, pool_now, session.conf.get("spark.sql.ansi.enabled"))
+        context = session.sparkContext
+        pool_now = context.getLocalProperty("spark.scheduler.pool")
+        # the Spark UI and its event log say which table each job is for
+        described = context.getLocalProperty("spark.job.description")
+        seen[name] = (rows, pool_now, session.conf.get("spark.sql.ansi.enabled"), described)
 
     threads = [
         threading.Thread(target=step, args=("a", "critical", 1)),
@@ -67,7 +70,10 @@ def test_steps_on_threads_keep_their_views_settings_and_pools_apart(spark, tmp_p
         thread.start()
     for thread in threads:
         thread.join()
-    assert seen == {"a": ([1], "critical", "true"), "b": ([2], "low", "false")}
+    assert seen == {
+        "a": ([1], "critical", "true", "gold.a"),
+        "b": ([2], "low", "false", "gold.b"),
+    }
     assert "input_rows" not in [t.name for t in spark.catalog.listTables()]
     assert step_session(spark, settings, "x").conf.get("spark.sql.shuffle.partitions") == "3"
 
