@@ -21,12 +21,17 @@ from medallion_assets.errors import NO_ANSWER
 from medallion_assets.healing.systems import OUT_OF_MEMORY
 
 DRIVER_GONE = re.compile(
-    r"SparkContext was shut down|Answer from Java side is empty|Error while sending or receiving"
+    r"SparkContext was shut down|Answer from Java side is empty"
     r"|SparkContext has been shutdown|Cannot call methods on a stopped SparkContext"
     # py4j's socket to a JVM that is exiting (under load, before py4j says more)
     r"|\[Errno 104\] Connection reset by peer|\[Errno 111\] Connection refused"
+    r"|\[Errno 32\] Broken pipe|Error while (?:sending|receiving)|Gateway is not connected"
+    r"|An error occurred while trying to connect to the Java server"
+    # py4j's error answer cut short: the JVM died while it was writing it
+    r"|An error occurred while calling o\d+\.\w+$"
     # py4j's error raised, then the JVM died before it could say what the error was
-    rf"|{re.escape(NO_ANSWER)}"
+    rf"|{re.escape(NO_ANSWER)}",
+    re.MULTILINE,
 )
 TAIL_BYTES = 2_000_000
 

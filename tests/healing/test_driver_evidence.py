@@ -6,9 +6,11 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
+
 from medallion_assets.catalog import load_catalog
 from medallion_assets.healing.diagnosis import Failure, diagnose
-from medallion_assets.healing.evidence import driver_evidence
+from medallion_assets.healing.evidence import DRIVER_GONE, driver_evidence
 from medallion_assets.healing.systems import Places
 from tests.conftest import REPO
 
@@ -43,3 +45,27 @@ def test_out_of_heap_evidence_outranks_the_projects_connection_reset_rule():
     found = diagnose(rules, Failure.of(reset, places, OOM))
     assert (found.error_code, found.then) == ("OUT_OF_MEMORY", "fail")
     assert "MEDALLION_SPARK_DRIVER_MEMORY" in found.fix
+
+
+@pytest.mark.parametrize(
+    "told",
+    [  # what py4j raises, word for word, when the JVM at the other end of its socket is gone
+        "Error while sending",
+        "Error while receiving",
+        "Error while sending or receiving",
+        "Answer from Java side is empty",
+        "Gateway is not connected.",
+        "An error occurred while trying to connect to the Java server (127.0.0.1:38211)",
+        "BrokenPipeError: [Errno 32] Broken pipe",
+        "An error occurred while calling o36.collectToPython",  # its error answer cut short
+    ],
+)
+def test_each_way_py4j_says_the_driver_went_away_reads_the_log(tmp_path, told):
+    log = tmp_path / "spark.log"
+    log.write_text(OOM + "\n")
+    assert driver_evidence(told, log, 0) == OOM
+
+
+def test_a_java_error_with_its_own_trace_is_not_a_driver_gone():
+    told = "An error occurred while calling o36.collectToPython.\n: java.lang.ArithmeticException"
+    assert not DRIVER_GONE.search(told)
