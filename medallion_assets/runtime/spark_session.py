@@ -341,15 +341,25 @@ class SparkWarmUp:
         with contextlib.suppress(Exception):  # the step that attaches it says what is wrong
             attach(LakeCatalog.of(settings), session)
         _import_step_libraries()
+        _ready_jvm_classes(session)  # a local driver is its own executor
 
     def wait(self) -> None:
         """Until the driver has started (or failed to): the console is the process's again."""
         self._started.wait()
 
 
-# What the steps import lazily to keep other commands quick: pandera's Spark backend (row
-# rules) and boto3 (every raw source's store).
+# What steps import lazily (other commands stay quick): pandera's Spark backend, boto3.
 STEP_LIBRARIES = ("pandera.pyspark", "medallion_assets.io.s3_store")
+
+
+# Spark's case mappings (lower, upper) load ICU on first use: 1.2-5 s of the task using one.
+JVM_CLASSES = ("org.apache.spark.sql.catalyst.util.CollationAwareUTF8String",)
+
+
+def _ready_jvm_classes(session: SparkSession) -> None:
+    with contextlib.suppress(Exception):  # Spark Connect, or another Spark's classes
+        for name in JVM_CLASSES:
+            session._jvm.java.lang.Class.forName(name)  # type: ignore[union-attr]  # initialises it
 
 
 def _import_step_libraries() -> None:

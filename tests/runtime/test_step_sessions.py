@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from medallion_assets.runtime.spark_session import (
+    JVM_CLASSES,
     SparkWarmUp,
     cancel_run_jobs,
     fair_pools,
@@ -186,3 +187,12 @@ def test_the_warm_up_starts_the_driver_the_first_step_then_finds(spark, tmp_path
     warm_up.wait()
     assert warm_up.error is None
     assert step_session(spark, settings, "low").sparkContext is spark.sparkContext
+
+
+@pytest.mark.slow
+def test_the_classes_the_warm_up_readies_are_in_the_projects_spark(spark):
+    """A class renamed by a Spark upgrade would make the warm-up a silent no-op (its first use
+    then costs the first step using lower() or upper() 1-5 s again): each must be there."""
+    loader = spark._jvm.java.lang.Thread.currentThread().getContextClassLoader()
+    for name in JVM_CLASSES:
+        assert spark._jvm.java.lang.Class.forName(name, False, loader).getName() == name
