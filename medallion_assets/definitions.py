@@ -1,20 +1,18 @@
-"""The code location: ``defs`` is the ``MedallionProject`` component of the project.
+"""The code location: every component under ``medallion_assets/defs/`` (``dg``'s defs folder),
+the TheWorldShop demo's ``defs/demo/defs.yaml`` among them.
 
-``workspace.yaml``, ``dagster dev -m medallion_assets.definitions`` and ``medallion dev``
-load this module; ``dg`` loads the same component from ``defs/demo/defs.yaml``. The project
-is ``$MEDALLION_PROJECT``, else the TheWorldShop demo beside the package.
+``workspace.yaml``, ``dagster dev -m medallion_assets.definitions``, ``medallion dev`` and
+``dg`` load the same folder; the demo's defs.yaml loads ``$MEDALLION_PROJECT`` when it is set
+(``medallion dev`` sets it), else the demo's own folder beside the package.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import dagster as dg
-
-from medallion_assets.adapters.component import PACKAGE_PROJECT, MedallionProject
-
-__all__ = ["PACKAGE_PROJECT", "defs"]
 
 
 @dg.definitions
 def defs() -> dg.Definitions:
-    # The settings are read here only for the project; each run reads its own at set-up.
-    return MedallionProject().definitions(PACKAGE_PROJECT)
+    return dg.load_from_defs_folder(path_within_project=Path(__file__).parent)

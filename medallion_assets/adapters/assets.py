@@ -19,14 +19,11 @@ import dagster as dg  # no "from __future__ import annotations": Dagster reads t
 
 from medallion_assets.adapters.build_lock import build_lock, partitions_of
 from medallion_assets.adapters.checks import (
-    blocked,
     check_current_version,
-    check_results,
-    raise_on_blocking,
-    selected_checks,
 )
 from medallion_assets.adapters.kill_switch import switched_off
 from medallion_assets.adapters.masking import masked_step
+from medallion_assets.adapters.materialize import StepEvent, materialize_dataset
 from medallion_assets.adapters.openlineage_events import StepLineage
 from medallion_assets.adapters.retry import Audit, heal_and_retry
 from medallion_assets.adapters.run_summary import PUBLISHED, UNAVAILABLE
@@ -34,13 +31,11 @@ from medallion_assets.adapters.threads import step_interrupted
 from medallion_assets.adapters.translator import (
     DatasetTranslator,
     Names,
+    StepOptions,
     StepResources,
-    table_schema,
 )
 from medallion_assets.catalog import Catalog, Dataset
-from medallion_assets.catalog.describe import column_descriptions
 from medallion_assets.catalog.selection import select_tables
-from medallion_assets.checks.results import ChecksFailed
 from medallion_assets.control.engine import ControlStoreError
 from medallion_assets.control_plane import ControlPlane
 from medallion_assets.errors import causes, headline
@@ -50,35 +45,52 @@ from medallion_assets.recovery.reroute import PRIMARY
 from medallion_assets.runtime import stop
 from medallion_assets.runtime.stop import Stop
 from medallion_assets.runtime.table_run import RunLog, SessionOnDemand, TableRun
-from medallion_assets.runtime.table_runner import TableOutcome, TableRunner, combined_metadata
-
-StepEvent = dg.MaterializeResult[Any] | dg.AssetCheckResult
+from medallion_assets.runtime.table_runner import TableRunner
 
 
 def build_assets(
-    catalog: Catalog, translator: DatasetTranslator, runner: TableRunner | None = None
-) -> list[dg.AssetsDefinition]:
-    runner = runner or TableRunner()
-    return [_asset(catalog, dataset, translator, runner) for dataset in catalog.datasets.values()]
+    catalog: Catalog,
+    translator: DatasetTranslator,
+    runner: TableRunner | None = None,
+    executes: frozenset[str] | None = None,
+    step: StepOptions | None = None,
+) -> list[dg.AssetsDefinition | dg.AssetSpec]:
+    """An executable asset per table ``executes`` holds (None: all); the others as their spec
+    alone, so their lineage shows where another code location builds them."""
+    runner, step = runner or TableRunner(), step or StepOptions()
+    return [
+        _asset(catalog, dataset, translator, runner, step)
+        if executes is None or dataset.name in executes
+        else translator.get_asset_spec(dataset)
+        for dataset in catalog.datasets.values()
+    ]
 
 
 def _asset(
-    catalog: Catalog, dataset: Dataset, translator: DatasetTranslator, runner: TableRunner
+    catalog: Catalog,
+    dataset: Dataset,
+    translator: DatasetTranslator,
+    runner: TableRunner,
+    step: StepOptions,
 ) -> dg.AssetsDefinition:
     spec = translator.get_asset_spec(dataset)
     names = translator.names
+    single_run = dg.BackfillPolicy.single_run() if spec.partitions_def else None
 
     @dg.multi_asset(
         specs=[spec],
         check_specs=translator.get_check_specs(dataset),
         name=names.step(dataset.name),
-        pool=names.name(dataset.system),  # `dagster instance concurrency set <pool> N` caps it
+        description=step.description,
+        op_tags=step.tags,
+        # `dagster instance concurrency set <pool> N` caps it
+        pool=step.pool or names.name(dataset.system),
         # No retry_policy: the step itself retries (RetryRequested), see adapters/retry.py.
         partitions_def=spec.partitions_def,
         # Subsettable: a run may skip the table (kill switch) or run only its checks.
         can_subset=True,
         # A backfill over a date range runs as one run that builds each day in turn.
-        backfill_policy=dg.BackfillPolicy.single_run() if spec.partitions_def else None,
+        backfill_policy=step.backfill_policy or single_run,
         # Resource keys rather than typed parameters: Dagster then skips inspecting each of
         # thousands of asset functions' signatures when the code location loads.
         required_resource_keys=names.resource_keys(),
@@ -352,45 +364,3 @@ def with_spark(
     return replace(
         run, spark=SessionOnDemand(lambda: resources.spark.step_session(pool, run_id, label))
     )
-
-
-def published_schema(run: TableRun) -> dg.TableSchema:
-    """The columns of the table as published, with their types and descriptions."""
-    name = run.dataset.name
-    return table_schema(run.lake.schema(name), column_descriptions(run.catalog, name))
-
-
-def materialize_dataset(
-    context: dg.AssetExecutionContext,
-    runner: TableRunner,
-    run: TableRun,
-    outcomes: list[TableOutcome] | None = None,
-) -> Iterator[StepEvent]:
-    """Run the table for each partition of the step through ``runner``, then report; what each
-    partition's run did goes into ``outcomes``."""
-    dataset = run.dataset
-    outcomes = [] if outcomes is None else outcomes
-    for partition in partitions_of(context, dataset):
-        try:
-            outcomes.append(runner.run(run.for_partition(partition)))
-        except ChecksFailed as failed:
-            done = [c for o in outcomes for c in o.checks]
-            yield from check_results(
-                context.asset_key, [*done, *failed.validation.results], selected_checks(context)
-            )
-            raise blocked(failed) from failed
-    checks = [c for o in outcomes for c in o.checks]
-    results = list(check_results(context.asset_key, checks, selected_checks(context)))
-    # The published table's own columns and types: the UI shows them on the asset.
-    schema = {"dagster/column_schema": published_schema(run)}
-    if len(outcomes) == 1:
-        (outcome,) = outcomes
-        yield dg.MaterializeResult(
-            data_version=dg.DataVersion(outcome.version.version_id),
-            metadata={**outcome.metadata, **schema},  # mappings and lists show as JSON
-            check_results=results,
-        )
-    else:
-        metadata = {**combined_metadata(outcomes), **schema}
-        yield dg.MaterializeResult(metadata=metadata, check_results=results)
-    raise_on_blocking(dataset, checks)

@@ -8,7 +8,7 @@ daily ones and the whole of the others in one job.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 import dagster as dg
 
@@ -31,14 +31,17 @@ def build_jobs(
     catalog: Catalog,
     names: Names = DEFAULT_NAMES,
     executor: dg.ExecutorDefinition | None = None,
+    executes: Collection[str] | None = None,
 ) -> list[dg.UnresolvedAssetJobDefinition]:
     """The project's jobs, named by ``names``; ``executor``: theirs, when the code location's
-    default is not (several projects share one location)."""
+    default is not (several projects share one location); ``executes``: the tables the code
+    location executes (a component's ``select``/``exclude``; None: all), the only ones a job
+    holds."""
 
     def _job(
         name: str, tables: Iterable[str], description: str, tags: dict[str, str]
     ) -> list[dg.UnresolvedAssetJobDefinition]:
-        keys = [names.key(t) for t in tables]
+        keys = [names.key(t) for t in tables if executes is None or t in executes]
         if not keys:
             return []
         return [
@@ -71,7 +74,10 @@ def build_jobs(
 
 
 def build_schedules(
-    catalog: Catalog, jobs: list[dg.UnresolvedAssetJobDefinition], translator: DatasetTranslator
+    catalog: Catalog,
+    jobs: list[dg.UnresolvedAssetJobDefinition],
+    translator: DatasetTranslator,
+    executes: Collection[str] | None = None,
 ) -> list[dg.ScheduleDefinition]:
     """One schedule per pipeline, on the pipeline's cron, stopped unless the pipeline says
     ``schedule_running: true``. Each tick requests the pipeline's whole tables and the last
@@ -88,7 +94,8 @@ def build_schedules(
         # launches nothing by itself (the control plane's sensors run; they launch no work).
         running = pipeline.enabled and pipeline.schedule_running
         status = dg.DefaultScheduleStatus.RUNNING if running else dg.DefaultScheduleStatus.STOPPED
-        plain, daily = _split(catalog, catalog.pipeline_datasets(pipeline_id))
+        tables = catalog.pipeline_datasets(pipeline_id)
+        plain, daily = _split(catalog, [t for t in tables if executes is None or t in executes])
         partitions = translator.partitions_def(catalog.datasets[daily[0]]) if daily else None
         schedules.append(
             pipeline_schedule(

@@ -7,6 +7,7 @@ requested.
 """
 
 import hashlib
+from collections.abc import Collection
 from typing import Any
 
 import dagster as dg
@@ -18,11 +19,14 @@ from medallion_assets.catalog import Catalog, Dataset
 from medallion_assets.runtime.source_objects import partition_of, source_of
 
 
-def build_sensors(catalog: Catalog, names: Names = DEFAULT_NAMES) -> list[dg.SensorDefinition]:
+def build_sensors(
+    catalog: Catalog, names: Names = DEFAULT_NAMES, executes: Collection[str] | None = None
+) -> list[dg.SensorDefinition]:
+    """A new-objects sensor per bronze table the code location executes (None: all)."""
     return [
         _source_sensor(catalog, dataset, names)
         for dataset in catalog.datasets.values()
-        if dataset.layer == "bronze"
+        if dataset.layer == "bronze" and (executes is None or dataset.name in executes)
     ]
 
 

@@ -7,7 +7,7 @@ and tested without Spark. Subclass ``DatasetTranslator`` to change keys, groups 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -152,6 +152,33 @@ class StepResources:
 
 
 DEFAULT_NAMES = Names()
+# Asset attributes over the translator's (a component's ``translation:``): spec, table -> spec.
+Translation = Callable[[dg.AssetSpec, Dataset], dg.AssetSpec]
+
+
+@dataclass(frozen=True)
+class StepOptions:
+    """Settings of every table's op (a component's ``op:``): tags, a pool over the table's
+    system's, a backfill policy over the single-run one of daily tables, a description."""
+
+    tags: Mapping[str, str] | None = None
+    pool: str | None = None
+    backfill_policy: dg.BackfillPolicy | None = None
+    description: str | None = None
+
+    @classmethod
+    def of(cls, op: Any) -> StepOptions:
+        """From Dagster's ``OpSpec`` (None: the defaults)."""
+        if op is None:
+            return cls()
+        tags = {str(k): str(v) for k, v in (op.tags or {}).items()}
+        return cls(tags or None, op.pool, op.backfill_policy, op.description)
+
+
+class TranslationError(ValueError):
+    """A translation that would change what the project's own machinery relies on."""
+
+
 table_key = DEFAULT_NAMES.key  # a project alone in its code location (the CLI's)
 step_name = DEFAULT_NAMES.step
 step_table = DEFAULT_NAMES.table
@@ -159,12 +186,19 @@ step_table = DEFAULT_NAMES.table
 
 class DatasetTranslator:
     def __init__(
-        self, catalog: Catalog, warehouse_kind: str | None = None, names: Names = DEFAULT_NAMES
+        self,
+        catalog: Catalog,
+        warehouse_kind: str | None = None,
+        names: Names = DEFAULT_NAMES,
+        translation: Translation | None = None,
     ):
         """``warehouse_kind``: the warehouse in force (``MedallionSettings.warehouse_kind``);
-        None: each target's system kind. ``names``: the project's names in Dagster."""
+        None: each target's system kind. ``names``: the project's names in Dagster.
+        ``translation``: asset attributes applied over each table's spec (not its key, its
+        deps or its partitions: the kill switch, sensors and runs find tables by them)."""
         self.catalog = catalog
         self.names = names
+        self.translation = translation
         self.warehouse_kind = warehouse_kind
         self._descriptions: dict[str, dict[str, str]] = {}
         # Tables PII reaches unhashed: tagged pii even when the metadata does not say so.
@@ -184,6 +218,25 @@ class DatasetTranslator:
         )
 
     def get_asset_spec(self, dataset: Dataset) -> dg.AssetSpec:
+        spec = self.base_spec(dataset)
+        if self.translation is None:
+            return spec
+        translated = self.translation(spec, dataset)
+        for what, before, after in (
+            ("key", spec.key, translated.key),
+            ("deps", spec.deps, translated.deps),
+            ("partitions", spec.partitions_def, translated.partitions_def),
+        ):
+            if before != after:
+                raise TranslationError(
+                    f"translation of {dataset.name} changes its asset {what}: a table's key is "
+                    "its name (put a `prefix:` in the defs.yaml), its deps come from its SQL "
+                    "and its partitions from metadata/datasets.yaml"
+                )
+        return translated
+
+    def base_spec(self, dataset: Dataset) -> dg.AssetSpec:
+        """The table's spec as the project's metadata and SQL make it."""
         return dg.AssetSpec(
             key=self.names.key(dataset.name),
             deps=self.deps(dataset),
