@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 import dagster as dg
-from dagster_pyspark import PySparkResource
 from pydantic import Field, PrivateAttr
 
 from medallion_assets.catalog import load_catalog
@@ -131,10 +130,12 @@ class ControlResource(SettingsResource):
         return self._plane if self._plane is not None else ControlPlane.of(self.settings)
 
 
-class SparkResource(SettingsResource, PySparkResource):
-    """The Spark session of the run: local, a master URL, or Spark Connect; dagster-pyspark's
-    ``PySparkResource``, whose ``spark_config`` adds Spark settings to the driver it starts.
-    The session starts when a step first asks for it, not when the run sets the resource up."""
+class SparkResource(SettingsResource):
+    """The Spark session of the run: local, a master URL, or Spark Connect; ``spark_config``
+    adds Spark settings to the driver it starts. The session starts when a step first asks for
+    it, not when the run sets the resource up. The project's own resource, not
+    dagster-pyspark's ``PySparkResource``: that one starts its session at set-up and pins one
+    Dagster patch, and nothing of it was left once both were overridden."""
 
     SETTINGS = {s: s for s in ("spark_master", "spark_remote", "spark_driver_memory")}
     spark_config: dict[str, Any] = Field(
@@ -157,7 +158,8 @@ class SparkResource(SettingsResource, PySparkResource):
             self._parent = Parent(namespace, run.job_name, run.run_id)
 
     @property
-    def spark_session(self) -> Any:
+    def spark_session(self) -> SparkSession:
+        """The session (``PySparkResource``'s name for it)."""
         return self.session()
 
     def session(self) -> SparkSession:

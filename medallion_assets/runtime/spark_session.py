@@ -60,7 +60,7 @@ def spark_session(
     ``pool_weights`` (a FAIR scheduler pool per criticality, e.g. ``{"critical": 3, "low": 1}``)
     take effect when this call starts the Spark driver: a critical table's jobs then get a
     larger share of the executors than a low one's while both run. ``conf``: more Spark
-    settings for the driver this call starts (a PySparkResource's ``spark_config``).
+    settings for the driver this call starts (the Spark resource's ``spark_config``).
     ``parent``: the Dagster run whose driver this call starts, the parent of the runs Spark's
     OpenLineage listener reports (``io/spark_lineage.py``: on when OpenLineage is configured
     and the catalog is REST or Glue)."""
