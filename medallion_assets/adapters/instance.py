@@ -22,8 +22,11 @@ from medallion_assets.settings import MedallionSettings
 # CANCELING forever; a lost run is never resumed in place (max_resume_run_attempts: 0), because
 # the relaunch sensor heals it first and re-launches only its unfinished tables. `medallion run`
 # has no daemon: it marks its own lost runs failed when it starts (adapters/lost_runs.py).
+# nux: the UI's first-open pop-up (Dagster's community and newsletter), off as telemetry is.
 INSTANCE_SETTINGS = """\
 telemetry:
+  enabled: false
+nux:
   enabled: false
 run_monitoring:
   enabled: true

@@ -21,7 +21,7 @@ from medallion_assets.checks.results import ChecksFailed
 from medallion_assets.runtime.table_run import TableRun
 from medallion_assets.runtime.table_runner import TableOutcome, TableRunner, combined_metadata
 
-StepEvent = dg.MaterializeResult[Any] | dg.AssetCheckResult
+StepEvent = dg.MaterializeResult[Any] | dg.AssetCheckResult | dg.AssetObservation
 
 
 def published_schema(run: TableRun) -> dg.TableSchema:
@@ -48,6 +48,7 @@ def materialize_dataset(
             yield from check_results(
                 context.asset_key, [*done, *failed.validation.results], selected_checks(context)
             )
+            yield kept_current(context.asset_key, failed)
             raise blocked(failed) from failed
     checks = [c for o in outcomes for c in o.checks]
     results = list(check_results(context.asset_key, checks, selected_checks(context)))
@@ -64,3 +65,19 @@ def materialize_dataset(
         metadata = {**combined_metadata(outcomes), **schema}
         yield dg.MaterializeResult(metadata=metadata, check_results=results)
     raise_on_blocking(dataset, checks)
+
+
+def kept_current(key: dg.AssetKey, failed: ChecksFailed) -> dg.AssetObservation:
+    """What the asset's page shows of a blocked build: the version that stays current (none
+    when the table was never published) and where the rejected output is kept."""
+    return dg.AssetObservation(
+        asset_key=key,
+        partition=failed.partition,
+        description=str(failed).splitlines()[0],
+        metadata={
+            "lake_version": failed.current or "none published",
+            "blocked": True,
+            "failed_checks": [r.name for r in failed.validation.blocking_failures],
+            "rejected_staging": failed.staging,
+        },
+    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import errno
 import os
+import signal
 import socket
 import sys
 from pathlib import Path
@@ -72,6 +73,11 @@ def dev(project: Path, port: int, host: str, log_level: str) -> None:
     sys.stderr.flush()
     # exec, not a child process: Ctrl-C and any other signal reach `dagster dev` itself (it
     # stops its webserver, daemon and code server), and its exit code is the command's.
+    # `dagster dev` stops on SIGTERM by treating it as SIGINT; started in the background by a
+    # shell without job control (`medallion dev &` in a script), SIGINT is ignored, an ignored
+    # signal stays ignored across exec, and SIGTERM was then ignored too. Back to the default:
+    # the new Python turns SIGINT into KeyboardInterrupt and `dagster dev` SIGTERM with it.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
     try:
         os.execve(dagster, command, env)
     except OSError as error:

@@ -66,6 +66,16 @@ def test_a_failed_blocking_check_publishes_nothing_and_stops_downstream(
     message = failure.event_specific_data.error.message
     assert "accepted_values_country" in message and "'X'" in message
     assert f"version {published.version_id} stays current" in message
+    # The asset's page shows the version that stays current, beside the failed step.
+    (kept,) = [
+        e.event_specific_data.asset_observation
+        for e in second.all_events
+        if e.event_type_value == "ASSET_OBSERVATION"
+    ]
+    assert kept.asset_key == dg.AssetKey(["silver", "orders_clean"])
+    assert kept.metadata["lake_version"].value == published.version_id
+    assert kept.metadata["failed_checks"].value == ["accepted_values_country"]
+    assert f"version {published.version_id} stays current" in (kept.description or "")
     # Not retried: the same data would fail the same check.
     assert not [e for e in second.all_events if e.event_type_value == "STEP_UP_FOR_RETRY"]
 

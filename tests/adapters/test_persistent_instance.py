@@ -33,6 +33,7 @@ def test_a_new_instance_folder_gets_the_projects_settings_and_keeps_an_operators
         pass
     settings = yaml.safe_load((dagster_home(tmp_path, {}) / "dagster.yaml").read_text())
     assert settings["telemetry"] == {"enabled": False}
+    assert settings["nux"] == {"enabled": False}  # the UI's first-open pop-up
 
     home = tmp_path / "operator"
     home.mkdir()

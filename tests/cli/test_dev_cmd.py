@@ -5,6 +5,7 @@ as it has problems, before any Dagster process starts."""
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -79,16 +80,19 @@ def test_dev_opens_the_ui_on_the_project_and_the_instance_medallion_run_uses(tmp
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEDALLION_")}
     env.pop("DAGSTER_HOME", None)
     env.update(PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")
-    log = tmp_path / "dev.log"
+    log, pid = tmp_path / "dev.log", tmp_path / "dev.pid"
     command = [str(Path(sys.executable).parent / "medallion"), "dev", "--project", str(root)]
+    # As a script starts it: a background job of a shell without job control, whose SIGINT
+    # is ignored (POSIX); `dagster dev` maps SIGTERM to SIGINT's handler.
+    script = f'"$@" & echo $! > {pid}; wait'
     with log.open("wb") as output:
         process = subprocess.Popen(
-            [*command, "--port", str(port)],
+            ["/bin/sh", "-c", script, "sh", *command, "--port", str(port)],
             env=env,
             stdin=subprocess.DEVNULL,
             stdout=output,
             stderr=subprocess.STDOUT,
-            start_new_session=True,  # dagster dev ignores SIGTERM: its group is killed below
+            start_new_session=True,  # whatever SIGTERM leaves is killed with its group below
         )
     try:
         server = DagsterWebserver(f"http://127.0.0.1:{port}", root, log, 0.0)
@@ -98,8 +102,16 @@ def test_dev_opens_the_ui_on_the_project_and_the_instance_medallion_run_uses(tmp
         before = len(log.read_text().splitlines())
         time.sleep(IDLE_SECONDS)
         idle = log.read_text().splitlines()[before:]
+        # SIGTERM to `medallion dev` alone stops it, its webserver, daemon and code server.
+        os.kill(int(pid.read_text()), signal.SIGTERM)
+        deadline = time.monotonic() + 60
+        while process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.5)
+        stopped = process.poll() is not None
     finally:
         stop_process_group(process, grace=5.0)
+    assert stopped, "medallion dev did not stop within 60 s of SIGTERM"
+    assert answer["shouldShowNux"] is False  # no first-open pop-up
 
     keys = {"/".join(node["assetKey"]["path"]) for node in answer["assetNodes"]}
     assert keys == {
@@ -125,7 +137,9 @@ def wait_for_assets(server: DagsterWebserver, process: subprocess.Popen[bytes]) 
     while time.monotonic() < deadline:
         assert process.poll() is None, f"medallion dev exited:\n{server.log.read_text()[-4000:]}"
         try:
-            answer = server.graphql("{ assetNodes { assetKey { path } } instance { info } }")
+            answer = server.graphql(
+                "{ assetNodes { assetKey { path } } instance { info } shouldShowNux }"
+            )
         except (OSError, urllib.error.URLError, GraphQLError):
             answer = {}
         if answer.get("assetNodes"):
