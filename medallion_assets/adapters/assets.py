@@ -140,13 +140,15 @@ class TableStep:
                 f"partitions.start {start}"
             )
             return
+        if switched_off(context, catalog, dataset, plane):
+            # OpenLineage: one ABORT, no START (the step never started building)
+            left_out = StepLineage.of(context, catalog, dataset, run, self.resources.warehouse)
+            if left_out:
+                left_out.abort("switched off or below the run's profile; nothing was built")
+            return
         lineage = StepLineage.start(  # None: OpenLineage off
             context, catalog, dataset, run, self.resources.warehouse
         )
-        if switched_off(context, catalog, dataset, plane):
-            if lineage:
-                lineage.abort("switched off or below the run's profile; nothing was built")
-            return
         audit = Audit(plane.store(), run, context.retry_number + 1)
         spark_log = self.resources.lake.settings.spark_log_file
         spark = self.resources.spark.opened_session  # healing never starts Spark

@@ -72,15 +72,28 @@ class StepLineage:
     ) -> StepLineage | None:
         """Send START and return the step's lineage; None when OpenLineage is off.
         ``warehouse``: the run's ``WarehouseResource``."""
+        lineage = cls.of(context, catalog, dataset, run, warehouse)
+        if lineage is not None:
+            lineage.send("START", inputs=lineage.inputs({}))
+        return lineage
+
+    @classmethod
+    def of(
+        cls,
+        context: dg.AssetExecutionContext,
+        catalog: Catalog,
+        dataset: Dataset,
+        run: TableRun,
+        warehouse: Any,
+    ) -> StepLineage | None:
+        """The step's lineage, nothing sent yet; None when OpenLineage is off."""
         sender = emitter()
         if sender is None:
             return None
         naming = _facets().naming_of(run, dataset, warehouse)
         attempt = f"{run.run_id}/{dataset.name}/{run.partition or ''}/{context.retry_number}"
         step_run = str(uuid.uuid5(uuid.NAMESPACE_URL, attempt))
-        lineage = cls(sender, context, catalog, dataset, run, naming, step_run)
-        lineage.send("START", inputs=lineage.inputs({}))
-        return lineage
+        return cls(sender, context, catalog, dataset, run, naming, step_run)
 
     def complete(self) -> None:
         if self.ended:
