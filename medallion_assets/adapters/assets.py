@@ -39,6 +39,7 @@ from medallion_assets.catalog.selection import select_tables
 from medallion_assets.control.engine import ControlStoreError
 from medallion_assets.control_plane import ControlPlane
 from medallion_assets.errors import causes, headline
+from medallion_assets.kill_switch.switch import EffectiveFlag
 from medallion_assets.lake.catalog import LakeCatalogError
 from medallion_assets.recovery.recover import down_now, recover
 from medallion_assets.recovery.reroute import PRIMARY
@@ -130,7 +131,7 @@ class TableStep:
         context, run, plane = self.context, self.run, self.plane
         catalog, dataset = run.catalog, run.dataset
         if context.asset_key not in context.selected_asset_keys:
-            if not switched_off(context, catalog, dataset, plane):
+            if not switched_off(context, catalog, dataset, plane, self.flags):
                 yield from check_current_version(context, with_spark(context, run, self.resources))
             return
         if not partitions_of(context, dataset):
@@ -140,7 +141,7 @@ class TableStep:
                 f"partitions.start {start}"
             )
             return
-        if switched_off(context, catalog, dataset, plane):
+        if switched_off(context, catalog, dataset, plane, self.flags):
             # OpenLineage: one ABORT, no START (the step never started building)
             left_out = StepLineage.of(context, catalog, dataset, run, self.resources.warehouse)
             if left_out:
@@ -153,7 +154,15 @@ class TableStep:
         spark_log = self.resources.lake.settings.spark_log_file
         spark = self.resources.spark.opened_session  # healing never starts Spark
         with table_guard(context, run, audit, lineage, spark, spark_log):
-            yield from _build_step(context, runner, run, plane, audit, self.resources, lineage)
+            yield from _build_step(
+                context, runner, run, plane, audit, self.resources, lineage, self.flags
+            )
+
+    @functools.cached_property
+    def flags(self) -> dict[tuple[str, str], EffectiveFlag]:
+        """The control flags in force, read once for the step (control.yaml and the store):
+        the kill switch and the route around what is down decide on the same flags."""
+        return self.plane.flags()
 
 
 @contextmanager
@@ -238,9 +247,10 @@ def _build_step(
     plane: ControlPlane,
     audit: Audit,
     resources: StepResources,
-    lineage: StepLineage | None = None,
+    lineage: StepLineage | None,
+    flags: Mapping[tuple[str, str], EffectiveFlag],
 ) -> Iterator[StepEvent]:
-    unavailable = route_around_down(run, plane)
+    unavailable = route_around_down(run, plane, flags)
     if unavailable:
         yield not_built(context, run, audit, unavailable, lineage)
         return
@@ -287,17 +297,20 @@ def not_built(
     return dg.MaterializeResult(metadata=said)
 
 
-def route_around_down(run: TableRun, plane: ControlPlane) -> str:
+def route_around_down(
+    run: TableRun, plane: ControlPlane, flags: Mapping[tuple[str, str], EffectiveFlag]
+) -> str:
     """With nodes down (marked down, or switched off), set the routes recovery takes around them
     before the attempt (``recovery.recover``); why no available path produces the table, or ""
     when one does. Nothing down: nothing read but the down nodes."""
 
     store = plane.store()
-    if not down_now(run.catalog, store, plane.flags()):
+    if not down_now(run.catalog, store, flags):
         return ""
     plan = recover(
         run.catalog,
         store,
+        flags=flags,
         reason=f"{run.dataset.name} starting in run {run.run_id[:8]}",
         changed_by="run",
         run_id=run.run_id,

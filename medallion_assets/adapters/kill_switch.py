@@ -9,6 +9,7 @@ partial is published either way: a terminated step leaves only its staging folde
 """
 
 import json  # no "from __future__ import annotations": Dagster reads the hints
+from collections.abc import Mapping
 from typing import Any
 
 import dagster as dg
@@ -19,7 +20,7 @@ from medallion_assets.adapters.step_order import below_profile
 from medallion_assets.adapters.translator import DEFAULT_NAMES, Names
 from medallion_assets.catalog import Catalog, Dataset
 from medallion_assets.control_plane import ControlPlane
-from medallion_assets.kill_switch.switch import parse_entity
+from medallion_assets.kill_switch.switch import EffectiveFlag, parse_entity
 
 CONTROL_SENSOR = "kill_switch"
 CONTROL_JOB = "medallion_control"
@@ -27,7 +28,11 @@ IN_FLIGHT = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.STARTING, dg.Dagste
 
 
 def switched_off(
-    context: dg.AssetExecutionContext, catalog: Catalog, dataset: Dataset, plane: ControlPlane
+    context: dg.AssetExecutionContext,
+    catalog: Catalog,
+    dataset: Dataset,
+    plane: ControlPlane,
+    flags: Mapping[tuple[str, str], EffectiveFlag] | None = None,
 ) -> bool:
     """The kill switch at the table boundary: flags are read now, so a flag flipped while the
     run is executing stops this table (and, through Dagster, what depends on it in the run).
@@ -37,7 +42,11 @@ def switched_off(
     # A run of no one pipeline (`medallion run`, the asset graph) builds every pipeline's
     # tables: a pipeline switched off stops those no enabled pipeline also builds.
     off = plane.disabled(
-        catalog, [dataset.name], [pipeline] if pipeline else [], by_membership=not pipeline
+        catalog,
+        [dataset.name],
+        [pipeline] if pipeline else [],
+        flags,
+        by_membership=not pipeline,
     )
     if dataset.name in off:
         flag = {"flag": off[dataset.name].flag.entity}

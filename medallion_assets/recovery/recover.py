@@ -141,10 +141,13 @@ def recover(
     changed_by: str,
     run_id: str = "",
     apply: bool = True,
+    flags: Mapping[tuple[str, str], EffectiveFlag] | None = None,
 ) -> RecoveryPlan:
     """Plan the routes around everything down now (and ``also_down``: node -> why) and, with
-    ``apply``, set them, each audited with its path and what it went around."""
-    down = {**down_now(catalog, store, project_flags(catalog, store)), **(also_down or {})}
+    ``apply``, set them, each audited with its path and what it went around. ``flags``: the
+    effective flags when the caller has just read them (else read now)."""
+    flags = project_flags(catalog, store) if flags is None else flags
+    down = {**down_now(catalog, store, flags), **(also_down or {})}
     overrides = store.routes()
     plan = plan_recovery(
         RecoveryGraph.of(catalog),

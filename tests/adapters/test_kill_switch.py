@@ -54,6 +54,28 @@ def flip_when_bronze_publishes(monkeypatch, plane, scope: str, name: str, reason
     monkeypatch.setattr(Lake, "publish", publish_then_flip)
 
 
+def test_each_step_reads_the_control_flags_once(spark, project, monkeypatch):
+    """The kill switch and the route around what is down decide on one reading of
+    control.yaml and the store per step (they read it once each before)."""
+    import medallion_assets.control_plane as control_plane
+    import medallion_assets.recovery.recover as recover
+
+    _root, _store, job, _lake, _plane = project
+    read = control_plane.read_control_file
+    reads: list[str] = []
+
+    def counted(root):  # type: ignore[no-untyped-def]
+        reads.append(str(root))
+        return read(root)
+
+    monkeypatch.setattr(control_plane, "read_control_file", counted)
+    monkeypatch.setattr(recover, "read_control_file", counted)
+    result = job.execute_in_process(instance=dg.DagsterInstance.ephemeral())
+    assert result.success
+    assert len(steps(result, "STEP_SUCCESS")) == 3
+    assert len(reads) == 3
+
+
 def test_a_flag_flipped_mid_run_stops_the_run_at_the_next_table(spark, project, monkeypatch):
     _root, store, job, lake, plane = project
     instance = dg.DagsterInstance.ephemeral()
