@@ -10,6 +10,7 @@ Example (``validation.yaml``)::
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import TYPE_CHECKING, Annotated, Literal, Union
 
@@ -256,7 +257,10 @@ class SqlAssertionRule(_Rule):
         return tuple(sorted(names - ctes - {SELF_PLACEHOLDER}))
 
 
+@functools.lru_cache(maxsize=1024)
 def _parse_assertion(query: str) -> exp.Query:
+    """The rule's query, parsed once per process (validated, then asked its tables; the
+    tree is only read)."""
     try:
         tree = sqlglot.parse_one(query.replace("{table}", SELF_PLACEHOLDER), dialect="spark")
         check_nesting(tree)

@@ -17,6 +17,7 @@ from medallion_assets.catalog.errors import CatalogIssue
 from medallion_assets.lineage.analysis import SqlFile
 from medallion_assets.lineage.merge_clauses import merge_spec
 from medallion_assets.lineage.script import spark_preamble, spark_sql
+from medallion_assets.lineage.semicolons import several_statements
 from medallion_assets.lineage.statement import SqlError, parse_script, parse_statement
 
 ALTERNATES = "alternates"
@@ -85,15 +86,10 @@ def discover_sql(
     return ProjectSql(tuple(primary), alternates), issues
 
 
-# A statement after a ';' (comments aside): only such files can hold a preamble, so only they
-# are parsed here; the rest are parsed once, by the lineage analysis (and its cache).
-_SEVERAL_STATEMENTS = re.compile(r";(\s|--[^\n]*|/\*.*?\*/)*[^\s;]", re.DOTALL)
-
-
 def preamble_issue(sql_file: SqlFile) -> CatalogIssue | None:
     """A preamble Spark cannot run (a JavaScript function, an untyped parameter), named at load
     rather than when the table builds."""
-    if not _SEVERAL_STATEMENTS.search(sql_file.text):
+    if not several_statements(sql_file.text):  # only a script can hold a preamble
         return None
     try:
         script, _ = parse_script(

@@ -40,6 +40,7 @@ from medallion_assets.lineage.script import (
     split_script,
     table_name,
 )
+from medallion_assets.lineage.semicolons import several_statements
 from medallion_assets.lineage.statement import sqlglot_dialect
 from medallion_assets.lineage.token_tables import words_lineage
 
@@ -76,12 +77,12 @@ def script_parts(sql_file: SqlFile) -> ScriptParts:
     preamble (or cannot be parsed: the analysis says why), else one part per write, each with
     the preamble statements before it; and the tables its ``CREATE TABLE t (a INT, ...)``
     statements declare."""
-    one = ";" not in sql_file.text.strip().rstrip(";")
+    one = not several_statements(sql_file.text)
     lines = len(_LINE_STARTS.findall(sql_file.text))
     hint = _SCRIPT_HINT.search(sql_file.text) or NO_DATA_START.match(sql_file.text)
     hint = hint or MULTITABLE_HINT.search(sql_file.text)  # one statement, several writes
     if one and lines < 2 and not hint:
-        return ScriptParts([sql_file], {})  # one statement (a ';' in a string costs a parse)
+        return ScriptParts([sql_file], {})  # one statement
     dialect = sqlglot_dialect(sql_file.dialect)
     errors: tuple[FileError, ...] = ()
     unparsed: list[SqlFile] = []
