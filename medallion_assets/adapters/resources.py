@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self
 import dagster as dg
 from pydantic import Field, PrivateAttr
 
-from medallion_assets.catalog import load_catalog
+from medallion_assets.catalog.metadata_files import read_profiles_file
 from medallion_assets.catalog.models import Throttle
 from medallion_assets.control_plane import ControlPlane
 from medallion_assets.io.openlineage import job_namespace
@@ -180,7 +180,8 @@ class SparkResource(SettingsResource):
     def pool_weights(self) -> dict[str, int]:
         """The steps' FAIR pools weighted as the active profile ranks criticality."""
 
-        return pool_weights(load_catalog(Path(self.project_root)).profiles)
+        # profiles.yaml alone: the code location has loaded (and validated) the project
+        return pool_weights(read_profiles_file(Path(self.project_root)))
 
     def step_session(self, pool: str, run_id: str, label: str | None = None) -> SparkSession:
         """A session of its own for one step (temp views and SQL settings apart from the other

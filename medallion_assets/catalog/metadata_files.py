@@ -292,17 +292,29 @@ def read_control_file(root: Path) -> operations.ControlFile:
     """``metadata/control.yaml`` as it is on disk now: the kill switch reads it at every
     decision, so an edit takes effect without reloading the code location. Raises
     ``CatalogError`` naming the file, field and fix when it does not validate."""
+    found = _read_file(root, "control", operations.ControlFile)
+    return found if found is not None else operations.ControlFile()
+
+
+def read_profiles_file(root: Path) -> operations.ProfilesFile | None:
+    """``metadata/profiles.yaml`` alone (None without one), for what needs only the profiles
+    (the Spark driver's pool weights) and not the whole project loaded again."""
+    return _read_file(root, "profiles", operations.ProfilesFile)
+
+
+def _read_file(root: Path, stem: str, model: type[M]) -> M | None:
+    """One metadata file ``<stem>.yaml`` (or ``.yml``) validated as ``model``; None when absent."""
     path = next(
         (
             p
-            for p in (root / "metadata" / "control.yaml", root / "metadata" / "control.yml")
+            for p in (root / "metadata" / f"{stem}.yaml", root / "metadata" / f"{stem}.yml")
             if p.is_file()
         ),
         None,
     )
     if path is None:
-        return operations.ControlFile()
-    loaded, issues = _load_one(path, f"metadata/{path.name}", operations.ControlFile)
-    if loaded is None or not isinstance(loaded.model, operations.ControlFile):
+        return None
+    loaded, issues = _load_one(path, f"metadata/{path.name}", model)
+    if loaded is None or not isinstance(loaded.model, model):
         raise CatalogError(root, issues)
     return loaded.model

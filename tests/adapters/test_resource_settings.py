@@ -151,3 +151,22 @@ def test_a_field_given_in_the_launchpad_wins_over_the_environment(tmp_path, monk
         project_root=str(tmp_path), throttles={}, warehouse_url="duckdb:///given.duckdb"
     )
     assert resource.url() == "duckdb:///given.duckdb"
+
+
+def test_the_spark_resource_weighs_its_pools_from_profiles_yaml_not_a_second_project_load(
+    demo_project, monkeypatch
+):
+    """The code location has loaded the project; the Spark driver's pool weights read only
+    metadata/profiles.yaml."""
+    from medallion_assets.catalog import load_catalog, loader
+    from medallion_assets.runtime.spark_session import pool_weights
+
+    expected = pool_weights(load_catalog(demo_project, use_cache=False).profiles)
+
+    def refused(*_args, **_kwargs):  # type: ignore[no-untyped-def]
+        raise AssertionError("the project was loaded again")
+
+    monkeypatch.setattr(loader, "discover_sql", refused)  # what every project load reads first
+    spark = SparkResource(project_root=str(demo_project))
+    assert spark.pool_weights() == expected
+    assert expected["critical"] > expected["low"]  # the demo's profile ranks them
