@@ -232,6 +232,21 @@ def test_the_walk_of_a_tables_run_in_the_docs_names_functions_that_exist():
         assert function in defined, f"{module} defines no {function}"
 
 
+# Each decision a step makes around its build has one home (runtime/step_guard.py): these
+# names defined anywhere else would be its twins coming back.
+STEP_DECISIONS = {"switched_off": "kill_switch", "route_around_down": "recovery", "Audit": "audit"}
+
+
+def test_the_step_guards_decisions_have_no_twin_in_the_adapters():
+    twins = []
+    for path in (PACKAGE / "adapters").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            is_definition = isinstance(node, ast.FunctionDef | ast.ClassDef)
+            if is_definition and node.name in STEP_DECISIONS:
+                twins.append(f"adapters/{path.name}: {node.name}")
+    assert twins == [], "the step's decisions live in runtime/step_guard.py"
+
+
 def test_no_module_is_over_400_lines():
     long = {
         str(path.relative_to(PACKAGE)): lines

@@ -21,11 +21,10 @@ from medallion_assets.adapters.build_lock import build_lock, partitions_of
 from medallion_assets.adapters.checks import (
     check_current_version,
 )
-from medallion_assets.adapters.kill_switch import switched_off
 from medallion_assets.adapters.masking import masked_step
 from medallion_assets.adapters.materialize import StepEvent, materialize_dataset
 from medallion_assets.adapters.openlineage_events import StepLineage
-from medallion_assets.adapters.retry import Audit, heal_and_retry
+from medallion_assets.adapters.retry import heal_and_retry
 from medallion_assets.adapters.run_summary import PUBLISHED, UNAVAILABLE
 from medallion_assets.adapters.threads import step_interrupted
 from medallion_assets.adapters.translator import (
@@ -39,11 +38,9 @@ from medallion_assets.catalog.selection import select_tables
 from medallion_assets.control.engine import ControlStoreError
 from medallion_assets.control_plane import ControlPlane
 from medallion_assets.errors import causes, headline
-from medallion_assets.kill_switch.switch import EffectiveFlag
 from medallion_assets.lake.catalog import LakeCatalogError
-from medallion_assets.recovery.recover import down_now, recover
-from medallion_assets.recovery.reroute import PRIMARY
 from medallion_assets.runtime import stop
+from medallion_assets.runtime.step_guard import Audit, NotBuilt, StepFacts, StepGuard
 from medallion_assets.runtime.stop import Stop
 from medallion_assets.runtime.table_run import RunLog, SessionOnDemand, TableRun
 from medallion_assets.runtime.table_runner import TableRunner
@@ -106,8 +103,9 @@ def _asset(
 
 @dataclass(frozen=True)
 class TableStep:
-    """One Dagster step of one table: its context, its project's resources, the run's control
-    plane (flags and audit share its store) and the ``TableRun`` it hands the runner."""
+    """One Dagster step of one table: its context, its project's resources, the ``TableRun``
+    it hands the runner and the run's control plane, whose decisions around the build are the
+    ``StepGuard``'s (``runtime/step_guard.py``)."""
 
     context: dg.AssetExecutionContext
     resources: StepResources
@@ -124,14 +122,22 @@ class TableStep:
             context, resources, plane, table_run(context, catalog, dataset, plane, resources)
         )
 
+    def guard(self, lineage: StepLineage | None = None) -> StepGuard:
+        """The step's guard (one per step: it reads the control flags once)."""
+        tags = self.context.run.tags
+        facts = StepFacts(
+            self.run.run_id, tags.get("pipeline"), tags, self.context.retry_number + 1
+        )
+        return StepGuard(self.run, self.plane, facts, lineage)
+
     def events(self, runner: TableRunner) -> Iterator[StepEvent]:
         """The step: the checks alone when only they were selected; nothing before the table's
         first day or when the kill switch or the run's profile leaves it out; else the build,
         guarded (``table_guard``)."""
-        context, run, plane = self.context, self.run, self.plane
-        catalog, dataset = run.catalog, run.dataset
+        context, run = self.context, self.run
+        dataset = run.dataset
         if context.asset_key not in context.selected_asset_keys:
-            if not switched_off(context, catalog, dataset, plane, self.flags):
+            if self.guard().left_out() is None:
                 yield from check_current_version(context, with_spark(context, run, self.resources))
             return
         if not partitions_of(context, dataset):
@@ -141,28 +147,16 @@ class TableStep:
                 f"partitions.start {start}"
             )
             return
-        if switched_off(context, catalog, dataset, plane, self.flags):
-            # OpenLineage: one ABORT, no START (the step never started building)
-            left_out = StepLineage.of(context, catalog, dataset, run, self.resources.warehouse)
-            if left_out:
-                left_out.abort("switched off or below the run's profile; nothing was built")
-            return
-        lineage = StepLineage.start(  # None: OpenLineage off
-            context, catalog, dataset, run, self.resources.warehouse
+        lineage = StepLineage.of(  # None: OpenLineage off
+            context, run.catalog, dataset, run, self.resources.warehouse
         )
-        audit = Audit(plane.store(), run, context.retry_number + 1)
+        guard = self.guard(lineage)
+        if guard.left_out() is not None:
+            return
         spark_log = self.resources.lake.settings.spark_log_file
         spark = self.resources.spark.opened_session  # healing never starts Spark
-        with table_guard(context, run, audit, lineage, spark, spark_log):
-            yield from _build_step(
-                context, runner, run, plane, audit, self.resources, lineage, self.flags
-            )
-
-    @functools.cached_property
-    def flags(self) -> dict[tuple[str, str], EffectiveFlag]:
-        """The control flags in force, read once for the step (control.yaml and the store):
-        the kill switch and the route around what is down decide on the same flags."""
-        return self.plane.flags()
+        with table_guard(context, run, guard.audit, lineage, spark, spark_log):
+            yield from _build_step(context, runner, guard, self.resources, lineage)
 
 
 @contextmanager
@@ -243,81 +237,29 @@ def interrupted(dataset: Dataset, audit: Audit) -> dg.Failure:
 def _build_step(
     context: dg.AssetExecutionContext,
     runner: TableRunner,
-    run: TableRun,
-    plane: ControlPlane,
-    audit: Audit,
+    guard: StepGuard,
     resources: StepResources,
     lineage: StepLineage | None,
-    flags: Mapping[tuple[str, str], EffectiveFlag],
 ) -> Iterator[StepEvent]:
-    unavailable = route_around_down(run, plane, flags)
-    if unavailable:
-        yield not_built(context, run, audit, unavailable, lineage)
+    """The build between the guard's ``begin`` and ``finished``: under the table's build lock,
+    along the route in force, each day through the runner."""
+    begun = guard.begin()
+    if isinstance(begun, NotBuilt):  # an output, so the tables rerouted around it still run
+        said: dict[str, Any] = {"skipped": True, UNAVAILABLE: begun.why, PUBLISHED: begun.published}
+        yield dg.MaterializeResult(metadata=said)
         return
-    route, warning = plane.route(run.catalog, run.dataset)  # read now: a reroute is sticky
-    if warning:
-        context.log.warning(warning)
-    along_route = "" if route.name == PRIMARY else f" along route {route.describe()}"
-    audit.record("attempt", f"attempt {audit.attempt} started{along_route}", route=route.name)
-    unchanged = False
-    with build_lock(context, run.dataset, plane, resources.lake.settings) as held:
+    run, unchanged = guard.run, False
+    with build_lock(context, run.dataset, guard.plane, resources.lake.settings) as held:
         if not held:
-            if lineage:
-                lineage.abort("another run is building this table; skipped")
+            guard.held_elsewhere()
             return  # another run is building it: skipped, said so
-        routed = replace(with_spark(context, run, resources), route=route)
+        routed = replace(with_spark(context, run, resources), route=begun)
         seen = lineage.outcomes if lineage else None
         for event in materialize_dataset(context, runner, routed, seen):
             if isinstance(event, dg.MaterializeResult):
                 unchanged = bool((event.metadata or {}).get("skipped"))
             yield event
-    if unchanged:
-        audit.record("outcome", "skipped: code and inputs unchanged; current version kept")
-    else:
-        audit.record("outcome", f"materialized on attempt {audit.attempt}")
-
-
-def not_built(
-    context: dg.AssetExecutionContext,
-    run: TableRun,
-    audit: Audit,
-    unavailable: str,
-    lineage: StepLineage | None,
-) -> dg.MaterializeResult[None]:
-    """No path produces the table: an output ("not built"), so tables rerouted around it still
-    run (a failure would stop them); with no version before, run and build exit 1."""
-    published = run.lake.current(run.dataset.name, run.partition) is not None
-    kept = "the current version stays published" if published else "it has no version yet"
-    message = f"not built: {unavailable}; {kept}"
-    audit.record("outcome", message)
-    if lineage:
-        lineage.abort(message)
-    context.log.warning(f"{run.dataset.name} {message}")
-    said: dict[str, Any] = {"skipped": True, UNAVAILABLE: unavailable, PUBLISHED: published}
-    return dg.MaterializeResult(metadata=said)
-
-
-def route_around_down(
-    run: TableRun, plane: ControlPlane, flags: Mapping[tuple[str, str], EffectiveFlag]
-) -> str:
-    """With nodes down (marked down, or switched off), set the routes recovery takes around them
-    before the attempt (``recovery.recover``); why no available path produces the table, or ""
-    when one does. Nothing down: nothing read but the down nodes."""
-
-    store = plane.store()
-    if not down_now(run.catalog, store, flags):
-        return ""
-    plan = recover(
-        run.catalog,
-        store,
-        flags=flags,
-        reason=f"{run.dataset.name} starting in run {run.run_id[:8]}",
-        changed_by="run",
-        run_id=run.run_id,
-    )
-    if run.dataset.name not in plan.unreachable:
-        return ""
-    return f"no available path produces it with {', '.join(plan.down)} down"
+    guard.finished(unchanged)
 
 
 # A full refresh: build even when code and inputs are unchanged, and an append or merge table

@@ -2,75 +2,28 @@
 stops in-flight runs touching a newly disabled entity, and a small job an operator launches
 from the UI to flip a flag.
 
-The step-level check (``switched_off``) stops a run at the next table boundary; the
-sensor is for the table that is executing right now (a long Spark job): within one tick it
-terminates the runs that touch a table or pipeline disabled since the previous tick. Nothing
-partial is published either way: a terminated step leaves only its staging folder.
+The step-level check (``runtime/step_guard.py``'s ``left_out``) stops a run at the next table
+boundary; the sensor is for the table that is executing right now (a long Spark job): within
+one tick it terminates the runs that touch a table or pipeline disabled since the previous
+tick. Nothing partial is published either way: a terminated step leaves only its staging
+folder.
 """
 
 import json  # no "from __future__ import annotations": Dagster reads the hints
-from collections.abc import Mapping
 from typing import Any
 
 import dagster as dg
 
 from medallion_assets.adapters.priority import priority_tags
 from medallion_assets.adapters.resources import ControlResource
-from medallion_assets.adapters.step_order import below_profile
 from medallion_assets.adapters.translator import DEFAULT_NAMES, Names
-from medallion_assets.catalog import Catalog, Dataset
+from medallion_assets.catalog import Catalog
 from medallion_assets.control_plane import ControlPlane
-from medallion_assets.kill_switch.switch import EffectiveFlag, parse_entity
+from medallion_assets.kill_switch.switch import parse_entity
 
 CONTROL_SENSOR = "kill_switch"
 CONTROL_JOB = "medallion_control"
 IN_FLIGHT = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED]
-
-
-def switched_off(
-    context: dg.AssetExecutionContext,
-    catalog: Catalog,
-    dataset: Dataset,
-    plane: ControlPlane,
-    flags: Mapping[tuple[str, str], EffectiveFlag] | None = None,
-) -> bool:
-    """The kill switch at the table boundary: flags are read now, so a flag flipped while the
-    run is executing stops this table (and, through Dagster, what depends on it in the run).
-    Then the profile the run executes under: a table below its ``skip_below`` is left out the
-    same way."""
-    pipeline = context.run.tags.get("pipeline")
-    # A run of no one pipeline (`medallion run`, the asset graph) builds every pipeline's
-    # tables: a pipeline switched off stops those no enabled pipeline also builds.
-    off = plane.disabled(
-        catalog,
-        [dataset.name],
-        [pipeline] if pipeline else [],
-        flags,
-        by_membership=not pipeline,
-    )
-    if dataset.name in off:
-        flag = {"flag": off[dataset.name].flag.entity}
-        skip(context, dataset, plane, off[dataset.name].describe(), flag)
-        return True
-    below = below_profile(catalog, dataset.name, pipeline, plane.store(), context.run.tags)
-    if below is not None:
-        skip(context, dataset, plane, below, {"profile": below})
-        return True
-    return False
-
-
-def skip(
-    context: dg.AssetExecutionContext,
-    dataset: Dataset,
-    plane: ControlPlane,
-    why: str,
-    details: dict[str, str],
-) -> None:
-    message = f"skipped: {why}; the current version stays published"
-    context.log.warning(message)
-    plane.store().record(
-        "skip", f"dataset:{dataset.name}", message, run_id=context.run.run_id, details=details
-    )
 
 
 def run_tables(

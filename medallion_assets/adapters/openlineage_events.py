@@ -74,7 +74,7 @@ class StepLineage:
         ``warehouse``: the run's ``WarehouseResource``."""
         lineage = cls.of(context, catalog, dataset, run, warehouse)
         if lineage is not None:
-            lineage.send("START", inputs=lineage.inputs({}))
+            lineage.begin()
         return lineage
 
     @classmethod
@@ -94,6 +94,10 @@ class StepLineage:
         attempt = f"{run.run_id}/{dataset.name}/{run.partition or ''}/{context.retry_number}"
         step_run = str(uuid.uuid5(uuid.NAMESPACE_URL, attempt))
         return cls(sender, context, catalog, dataset, run, naming, step_run)
+
+    def begin(self) -> None:
+        """START: the step starts building (after the kill switch has been asked)."""
+        self.send("START", inputs=self.inputs({}))
 
     def complete(self) -> None:
         if self.ended:

@@ -30,36 +30,17 @@ from medallion_assets.healing.diagnosis import Failure, diagnose
 from medallion_assets.healing.evidence import driver_evidence
 from medallion_assets.healing.retry import decide, policy_of
 from medallion_assets.recovery.reroute import PRIMARY
+from medallion_assets.runtime.step_guard import Audit
 from medallion_assets.runtime.table_run import TableRun
 
 if TYPE_CHECKING:
-    from medallion_assets.control.store import ControlStore
+    pass
 
 # A run tagged so (``medallion build --no-retry``: an orchestrator's task, retried by the
 # orchestrator with the same policy) makes one attempt per step: it heals as ever, the healing
 # kept in the control store for the next attempt, and fails where it would have retried.
 RETRY_TAG = "medallion/retries"
 RETRIES_BY_ORCHESTRATOR = "orchestrator"
-
-
-class Audit:
-    """Audit-log entries of one table's step: attempt, error, healing, outcome."""
-
-    def __init__(self, store: ControlStore, run: TableRun, attempt: int):
-        self.store = store
-        self.attempt = attempt
-        self.run_id = run.run_id
-        self.entity = f"dataset:{run.dataset.name}"
-        self.where = run.label
-
-    def record(self, kind: str, message: str, **details: Any) -> None:
-        self.store.record(
-            kind,
-            self.entity,
-            f"{self.where}: {message}",
-            run_id=self.run_id,
-            details={"attempt": self.attempt, **details},
-        )
 
 
 def heal_and_retry(
