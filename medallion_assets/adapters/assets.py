@@ -8,7 +8,6 @@ nothing and fails the step, so downstream assets do not run; any other failure i
 healed and retried or failed by ``retry.py``.
 """
 
-import functools
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -94,9 +93,9 @@ def _asset(
         required_resource_keys=names.resource_keys(),
     )
     @masked_step(names.resource("control"))  # nothing it logs or raises carries a password
-    @stops_the_run_when_its_stores_go
     def _materialize(context: dg.AssetExecutionContext) -> Iterator[StepEvent]:
-        yield from TableStep.of(context, catalog, dataset, names).events(runner)
+        with the_run_stops_when_its_stores_go():
+            yield from TableStep.of(context, catalog, dataset, names).events(runner)
 
     return _materialize
 
@@ -196,27 +195,22 @@ def table_guard(
         heal_and_retry(context, run, audit, error, spark, spark_log)
 
 
-def stops_the_run_when_its_stores_go(
-    body: Callable[..., Iterator[Any]],
-) -> Callable[..., Iterator[Any]]:
-    """Wrap an asset body so that losing the control store (or the lake's catalog) mid-step
-    stops the whole ``medallion run`` (no further step starts; it says so in one line) instead
-    of failing every later step the same way; the step fails at once, without retries (its
-    retries would need the store). Under ``dagster dev`` the step just fails so."""
-
-    @functools.wraps(body)
-    def step(context: dg.AssetExecutionContext, *args: Any, **kwargs: Any) -> Iterator[Any]:
-        try:
-            yield from body(context, *args, **kwargs)
-        except Exception as error:
-            gone = next((e for e in causes(error) if isinstance(e, STORES_GONE)), None)
-            if gone is None:
-                raise
-            said = headline(gone)
-            stop.request_stop(Stop(f"stopped: {said}", 1))
-            raise dg.Failure(description=said, allow_retries=False) from None
-
-    return step
+@contextmanager
+def the_run_stops_when_its_stores_go() -> Iterator[None]:
+    """Around an asset body: losing the control store (or the lake's catalog) mid-step stops
+    the whole ``medallion run`` (no further step starts; it says so in one line) instead of
+    failing every later step the same way; the step fails at once, without retries (its
+    retries would need the store). Under ``dagster dev`` the step just fails so. A context,
+    not a wrapper: a table's run from the executor to its catalog commit stays ten calls."""
+    try:
+        yield
+    except Exception as error:
+        gone = next((e for e in causes(error) if isinstance(e, STORES_GONE)), None)
+        if gone is None:
+            raise
+        said = headline(gone)
+        stop.request_stop(Stop(f"stopped: {said}", 1))
+        raise dg.Failure(description=said, allow_retries=False) from None
 
 
 # What a step cannot go on without: the control store (flags, manifests, audit, locks) and the
