@@ -8,7 +8,7 @@ import traceback
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from importlib.metadata import version as package_version
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import attr
 from openlineage.client.event_v2 import InputDataset, Run, RunEvent, RunState
@@ -37,8 +37,16 @@ from medallion_assets.openlineage.events import (
 from medallion_assets.runtime.table_run import TableRun
 from medallion_assets.runtime.table_runner import TableOutcome
 
-if TYPE_CHECKING:
-    from medallion_assets.adapters.openlineage_events import StepLineage
+
+class StepLineage(Protocol):
+    """What an event says of its step (``openlineage_events.StepLineage``): the step's Dagster
+    context, its table and run, how its datasets are named and its OpenLineage run id."""
+
+    context: Any  # dg.AssetExecutionContext
+    dataset: Dataset
+    run: TableRun
+    naming: Naming
+    run_id: str
 
 
 def naming_of(run: TableRun, dataset: Dataset, warehouse: Any) -> Naming:

@@ -12,7 +12,7 @@ from medallion_assets.catalog import Catalog
 from medallion_assets.cli.common import fail, load, max_workers_option, project_option, settings_for
 from medallion_assets.profiles.overrides import ProfileOverrides
 from medallion_assets.profiles.profiles import ALL, EffectiveProfile, effective_profile
-from medallion_assets.simulate.schedule import Schedule
+from medallion_assets.simulate.schedule import Schedule, simulate
 from medallion_assets.simulate.scheduling import SchedulingPolicy
 
 OPTION = "option"  # the source of a profile named by --profile
@@ -53,7 +53,7 @@ def plan(
     if chosen is not None and catalog.profiles is not None:
         settings = chosen.settings(catalog.profiles)
         policy = SchedulingPolicy.from_catalog(catalog, settings, profile=chosen.name)
-        schedule = policy.simulate(selected, workers)
+        schedule = simulate(policy, selected, workers)
     if fmt == "json":
         body: dict[str, object] = {"levels": levels, "pipeline": pipeline, "tables": len(selected)}
         if chosen is not None and schedule is not None:

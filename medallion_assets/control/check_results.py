@@ -21,7 +21,7 @@ from medallion_assets.control import schema
 if TYPE_CHECKING:
     from sqlalchemy import RowMapping
 
-    from medallion_assets.control.store import ControlStore
+    from medallion_assets.control.engine import StoreWrites
 
 Outcome = Literal["published", "rejected"]
 
@@ -44,7 +44,7 @@ class StoredChecks:
 class CheckLedger:
     """The check results in one control store."""
 
-    def __init__(self, store: ControlStore):
+    def __init__(self, store: StoreWrites):
         self.store = store
 
     def record(

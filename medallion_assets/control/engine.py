@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import functools
 import sqlite3
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sqlalchemy import create_engine, event, exc
 from sqlalchemy.engine import make_url
@@ -25,7 +25,26 @@ from medallion_assets.credentials import encoded_url, mask_credentials, url_secr
 from medallion_assets.errors import ResourceError
 
 if TYPE_CHECKING:
-    from sqlalchemy import Connection, Engine
+    from sqlalchemy import Connection, Engine, Insert, Table
+
+    from medallion_assets.control.records import AuditEntry
+
+
+class StoreWrites(Protocol):
+    """What the runtime state and the check ledger write through (``store.ControlStore``):
+    short transactions, the dialect's upserts and audit entries in the caller's transaction."""
+
+    def transaction(self) -> AbstractContextManager[Connection]: ...
+
+    def upsert(self, table: Table, values: Mapping[str, Any]) -> Insert: ...
+
+    def upsert_many(
+        self, db: Connection, table: Table, rows: Sequence[Mapping[str, Any]]
+    ) -> None: ...
+
+    def insert_new(self, table: Table, values: Mapping[str, Any] | None = None) -> Insert: ...
+
+    def append(self, db: Connection, entry: AuditEntry) -> AuditEntry: ...
 
 
 class ControlStoreError(ResourceError, RuntimeError):

@@ -24,7 +24,7 @@ from medallion_assets.control.records import AuditEntry, iso_utc, utc_now
 if TYPE_CHECKING:
     from sqlalchemy import Connection
 
-    from medallion_assets.control.store import ControlStore
+    from medallion_assets.control.engine import StoreWrites
     from medallion_assets.io.warehouse_load import LoadReport, LoadUnit
 
 Manifest = dict[str, dict[str, Any]]  # object key (in the primary bucket) -> its entry
@@ -117,7 +117,7 @@ def manifest_row(
 class RuntimeState:
     """The runtime state of one control store; see the module docstring."""
 
-    def __init__(self, store: ControlStore):
+    def __init__(self, store: StoreWrites):
         self.store = store
 
     # --- throttle cuts (reduce_parallelism) ---------------------------------------------------

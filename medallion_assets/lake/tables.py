@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from medallion_assets.errors import ResourceError, said
 from medallion_assets.lake.catalog import SPARK_CATALOG
@@ -29,13 +29,35 @@ from medallion_assets.lake.catalog import SPARK_CATALOG
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from medallion_assets.lake.refs import Refs
-
 SUMMARY_PREFIX = "medallion."
 DAY_TAG = "medallion_day_"
 REJECTED_TAG = "medallion_rejected_"
 STAGE_BRANCH = "medallion_stage_"
 Mode = Literal["replace", "append"]
+
+
+class Refs(Protocol):
+    """The branches and tags the writes here move (``lake/refs.py``'s ``Refs`` commits them
+    through the lake's catalog)."""
+
+    def branch(self, table: str) -> tuple[str, int | None]: ...
+
+    def head(self, table: str, ref: str = "main") -> int | None: ...
+
+    def staged(
+        self,
+        table: str,
+        branch: str,
+        parent: int | None,
+        partition: str | None,
+        partition_column: str | None = None,
+    ) -> Staged: ...
+
+    def drop_branch(self, table: str, name: str) -> None: ...
+
+    def tag(self, table: str, name: str, snapshot_id: int) -> None: ...
+
+    def partition_by(self, table: str, column: str) -> None: ...
 
 
 class CommitConflict(ResourceError):

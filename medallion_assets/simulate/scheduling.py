@@ -27,13 +27,14 @@ is what ``medallion plan`` shows.
 'bronze.b'
 >>> policy.may_start("bronze.a", {"s3": 2})
 False
->>> policy.simulate({"bronze.a", "bronze.b", "gold.c"}, max_workers=1).order
+>>> from medallion_assets.simulate.schedule import simulate
+>>> simulate(policy, {"bronze.a", "bronze.b", "gold.c"}, max_workers=1).order
 ('bronze.b', 'bronze.a', 'gold.c')
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -41,11 +42,9 @@ from typing import TYPE_CHECKING
 from medallion_assets.catalog.operations import ProfileSettings
 from medallion_assets.lineage.dag import DAG
 from medallion_assets.lineage.graph import CRITICALITY_RANK
-from medallion_assets.simulate.schedule import simulate
 
 if TYPE_CHECKING:
     from medallion_assets.catalog.catalog import Catalog
-    from medallion_assets.simulate.schedule import Schedule
 
 PriorityKey = tuple[int, int, int, int, str]
 
@@ -185,12 +184,6 @@ class SchedulingPolicy:
             if systems not in loads:
                 loads[systems] = self.load(table, running)
         return min(startable, key=lambda t: (loads[self.tables[t].systems], self._ranks[t]))
-
-    def simulate(self, selected: Collection[str], max_workers: int) -> Schedule:
-        """The run of ``selected`` with ``max_workers`` workers, every step one tick long:
-        the start order, per-system concurrency over time, what waited and what was skipped."""
-
-        return simulate(self, selected, max_workers)
 
     # --- the rules behind it ---------------------------------------------------------------
 

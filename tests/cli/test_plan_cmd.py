@@ -11,6 +11,7 @@ from click.testing import CliRunner, Result
 
 from medallion_assets.catalog import load_catalog
 from medallion_assets.cli import cli
+from medallion_assets.simulate.schedule import simulate
 from medallion_assets.simulate.scheduling import SchedulingPolicy
 from tests.conftest import copy_demo_project
 
@@ -110,9 +111,10 @@ def test_json_carries_the_same_schedule_as_the_planner(project):
     )
     catalog = load_catalog(project)
     assert catalog.profiles is not None
-    expected = SchedulingPolicy.from_catalog(
+    balanced = SchedulingPolicy.from_catalog(
         catalog, catalog.profiles.profiles["balanced"].settings
-    ).simulate(catalog.pipeline_datasets("fraud"), 3)
+    )
+    expected = simulate(balanced, catalog.pipeline_datasets("fraud"), 3)
     assert body["profile"] == {"name": "balanced", "source": "active"}
     assert body["tables"] == len(catalog.pipeline_datasets("fraud"))
     assert [s["table"] for s in body["schedule"]["starts"]] == list(expected.order)

@@ -11,7 +11,7 @@ import pytest
 
 from medallion_assets.catalog import Catalog
 from medallion_assets.catalog.operations import ProfileSettings
-from medallion_assets.simulate.schedule import Schedule
+from medallion_assets.simulate.schedule import Schedule, simulate
 from medallion_assets.simulate.scheduling import SchedulingPolicy, TableTraits
 
 
@@ -40,7 +40,7 @@ def test_criticality_priority_decides_the_order():
     weights = {"critical": 3, "high": 0, "normal": 5, "low": 0}
     inverted = policy(tables, {}, spread_over_systems=False, criticality_priority=weights)
     assert inverted.pick(["t.normal", "t.high"], {}) == "t.normal"
-    assert inverted.simulate(set(tables), max_workers=1).order == ("t.normal", "t.high")
+    assert simulate(inverted, set(tables), max_workers=1).order == ("t.normal", "t.high")
 
 
 def test_the_upstream_of_a_critical_table_inherits_its_priority():
@@ -53,9 +53,9 @@ def test_the_upstream_of_a_critical_table_inherits_its_priority():
         "d": ("critical", ("spark",), ("b", "c")),
     }
     focus = policy(tables, {}, spread_over_systems=False)
-    assert focus.simulate(set(tables), max_workers=1).order == ("a", "b", "c", "d", "x.high")
+    assert simulate(focus, set(tables), max_workers=1).order == ("a", "b", "c", "d", "x.high")
     # one worker: the diamond's join waits for both branches
-    two = focus.simulate(set(tables), max_workers=2)
+    two = simulate(focus, set(tables), max_workers=2)
     assert two.start_of("d") > max(two.start_of("b"), two.start_of("c"))
 
 
@@ -81,7 +81,7 @@ def test_among_equally_urgent_tables_the_own_criticality_goes_first():
 
 def test_no_criticality_set_keeps_the_catalog_order():
     tables = {f"t{i}": ("normal", ("spark",), ()) for i in (3, 1, 2)}
-    assert policy(tables, {}).simulate(set(tables), max_workers=1).order == ("t3", "t1", "t2")
+    assert simulate(policy(tables, {}), set(tables), max_workers=1).order == ("t3", "t1", "t2")
 
 
 def test_reserved_capacity_keeps_slots_from_non_critical_tables():
@@ -101,7 +101,7 @@ def test_reserved_capacity_never_takes_the_last_slot_of_a_system():
     tables = {f"t{i}": ("normal", ("vendor",), ()) for i in range(3)}
     greedy = policy(tables, {"vendor": 2}, reserved_capacity_for_critical=10)
     assert greedy.reserved("vendor") == 1
-    schedule = greedy.simulate(set(tables), max_workers=4)
+    schedule = simulate(greedy, set(tables), max_workers=4)
     assert schedule.order == ("t0", "t1", "t2")
     assert schedule.peak("vendor") == 1
     assert [(w.table, w.reason, w.when()) for w in schedule.waits] == [
@@ -126,8 +126,8 @@ def test_balanced_keeps_a_busy_system_from_becoming_a_hotspot():
     tables = {f"s3.{i}": ("high", ("s3", "spark"), ()) for i in range(4)}
     tables |= {f"wh.{i}": ("low", ("warehouse", "spark"), ()) for i in range(4)}
     limits = {"s3": 4, "warehouse": 4, "spark": 8}
-    balanced = policy(tables, limits, spread_over_systems=True).simulate(set(tables), 2)
-    focus = policy(tables, limits, spread_over_systems=False).simulate(set(tables), 2)
+    balanced = simulate(policy(tables, limits, spread_over_systems=True), set(tables), 2)
+    focus = simulate(policy(tables, limits, spread_over_systems=False), set(tables), 2)
     assert balanced.peak("s3") == balanced.peak("warehouse") == 1
     assert focus.peak("s3") == 2
     assert focus.order[:4] == ("s3.0", "s3.1", "s3.2", "s3.3")
@@ -143,7 +143,7 @@ def test_a_table_on_two_systems_waits_for_either():
 
 def test_a_system_without_a_limit_is_never_a_reason_to_wait():
     tables = {f"t{i}": ("normal", ("spark", "lake"), ()) for i in range(5)}
-    schedule = policy(tables, {"spark": 5}).simulate(set(tables), max_workers=5)
+    schedule = simulate(policy(tables, {"spark": 5}), set(tables), max_workers=5)
     assert len(schedule.ticks) == 1
     assert schedule.peak("lake") == 5
     assert schedule.systems == ("spark", "lake")
@@ -161,7 +161,7 @@ def test_skip_below_skips_the_tables_under_it():
     }
     high = policy(tables, {}, skip_below="high")
     assert set(high.skipped(set(tables))) == {"t.low", "t.normal"}
-    assert high.simulate(set(tables), 2).order == ("t.high",)
+    assert simulate(high, set(tables), 2).order == ("t.high",)
 
 
 def test_include_upstream_of_critical_keeps_what_critical_tables_read():
@@ -175,7 +175,7 @@ def test_include_upstream_of_critical_keeps_what_critical_tables_read():
     assert set(kept.skipped(set(tables))) == {"t.other"}
     assert set(dropped.skipped(set(tables))) == {"t.feed", "t.other"}
     # skipped, the feed is not waited for: the mart reads its published version
-    assert dropped.simulate(set(tables), 1).order == ("t.mart",)
+    assert simulate(dropped, set(tables), 1).order == ("t.mart",)
 
 
 def test_include_upstream_of_critical_lets_their_upstream_take_reserved_slots():
@@ -194,12 +194,12 @@ def test_include_upstream_of_critical_lets_their_upstream_take_reserved_slots():
 def test_unknown_tables_and_no_workers_are_errors():
     tables = {"t": ("normal", ("spark",), ())}
     with pytest.raises(KeyError, match=r"unknown table 'gold\.nope'"):
-        policy(tables, {}).simulate({"gold.nope"}, 1)
+        simulate(policy(tables, {}), {"gold.nope"}, 1)
     for ask in (lambda p: p.pick(["gold.nope"], {}), lambda p: p.rank("gold.nope")):
         with pytest.raises(KeyError, match=r"unknown table 'gold\.nope'"):
             ask(policy(tables, {}))
     with pytest.raises(ValueError, match="max_workers is 0: give at least 1 worker"):
-        policy(tables, {}).simulate({"t"}, 0)
+        simulate(policy(tables, {}), {"t"}, 0)
     with pytest.raises(ValueError, match="table t: criticality 'urgent' is not one of"):
         policy({"t": ("urgent", ("spark",), ())}, {})
 
@@ -241,7 +241,7 @@ def test_random_catalogs_never_exceed_a_limit_and_respect_every_dependency(seed)
         skip_below=rng.choice([None, "normal", "high"]),
     )
     selected = set(rng.sample(list(tables), rng.randint(1, len(tables))))
-    assert_valid(sim.simulate(selected, rng.randint(1, 6)), sim, selected)
+    assert_valid(simulate(sim, selected, rng.randint(1, 6)), sim, selected)
 
 
 # --- TheWorldShop -------------------------------------------------------------------------------
@@ -271,7 +271,8 @@ def test_demo_tables_hold_their_source_compute_and_warehouse_systems(demo_catalo
 @pytest.mark.parametrize("workers", [1, 2, 4, 16])
 def test_demo_replays_within_every_limit(demo_catalog, profile, workers):
     sim = demo_policy(demo_catalog, profile)
-    assert_valid(sim.simulate(set(demo_catalog.datasets), workers), sim, set(demo_catalog.datasets))
+    tables = set(demo_catalog.datasets)
+    assert_valid(simulate(sim, tables, workers), sim, tables)
 
 
 def critical_closure(catalog: Catalog) -> set[str]:
@@ -283,9 +284,9 @@ def critical_closure(catalog: Catalog) -> set[str]:
 
 def test_demo_under_focus_starts_critical_marts_and_their_upstream_first(demo_catalog):
     closure = critical_closure(demo_catalog)
-    order = demo_policy(demo_catalog, "focus").simulate(set(demo_catalog.datasets), 2).order
+    order = simulate(demo_policy(demo_catalog, "focus"), set(demo_catalog.datasets), 2).order
     assert set(order[: len(closure)]) == closure
-    balanced = demo_policy(demo_catalog, "balanced").simulate(set(demo_catalog.datasets), 2).order
+    balanced = simulate(demo_policy(demo_catalog, "balanced"), set(demo_catalog.datasets), 2).order
     assert set(balanced[: len(closure)]) != closure
 
 
@@ -299,8 +300,8 @@ def test_demo_focus_skips_the_low_clickstream_mart_and_balanced_runs_everything(
 
 def test_demo_balanced_spreads_bronze_over_the_buckets(demo_catalog):
     tables = set(demo_catalog.datasets)
-    balanced = demo_policy(demo_catalog, "balanced").simulate(tables, 2)
-    focus = demo_policy(demo_catalog, "focus").simulate(tables, 2)
+    balanced = simulate(demo_policy(demo_catalog, "balanced"), tables, 2)
+    focus = simulate(demo_policy(demo_catalog, "focus"), tables, 2)
     assert balanced.peak("s3_raw") == 1
     assert focus.peak("s3_raw") == 2
 
@@ -310,8 +311,8 @@ def test_demo_focus_finishes_the_critical_marts_sooner_and_balanced_the_whole_ru
     demo_catalog, workers
 ):
     tables = set(demo_catalog.datasets)
-    focus = demo_policy(demo_catalog, "focus").simulate(tables, workers)
-    balanced = demo_policy(demo_catalog, "balanced").simulate(tables, workers)
+    focus = simulate(demo_policy(demo_catalog, "focus"), tables, workers)
+    balanced = simulate(demo_policy(demo_catalog, "balanced"), tables, workers)
     assert focus.done_after("critical") < balanced.done_after("critical")
     # Balanced runs the low tables focus leaves out, and is still done no later; with room to
     # spare (4 workers), sooner.
