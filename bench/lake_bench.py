@@ -65,7 +65,7 @@ class _Bronze:
         self.ingest("base")
 
     def ingest(self, run_id: str) -> Any:
-        from medallion_assets.runtime.bronze_ingest import ingest
+        from medallion_assets.runtime.ingest.bronze_ingest import ingest
         from medallion_assets.runtime.table_run import TableRun
 
         run = TableRun(

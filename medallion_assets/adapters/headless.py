@@ -40,8 +40,8 @@ from medallion_assets.control_plane import ControlPlane
 from medallion_assets.errors import ResourceError
 from medallion_assets.profiles.profiles import ALL
 from medallion_assets.runtime import stop
+from medallion_assets.runtime.ingest.source_objects import odd_day, partition_of, source_of
 from medallion_assets.runtime.run_lock import one_run_at_a_time
-from medallion_assets.runtime.source_objects import odd_day, partition_of, source_of
 from medallion_assets.runtime.spark_session import SparkWarmUp, driver_watch
 from medallion_assets.settings import MedallionSettings
 

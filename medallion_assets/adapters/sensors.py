@@ -16,7 +16,7 @@ from medallion_assets.adapters.priority import priority_tags
 from medallion_assets.adapters.resources import ControlResource, S3Resource
 from medallion_assets.adapters.translator import DEFAULT_NAMES, Names
 from medallion_assets.catalog import Catalog, Dataset
-from medallion_assets.runtime.source_objects import partition_of, source_of
+from medallion_assets.runtime.ingest.source_objects import partition_of, source_of
 
 
 def build_sensors(

@@ -176,13 +176,13 @@ def _run(
 
 def _certainly_builds(settings: MedallionSettings, catalog: Catalog, full_refresh: str) -> bool:
     """Whether the run builds for certain: a full refresh, a first run (the lake lacks the
-    project's first table), or a raw object landed (``runtime.landed``). Else each step decides
-    without Spark whether it builds."""
+    project's first table), or a raw object landed (``runtime.ingest.landed``). Else each step
+    decides without Spark whether it builds."""
     # The lake, the control store and the raw store: loaded only by the commands that use them
     from medallion_assets.control_plane import ControlPlane
     from medallion_assets.io.s3_store import object_store_of
     from medallion_assets.lake import Lake
-    from medallion_assets.runtime.landed import landed
+    from medallion_assets.runtime.ingest.landed import landed
 
     first = min(catalog.datasets, default=None)
     if full_refresh or (first is not None and not Lake.of(settings).current_versions(first)):

@@ -14,7 +14,7 @@ from medallion_assets.cli.common import fail, load, operator, project_option
 from medallion_assets.cli.control_cmd import format_option, open_plane
 from medallion_assets.control.state import EvolvedColumn
 from medallion_assets.control.store import iso_utc
-from medallion_assets.runtime.raw_files import column_name_problem
+from medallion_assets.runtime.ingest.raw_files import column_name_problem
 
 if TYPE_CHECKING:
     from medallion_assets.control.state import RuntimeState
@@ -41,7 +41,7 @@ def schema(
     which files); with --revert, remove evolved columns: the source's bronze tables are rebuilt
     without them on their next run."""
     # the control store (SQLAlchemy): loaded only by the commands that use it
-    from medallion_assets.runtime.schema_drift import read_evolved
+    from medallion_assets.runtime.ingest.schema_drift import read_evolved
 
     catalog = load(project)
     if source_name not in catalog.sources:
@@ -70,7 +70,7 @@ def _revert(
 ) -> None:
     """Remove the evolved columns; the control store audits it in the same transaction."""
     # the control store (SQLAlchemy): loaded only by the commands that use it
-    from medallion_assets.runtime.schema_drift import read_evolved, revert
+    from medallion_assets.runtime.ingest.schema_drift import read_evolved, revert
 
     if not reason:
         fail("say why with --reason (it is kept in the audit log)")

@@ -42,8 +42,8 @@ from medallion_assets.lake import Lake
 from medallion_assets.recovery.paths import RecoveryGraph
 from medallion_assets.recovery.recover import DownNodes, recover
 from medallion_assets.recovery.reroute import PRIMARY, find_route, next_route, routes
+from medallion_assets.runtime.ingest.schema_drift import SchemaDrift, evolve
 from medallion_assets.runtime.reuse import MissingInput
-from medallion_assets.runtime.schema_drift import SchemaDrift, evolve
 from medallion_assets.runtime.table_run import TableRun
 
 if TYPE_CHECKING:

@@ -19,9 +19,9 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from medallion_assets.catalog import Catalog, Dataset
-from medallion_assets.runtime.intake import new_objects, readable_entries
-from medallion_assets.runtime.schema_drift import evolved_columns, evolved_digest
-from medallion_assets.runtime.source_objects import (
+from medallion_assets.runtime.ingest.intake import new_objects, readable_entries
+from medallion_assets.runtime.ingest.schema_drift import evolved_columns, evolved_digest
+from medallion_assets.runtime.ingest.source_objects import (
     manifest_digest,
     missing_at_source,
     source_of,

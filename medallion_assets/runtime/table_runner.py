@@ -32,7 +32,7 @@ from medallion_assets.control.state import LoadRecord
 from medallion_assets.faults import crash_point
 from medallion_assets.io.warehouse import LoadUnit
 from medallion_assets.lake import Version
-from medallion_assets.runtime.bronze_ingest import ingest
+from medallion_assets.runtime.ingest.bronze_ingest import ingest
 from medallion_assets.runtime.reuse import (
     MissingInput,
     ingest_prefix,

@@ -12,7 +12,7 @@ from medallion_assets.adapters.translator import DatasetTranslator, table_key
 from medallion_assets.catalog import load_catalog
 from medallion_assets.control_plane import ControlPlane
 from medallion_assets.lake import Lake
-from medallion_assets.runtime.schema_drift import read_evolved
+from medallion_assets.runtime.ingest.schema_drift import read_evolved
 from tests.adapters.minimal import minimal_project, orders
 
 pytestmark = pytest.mark.slow

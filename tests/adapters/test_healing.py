@@ -194,7 +194,7 @@ def test_a_warehouse_connection_killed_mid_load_is_refreshed_and_the_load_retrie
 
 def test_a_new_column_in_the_raw_files_is_evolved_then_ingested(spark, project):
     from medallion_assets.io.object_store import LocalFolderObjectStore
-    from medallion_assets.runtime.schema_drift import evolved_columns
+    from medallion_assets.runtime.ingest.schema_drift import evolved_columns
     from tests.adapters.minimal import orders
 
     catalog, _job, lake, plane = project
@@ -229,7 +229,7 @@ def test_csv_files_are_read_by_their_headers_names(spark, tmp_path):
     """A column inserted in the middle of a CSV file, once evolved, lands in its own column
     and does not shift the others; files with the old header read as before."""
     from medallion_assets.catalog.sources import Source
-    from medallion_assets.runtime.raw_read import RawFile, read_objects
+    from medallion_assets.runtime.ingest.raw_read import RawFile, read_objects
 
     old = tmp_path / "old.csv"
     old.write_text("order_id,amount,country\n1,5,de\n")

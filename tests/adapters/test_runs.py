@@ -16,7 +16,7 @@ from medallion_assets.catalog import load_catalog
 from medallion_assets.demo import DemoSettings, generate, write_files
 from medallion_assets.io.object_store import LocalFolderObjectStore
 from medallion_assets.lake import Lake
-from medallion_assets.runtime.bronze_ingest import ingest
+from medallion_assets.runtime.ingest.bronze_ingest import ingest
 from medallion_assets.runtime.table_run import TableRun
 from medallion_assets.testing import read_table
 from tests.conftest import copy_demo_project

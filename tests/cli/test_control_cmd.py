@@ -123,7 +123,7 @@ def test_status_shows_the_runtime_state_in_force(project: Path):
 
     from medallion_assets.control.state import LoadRecord
     from medallion_assets.control_plane import ControlPlane
-    from medallion_assets.runtime.schema_drift import evolve
+    from medallion_assets.runtime.ingest.schema_drift import evolve
 
     empty = medallion(project, "control", "status", "--format", "json")
     assert empty.exit_code == 0, empty.output

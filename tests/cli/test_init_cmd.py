@@ -18,7 +18,7 @@ import yaml
 
 from medallion_assets.catalog import load_catalog
 from medallion_assets.io.object_store import LocalFolderObjectStore
-from medallion_assets.runtime.source_objects import partition_of
+from medallion_assets.runtime.ingest.source_objects import partition_of
 from tests.cli.conftest import invoke
 
 TABLES = ("bronze.orders", "silver.orders_clean", "gold.customer_orders", "gold.daily_revenue")

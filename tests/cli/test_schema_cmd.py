@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from medallion_assets.cli import cli
 from medallion_assets.control.state import RuntimeState
 from medallion_assets.control_plane import ControlPlane
-from medallion_assets.runtime.schema_drift import EvolvedColumn, evolve, read_evolved
+from medallion_assets.runtime.ingest.schema_drift import EvolvedColumn, evolve, read_evolved
 from tests.conftest import copy_demo_project
 
 SOURCE = "address_validation_feed"

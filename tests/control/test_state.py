@@ -14,7 +14,7 @@ from medallion_assets.control.legacy_state import IMPORTED_FOLDER
 from medallion_assets.control.state import LoadRecord
 from medallion_assets.control.store import ControlStore
 from medallion_assets.control_plane import ControlPlane
-from medallion_assets.runtime.schema_drift import evolve, read_evolved, revert
+from medallion_assets.runtime.ingest.schema_drift import evolve, read_evolved, revert
 from tests.control_store import in_processes
 
 ODD = "50% done? yes: %s %(x)s ?? 100%"  # placeholders of both drivers, literally

@@ -204,7 +204,7 @@ def test_a_headline_adds_a_location_the_first_line_lacks_and_falls_back_to_the_t
 
 
 def test_an_undecodable_raw_object_is_permanent_without_any_project_rule():
-    from medallion_assets.runtime.raw_files import CorruptObject as RawCorruptObject
+    from medallion_assets.runtime.ingest.raw_files import CorruptObject as RawCorruptObject
 
     error = RawCorruptObject("s3://feeds/a.csv", "not UTF-8 at byte 12")
     diagnosis = diagnose((), Failure.of(error))

@@ -23,12 +23,12 @@ from medallion_assets.healing.systems import SOURCE, Places, system_of
 from medallion_assets.io.object_store import LocalFolderObjectStore
 from medallion_assets.io.s3_store import Boto3ObjectStore
 from medallion_assets.lake import Lake
-from medallion_assets.runtime import raw_inspect
-from medallion_assets.runtime.bronze_ingest import ingest
-from medallion_assets.runtime.raw_files import CorruptObject
-from medallion_assets.runtime.raw_inspect import inspect_objects
-from medallion_assets.runtime.raw_open import RawObjectUnreadable
-from medallion_assets.runtime.schema_drift import (
+from medallion_assets.runtime.ingest import raw_inspect
+from medallion_assets.runtime.ingest.bronze_ingest import ingest
+from medallion_assets.runtime.ingest.raw_files import CorruptObject
+from medallion_assets.runtime.ingest.raw_inspect import inspect_objects
+from medallion_assets.runtime.ingest.raw_open import RawObjectUnreadable
+from medallion_assets.runtime.ingest.schema_drift import (
     EvolvedColumn,
     SchemaDrift,
     evolve,

@@ -163,7 +163,7 @@ def test_events_filed_under_another_days_folder_are_quarantined_never_loaded_twi
     from medallion_assets.catalog import load_catalog
     from medallion_assets.control.store import ControlStore
     from medallion_assets.lake import Lake
-    from medallion_assets.runtime.bronze_ingest import ingest
+    from medallion_assets.runtime.ingest.bronze_ingest import ingest
     from medallion_assets.runtime.table_run import RunLog, TableRun
     from tests.conftest import copy_demo_project
 

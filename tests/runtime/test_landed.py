@@ -6,7 +6,7 @@ from __future__ import annotations
 from medallion_assets.catalog import load_catalog
 from medallion_assets.control.store import ControlStore
 from medallion_assets.io.object_store import LocalFolderObjectStore
-from medallion_assets.runtime.landed import landed
+from medallion_assets.runtime.ingest.landed import landed
 from tests.conftest import copy_demo_project
 
 

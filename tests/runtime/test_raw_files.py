@@ -15,16 +15,16 @@ import pytest
 
 from medallion_assets.catalog.sources import Source
 from medallion_assets.control.legacy_state import import_legacy_state
-from medallion_assets.runtime import raw_files
-from medallion_assets.runtime.raw_files import (
+from medallion_assets.runtime.ingest import raw_files
+from medallion_assets.runtime.ingest.raw_files import (
     column_name_problem,
     columns_problem,
     inspect,
     inspect_chunks,
     inspect_path,
 )
-from medallion_assets.runtime.raw_open import READ_SIZE
-from medallion_assets.runtime.schema_drift import (
+from medallion_assets.runtime.ingest.raw_open import READ_SIZE
+from medallion_assets.runtime.ingest.schema_drift import (
     evolve,
     evolved_columns,
     read_evolved,

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 import pytest
 
 from medallion_assets.catalog.sources import Source
-from medallion_assets.runtime.raw_read import RawFile, read_objects
+from medallion_assets.runtime.ingest.raw_read import RawFile, read_objects
 
 pytestmark = pytest.mark.slow
 

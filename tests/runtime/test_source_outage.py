@@ -12,7 +12,7 @@ import pytest
 
 from medallion_assets.catalog import load_catalog
 from medallion_assets.io.s3_store import Boto3ObjectStore
-from medallion_assets.runtime.source_objects import SourceUnavailable
+from medallion_assets.runtime.ingest.source_objects import SourceUnavailable
 from medallion_assets.testing import read_table
 from tests.runtime.test_ingest_bad_input import Project, bucket
 

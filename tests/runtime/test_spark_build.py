@@ -19,7 +19,7 @@ from medallion_assets.lineage import spark_sql as spark_sql_module
 from medallion_assets.lineage import statement as statement_module
 from medallion_assets.lineage.statement import parse_script
 from medallion_assets.runtime import table_build as table_build_module
-from medallion_assets.runtime.bronze_ingest import ingest
+from medallion_assets.runtime.ingest.bronze_ingest import ingest
 from medallion_assets.runtime.reuse import MissingInput
 from medallion_assets.runtime.table_build import build_table
 from medallion_assets.runtime.table_run import RunLog, TableRun

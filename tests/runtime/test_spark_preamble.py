@@ -14,7 +14,7 @@ from medallion_assets.control.store import ControlStore
 from medallion_assets.io.object_store import LocalFolderObjectStore
 from medallion_assets.lake import Lake
 from medallion_assets.recovery.reroute import along, routes
-from medallion_assets.runtime.bronze_ingest import ingest
+from medallion_assets.runtime.ingest.bronze_ingest import ingest
 from medallion_assets.runtime.table_build import build_table
 from medallion_assets.runtime.table_run import TableRun
 from medallion_assets.testing import read_table

@@ -18,10 +18,10 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from medallion_assets.catalog.sources import Source
-from medallion_assets.runtime import raw_files
-from medallion_assets.runtime.raw_files import Inspection
-from medallion_assets.runtime.raw_open import RawObjectUnreadable
-from medallion_assets.runtime.raw_read import reported, s3_endpoint, ship_by_value
+from medallion_assets.runtime.ingest import raw_files
+from medallion_assets.runtime.ingest.raw_files import Inspection
+from medallion_assets.runtime.ingest.raw_open import RawObjectUnreadable
+from medallion_assets.runtime.ingest.raw_read import reported, s3_endpoint, ship_by_value
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -25,7 +25,7 @@ from pyspark.sql import functions as F
 
 from medallion_assets.catalog.base import java_charset
 from medallion_assets.catalog.sources import FLOATING_TYPES, Source
-from medallion_assets.runtime import raw_files, raw_open
+from medallion_assets.runtime.ingest import raw_files, raw_open
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession

@@ -26,18 +26,17 @@ from medallion_assets.control.store import iso_utc
 from medallion_assets.faults import crash_point
 from medallion_assets.lake import Produced, Version
 from medallion_assets.lineage.spark_sql import SparkScript, spark_script, view_name
-from medallion_assets.runtime.intake import (
+from medallion_assets.runtime.ingest.intake import (
     Batch,
     inspect_batch,
     new_objects,
     readable_entries,
     require_readable,
 )
-from medallion_assets.runtime.raw_inspect import inspect_objects
-from medallion_assets.runtime.raw_read import REASON, files_of, read_objects
-from medallion_assets.runtime.reuse import ingest_inputs
-from medallion_assets.runtime.schema_drift import detect, evolved_columns
-from medallion_assets.runtime.source_objects import (
+from medallion_assets.runtime.ingest.raw_inspect import inspect_objects
+from medallion_assets.runtime.ingest.raw_read import REASON, files_of, read_objects
+from medallion_assets.runtime.ingest.schema_drift import detect, evolved_columns
+from medallion_assets.runtime.ingest.source_objects import (
     SourceUnavailable,
     manifest_digest,
     missing_at_source,
@@ -46,6 +45,7 @@ from medallion_assets.runtime.source_objects import (
     source_of,
     source_prefix,
 )
+from medallion_assets.runtime.reuse import ingest_inputs
 from medallion_assets.runtime.table_build import (
     BuildOutcome,
     drop_stale_staging,

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from medallion_assets.control.store import iso_utc
-from medallion_assets.runtime.raw_files import CorruptObject, Inspection, columns_problem
+from medallion_assets.runtime.ingest.raw_files import CorruptObject, Inspection, columns_problem
 
 if TYPE_CHECKING:
     from medallion_assets.io.object_store import S3Object

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from medallion_assets.catalog.sources import Source
 from medallion_assets.control.state import EvolvedColumn, RuntimeState
-from medallion_assets.runtime.raw_files import column_name_problem
+from medallion_assets.runtime.ingest.raw_files import column_name_problem
 
 __all__ = ["EvolvedColumn", "SchemaDrift", "evolve", "read_evolved"]
 

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, NamedTuple
 
 from medallion_assets.errors import PermanentError
-from medallion_assets.runtime.raw_open import READ_SIZE, open_object
+from medallion_assets.runtime.ingest.raw_open import READ_SIZE, open_object
 
 if TYPE_CHECKING:
     from pyarrow import NativeFile
@@ -192,7 +192,7 @@ def _lines(chunks: Iterable[bytes], encoding: str) -> Iterator[str]:
     ['a\r\n', 'b']
     >>> list(_lines([b"ok\n\xff\n"], "utf-8"))
     Traceback (most recent call last):
-    medallion_assets.runtime.raw_files._Undecodable: it is not valid utf-8 (byte 3, line 2); ...
+    medallion_assets...raw_files._Undecodable: it is not valid utf-8 (byte 3, line 2); ...
     """
     if "\n".encode(encoding) != b"\n":  # UTF-16, UTF-32: decoded incrementally, split as text
         yield from _wide_lines(chunks, encoding)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from medallion_assets.catalog import Catalog, Dataset
 from medallion_assets.catalog.sources import Replica, Source
-from medallion_assets.runtime.intake import (
+from medallion_assets.runtime.ingest.intake import (
     readable_entries,
 )
 
