@@ -104,16 +104,18 @@ def run_project(
     warm_up: SparkWarmUp | None = None,
     run_lock_held: bool = False,
     full_refresh: str = "",
+    catalog: Catalog | None = None,
 ) -> RunSummary:
     """Materialize every table: each day of the daily tables, then the rest. With ``progress``,
     ``log`` also gets one line as each table's step ends. Another ``medallion run`` on the
     project is waited for, up to ``wait_seconds`` (then ``RunInProgress``), unless the caller
     holds its run lock (``run_lock_held``) and maybe started Spark behind it (``warm_up``).
     ``settings``: the caller's, else read from the environment now. ``full_refresh``: the
-    tables to build in full even when unchanged (``*``: every table; else a selection)."""
+    tables to build in full even when unchanged (``*``: every table; else a selection).
+    ``catalog``: the project as the caller loaded it (else loaded now)."""
     if settings is None:
         settings = MedallionSettings.from_env(os.environ, project_root)
-    catalog = load_catalog(project_root)
+    catalog = catalog or load_catalog(project_root)
     with ExitStack() as stack:
         # The run lock comes first: two runs creating the project's new instance at once race
         # on its SQLite schema, and a run that waited must plan from what the other one left.
@@ -138,15 +140,17 @@ def build_table(
     settings: MedallionSettings | None = None,
     retry: bool = True,
     rebuild: bool = False,
+    catalog: Catalog | None = None,
 ) -> RunSummary:
     """Materialize one table (one day of a daily table) as one run on the project's instance:
     the same step as ``medallion run``'s (kill switch, build lock, checks, publish, warehouse
     load, audit, OpenLineage), for an orchestrator that runs each table as its own task.
     ``retry=False``: one attempt (the orchestrator retries), healing kept for the next;
-    ``rebuild``: build even when its code and inputs are unchanged (a damaged version)."""
+    ``rebuild``: build even when its code and inputs are unchanged (a damaged version);
+    ``catalog``: the project as the caller loaded it (else loaded now)."""
     if settings is None:
         settings = MedallionSettings.from_env(os.environ, project_root)
-    catalog = load_catalog(project_root)
+    catalog = catalog or load_catalog(project_root)
     dataset = catalog.datasets.get(table)
     if dataset is None:
         raise KeyError(f"{table} is not a table of the project (`medallion catalog show`)")

@@ -62,7 +62,7 @@ def build(table: str, partition: str | None, no_retry: bool, rebuild: bool, proj
 
     settings = with_spark_log(settings_for(project))  # Spark's own lines to a file, as for run
     Lake.of(settings).check_layout()  # a lake folder of the old layout: one line
-    checked_before_spark(project, settings)  # jars, credentials, lake, catalog, warehouse
+    catalog = checked_before_spark(project, settings)  # jars, credentials, lake, warehouse
     try:
         summary = build_table(
             project,
@@ -72,6 +72,7 @@ def build(table: str, partition: str | None, no_retry: bool, rebuild: bool, proj
             settings=settings,
             retry=not no_retry,
             rebuild=rebuild,
+            catalog=catalog,
         )
     except CatalogError as error:
         does_not_load(project, error)

@@ -66,14 +66,16 @@ def does_not_load(project: Path, error: CatalogError) -> NoReturn:
     sys.exit(2)
 
 
-def checked_before_spark(project: Path, settings: MedallionSettings) -> None:
+def checked_before_spark(project: Path, settings: MedallionSettings) -> Catalog:
     """Preflight (``medallion_assets.preflight``) before a command starts Spark: each warning
     said on stderr; each problem said in one line with its fix, then exit 2, within seconds
-    (``medallion doctor`` prints every check)."""
+    (``medallion doctor`` prints every check). Returns the project it loaded, for the command
+    to run (the project is loaded once per process)."""
     # boto3, pyiceberg and the warehouse drivers: loaded only by the commands that run tables
     from medallion_assets.preflight import preflight
 
-    findings = preflight(settings, load(project))
+    catalog = load(project)
+    findings = preflight(settings, catalog)
     for found in findings:
         if found.status == "warning":
             click.echo(f"warning: {found.line}", err=True)
@@ -82,6 +84,7 @@ def checked_before_spark(project: Path, settings: MedallionSettings) -> None:
         click.echo(f"error: {found.line}", err=True)
     if problems:
         sys.exit(2)
+    return catalog
 
 
 def fail(message: str, code: int = 2) -> NoReturn:

@@ -89,10 +89,11 @@ def run(
     if full_refresh:
         full_refresh = _refreshed(project, full_refresh)
     Lake.of(settings).check_layout()  # a lake folder of the old layout: one line
-    checked_before_spark(project, settings)  # jars, credentials, lake, catalog, warehouse
+    # jars, credentials, lake, catalog, warehouse; the project as the run uses it
+    catalog = checked_before_spark(project, settings)
     try:
         with stop_on_signals():
-            summary = _run(project, settings, wait_seconds, full_refresh)
+            summary = _run(project, catalog, settings, wait_seconds, full_refresh)
     except RunStopped as stopped:
         click.echo(
             f"error: {stopped}: no table was published half-way (a table being built when it "
@@ -126,16 +127,18 @@ def _refreshed(project: Path, selection: str) -> str:
 
 
 def _run(
-    project: Path, settings: MedallionSettings, wait_seconds: float, full_refresh: str
+    project: Path,
+    catalog: Catalog,
+    settings: MedallionSettings,
+    wait_seconds: float,
+    full_refresh: str,
 ) -> RunSummary:
     """Run the project under its run lock, the Spark driver starting meanwhile."""
     # Spark and the lake: loaded only by the commands that use them
-    from medallion_assets.catalog import load_catalog
     from medallion_assets.runtime.run_lock import RunInProgress, one_run_at_a_time
     from medallion_assets.runtime.spark_session import SparkWarmUp, pool_weights, reports_lineage
 
     try:
-        catalog = load_catalog(project)
         with one_run_at_a_time(settings, catalog.project.name, click.echo, wait_seconds):
             # When the run certainly builds, the Spark driver starts behind the run lock,
             # while Dagster is imported and the instance loaded: its start-up is off the run's
@@ -160,6 +163,7 @@ def _run(
                     warm_up=warm_up,
                     run_lock_held=True,
                     full_refresh=full_refresh,
+                    catalog=catalog,
                 )
             finally:
                 # An error before the first step is said on stderr, which the JVM's launch

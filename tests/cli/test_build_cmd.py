@@ -54,11 +54,21 @@ def audit_of(root: Path, table: str) -> list:
     return plane.store().audit(entities=[f"dataset:{table}"])
 
 
-def test_build_publishes_one_table_then_finds_it_unchanged(spark, project):
+def test_build_publishes_one_table_then_finds_it_unchanged(spark, project, monkeypatch):
+    from medallion_assets.catalog import loader
+
     root, _store = project
     lake = Lake.local(root / ".medallion" / "lake")
+    discover, loads = loader.discover_sql, []
+
+    def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
+        loads.append(1)
+        return discover(*args, **kwargs)
+
+    monkeypatch.setattr(loader, "discover_sql", counted)
     done = build(root, "bronze.orders")
     assert done.exit_code == 0, done.output
+    assert len(loads) == 1  # the project is loaded once: preflight and the run share it
     assert lake.current("bronze.orders") is not None and lake.current(SILVER) is None
     assert build(root, SILVER).exit_code == 0
     version = lake.current(SILVER)
