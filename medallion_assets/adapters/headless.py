@@ -111,7 +111,7 @@ def run_project(
     project is waited for, up to ``wait_seconds`` (then ``RunInProgress``), unless the caller
     holds its run lock (``run_lock_held``) and maybe started Spark behind it (``warm_up``).
     ``settings``: the caller's, else read from the environment now. ``full_refresh``: the
-    tables to build in full even when unchanged (``*``: every table; else a selection).
+    tables to build in full even when unchanged (``*``: every table; else a selection);
     ``catalog``: the project as the caller loaded it (else loaded now)."""
     if settings is None:
         settings = MedallionSettings.from_env(os.environ, project_root)
@@ -146,8 +146,8 @@ def build_table(
     the same step as ``medallion run``'s (kill switch, build lock, checks, publish, warehouse
     load, audit, OpenLineage), for an orchestrator that runs each table as its own task.
     ``retry=False``: one attempt (the orchestrator retries), healing kept for the next;
-    ``rebuild``: build even when its code and inputs are unchanged (a damaged version);
-    ``catalog``: the project as the caller loaded it (else loaded now)."""
+    ``rebuild``: build even when unchanged (a damaged version); ``catalog``: the project as
+    the caller loaded it."""
     if settings is None:
         settings = MedallionSettings.from_env(os.environ, project_root)
     catalog = catalog or load_catalog(project_root)
@@ -303,15 +303,12 @@ _UNPUBLISHED = ("failed", "blocked", "not run")
 
 
 def _side_by_side(instance: dg.DagsterInstance) -> bool:
-    """Whether runs of this process may execute at the same time on ``instance``.
-
-    Dagster sets up every run's log manager with the instance's YAML log handlers by calling
-    ``logging.config.dictConfig``, which closes every handler of the process while holding the
-    logging module's lock: a run of the process logging at that moment holds its handler's
-    lock and waits for the module's, and the two threads deadlock. Without ``python_logs``
-    handlers in dagster.yaml (the project's instance has none) there is nothing to set up, so
-    the call is skipped for this instance; with them, the runs go one after another, as on an
-    ephemeral instance (its in-memory storage is one SQLite connection)."""
+    """Whether runs of this process may execute at the same time on ``instance``. Dagster sets
+    up each run's log manager with ``logging.config.dictConfig``, which closes every handler
+    while holding the logging module's lock: a run logging then holds its handler's lock and
+    waits for the module's, a deadlock. Without ``python_logs`` handlers in dagster.yaml (the
+    project's instance has none) the call is skipped; with them, or on an ephemeral instance
+    (one SQLite connection), the runs go one after another."""
     if instance.is_ephemeral or instance.get_python_log_dagster_handler_config():
         return False
     instance.get_yaml_python_handlers = list  # type: ignore[method-assign]  # none to set up

@@ -9,7 +9,7 @@ tick. Nothing partial is published either way: a terminated step leaves only its
 folder.
 """
 
-import json  # no "from __future__ import annotations": Dagster reads the hints
+# no "from __future__ import annotations": Dagster reads the hints
 from typing import Any
 
 import dagster as dg
@@ -19,6 +19,7 @@ from medallion_assets.adapters.resources import ControlResource
 from medallion_assets.adapters.translator import DEFAULT_NAMES, Names
 from medallion_assets.catalog import Catalog
 from medallion_assets.control_plane import ControlPlane
+from medallion_assets.kill_switch.stop import InFlight, Seen, newly_disabled, stop_runs
 from medallion_assets.kill_switch.switch import parse_entity
 
 CONTROL_SENSOR = "kill_switch"
@@ -61,41 +62,52 @@ def build_control_sensor(catalog: Catalog, names: Names = DEFAULT_NAMES) -> dg.S
     def _kill_switch(context: dg.SensorEvaluationContext, **_: Any) -> Any:
         plane = names.resources_of(context).control.plane()
         flags = plane.flags()
-        tables = set(plane.disabled(catalog, flags=flags))
-        pipelines = {n for (s, n), f in flags.items() if s == "pipeline" and not f.enabled}
-        seen = json.loads(context.cursor) if context.cursor else {"tables": [], "pipelines": []}
-        new_tables = tables - set(seen["tables"])
-        new_pipelines = pipelines - set(seen["pipelines"])
-        stopped = []
-        if new_tables or new_pipelines:
-            for run in context.instance.get_runs(filters=dg.RunsFilter(statuses=IN_FLIGHT)):
-                mine = run_tables(run, context.instance, names)
-                touched = sorted(mine & new_tables)
-                if run.tags.get("pipeline") in new_pipelines and owns(run, context.instance, names):
-                    touched.append(f"pipeline:{run.tags['pipeline']}")
-                if touched:
-                    stop_run(context.instance, run, touched, plane)
-                    stopped.append(run.run_id)
-        context.update_cursor(
-            json.dumps({"tables": sorted(tables), "pipelines": sorted(pipelines)})
+        now = Seen(
+            frozenset(plane.disabled(catalog, flags=flags)),
+            frozenset(n for (s, n), f in flags.items() if s == "pipeline" and not f.enabled),
         )
+        new = newly_disabled(Seen.parse(context.cursor), now)
+        stopped: list[str] = []
+        if new.tables or new.pipelines:
+            instance = context.instance
+            in_flight = [
+                InFlight(
+                    run.run_id,
+                    frozenset(run_tables(run, instance, names)),
+                    run.tags.get("pipeline"),
+                    owns(run, instance, names),
+                )
+                for run in instance.get_runs(filters=dg.RunsFilter(statuses=IN_FLIGHT))
+            ]
+            store = plane.store()
+            stopped = stop_runs(
+                in_flight,
+                new,
+                DagsterRuns(instance),
+                lambda kind, entity, message, run_id, details: store.record(
+                    kind, entity, message, run_id=run_id, details=dict(details)
+                ),
+            )
+        context.update_cursor(now.cursor())
         if not stopped:
             return dg.SkipReason(
-                f"{len(tables)} table(s) disabled; no in-flight run touches a newly disabled one"
+                f"{len(now.tables)} table(s) disabled; no in-flight run touches a newly "
+                "disabled one"
             )
         return dg.SkipReason(f"terminated run(s) {', '.join(stopped)}")
 
     return _kill_switch
 
 
-def stop_run(
-    instance: dg.DagsterInstance, run: dg.DagsterRun, touched: list[str], plane: ControlPlane
-) -> None:
-    message = f"kill switch: run touches disabled {', '.join(touched)}; terminating it"
-    message = terminate_run(instance, run, message)
-    plane.store().record(
-        "terminate", "run", message, run_id=run.run_id, details={"touched": touched}
-    )
+class DagsterRuns:
+    """The kill switch's ``RunEnder`` on a Dagster instance."""
+
+    def __init__(self, instance: dg.DagsterInstance):
+        self.instance = instance
+
+    def end(self, run_id: str, message: str) -> str:
+        run = self.instance.get_run_by_id(run_id)
+        return message if run is None else terminate_run(self.instance, run, message)
 
 
 def terminate_run(instance: dg.DagsterInstance, run: dg.DagsterRun, message: str) -> str:

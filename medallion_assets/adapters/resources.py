@@ -27,9 +27,9 @@ from medallion_assets.control_plane import ControlPlane
 from medallion_assets.io.openlineage import job_namespace
 from medallion_assets.io.spark_lineage import Parent
 from medallion_assets.lake import Lake
+from medallion_assets.runtime.spark_jobs import run_job_tag
 from medallion_assets.runtime.spark_session import (
     pool_weights,
-    run_job_tag,
     spark_session,
     step_session,
 )

@@ -54,8 +54,9 @@ from medallion_assets.adapters.dagster_internals import (
     merge_run_tags,
     serializable_error_info_from_exc_info,
 )
+from medallion_assets.kill_switch.stop import JobCanceller
 from medallion_assets.runtime import stop
-from medallion_assets.runtime.spark_session import cancel_run_jobs
+from medallion_assets.runtime.spark_jobs import SparkJobs
 
 log = logging.getLogger(__name__)
 
@@ -137,6 +138,7 @@ class ThreadedExecutor(Executor):
         order_for: Callable[[Mapping[str, str]], Ordering | None] | None = None,
         slots: threading.Semaphore | None = None,
         capture_logs: bool = True,
+        jobs: JobCanceller | None = None,
     ):
         """``order``, or ``order_for`` the run's tags when it starts (None: Dagster's order).
         ``slots``: shared by runs executing at the same time in this process (``medallion run``
@@ -145,7 +147,8 @@ class ThreadedExecutor(Executor):
         log (``medallion run``, whose console shows them: Dagster's capture swaps the process's
         file descriptors, which two runs side by side would leave pointing at a finished run's
         file, and echoes them through ``tail`` child processes, which a Ctrl-C to the console's
-        process group kills with a traceback of their own)."""
+        process group kills with a traceback of their own). ``jobs``: what cancels a stopped
+        run's engine jobs (the kill switch's port; default: the process's Spark driver)."""
         if max_workers < 1:
             raise ValueError(f"max_workers must be at least 1, got {max_workers}")
         self.max_workers = max_workers
@@ -153,6 +156,7 @@ class ThreadedExecutor(Executor):
         self.order_for = order_for
         self.slots = slots
         self.capture_logs = capture_logs
+        self.jobs = jobs if jobs is not None else SparkJobs()
 
     @property
     def retries(self) -> RetryMode:
@@ -277,7 +281,7 @@ class ThreadedExecutor(Executor):
                 _canceling(job_context)
                 active.mark_interrupted()
                 _mark_interrupted(job_context.run_id, True)
-                cancel_run_jobs(job_context.run_id)
+                self.jobs.cancel_run_jobs(job_context.run_id)
                 yield DagsterEvent.engine_event(
                     job_context,
                     "the run is being terminated: no new step starts; the running ones "
@@ -288,9 +292,8 @@ class ThreadedExecutor(Executor):
                     active.mark_abandoned(step.key)
                 running.held.clear()
             if stopping:
-                cancel_run_jobs(
-                    job_context.run_id
-                )  # again: a step may have started another job since
+                # again: a step may have started another job since
+                self.jobs.cancel_run_jobs(job_context.run_id)
             else:
                 yield from self._start_ready(job_context, active, running)
                 if not running.threads:

@@ -231,12 +231,6 @@ def _console_to(path: str | None) -> Iterator[None]:
         os.close(saved)
 
 
-def run_job_tag(run_id: str) -> str:
-    """The tag on every Spark job a run's steps start: a terminated run cancels its own jobs
-    only, not those of a run beside it in the process."""
-    return f"medallion-run-{run_id}"
-
-
 def step_session(
     base: SparkSession,
     settings: MedallionSettings,
@@ -381,20 +375,3 @@ def end_driver(timeout: float = 10.0) -> None:
     with contextlib.suppress(OSError, subprocess.TimeoutExpired):
         proc.stdin.close()
         proc.wait(timeout)
-
-
-def cancel_run_jobs(run_id: str) -> None:
-    """Cancel the run's running Spark jobs (those its steps tagged, ``run_job_tag``: a run
-    beside it in the process goes on; a classic session; a Spark Connect client's steps end at
-    their next call instead)."""
-
-    context = SparkContext._active_spark_context
-    # A context still starting (a step opened the session just now) has no JVM side yet, and
-    # one being stopped loses it: nothing of the run runs there to cancel, and the stopping
-    # loop calls again until its steps have ended. Never raise: the steps must end first.
-    if context is None or getattr(context, "_jsc", None) is None:
-        return
-    try:
-        context.cancelJobsWithTag(run_job_tag(run_id))
-    except Exception as error:  # the JVM went away: nothing of the run runs there any more
-        log.debug("could not cancel the Spark jobs of run %s: %s", run_id, error)

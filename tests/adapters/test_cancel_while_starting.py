@@ -16,7 +16,7 @@ import pytest
 SCRIPT = """
 import threading, time
 from pyspark import SparkConf, SparkContext
-from medallion_assets.runtime.spark_session import cancel_run_jobs
+from medallion_assets.runtime.spark_jobs import cancel_run_jobs
 
 conf = SparkConf().setMaster("local[1]").setAppName("cancel-while-starting")
 started = threading.Thread(target=lambda: SparkContext(conf=conf))

@@ -12,13 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from medallion_assets.runtime.spark_jobs import cancel_run_jobs, run_job_tag
 from medallion_assets.runtime.spark_session import (
     JVM_CLASSES,
     SparkWarmUp,
-    cancel_run_jobs,
     fair_pools,
     pool_weights,
-    run_job_tag,
     step_session,
 )
 from medallion_assets.settings import MedallionSettings
