@@ -24,7 +24,7 @@ writes a defs.yaml and a small working project beside the package.
           attributes: {metadata: {source: medallion}}
 
 ``project`` left out: ``$MEDALLION_PROJECT``; a relative path in it is relative to this file
-(``{{ env('MEDALLION_PROJECT', '../../..') }}`` is what the package's demo says). A table left
+(``{{ env.MEDALLION_PROJECT or '../../..' }}`` is what the package's demo says). A table left
 out by ``select``/``exclude`` stays in the graph as a non-executable asset (its lineage shows;
 another code location builds it); jobs, schedules and sensors hold only the selected tables.
 

@@ -141,6 +141,9 @@ def test_the_packages_code_location_is_its_defs_folder(monkeypatch, tmp_path):
     keys = {"/".join(k.path) for k in defs.resolve_asset_graph().get_all_asset_keys()}
     assert {"bronze/orders", "silver/orders_clean", "gold/revenue"} <= keys
     assert "gold/revenue_by_region" not in keys  # not the demo
+    monkeypatch.setenv("MEDALLION_PROJECT", "")  # empty counts as unset: the demo
+    keys = {"/".join(k.path) for k in location.defs().resolve_asset_graph().get_all_asset_keys()}
+    assert "gold/revenue_by_region" in keys
 
 
 RUNNER = """
