@@ -123,10 +123,7 @@ class TableStep:
 
     def guard(self, lineage: StepLineage | None = None) -> StepGuard:
         """The step's guard (one per step: it reads the control flags once)."""
-        tags = self.context.run.tags
-        facts = StepFacts(
-            self.run.run_id, tags.get("pipeline"), tags, self.context.retry_number + 1
-        )
+        facts = StepFacts(self.context.run.tags, self.context.retry_number + 1)
         return StepGuard(self.run, self.plane, facts, lineage)
 
     def events(self, runner: TableRunner) -> Iterator[StepEvent]:

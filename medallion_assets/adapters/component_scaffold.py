@@ -15,7 +15,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from medallion_assets.catalog.starter import project_files, safe_name
+from medallion_assets.catalog.starter import project_files, safe_name, write_files
 from medallion_assets.settings import MedallionSettings
 
 
@@ -33,6 +33,4 @@ class ProjectScaffolder(dg.Scaffolder):
 def write_starter(folder: Path) -> None:
     """The starter project in ``folder``, its raw sample where its runs read raw data."""
     settings = MedallionSettings.from_env({}, folder)
-    for file in project_files(folder, settings.s3_root.resolve(), safe_name(folder.name)):
-        file.destination.parent.mkdir(parents=True, exist_ok=True)
-        file.destination.write_bytes(file.content)
+    write_files(project_files(folder, settings.s3_root.resolve(), safe_name(folder.name)))

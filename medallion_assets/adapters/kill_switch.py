@@ -44,7 +44,12 @@ def run_tables(
 
 def owns(run: dg.DagsterRun, instance: dg.DagsterInstance, names: Names) -> bool:
     """Whether ``run`` is one of the project's (with other projects in its code location)."""
-    return not names.prefix or bool(run_tables(run, instance, names))
+    return owns_tables(run_tables(run, instance, names), names)
+
+
+def owns_tables(tables: set[str], names: Names) -> bool:
+    """Whether a run materializing ``tables`` (``run_tables``) is one of the project's."""
+    return not names.prefix or bool(tables)
 
 
 def build_control_sensor(catalog: Catalog, names: Names = DEFAULT_NAMES) -> dg.SensorDefinition:
@@ -70,15 +75,17 @@ def build_control_sensor(catalog: Catalog, names: Names = DEFAULT_NAMES) -> dg.S
         stopped: list[str] = []
         if new.tables or new.pipelines:
             instance = context.instance
-            in_flight = [
-                InFlight(
-                    run.run_id,
-                    frozenset(run_tables(run, instance, names)),
-                    run.tags.get("pipeline"),
-                    owns(run, instance, names),
+            in_flight = []
+            for run in instance.get_runs(filters=dg.RunsFilter(statuses=IN_FLIGHT)):
+                tables = run_tables(run, instance, names)  # its plan read once per run
+                in_flight.append(
+                    InFlight(
+                        run.run_id,
+                        frozenset(tables),
+                        run.tags.get("pipeline"),
+                        owns_tables(tables, names),
+                    )
                 )
-                for run in instance.get_runs(filters=dg.RunsFilter(statuses=IN_FLIGHT))
-            ]
             store = plane.store()
             stopped = stop_runs(
                 in_flight,

@@ -62,22 +62,6 @@ class StepLineage:
     ended: bool = False  # an ABORT, FAIL or COMPLETE was sent
 
     @classmethod
-    def start(
-        cls,
-        context: dg.AssetExecutionContext,
-        catalog: Catalog,
-        dataset: Dataset,
-        run: TableRun,
-        warehouse: Any,
-    ) -> StepLineage | None:
-        """Send START and return the step's lineage; None when OpenLineage is off.
-        ``warehouse``: the run's ``WarehouseResource``."""
-        lineage = cls.of(context, catalog, dataset, run, warehouse)
-        if lineage is not None:
-            lineage.begin()
-        return lineage
-
-    @classmethod
     def of(
         cls,
         context: dg.AssetExecutionContext,

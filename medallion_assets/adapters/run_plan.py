@@ -26,13 +26,13 @@ from medallion_assets.adapters.assets import FULL_REFRESH_TAG
 from medallion_assets.adapters.checks import check_results
 from medallion_assets.adapters.resources import LakeResource, S3Resource, WarehouseResource
 from medallion_assets.adapters.run_summary import CheckOutcome, TableResult
-from medallion_assets.adapters.step_order import below_profile
 from medallion_assets.adapters.translator import table_key
 from medallion_assets.catalog import Catalog
 from medallion_assets.checks.results import CheckResult
 from medallion_assets.control_plane import ControlPlane
 from medallion_assets.recovery.recover import down_now
 from medallion_assets.recovery.reroute import PRIMARY
+from medallion_assets.runtime.run_profile import below_profile
 from medallion_assets.runtime.table_run import TableRun, step_partitions
 from medallion_assets.runtime.table_runner import TableOutcome, TableRunner
 

@@ -32,11 +32,9 @@ from medallion_assets.catalog import Catalog
 from medallion_assets.control.store import ControlStore
 from medallion_assets.control_plane import ControlPlane
 from medallion_assets.profiles.profiles import EffectiveProfile
-from medallion_assets.runtime.run_profile import below_profile, policy_of, run_profile
+from medallion_assets.runtime.run_profile import policy_of, run_profile
 from medallion_assets.settings import MedallionSettings
 from medallion_assets.simulate.scheduling import SchedulingPolicy
-
-__all__ = ["SHARED_EXECUTOR", "StepOrder", "below_profile", "executor_for"]
 
 _BLOCKED = 1e15  # a step that may not start sorts after every one that may
 _LOAD = 1e9  # then the load of its systems (per mille of the limit), then its rank

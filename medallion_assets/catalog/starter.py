@@ -61,6 +61,13 @@ def schema_header(destination: Path) -> str:
     return f"# yaml-language-server: $schema={where}\n"
 
 
+def write_files(files: list[ProjectFile]) -> None:
+    """Write each file, making its folders (``OSError`` when one cannot be written)."""
+    for file in files:
+        file.destination.parent.mkdir(parents=True, exist_ok=True)
+        file.destination.write_bytes(file.content)
+
+
 def project_files(root: Path, raw_root: Path, name: str) -> list[ProjectFile]:
     """Every file of the template, at its place under ``root`` (the raw sample under
     ``raw_root``, the folder standing in for S3), the project's name filled in."""

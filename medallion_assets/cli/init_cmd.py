@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from medallion_assets.catalog.starter import EXAMPLE_SQL, project_files, safe_name
+from medallion_assets.catalog.starter import EXAMPLE_SQL, project_files, safe_name, write_files
 from medallion_assets.cli.common import fail, settings_for
 
 
@@ -42,9 +42,7 @@ def init(folder: Path, force: bool) -> None:
     if not force:
         refuse_to_overwrite(folder, existing)
     try:
-        for file in files:
-            file.destination.parent.mkdir(parents=True, exist_ok=True)
-            file.destination.write_bytes(file.content)
+        write_files(files)
     except OSError as error:
         fail(f"could not write the project into {folder}: {error}")
 

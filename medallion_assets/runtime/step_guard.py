@@ -12,7 +12,7 @@ The Dagster step (``adapters/assets.py``) hands the guard what Dagster knows of 
 (``StepFacts``) and its OpenLineage events, and calls it; what Dagster alone does (the step's
 events, its retries and healing, the build lock's wait) stays there.
 
-    guard = StepGuard(run, plane, StepFacts(run_id, pipeline, tags, attempt=1))
+    guard = StepGuard(run, plane, StepFacts(tags, attempt=1))
     if guard.left_out() is None:
         begun = guard.begin()  # a Route, or NotBuilt with why
 """
@@ -43,14 +43,17 @@ class LineageEvents(Protocol):
 
 @dataclass(frozen=True)
 class StepFacts:
-    """What the orchestrator knows of the step: its run, the run's pipeline (None: a run of no
-    one pipeline, e.g. ``medallion run`` or the asset graph) and tags, and the attempt (1: the
-    first)."""
+    """What the orchestrator knows of the step beyond its ``TableRun``: the run's tags and the
+    attempt (1: the first)."""
 
-    run_id: str
-    pipeline: str | None
     tags: Mapping[str, str] = field(default_factory=dict)
     attempt: int = 1
+
+    @property
+    def pipeline(self) -> str | None:
+        """The run's pipeline (None: a run of no one pipeline, e.g. ``medallion run`` or the
+        asset graph)."""
+        return self.tags.get("pipeline")
 
 
 class Audit:
@@ -137,7 +140,7 @@ class StepGuard:
             "skip",
             f"dataset:{self.run.dataset.name}",
             out.message,
-            run_id=self.facts.run_id,
+            run_id=self.run.run_id,
             details=dict(out.details),
         )
         if self.lineage is not None:

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from medallion_assets.adapters.step_order import StepOrder, below_profile
+from medallion_assets.adapters.step_order import StepOrder
 from medallion_assets.adapters.translator import step_name
 from medallion_assets.control_plane import ControlPlane
 from medallion_assets.profiles.overrides import ProfileOverrides
 from medallion_assets.profiles.priority import PROFILE_TAG, request_priority
+from medallion_assets.runtime.run_profile import below_profile
 
 LOW = "gold.daily_user_events"  # criticality low in the demo
 CRITICAL = "gold.revenue_by_region"

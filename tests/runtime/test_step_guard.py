@@ -55,7 +55,7 @@ def guard_of(
         control=plane.store(),
     )
     lineage = Lineage()
-    return StepGuard(run, plane, StepFacts("run-1", None, tags or {}, attempt=2), lineage), lineage
+    return StepGuard(run, plane, StepFacts(tags or {}, attempt=2), lineage), lineage
 
 
 def audit(plane: ControlPlane, table: str) -> list[tuple[str, str]]:
