@@ -218,7 +218,7 @@ def run_scenario(scenario: Scenario, tmp: Path, data: ShopData, template: Path) 
     dagster_home.mkdir(parents=True)
     env = run_env(work / "home", data.s3_root)
     slots = MedallionSettings.from_env(env, data.project).run_slots()  # as project_instance
-    settings = instance_settings(catalog.profiles, data.project, slots)
+    settings = instance_settings(catalog.profiles, data.project, slots, dagster_home)
     (dagster_home / "dagster.yaml").write_text(settings)
     env.update(
         MEDALLION_PROJECT=str(data.project),

@@ -37,6 +37,11 @@ from dagster._core.execution.plan.plan import ExecutionPlan
 from dagster._core.execution.plan.step import ExecutionStep
 from dagster._core.execution.retries import RetryMode  # the executor's retry mode
 
+# --- the instance's event log (event_log.py): Dagster's SQLite event log with its connections
+# kept; the class its dagster.yaml docs name for `event_log_storage`, and the timeout it uses.
+from dagster._core.storage.event_log import SqliteEventLogStorage
+from dagster._core.storage.sqlite import SQLITE_BUSY_TIMEOUT_SECONDS
+
 # --- the tag a run's partition is in ("dagster/partition"; Dagster's own constant).
 from dagster._core.storage.tags import PARTITION_NAME_TAG
 from dagster._core.utils import make_new_backfill_id
@@ -48,6 +53,7 @@ from dagster._utils.error import serializable_error_info_from_exc_info  # a thre
 
 __all__ = [
     "PARTITION_NAME_TAG",
+    "SQLITE_BUSY_TIMEOUT_SECONDS",
     "ActiveExecution",
     "ConfigurableClassData",
     "EngineEventData",
@@ -61,6 +67,7 @@ __all__ = [
     "PlanExecutionContextManager",
     "PlanOrchestrationContext",
     "RetryMode",
+    "SqliteEventLogStorage",
     "core_execute_in_process",
     "create_compute_log_file_key",
     "dagster_event_sequence_for_step",

@@ -91,4 +91,4 @@ def test_the_project_instance_enables_run_monitoring(tmp_path):
         assert instance.run_monitoring_start_timeout_seconds == 180
     written = (tmp_path / ".medallion" / "dagster" / "dagster.yaml").read_text()
     slots = MedallionSettings.from_env({}, tmp_path).run_slots()
-    assert written == instance_settings(None, tmp_path, slots)
+    assert written == instance_settings(None, tmp_path, slots, tmp_path / ".medallion" / "dagster")
