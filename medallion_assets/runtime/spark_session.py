@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING
 from xml.sax.saxutils import escape
 
 from pyspark import SparkContext
-from pyspark.logger import PySparkLogger
 from pyspark.sql import SparkSession
 
 from medallion_assets.catalog.base import CRITICALITIES
@@ -34,6 +33,7 @@ from medallion_assets.io.spark_lineage import Parent
 from medallion_assets.jvm.driver import driver_java_options, jar_conf
 from medallion_assets.lake.catalog import LakeCatalog
 from medallion_assets.lake.session import attach
+from medallion_assets.runtime import pyspark_loggers
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +64,7 @@ def spark_session(
     ``parent``: the Dagster run whose driver this call starts, the parent of the runs Spark's
     OpenLineage listener reports (``io/spark_lineage.py``: on when OpenLineage is configured
     and the catalog is REST or Glue)."""
+    pyspark_loggers.install()  # before any pyspark logger is made on this thread
     # Workers must run the interpreter that has pyspark and the project installed.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -125,7 +126,7 @@ def query_context_logs_to(path: Path | None, secrets: frozenset[str] = frozenset
     """Send PySpark's query-context records to ``path`` (Spark's log, masked), or nowhere."""
 
     for name in QUERY_CONTEXT_LOGGERS:
-        logger = PySparkLogger.getLogger(name)
+        logger = pyspark_loggers.get_logger(name)
         for old in list(logger.handlers):
             logger.removeHandler(old)
         # PySparkLogger gives a handler its JSON formatter; the record (its Java trace
@@ -307,6 +308,7 @@ class SparkWarmUp:
     ):
         """``say``: told when the start begins and ends (the first start on a machine takes
         tens of seconds, which would otherwise be silence)."""
+        pyspark_loggers.install()  # on this thread, before the warm-up's makes any
         self.error: BaseException | None = None
         self._started = threading.Event()  # the driver is up, or its start failed
         self._say = say or (lambda _line: None)
