@@ -52,9 +52,9 @@ def read_yaml(path: Path, label: str) -> tuple[YamlDocument | None, list[Catalog
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as error:
         return None, [CatalogIssue(label, "", f"not UTF-8 text: {error}", "save the file as UTF-8")]
-    too_deep = _too_deep(text, label)
-    if too_deep is not None:
-        return None, [too_deep]
+    too_big = _too_deep_or_big(text, label)
+    if too_big is not None:
+        return None, [too_big]
     try:
         node = yaml.compose(text, Loader=_LOADER)
     except yaml.YAMLError as error:
@@ -122,17 +122,48 @@ def yaml_fix(problem: str) -> str:
 # depth is measured first on the parser's events, which libyaml produces without recursion.
 MAX_YAML_DEPTH = 64
 
+# Aliases (``*name``) repeat what an anchor (``&name``) holds; the builder below writes each
+# repetition out. Sharing a block of settings between tables multiplies a file a few times;
+# an "alias bomb" (each level repeating the one before ten times) multiplies it by a billion
+# and would fill memory. What the aliases expand to is counted on the parser's events first:
+# at most this many values beyond ten per value written in the file.
+MAX_ALIAS_EXPANSION = 100_000
 
-def _too_deep(text: str, label: str) -> CatalogIssue | None:
+
+def _too_deep_or_big(text: str, label: str) -> CatalogIssue | None:
     depth = 0
+    # Values per open collection, with its anchor; anchors -> the values they hold.
+    open_: list[tuple[str | None, int]] = [(None, 0)]
+    held: dict[str, int] = {}
+    written = 0
     try:
         for event in yaml.parse(text, Loader=_LOADER):
             if isinstance(event, yaml.CollectionStartEvent):
                 depth += 1
                 if depth > MAX_YAML_DEPTH:
                     return _depth_issue(label, event.start_mark.line if event.start_mark else None)
+                open_.append((event.anchor, 1))
+                written += 1
             elif isinstance(event, yaml.CollectionEndEvent):
                 depth -= 1
+                anchor, values = open_.pop()
+                if anchor is not None:
+                    held[anchor] = values
+                parent, before = open_[-1]
+                open_[-1] = (parent, before + values)
+            elif isinstance(event, yaml.ScalarEvent | yaml.AliasEvent):
+                if isinstance(event, yaml.AliasEvent):
+                    values = held.get(str(event.anchor), 1)
+                else:
+                    values, written = 1, written + 1
+                    if event.anchor is not None:
+                        held[event.anchor] = 1
+                parent, before = open_[-1]
+                open_[-1] = (parent, before + values)
+                if open_[0][1] + sum(v for _, v in open_[1:]) > (
+                    MAX_ALIAS_EXPANSION + 10 * written
+                ):
+                    return _alias_issue(label, event.start_mark.line if event.start_mark else None)
     except yaml.YAMLError as error:
         # libyaml 0.2.5+ (PyYAML 6.0.4's wheels) stops at 1,000 flow levels in its scanner,
         # which reads ahead of the events: the same problem, reported in our words.
@@ -141,6 +172,16 @@ def _too_deep(text: str, label: str) -> CatalogIssue | None:
             return _depth_issue(label, mark.line if mark is not None else None)
         return None  # composing reports malformed YAML with its line
     return None
+
+
+def _alias_issue(label: str, line: int | None) -> CatalogIssue:
+    return CatalogIssue(
+        label,
+        "",
+        f"its aliases (*name) expand to more than {MAX_ALIAS_EXPANSION:,} values",
+        "write the repeated settings out, or alias a block a few times, not aliases of aliases",
+        line + 1 if line is not None else None,
+    )
 
 
 def _depth_issue(label: str, line: int | None) -> CatalogIssue:

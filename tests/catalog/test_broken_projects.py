@@ -31,6 +31,12 @@ def _pipeline(line: str) -> str:
     return f"pipelines:\n  - id: daily\n    {line}\n    select: {{sinks: [gold.revenue]}}\n"
 
 
+# "Billion laughs": each line repeats the one before nine times (9**9 values written out).
+_LAUGHS = 'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n' + "".join(
+    f"{x}: &{x} [{', '.join([f'*{y}'] * 9)}]\n" for x, y in zip("bcdefghi", "abcdefgh", strict=True)
+)
+
+
 @dataclass(frozen=True)
 class Broken:
     files: dict[str, str | None]  # path -> new content (None deletes the file)
@@ -526,6 +532,18 @@ CASES: dict[str, Broken] = {
         },
         [("metadata/datasets.yaml", 5, "the query is nested too deeply to parse")],
     ),
+    "yaml_alias_bomb_as_top_level_keys": Broken(
+        {"metadata/exposures.yaml": _LAUGHS},
+        [("metadata/exposures.yaml", 6, "its aliases (*name) expand to more than 100,000 values")],
+    ),
+    "yaml_alias_bomb_as_a_value": Broken(
+        {
+            "metadata/datasets.yaml": "laughs:\n"
+            + "".join("  " + line + "\n" for line in _LAUGHS.splitlines())
+            + "datasets:\n  silver.orders_clean:\n    description: *i\n"
+        },
+        [("metadata/datasets.yaml", 7, "its aliases (*name) expand to more than 100,000 values")],
+    ),
     "yaml_nested_too_deeply": Broken(
         {"metadata/datasets.yaml": "datasets: " + "[" * 100_000 + "]" * 100_000 + "\n"},
         [("metadata/datasets.yaml", 1, "nested more than 64 levels deep")],
@@ -617,3 +635,26 @@ def test_identifiers_with_a_trailing_newline_are_not_safe():
         check_identifier("orders\n")
     with pytest.raises(ValueError):
         check_table_name("silver.orders\n")
+
+
+def test_an_alias_bomb_is_refused_at_once_and_a_shared_block_is_not(tmp_path: Path):
+    import time
+
+    root = build(tmp_path, CASES["yaml_alias_bomb_as_a_value"])
+    started = time.perf_counter()
+    with pytest.raises(CatalogError):
+        load_catalog(root, use_cache=False)
+    assert time.perf_counter() - started < 10  # refused before anything is written out
+    shared = build(
+        tmp_path / "shared",
+        Broken(
+            {
+                "metadata/datasets.yaml": "datasets:\n  silver.orders_clean:\n"
+                "    owners: &owners [team:a, team:b]\n"
+                "  gold.revenue:\n    owners: *owners\n"
+            },
+            [],
+        ),
+    )
+    catalog = load_catalog(shared, use_cache=False)
+    assert catalog.datasets["gold.revenue"].settings.owners == ("team:a", "team:b")
