@@ -24,7 +24,7 @@ class CatalogIssue:
         where = f"{self.file}:{self.line}" if self.line else self.file
         field = f" {self.field}:" if self.field else ""
         fix = f" (fix: {self.fix})" if self.fix else ""
-        return f"{where}:{field} {self.message}{fix}"
+        return visible(f"{where}:{field} {self.message}{fix}")
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -44,6 +44,21 @@ class CatalogError(Exception):
         self.issues = tuple(issues)
         lines = "\n".join(f"  {issue}" for issue in self.issues)
         super().__init__(f"{len(self.issues)} problem(s) in project {root}:\n{lines}")
+
+
+def visible(text: str) -> str:
+    r"""``text`` with every character a terminal would not show as itself escaped: control
+    characters, and the format characters that reorder or hide text (a right-to-left override
+    in a file name would print it reversed). Line breaks and tabs stay.
+
+    >>> print(visible("sql/gold/\u202elqs.sj, NUL \x00"))
+    sql/gold/\u202elqs.sj, NUL \x00
+    >>> visible("two\nlines") == "two\nlines"
+    True
+    """
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() or ch in "\n\t" else ascii(ch)[1:-1] for ch in text)
 
 
 def format_field(loc: tuple[object, ...]) -> str:

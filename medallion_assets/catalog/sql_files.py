@@ -48,11 +48,25 @@ def discover_sql(
                 "create sql/bronze, sql/silver, sql/gold with one .sql file per table",
             )
         ]
+    inside = root.resolve()
     for path in sorted(folder.rglob("*")):
-        if path.is_dir() or path.name.startswith("."):
+        if path.name.startswith("."):
             continue
         relative = path.relative_to(folder)
         label = f"sql/{relative.as_posix()}"
+        if path.is_symlink() and not path.resolve().is_relative_to(inside):
+            # Loaded, it would be a table whose SQL lives elsewhere and changes unseen.
+            issues.append(
+                CatalogIssue(
+                    label,
+                    "",
+                    f"a link to {path.resolve()}, outside the project",
+                    "copy it into the project, or remove the link",
+                )
+            )
+            continue
+        if path.is_dir():
+            continue
         top = relative.parts[0]
         if path.suffix != ".sql":
             issues.append(

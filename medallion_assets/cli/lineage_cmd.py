@@ -10,6 +10,7 @@ from typing import Any
 import click
 import yaml
 
+from medallion_assets.catalog.errors import visible
 from medallion_assets.cli.common import fail, known_table, load, project_option
 from medallion_assets.lineage.graph import LineageGraph, Node
 from medallion_assets.lineage.render import RENDERERS, LineageView, render_tree, view
@@ -144,13 +145,15 @@ def _echo_errors(result: ScanResult) -> None:
     """The files that could not be analysed, on stderr, so stdout stays a valid graph."""
     if result.passed:
         shown = ", ".join(result.passed[:5]) + (" ..." if len(result.passed) > 5 else "")
-        click.echo(f"{len(result.passed)} file(s) move no data, passed over: {shown}", err=True)
+        click.echo(
+            visible(f"{len(result.passed)} file(s) move no data, passed over: {shown}"), err=True
+        )
     if not result.errors:
         return
     click.echo(f"{len(result.errors)} error(s):", err=True)
     for error in result.errors:
         kept = " (its table edges are shown)" if error.stage == "columns" else ""
-        click.echo(f"error: {error.file}: {error.message}{kept}", err=True)
+        click.echo(visible(f"error: {error.file}: {error.message}{kept}"), err=True)
 
 
 def _read_schema(path: Path) -> dict[str, dict[str, str]]:

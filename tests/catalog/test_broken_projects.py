@@ -658,3 +658,34 @@ def test_an_alias_bomb_is_refused_at_once_and_a_shared_block_is_not(tmp_path: Pa
     )
     catalog = load_catalog(shared, use_cache=False)
     assert catalog.datasets["gold.revenue"].settings.owners == ("team:a", "team:b")
+
+
+def test_a_link_leaving_the_project_is_refused_and_one_inside_is_not(tmp_path: Path):
+    root = build(tmp_path, Broken({}, []))
+    outside = tmp_path / "elsewhere.sql"
+    outside.write_text("SELECT order_id FROM silver.orders_clean\n")
+    (root / "sql" / "gold" / "linked.sql").symlink_to(outside)
+    (root / "sql" / "gold").joinpath("linked_dir").symlink_to(tmp_path, target_is_directory=True)
+    with pytest.raises(CatalogError) as raised:
+        load_catalog(root, use_cache=False)
+    shown = [str(issue) for issue in raised.value.issues]
+    fix = "(fix: copy it into the project, or remove the link)"
+    assert shown == [
+        f"sql/gold/linked.sql: a link to {outside}, outside the project {fix}",
+        f"sql/gold/linked_dir: a link to {tmp_path}, outside the project {fix}",
+    ]
+    (root / "sql" / "gold" / "linked.sql").unlink()
+    (root / "sql" / "gold" / "linked_dir").unlink()
+    inner = root / "sql" / "gold" / "copy.sql"
+    inner.symlink_to(root / "sql" / "gold" / "revenue.sql")
+    assert "gold.copy" in load_catalog(root, use_cache=False).datasets
+
+
+def test_a_name_that_would_print_reversed_is_shown_escaped(tmp_path: Path):
+    root = build(tmp_path, Broken({}, []))
+    (root / "sql" / "gold" / "revenue\u202elqs.sql").write_text("SELECT 1 AS x\n")
+    with pytest.raises(CatalogError) as raised:
+        load_catalog(root, use_cache=False)
+    message = str(raised.value)
+    assert "\u202e" not in message
+    assert "sql/gold/revenue\\u202elqs.sql" in message
