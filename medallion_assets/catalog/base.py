@@ -25,6 +25,11 @@ Layer = Literal["bronze", "silver", "gold"]
 
 _IDENT = re.compile(r"^[a-z_][a-z0-9_]*$")
 _TABLE = re.compile(r"^[a-z_][a-z0-9_]*\.[a-z_][a-z0-9_]*$")
+
+# Warehouse names the project writes itself (io/warehouse_sql.py): the load ledger beside each
+# loaded table, and the staging tables of a load. A target may not be named like them.
+WAREHOUSE_LEDGER = "medallion_loads"
+WAREHOUSE_STAGING_PREFIX = "_stage_"
 _BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 
 

@@ -17,6 +17,8 @@ from pydantic import Field, field_validator, model_validator
 from medallion_assets.catalog.base import (
     _IDENT,
     _TABLE,
+    WAREHOUSE_LEDGER,
+    WAREHOUSE_STAGING_PREFIX,
     Criticality,
     Model,
     check_dialect,
@@ -136,6 +138,13 @@ class Target(Model):
         if not _TABLE.fullmatch(value) and not _IDENT.fullmatch(value):
             raise ValueError(
                 f"{value!r} is not a safe warehouse table name: write 'schema.table' in lower case"
+            )
+        name = value.rsplit(".", 1)[-1]
+        if name == WAREHOUSE_LEDGER or name.startswith(WAREHOUSE_STAGING_PREFIX):
+            raise ValueError(
+                f"{value!r} is a name the project keeps for itself in the warehouse (its load "
+                f"ledger {WAREHOUSE_LEDGER}, staging tables {WAREHOUSE_STAGING_PREFIX}*): give "
+                "the table another name"
             )
         return value
 

@@ -290,6 +290,21 @@ BUILTIN_CLASSES: tuple[ErrorClass, ...] = (
         "data fails the same way",
     ),
     ErrorClass(
+        "warehouse_schema_clash",
+        "WAREHOUSE_SCHEMA_CLASH",
+        # The warehouse table has no such column, or one of a type the load cannot go into:
+        # PostgreSQL and Redshift (42703, 42804, 42846), DuckDB's binder.
+        exceptions=(
+            "UndefinedColumn",
+            "DatatypeMismatch",
+            "CannotCoerce",
+            "_duckdb.BinderException",
+        ),
+        fix="the warehouse table's columns do not fit what is loaded (the message names the "
+        "column): alter or drop that table, or change what the target loads; retrying loads "
+        "the same columns into the same table",
+    ),
+    ErrorClass(
         "path_of_wrong_kind",
         "PATH_OF_WRONG_KIND",
         exceptions=("NotADirectoryError", "FileExistsError", "IsADirectoryError"),

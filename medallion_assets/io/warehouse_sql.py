@@ -14,6 +14,8 @@ import re
 from collections.abc import Sequence
 from typing import Literal
 
+from medallion_assets.catalog.base import WAREHOUSE_LEDGER, WAREHOUSE_STAGING_PREFIX
+
 Dialect = Literal["postgres", "redshift", "duckdb"]
 DIALECTS: tuple[str, ...] = ("postgres", "redshift", "duckdb")
 
@@ -131,7 +133,7 @@ def _check_type(kind: str) -> str:
 def temp_table_name(table: str, token: str) -> str:
     """A session-private staging table name, unique per load: ``_stage_orders_<token>``."""
     _, name = split_table(table)
-    return quote_identifier(f"_stage_{name[:40]}_{token}")[1:-1]
+    return quote_identifier(f"{WAREHOUSE_STAGING_PREFIX}{name[:40]}_{token}")[1:-1]
 
 
 def create_temp_like(
@@ -282,7 +284,7 @@ def count_duplicate_keys(table: str, keys: Sequence[str], scope: str | None = No
 
 # --- the load ledger: which lake version of which partition the warehouse holds ---------------
 
-LEDGER = "medallion_loads"
+LEDGER = WAREHOUSE_LEDGER  # a target may not be named so (catalog/models.py)
 _LEDGER_COLUMNS = (
     ("warehouse_table", "VARCHAR(255)"),
     ("partition_key", "VARCHAR(32)"),  # '' for a table without partitions

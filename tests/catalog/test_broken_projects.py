@@ -544,6 +544,20 @@ CASES: dict[str, Broken] = {
         },
         [("metadata/datasets.yaml", 7, "its aliases (*name) expand to more than 100,000 values")],
     ),
+    "target_named_like_the_load_ledger": Broken(
+        {
+            "metadata/targets.yaml": "targets:\n  - {table: gold.revenue, system: warehouse, "
+            "warehouse_table: finance.medallion_loads, mode: replace}\n"
+        },
+        [
+            (
+                "metadata/targets.yaml",
+                2,
+                "'finance.medallion_loads' is a name the project keeps for itself in the "
+                "warehouse (its load ledger medallion_loads, staging tables _stage_*)",
+            )
+        ],
+    ),
     "yaml_nested_too_deeply": Broken(
         {"metadata/datasets.yaml": "datasets: " + "[" * 100_000 + "]" * 100_000 + "\n"},
         [("metadata/datasets.yaml", 1, "nested more than 64 levels deep")],

@@ -239,6 +239,22 @@ def test_data_that_breaks_a_type_or_constraint_fails_at_once_in_every_engine():
         assert diagnose((), Failure.of(transient)).then == "retry"
 
 
+def test_a_warehouse_table_whose_columns_clash_with_the_load_fails_at_once():
+    import duckdb
+    import psycopg.errors
+
+    connection = duckdb.connect()
+    connection.execute("CREATE TABLE t (k INTEGER)")
+    for error in (
+        caught(lambda: connection.execute("INSERT INTO t (k, missing) VALUES (1, 2)")),
+        psycopg.errors.UndefinedColumn('column "missing" of relation "t" does not exist'),
+        psycopg.errors.DatatypeMismatch('column "k" is of type integer but expression is text'),
+    ):
+        diagnosis = diagnose((), Failure.of(error))
+        assert (diagnosis.error_code, diagnosis.then) == ("WAREHOUSE_SCHEMA_CLASH", "fail"), error
+        assert "retrying loads the same columns" in diagnosis.fix
+
+
 def test_a_full_disk_is_permanent_and_says_so():
     for error in (
         OSError(28, os.strerror(28)),
