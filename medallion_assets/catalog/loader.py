@@ -131,6 +131,10 @@ def _tables(
         lineage = analysis.lineage.get(sql_file.label)
         if lineage is None:
             continue
+        issues.extend(
+            CatalogIssue(sql_file.label, "sql", u.message(), u.fix(), u.line)
+            for u in lineage.unknown
+        )
         if lineage.target.split(".")[0] != layer or lineage.target.count(".") != 1:
             issues.append(
                 CatalogIssue(

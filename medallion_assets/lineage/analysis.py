@@ -22,6 +22,7 @@ from medallion_assets.lineage.file_lineage import (
 from medallion_assets.lineage.script import Unparsable
 from medallion_assets.lineage.statement import SqlError, Statement, parse_statement
 from medallion_assets.lineage.token_tables import words_lineage
+from medallion_assets.lineage.unknown_columns import unknown_columns
 
 
 @dataclass(frozen=True)
@@ -192,6 +193,8 @@ class _Run:
         try:
             statement = self._statement(sql_file)
             columns = statement_columns(statement, schema)
+            query = statement.query
+            unknown = unknown_columns(query, schema) if query is not None else ()
         except Exception as error:  # sqlglot's own errors too: one file never stops the rest
             # The table edges found above stay in the results: a user would rather see which
             # tables the file reads than nothing at all.
@@ -199,7 +202,7 @@ class _Run:
             self.errors.append(FileError(sql_file.label, message, table.kind, "columns"))
             return
         partial = table.kind.startswith("insert") and bool(statement.target_columns)
-        result = FileLineage(table.target, table.kind, table.sources, columns, partial)
+        result = FileLineage(table.target, table.kind, table.sources, columns, partial, unknown)
         self._store(sql_file.label, result)
         if self.cache:
             self.cache.put(key, result.as_dict())

@@ -10,6 +10,7 @@ from sqlglot import exp
 from medallion_assets.lineage.columns import Schema, query_columns
 from medallion_assets.lineage.origins import Origin, OutputColumn
 from medallion_assets.lineage.statement import Statement, table_name
+from medallion_assets.lineage.unknown_columns import UnknownColumn
 
 # Stands in for the MERGE target so that reads of the target's own columns can be told apart.
 _MERGE_TARGET = "__merge_target__"
@@ -32,6 +33,8 @@ class FileLineage:
     columns: tuple[ColumnLineage, ...] | None  # None when column lineage was not asked for
     # Its columns are some of the target's (an INSERT naming the columns it fills).
     partial: bool = False
+    # Columns it reads that the table it reads them from certainly lacks.
+    unknown: tuple[UnknownColumn, ...] = ()
 
     def output_schema(self) -> dict[str, str] | None:
         """Column -> type of the target, or None when a star or a partial write leaves it
@@ -52,6 +55,7 @@ class FileLineage:
             "sources": list(self.sources),
             "columns": columns,
             "partial": self.partial,
+            "unknown": [u.as_list() for u in self.unknown],
         }
 
     @classmethod
@@ -63,7 +67,10 @@ class FileLineage:
                 for name, sources, transform, col_type, unresolved in data["columns"]
             )
         sources = tuple(data["sources"])
-        return cls(data["target"], data["kind"], sources, columns, bool(data.get("partial")))
+        unknown = tuple(UnknownColumn.from_list(u) for u in data.get("unknown", ()))
+        return cls(
+            data["target"], data["kind"], sources, columns, bool(data.get("partial")), unknown
+        )
 
 
 def statement_columns(statement: Statement, schema: Schema) -> tuple[ColumnLineage, ...]:

@@ -558,6 +558,34 @@ CASES: dict[str, Broken] = {
             )
         ],
     ),
+    "unknown_column_with_suggestion": Broken(
+        {
+            "sql/gold/revenue.sql": "SELECT country,\n       sum(amout) AS revenue\n"
+            "FROM silver.orders_clean GROUP BY country\n"
+        },
+        [
+            (
+                "sql/gold/revenue.sql",
+                2,
+                "column 12: amout: silver.orders_clean has no column 'amout' "
+                "(fix: did you mean 'amount'?)",
+            )
+        ],
+    ),
+    "column_dropped_that_a_downstream_table_reads": Broken(
+        {
+            "sql/silver/orders_clean.sql": "SELECT order_id, upper(country) AS country\n"
+            "FROM bronze.orders WHERE amount >= 0\n"
+        },
+        [
+            (
+                "sql/gold/revenue.sql",
+                1,
+                "amount: silver.orders_clean has no column 'amount' (fix: use a column "
+                "silver.orders_clean has, or add it to what makes silver.orders_clean)",
+            )
+        ],
+    ),
     "yaml_nested_too_deeply": Broken(
         {"metadata/datasets.yaml": "datasets: " + "[" * 100_000 + "]" * 100_000 + "\n"},
         [("metadata/datasets.yaml", 1, "nested more than 64 levels deep")],

@@ -1,0 +1,229 @@
+"""Columns a query reads that the table it reads them from does not have: caught before Spark,
+with the line and column in the file and the nearest names the table does have.
+
+Only what is certain is reported. A qualified column (``o.amount``) is checked when ``o`` (of
+its query, or of a query it is a subquery of) is a table whose columns are known (declared in
+sources.yaml, or derived through the SQL of the table that makes it) or a CTE or subquery whose
+output names are all known (no ``*``). An unqualified column is checked when every table it
+could come from is known (those its SELECT reads and, for a subquery, those of the queries
+around it; no lateral view), when it is not one of the SELECT's own aliases (Spark lets a
+later expression, ORDER BY and GROUP BY use them) nor a lambda's variable. Anything else (a struct
+field, a table of unknown schema) is left to Spark. ``catalog validate`` reports each with the
+file and line (``catalog/loader.py``).
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+
+from sqlglot import exp
+from sqlglot.optimizer.scope import Scope, build_scope
+
+from medallion_assets.lineage.statement import table_name
+
+Schema = Mapping[str, Mapping[str, str]]  # table -> column -> type
+
+
+@dataclass(frozen=True)
+class UnknownColumn:
+    """``reference`` (as written, e.g. ``o.amount_usd``) names no column of ``table``."""
+
+    reference: str
+    table: str  # layer.name, the CTE or subquery's alias, or several: "a, b"
+    line: int | None  # in the text parsed, 1-based
+    column: int | None
+    nearest: tuple[str, ...]  # the table's closest column names, best first
+
+    def message(self) -> str:
+        where = f"column {self.column}: " if self.column else ""
+        if ", " in self.table:  # an unqualified column, several tables read
+            return f"{where}{self.reference}: none of {self.table} has a column {self.name!r}"
+        return f"{where}{self.reference}: {self.table} has no column {self.name!r}"
+
+    def fix(self) -> str:
+        if self.nearest:
+            return "did you mean " + " or ".join(repr(n) for n in self.nearest) + "?"
+        return f"use a column {self.table} has, or add it to what makes {self.table}"
+
+    @property
+    def name(self) -> str:
+        return self.reference.rsplit(".", 1)[-1]
+
+    def as_list(self) -> list[object]:
+        return [self.reference, self.table, self.line, self.column, list(self.nearest)]
+
+    @classmethod
+    def from_list(cls, item: list[object]) -> UnknownColumn:
+        reference, table, line, column, nearest = item
+        return cls(
+            str(reference),
+            str(table),
+            None if line is None else int(str(line)),
+            None if column is None else int(str(column)),
+            tuple(str(n) for n in nearest),  # type: ignore[attr-defined]
+        )
+
+
+def unknown_columns(query: exp.Expr, schema: Schema) -> tuple[UnknownColumn, ...]:
+    """Every column ``query`` reads from a source that certainly lacks it.
+
+    >>> import sqlglot
+    >>> q = sqlglot.parse_one("SELECT o.id, o.amount_usd FROM silver.orders AS o")
+    >>> orders = {"id": "int", "total_amount_usd": "double"}
+    >>> for u in unknown_columns(q, {"silver.orders": orders}):
+    ...     print(u.message()); print(u.fix())
+    column 14: o.amount_usd: silver.orders has no column 'amount_usd'
+    did you mean 'total_amount_usd'?
+    """
+    root = build_scope(query)
+    if root is None:
+        return ()
+    found: list[UnknownColumn] = []
+    for scope in root.traverse():
+        found.extend(_in_scope(scope, schema))
+    return tuple(sorted(found, key=lambda u: (u.line or 0, u.column or 0)))
+
+
+def _in_scope(scope: Scope, schema: Schema) -> Iterator[UnknownColumn]:
+    select = scope.expression if isinstance(scope.expression, exp.Select) else None
+    reachable = _reachable(scope, select, schema)
+    aliases = _select_aliases(select)
+    # Every column written in this SELECT itself, HAVING and ORDER BY included, none of a
+    # nested query's (sqlglot's scope.columns leaves some out and adds others).
+    if select is None:
+        return
+    for column in select.find_all(exp.Column):
+        if column.find_ancestor(exp.Select) is not select:
+            continue
+        name = column.name.lower()
+        if not name or isinstance(column.this, exp.Star) or column.args.get("db"):
+            continue
+        if _lambda_variable(column, name):
+            continue
+        qualifier = column.table.lower()
+        if qualifier:
+            source = _qualified_source(scope, qualifier)
+            if source is None:
+                continue  # a struct's field, or a name nothing around it declares
+            label, known = _columns_of(source, qualifier, schema)
+        elif reachable is not None and name not in aliases:
+            label, known = reachable
+        else:
+            continue
+        if known is None or name in known:
+            continue
+        reference = f"{qualifier}.{name}" if qualifier else name
+        first = column.args.get("table") if qualifier else column.this  # where it starts
+        meta = first.meta if isinstance(first, exp.Expr) else {}
+        yield UnknownColumn(
+            reference,
+            label,
+            meta.get("line"),
+            _start_column(meta),
+            tuple(difflib.get_close_matches(name, sorted(known), n=2, cutoff=0.7)),
+        )
+
+
+def _start_column(meta: Mapping[str, object]) -> int | None:
+    """sqlglot records where an identifier ends; its first character is what an editor wants."""
+    end, start = meta.get("col"), meta.get("start")
+    if not isinstance(end, int):
+        return None
+    end_char, start_char = meta.get("end"), start
+    if isinstance(end_char, int) and isinstance(start_char, int):
+        return end - (end_char - start_char)
+    return end
+
+
+def _reachable(
+    scope: Scope, select: exp.Select | None, schema: Schema
+) -> tuple[str, set[str]] | None:
+    """What an unqualified column of ``select`` may name: the columns of every table it reads,
+    and of every query it is nested in as a subquery (which may read the outer query's), with
+    what to call them; None when any of those is not known whole (a table of unknown schema,
+    a ``*``, a lateral view, a table function)."""
+    if select is None:
+        return None
+    chain = [scope]
+    while chain[-1].is_subquery and chain[-1].parent is not None:
+        chain.append(chain[-1].parent)
+    labels: list[str] = []
+    names: set[str] = set()
+    for current in chain:
+        expression = current.expression
+        if not isinstance(expression, exp.Select) or expression.args.get("laterals"):
+            return None
+        for alias, source in current.sources.items():
+            label, known = _columns_of(source, str(alias).lower(), schema)
+            if known is None:
+                return None
+            labels.append(label)
+            names |= known
+    if not labels:
+        return None
+    return ", ".join(dict.fromkeys(labels)), names
+
+
+def _qualified_source(scope: Scope, qualifier: str) -> object | None:
+    """What ``qualifier`` names: a source of this query, or of a query it is a subquery of."""
+    current: Scope | None = scope
+    while current is not None:
+        for alias, source in current.sources.items():
+            if str(alias).lower() == qualifier:
+                return source
+        current = current.parent if current.is_subquery else None
+    return None
+
+
+def _select_aliases(select: exp.Select | None) -> set[str]:
+    if select is None:
+        return set()
+    return {e.alias.lower() for e in select.expressions if isinstance(e, exp.Alias)}
+
+
+def _lambda_variable(column: exp.Column, name: str) -> bool:
+    found = column.parent
+    while found is not None:
+        if isinstance(found, exp.Lambda) and any(
+            isinstance(v, exp.Expr) and v.name.lower() == name for v in found.expressions
+        ):
+            return True
+        found = found.parent
+    return False
+
+
+def _columns_of(source: object, alias: str, schema: Schema) -> tuple[str, set[str] | None]:
+    """(What to call the source, its column names), None when they are not all known."""
+    if isinstance(source, exp.Table):
+        table = table_name(source)
+        known = schema.get(table)
+        return table, None if known is None else {c.lower() for c in known}
+    if isinstance(source, Scope):
+        cte = source.expression.parent
+        name = cte.alias if isinstance(cte, exp.CTE) and cte.alias else alias
+        return name.lower(), _scope_outputs(source)
+    return alias, None
+
+
+def _scope_outputs(scope: Scope) -> set[str] | None:
+    expression = scope.expression
+    alias = expression.parent.args.get("alias") if expression.parent is not None else None
+    if isinstance(alias, exp.TableAlias) and alias.columns:
+        return {c.name.lower() for c in alias.columns}
+    while isinstance(expression, exp.SetOperation):
+        expression = expression.left  # a union's columns are named by its first branch
+    if not isinstance(expression, exp.Select):
+        return None
+    names = set()
+    for projection in expression.expressions:
+        if isinstance(projection, exp.Star) or (
+            isinstance(projection, exp.Column) and isinstance(projection.this, exp.Star)
+        ):
+            return None
+        name = projection.alias_or_name
+        if not name:
+            return None
+        names.add(name.lower())
+    return names
