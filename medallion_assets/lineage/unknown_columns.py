@@ -25,6 +25,20 @@ from medallion_assets.lineage.statement import table_name
 
 Schema = Mapping[str, Mapping[str, str]]  # table -> column -> type
 
+# Columns every Iceberg table answers without declaring them (its metadata columns).
+ICEBERG_METADATA_COLUMNS = frozenset(
+    {
+        "_file",
+        "_pos",
+        "_spec_id",
+        "_partition",
+        "_deleted",
+        "_change_type",
+        "_change_ordinal",
+        "_commit_snapshot_id",
+    }
+)
+
 
 @dataclass(frozen=True)
 class UnknownColumn:
@@ -99,6 +113,8 @@ def _in_scope(scope: Scope, schema: Schema) -> Iterator[UnknownColumn]:
             continue
         name = column.name.lower()
         if not name or isinstance(column.this, exp.Star) or column.args.get("db"):
+            continue
+        if name in ICEBERG_METADATA_COLUMNS:
             continue
         if _lambda_variable(column, name):
             continue
@@ -197,11 +213,15 @@ def _lambda_variable(column: exp.Column, name: str) -> bool:
 def _columns_of(source: object, alias: str, schema: Schema) -> tuple[str, set[str] | None]:
     """(What to call the source, its column names), None when they are not all known."""
     if isinstance(source, exp.Table):
+        if source.args.get("pivots"):
+            return table_name(source), None  # PIVOT / UNPIVOT make other columns
         table = table_name(source)
         known = schema.get(table)
         return table, None if known is None else {c.lower() for c in known}
     if isinstance(source, Scope):
         cte = source.expression.parent
+        if cte is not None and cte.args.get("pivots"):
+            return alias, None
         name = cte.alias if isinstance(cte, exp.CTE) and cte.alias else alias
         return name.lower(), _scope_outputs(source)
     return alias, None

@@ -79,6 +79,13 @@ def test_ctes_and_subqueries_are_checked_by_their_own_output_names():
         "SELECT s.whatever FROM (SELECT * FROM silver.orders) s",
         # a lateral view's generated column
         "SELECT tag FROM silver.orders LATERAL VIEW explode(tags) t AS tag",
+        # what PIVOT and UNPIVOT make, Iceberg's metadata columns, GROUP BY ALL, named windows
+        "SELECT de, fr FROM (SELECT order_id, amount_usd FROM silver.orders) "
+        "PIVOT (sum(amount_usd) FOR order_id IN (1 AS de, 2 AS fr))",
+        "SELECT id FROM silver.orders UNPIVOT (v FOR id IN (amount_usd, order_id))",
+        "SELECT o._file, _pos, _partition FROM silver.orders o",
+        "SELECT order_id, sum(amount_usd) FROM silver.orders GROUP BY ALL ORDER BY ALL",
+        "SELECT sum(amount_usd) OVER w FROM silver.orders WINDOW w AS (ORDER BY order_id)",
     ],
 )
 def test_what_spark_accepts_is_not_reported(sql: str):
