@@ -97,6 +97,7 @@ def _load(root: Path, use_cache: bool) -> Catalog:
 
     known = KnownNames(
         datasets={t: (tuple(s) if s is not None else None) for t, s in derived.items()},
+        types={t: s for t, s in derived.items() if s is not None},
         sources={name: tuple(c.name for c in s.columns) for name, s in sources.items()},
         sources_loaded=sources_file is not None,
     )

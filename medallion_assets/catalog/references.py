@@ -8,7 +8,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from medallion_assets.catalog.errors import CatalogIssue, format_field
 from medallion_assets.catalog.metadata_files import LoadedFile
@@ -29,6 +29,7 @@ from medallion_assets.catalog.operations import (
 )
 from medallion_assets.catalog.rules import (
     FreshnessRule,
+    RangeRule,
     Rule,
     duplicate_labels,
     placement_problems,
@@ -46,6 +47,23 @@ class KnownNames:
     datasets: Mapping[str, tuple[str, ...] | None]  # None: columns unknown (unexpanded star)
     sources: Mapping[str, tuple[str, ...]]
     sources_loaded: bool = True  # false: sources.yaml did not validate (its problems are said)
+    # table -> column -> type as derived through the SQL ("unknown" where it is not)
+    types: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+
+
+# Types a range cannot compare (what lineage derives, or sources.yaml declares, lower-cased).
+_NOT_NUMERIC = re.compile(
+    r"(string|varchar|char|text|date|timestamp|boolean|bool|binary|array|map|struct)\b"
+)
+
+
+def _not_numeric(kind: str) -> bool:
+    """Whether a column of type ``kind`` is certainly not a number ("unknown" is not).
+
+    >>> _not_numeric("STRING"), _not_numeric("decimal(18,2)"), _not_numeric("unknown")
+    (True, False, False)
+    """
+    return bool(_NOT_NUMERIC.match(kind.strip().lower()))
 
 
 def _suggest(name: str, candidates: Iterable[str]) -> str:
@@ -293,6 +311,17 @@ class ReferenceChecker:
                         f"{rule.kind} rule{where} names column {column!r}, "
                         f"which {table} does not have",
                         _suggest(column, known),
+                    )
+                    continue
+                kind = self.known.types.get(table, {}).get(column, "unknown")
+                if isinstance(rule, RangeRule) and _not_numeric(kind):
+                    self._issue(
+                        stem,
+                        loc,
+                        f"range rule{where} on {column!r}, a {kind.lower()} column of {table}: "
+                        "a range compares numbers",
+                        "use accepted_values or regex for text, or cast the column to a number "
+                        "in the SQL",
                     )
         if via is None:
             self._rule_tables(stem, loc, rule)

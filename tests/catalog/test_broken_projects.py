@@ -586,6 +586,20 @@ CASES: dict[str, Broken] = {
             )
         ],
     ),
+    "range_rule_on_a_text_column": Broken(
+        {
+            "metadata/datasets.yaml": "datasets:\n  bronze.orders:\n    rules:\n"
+            "      - {kind: range, column: country, min: 0}\n"
+        },
+        [
+            (
+                "metadata/datasets.yaml",
+                4,
+                "range rule on 'country', a string column of bronze.orders: a range compares "
+                "numbers (fix: use accepted_values or regex for text",
+            )
+        ],
+    ),
     "yaml_nested_too_deeply": Broken(
         {"metadata/datasets.yaml": "datasets: " + "[" * 100_000 + "]" * 100_000 + "\n"},
         [("metadata/datasets.yaml", 1, "nested more than 64 levels deep")],
