@@ -41,6 +41,7 @@ from medallion_assets.runtime.reuse import (
     same_partitions,
 )
 from medallion_assets.runtime.scd2 import history
+from medallion_assets.runtime.sql_errors import run_traced
 from medallion_assets.runtime.table_run import TableRun
 
 if TYPE_CHECKING:
@@ -121,7 +122,8 @@ def build_table(run: TableRun) -> BuildOutcome:
         staged, query = stage_merge(run, views, produced, parsed)
     else:
         script = spark_script(dataset.sql, dataset.dialect, dataset.name, views, parsed)
-        frame = script.run(spark)  # the preamble (temporary views, functions) first
+        # the preamble (temporary views, functions) first; an analysis error names the file
+        frame = run_traced(script, spark, dataset.sql_path, dataset.sql)
         query = script.query
         if script.by_position and len(frame.columns) == len(dataset.column_names):
             frame = frame.toDF(*dataset.column_names)  # INSERT writes the table's columns in order

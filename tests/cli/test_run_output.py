@@ -190,3 +190,29 @@ def test_a_failing_cast_is_one_whole_message_and_its_java_record_goes_to_the_spa
     for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
         handlers = logging.getLogger(name).handlers
         assert handlers and all(type(h) is not logging.StreamHandler for h in handlers)
+
+
+def test_a_spark_analysis_error_names_the_file_line_and_column_and_is_not_retried(
+    spark, tmp_path, monkeypatch
+):
+    """A mistake only Spark finds (a function it does not know) is reported at its place in
+    the SQL file, with Spark's error class and message whole, not the rewritten statement's
+    "line 1 pos N"; and it fails at once (the same SQL fails the same way)."""
+    root, _store = minimal_project(
+        tmp_path, monkeypatch, {"order_id": 1, "amount": 5, "country": "DE"}
+    )
+    monkeypatch.delenv("MEDALLION_SPARK_LOG", raising=False)
+    (root / "sql/gold/revenue.sql").write_text(
+        "SELECT country,\n"
+        "       sum(amount) AS revenue,\n"
+        "       no_such_function(country) AS odd\n"
+        "FROM silver.orders_clean GROUP BY country\n"
+    )
+    printed = medallion_run(root, 1)
+    failed = " ".join(
+        printed[printed.index("FAILED:") : printed.index("Open the asset graph")].split()
+    )
+    assert "SQL_ANALYSIS is permanent" in failed
+    assert "sql/gold/revenue.sql:3:8: [UNRESOLVED_ROUTINE]" in failed, failed
+    assert "`NO_SUCH_FUNCTION` on search path" in failed and "line 1 pos" not in failed, failed
+    assert "failing without retries" in failed
