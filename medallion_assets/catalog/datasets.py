@@ -14,9 +14,9 @@ from medallion_assets.catalog.catalog import AlternateProducer, Dataset
 from medallion_assets.catalog.dependencies import _layer_rank
 from medallion_assets.catalog.errors import CatalogIssue
 from medallion_assets.catalog.kinds import incremental_of
+from medallion_assets.catalog.known import KnownNames
 from medallion_assets.catalog.layers import layer_problems
 from medallion_assets.catalog.metadata_files import LoadedFile, model_of
-from medallion_assets.catalog.references import KnownNames
 from medallion_assets.catalog.rules import Rule
 from medallion_assets.catalog.sql_files import ProjectSql
 from medallion_assets.lineage.analysis import Analysis, SqlFile

@@ -25,9 +25,10 @@ from medallion_assets.catalog.dependencies import (
 )
 from medallion_assets.catalog.errors import CatalogError, CatalogIssue
 from medallion_assets.catalog.kinds import history_columns
+from medallion_assets.catalog.known import KnownNames
 from medallion_assets.catalog.layers import layer_problems
 from medallion_assets.catalog.metadata_files import LoadedFile, load_metadata, model_of
-from medallion_assets.catalog.references import KnownNames, ReferenceChecker
+from medallion_assets.catalog.references import ReferenceChecker
 from medallion_assets.catalog.sql_files import ProjectSql, discover_sql
 from medallion_assets.lineage.analysis import Analysis, SqlFile, analyze
 from medallion_assets.lineage.cache import LineageCache

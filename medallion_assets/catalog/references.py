@@ -5,12 +5,11 @@ Each check returns issues naming both sides (the file that refers, and what it s
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 
 from medallion_assets.catalog.errors import CatalogIssue, format_field
+from medallion_assets.catalog.known import KnownNames, not_numeric, suggest
 from medallion_assets.catalog.metadata_files import LoadedFile
 from medallion_assets.catalog.models import (
     DatasetsFile,
@@ -38,41 +37,6 @@ from medallion_assets.catalog.sources import SourcesFile
 from medallion_assets.catalog.yaml_source import Loc
 
 WAREHOUSE_KINDS = ("redshift", "postgres", "duckdb")
-
-
-@dataclass(frozen=True)
-class KnownNames:
-    """What exists, for reference checks: datasets with their output columns, sources, layers."""
-
-    datasets: Mapping[str, tuple[str, ...] | None]  # None: columns unknown (unexpanded star)
-    sources: Mapping[str, tuple[str, ...]]
-    sources_loaded: bool = True  # false: sources.yaml did not validate (its problems are said)
-    # table -> column -> type as derived through the SQL ("unknown" where it is not)
-    types: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
-
-
-# Types a range cannot compare (what lineage derives, or sources.yaml declares, lower-cased).
-_NOT_NUMERIC = re.compile(
-    r"(string|varchar|char|text|date|timestamp|boolean|bool|binary|array|map|struct)\b"
-)
-
-
-def _not_numeric(kind: str) -> bool:
-    """Whether a column of type ``kind`` is certainly not a number ("unknown" is not).
-
-    >>> _not_numeric("STRING"), _not_numeric("decimal(18,2)"), _not_numeric("unknown")
-    (True, False, False)
-    """
-    return bool(_NOT_NUMERIC.match(kind.strip().lower()))
-
-
-def _suggest(name: str, candidates: Iterable[str]) -> str:
-    options = sorted(candidates)
-    close = difflib.get_close_matches(name, options, n=1)
-    if close:
-        return f"did you mean '{close[0]}'?"
-    shown = ", ".join(options[:12]) + (" ..." if len(options) > 12 else "")
-    return f"known: {shown}" if options else "none are defined"
 
 
 class ReferenceChecker:
@@ -103,7 +67,7 @@ class ReferenceChecker:
         pool = list(pool)
         if name in pool:
             return True
-        self._issue(stem, loc, f"{what} {name!r} does not exist", _suggest(name, pool))
+        self._issue(stem, loc, f"{what} {name!r} does not exist", suggest(name, pool))
         return False
 
     def check_all(self) -> list[CatalogIssue]:
@@ -208,7 +172,7 @@ class ReferenceChecker:
                     stem,
                     loc,
                     f"column {column!r} is not a column of {table}",
-                    _suggest(column, known),
+                    suggest(column, known),
                 )
 
     def check_policies(self) -> None:
@@ -310,11 +274,11 @@ class ReferenceChecker:
                         loc,
                         f"{rule.kind} rule{where} names column {column!r}, "
                         f"which {table} does not have",
-                        _suggest(column, known),
+                        suggest(column, known),
                     )
                     continue
                 kind = self.known.types.get(table, {}).get(column, "unknown")
-                if isinstance(rule, RangeRule) and _not_numeric(kind):
+                if isinstance(rule, RangeRule) and not_numeric(kind):
                     self._issue(
                         stem,
                         loc,

@@ -32,6 +32,7 @@ class SqlAnalysisError(PermanentError):
 def run_traced(script: SparkScript, spark: SparkSession, label: str, sql: str) -> DataFrame:
     """``script.run(spark)``; an analysis error becomes ``SqlAnalysisError`` naming ``label``
     (the file, ``sql`` its text) with the line and column of the failing place."""
+    # pyspark: loaded only where Spark runs (the catalog and the CLI import this module without)
     from pyspark.errors import AnalysisException
 
     try:

@@ -159,6 +159,18 @@ def test_a_library_logging_a_traceback_on_the_root_logger_goes_to_the_log_not_th
     assert "Exception while sending command." in logged and "Traceback" in logged
 
 
+def failing_revenue(tmp_path: Path, monkeypatch, sql: str) -> tuple[Path, str]:  # type: ignore[no-untyped-def]
+    """The minimal project with ``sql`` as gold.revenue, run (exit 1): (its root, the output)."""
+    root, _store = minimal_project(
+        tmp_path, monkeypatch, {"order_id": 1, "amount": 5, "country": "DE"}
+    )
+    # `medallion run` points Spark's log at its project through the environment (for the run's
+    # resources): an earlier test's run in this process left its own there.
+    monkeypatch.delenv("MEDALLION_SPARK_LOG", raising=False)
+    (root / "sql/gold/revenue.sql").write_text(sql)
+    return root, medallion_run(root, 1)
+
+
 def test_a_failing_cast_is_one_whole_message_and_its_java_record_goes_to_the_spark_log(
     spark, tmp_path, monkeypatch
 ):
@@ -166,17 +178,12 @@ def test_a_failing_cast_is_one_whole_message_and_its_java_record_goes_to_the_spa
     through its own logger; the console keeps the one reason, whole, wrapped between words."""
     import logging
 
-    root, _store = minimal_project(
-        tmp_path, monkeypatch, {"order_id": 1, "amount": 5, "country": "DE"}
-    )
-    # `medallion run` points Spark's log at its project through the environment (for the run's
-    # resources): an earlier test's run in this process left its own there.
-    monkeypatch.delenv("MEDALLION_SPARK_LOG", raising=False)
-    (root / "sql/gold/revenue.sql").write_text(
+    root, printed = failing_revenue(
+        tmp_path,
+        monkeypatch,
         "SELECT country, sum(amount) AS revenue, CAST(country AS INT) AS n\n"
-        "FROM silver.orders_clean GROUP BY country\n"
+        "FROM silver.orders_clean GROUP BY country\n",
     )
-    printed = medallion_run(root, 1)
 
     assert "starting Spark (" in printed and "Spark started in" in printed
     assert "SQLQueryContextLogger" not in printed and "\tat org.apache" not in printed
@@ -198,17 +205,14 @@ def test_a_spark_analysis_error_names_the_file_line_and_column_and_is_not_retrie
     """A mistake only Spark finds (a function it does not know) is reported at its place in
     the SQL file, with Spark's error class and message whole, not the rewritten statement's
     "line 1 pos N"; and it fails at once (the same SQL fails the same way)."""
-    root, _store = minimal_project(
-        tmp_path, monkeypatch, {"order_id": 1, "amount": 5, "country": "DE"}
-    )
-    monkeypatch.delenv("MEDALLION_SPARK_LOG", raising=False)
-    (root / "sql/gold/revenue.sql").write_text(
+    _root, printed = failing_revenue(
+        tmp_path,
+        monkeypatch,
         "SELECT country,\n"
         "       sum(amount) AS revenue,\n"
         "       no_such_function(country) AS odd\n"
-        "FROM silver.orders_clean GROUP BY country\n"
+        "FROM silver.orders_clean GROUP BY country\n",
     )
-    printed = medallion_run(root, 1)
     failed = " ".join(
         printed[printed.index("FAILED:") : printed.index("Open the asset graph")].split()
     )
