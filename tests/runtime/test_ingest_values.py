@@ -25,7 +25,9 @@ WITH_SCORE = (
 def project_with_score(tmp_path, fmt: str, **source_keys: str) -> Project:
     """The minimal project whose orders carry a double ``score`` too; ``source_keys`` go into
     the source (e.g. on_excess_scale: round); ``allow_nan`` onto score."""
-    project = Project(tmp_path, LocalFolderObjectStore(tmp_path / "s3"), bucket(), fmt, WITH_SCORE)
+    # The SQL reading score is written once the source declares it (a project reading a column
+    # its source does not have does not load).
+    project = Project(tmp_path, LocalFolderObjectStore(tmp_path / "s3"), bucket(), fmt)
     sources = project.root / "metadata" / "sources.yaml"
     score = (
         "{name: score, type: double"
@@ -38,6 +40,7 @@ def project_with_score(tmp_path, fmt: str, **source_keys: str) -> Project:
     )
     extra = "".join(f"    {k}: {v}\n" for k, v in source_keys.items())
     sources.write_text(text.replace("    columns:\n", extra + "    columns:\n"))
+    (project.root / "sql" / "bronze" / "orders.sql").write_text(WITH_SCORE)
     from medallion_assets.catalog import load_catalog
 
     project.catalog = load_catalog(project.root, use_cache=False)
