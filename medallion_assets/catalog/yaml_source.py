@@ -135,7 +135,7 @@ def _too_deep_or_big(text: str, label: str) -> CatalogIssue | None:
     # Values per open collection, with its anchor; anchors -> the values they hold.
     open_: list[tuple[str | None, int]] = [(None, 0)]
     held: dict[str, int] = {}
-    written = 0
+    written = expanded = 0  # values in the file; values once its aliases are written out
     try:
         for event in yaml.parse(text, Loader=_LOADER):
             if isinstance(event, yaml.CollectionStartEvent):
@@ -144,6 +144,7 @@ def _too_deep_or_big(text: str, label: str) -> CatalogIssue | None:
                     return _depth_issue(label, event.start_mark.line if event.start_mark else None)
                 open_.append((event.anchor, 1))
                 written += 1
+                expanded += 1
             elif isinstance(event, yaml.CollectionEndEvent):
                 depth -= 1
                 anchor, values = open_.pop()
@@ -160,9 +161,8 @@ def _too_deep_or_big(text: str, label: str) -> CatalogIssue | None:
                         held[event.anchor] = 1
                 parent, before = open_[-1]
                 open_[-1] = (parent, before + values)
-                if open_[0][1] + sum(v for _, v in open_[1:]) > (
-                    MAX_ALIAS_EXPANSION + 10 * written
-                ):
+                expanded += values
+                if expanded > MAX_ALIAS_EXPANSION + 10 * written:
                     return _alias_issue(label, event.start_mark.line if event.start_mark else None)
     except yaml.YAMLError as error:
         # libyaml 0.2.5+ (PyYAML 6.0.4's wheels) stops at 1,000 flow levels in its scanner,
@@ -175,23 +175,26 @@ def _too_deep_or_big(text: str, label: str) -> CatalogIssue | None:
 
 
 def _alias_issue(label: str, line: int | None) -> CatalogIssue:
-    return CatalogIssue(
+    return _issue_at(
         label,
-        "",
+        line,
         f"its aliases (*name) expand to more than {MAX_ALIAS_EXPANSION:,} values",
         "write the repeated settings out, or alias a block a few times, not aliases of aliases",
-        line + 1 if line is not None else None,
     )
 
 
 def _depth_issue(label: str, line: int | None) -> CatalogIssue:
-    return CatalogIssue(
+    return _issue_at(
         label,
-        "",
+        line,
         f"nested more than {MAX_YAML_DEPTH} levels deep",
         "metadata needs only a few levels: check for runaway brackets or indents",
-        line + 1 if line is not None else None,
     )
+
+
+def _issue_at(label: str, line: int | None, message: str, fix: str) -> CatalogIssue:
+    """A problem of the whole file at a parser mark's line (0-based, as libyaml gives it)."""
+    return CatalogIssue(label, "", message, fix, line + 1 if line is not None else None)
 
 
 class _Builder:
