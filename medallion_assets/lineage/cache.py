@@ -17,8 +17,9 @@ from typing import Any
 
 # Bump when the shape of cached results changes; the sqlglot version and the lineage engine's
 # own source are part of the key too, so a changed engine never serves an old result.
-FORMAT_VERSION = 3  # 2: files nested past MAX_NESTING are errors, never cached
+FORMAT_VERSION = 4  # 2: files nested past MAX_NESTING are errors, never cached
 # 3: SELECT INTO targets, column lists, positional INSERT, star edges, preambles
+# 4: ambiguous columns beside unknown ones
 _SQLGLOT_VERSION = version("sqlglot")
 
 

@@ -8,8 +8,14 @@ output names are all known (no ``*``). An unqualified column is checked when eve
 could come from is known (those its SELECT reads and, for a subquery, those of the queries
 around it; no lateral view), when it is not one of the SELECT's own aliases (Spark lets a
 later expression, ORDER BY and GROUP BY use them) nor a lambda's variable. Anything else (a struct
-field, a table of unknown schema) is left to Spark. ``catalog validate`` reports each with the
-file and line (``catalog/loader.py``).
+field, a table of unknown schema) is left to Spark.
+
+An unqualified column is *ambiguous* when two tables of the query that resolves it (the innermost
+one, from its own query outwards, as Spark resolves) both have it: Spark refuses the query
+(``AMBIGUOUS_REFERENCE``). Not said when a ``USING`` or ``NATURAL`` join merges the name, in a
+join's ``ON`` (it sees only the tables joined so far), for a SELECT's own alias, nor in GROUP BY,
+HAVING or ORDER BY for a name the SELECT outputs.
+``catalog validate`` reports each with the file and line (``catalog/loader.py``).
 """
 
 from __future__ import annotations
@@ -42,21 +48,30 @@ ICEBERG_METADATA_COLUMNS = frozenset(
 
 @dataclass(frozen=True)
 class UnknownColumn:
-    """``reference`` (as written, e.g. ``o.amount_usd``) names no column of ``table``."""
+    """``reference`` (as written, e.g. ``o.amount_usd``) names no column of ``table``; or, when
+    ``ambiguous``, a column several of the tables it may come from have (``table``: "a, b";
+    ``nearest``: the qualified names to write instead)."""
 
     reference: str
     table: str  # layer.name, the CTE or subquery's alias, or several: "a, b"
     line: int | None  # in the text parsed, 1-based
     column: int | None
     nearest: tuple[str, ...]  # the table's closest column names, best first
+    ambiguous: bool = False
 
     def message(self) -> str:
         where = f"column {self.column}: " if self.column else ""
+        if self.ambiguous:
+            *others, last = self.table.split(", ")
+            tables = f"{', '.join(others)} and {last} {'both' if len(others) == 1 else 'all'}"
+            return f"{where}{self.reference} is ambiguous: {tables} have it"
         if ", " in self.table:  # an unqualified column, several tables read
             return f"{where}{self.reference}: none of {self.table} has a column {self.name!r}"
         return f"{where}{self.reference}: {self.table} has no column {self.name!r}"
 
     def fix(self) -> str:
+        if self.ambiguous:
+            return "qualify it: " + " or ".join(self.nearest)
         if self.nearest:
             return "did you mean " + " or ".join(repr(n) for n in self.nearest) + "?"
         return f"use a column {self.table} has, or add it to what makes {self.table}"
@@ -66,17 +81,20 @@ class UnknownColumn:
         return self.reference.rsplit(".", 1)[-1]
 
     def as_list(self) -> list[object]:
-        return [self.reference, self.table, self.line, self.column, list(self.nearest)]
+        found: list[object] = [self.reference, self.table, self.line, self.column]
+        found.append(list(self.nearest))
+        return [*found, True] if self.ambiguous else found
 
     @classmethod
     def from_list(cls, item: list[object]) -> UnknownColumn:
-        reference, table, line, column, nearest = item
+        reference, table, line, column, nearest, *ambiguous = item
         return cls(
             str(reference),
             str(table),
             None if line is None else int(str(line)),
             None if column is None else int(str(column)),
             tuple(str(n) for n in nearest),  # type: ignore[attr-defined]
+            bool(ambiguous and ambiguous[0]),
         )
 
 
@@ -119,6 +137,11 @@ def _in_scope(scope: Scope, schema: Schema) -> Iterator[UnknownColumn]:
         if _lambda_variable(column, name):
             continue
         qualifier = column.table.lower()
+        if not qualifier and name not in aliases and not _after_select(column, select, name):
+            clash = _ambiguous(scope, name, schema)
+            if clash:
+                yield _at(column.this, name, clash, tuple(f"{a}.{name}" for a, _ in clash))
+                continue
         if qualifier:
             source = _qualified_source(scope, qualifier)
             if source is None:
@@ -140,6 +163,61 @@ def _in_scope(scope: Scope, schema: Schema) -> Iterator[UnknownColumn]:
             _start_column(meta),
             tuple(difflib.get_close_matches(name, sorted(known), n=2, cutoff=0.7)),
         )
+
+
+def _at(
+    node: object, name: str, clash: list[tuple[str, str]], qualified: tuple[str, ...]
+) -> UnknownColumn:
+    meta = node.meta if isinstance(node, exp.Expr) else {}
+    tables = ", ".join(dict.fromkeys(label for _, label in clash))
+    return UnknownColumn(name, tables, meta.get("line"), _start_column(meta), qualified, True)
+
+
+def _ambiguous(scope: Scope, name: str, schema: Schema) -> list[tuple[str, str]]:
+    """The (alias, table) pairs an unqualified ``name`` could equally mean, when there are
+    several: the innermost query that has the name resolves it, as Spark does; nothing when
+    that is not certain (a source of unknown columns first, a lateral view, a merged join)."""
+    current: Scope | None = scope
+    while current is not None:
+        select = current.expression
+        if not isinstance(select, exp.Select) or select.args.get("laterals"):
+            return []
+        having: list[tuple[str, str]] = []
+        unsure = False
+        for alias, (_, source) in current.selected_sources.items():
+            label, known = _columns_of(source, str(alias).lower(), schema)
+            if known is None:
+                unsure = True
+            elif name in known:
+                having.append((str(alias).lower(), label))
+        if len(having) > 1 and not _merged_by_join(select, name):
+            return having
+        if having or unsure:
+            return []
+        current = current.parent if current.is_subquery else None
+    return []
+
+
+def _merged_by_join(select: exp.Select, name: str) -> bool:
+    """Whether a join of ``select`` merges ``name`` into one column (USING, NATURAL)."""
+    for join in select.args.get("joins") or ():
+        if join.args.get("method"):  # NATURAL
+            return True
+        if any(u.name.lower() == name for u in join.args.get("using") or ()):
+            return True
+    return False
+
+
+def _after_select(column: exp.Column, select: exp.Select, name: str) -> bool:
+    """Whether ``column`` is in a join's ON (which sees only the tables joined so far) or names
+    one of the SELECT's outputs from GROUP BY, HAVING or ORDER BY (which Spark may resolve to
+    that output): places an ambiguity is not certain."""
+    clause = column.find_ancestor(exp.Join, exp.Group, exp.Having, exp.Order, exp.Select)
+    if isinstance(clause, exp.Join):
+        return clause.parent is select
+    if isinstance(clause, (exp.Group, exp.Having, exp.Order)):
+        return name in {e.alias_or_name.lower() for e in select.expressions}
+    return False
 
 
 def _start_column(meta: Mapping[str, object]) -> int | None:
@@ -171,7 +249,7 @@ def _reachable(
         expression = current.expression
         if not isinstance(expression, exp.Select) or expression.args.get("laterals"):
             return None
-        for alias, source in current.sources.items():
+        for alias, (_, source) in current.selected_sources.items():
             label, known = _columns_of(source, str(alias).lower(), schema)
             if known is None:
                 return None
