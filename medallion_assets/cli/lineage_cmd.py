@@ -114,6 +114,12 @@ def scan(
     columns name a later INSERT's. COPY, UNLOAD and INSERT
     OVERWRITE DIRECTORY read or write files: a path is a node named as written.
 
+    In a dbt project (a dbt_project.yml in DIRECTORY or above it) each model is rendered by
+    Jinja as dbt parses it, with the project's macros and its installed packages'; every
+    ref() and source() it calls is an input. A model whose tables may not all be traced (a
+    macro of a package not installed, a model Jinja cannot render) is listed under
+    "incomplete" with the reason.
+
     A file that cannot be analysed is listed under "errors" (JSON) or on stderr and the scan
     goes on. Exits 0, or 1 with --fail-on-error when a file has an error, or 2 when the files'
     tables form a cycle.
@@ -148,6 +154,8 @@ def _echo_errors(result: ScanResult) -> None:
         click.echo(
             visible(f"{len(result.passed)} file(s) move no data, passed over: {shown}"), err=True
         )
+    for file, reason in result.incomplete:
+        click.echo(visible(f"not traced whole: {file}: {reason}"), err=True)
     if not result.errors:
         return
     click.echo(f"{len(result.errors)} error(s):", err=True)

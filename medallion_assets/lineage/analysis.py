@@ -182,7 +182,8 @@ class _Run:
         # An INSERT writes its target's columns by position when that schema is known.
         writes = (table.target,) if table.kind.startswith("insert") else ()
         schema = self._schema_for(table.sources + writes)
-        key = content_key("columns", self.keys[sql_file.label], json.dumps(schema, sort_keys=True))
+        stage = "columns-of-a-scan" if self.words else "columns"  # a scan checks no columns
+        key = content_key(stage, self.keys[sql_file.label], json.dumps(schema, sort_keys=True))
         cached = self.cache.get(key) if self.cache else None
         if cached is not None:
             try:
@@ -194,7 +195,8 @@ class _Run:
             statement = self._statement(sql_file)
             columns = statement_columns(statement, schema)
             query = statement.query
-            unknown = unknown_columns(query, schema) if query is not None else ()
+            # Columns are checked in a project's own SQL; a scan of foreign SQL does not say them.
+            unknown = () if query is None or self.words else unknown_columns(query, schema)
         except Exception as error:  # sqlglot's own errors too: one file never stops the rest
             # The table edges found above stay in the results: a user would rather see which
             # tables the file reads than nothing at all.

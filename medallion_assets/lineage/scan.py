@@ -11,17 +11,18 @@ A file may be a script, a procedure included: each of its writes is traced as it
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from medallion_assets.lineage.analysis import FileError, SqlFile, analyze
 from medallion_assets.lineage.cache import LineageCache
 from medallion_assets.lineage.dag import DAG, CycleError
+from medallion_assets.lineage.dbt_jinja import Macros, Rendered
+from medallion_assets.lineage.dbt_project import dbt_root, load_macros
 from medallion_assets.lineage.file_lineage import ColumnLineage, FileLineage
 from medallion_assets.lineage.graph import ColumnEdge
 from medallion_assets.lineage.script_parts import script_parts
-from medallion_assets.lineage.templates import render_template
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,8 @@ class ScanResult:
     errors: tuple[FileError, ...]
     files: Mapping[str, FileLineage]
     passed: tuple[str, ...] = ()  # files that move no data (comments, functions, DROP ...)
+    # (file, why): files whose tables may not all be traced (a macro not expanded, ...)
+    incomplete: tuple[tuple[str, str], ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -48,6 +51,7 @@ class ScanResult:
                 for e in self.errors
             ],
             "passed_over": list(self.passed),
+            "incomplete": [{"file": f, "reason": r} for f, r in self.incomplete],
         }
 
     @property
@@ -64,10 +68,16 @@ def scan_directory(
     cache_dir: Path | None = None,
 ) -> ScanResult:
     """Scan every ``*.sql`` below ``directory``; a file that fails is reported, not fatal, and
-    so is a cycle among the files' tables."""
+    so is a cycle among the files' tables. In a dbt project (a ``dbt_project.yml`` in the
+    folder or above it) models are rendered with its macros, and its macro, package and
+    ``target`` folders are not models."""
     files = []
     read_errors = []
+    project = dbt_root(directory)
+    skipped = project.no_models if project is not None else ()
     for path in sorted(directory.rglob("*.sql")):
+        if any(path.resolve().is_relative_to(folder.resolve()) for folder in skipped):
+            continue
         label = str(path.relative_to(directory))
         try:
             text = path.read_text(encoding="utf-8")
@@ -76,9 +86,20 @@ def scan_directory(
             read_errors.append(FileError(label, message, stage="read"))
             continue
         files.append(SqlFile(label, text, dialect, path.stem.lower()))
+    templated = any(_templated(f) for f in files)
+    macros = load_macros(project, dialect) if templated else None
     return scan_files(
-        files, columns=columns, schema=schema, cache_dir=cache_dir, read_errors=tuple(read_errors)
+        files,
+        columns=columns,
+        schema=schema,
+        cache_dir=cache_dir,
+        read_errors=tuple(read_errors),
+        macros=macros,
     )
+
+
+def _templated(sql_file: SqlFile) -> bool:
+    return any(mark in sql_file.text for mark in ("{{", "{%", "{#"))
 
 
 def scan_files(
@@ -88,6 +109,7 @@ def scan_files(
     schema: Mapping[str, Mapping[str, str]] | None = None,
     cache_dir: Path | None = None,
     read_errors: tuple[FileError, ...] = (),
+    macros: Macros | None = None,
 ) -> ScanResult:
     cache = LineageCache(cache_dir) if cache_dir is not None else None
     parts: list[SqlFile] = []
@@ -95,8 +117,16 @@ def scan_files(
     schema_only: dict[str, FileLineage] = {}  # files that only declare tables
     unread: list[FileError] = []  # statements of scripts that could not be read
     passed: list[str] = []
+    models: dict[str, Rendered] = {}  # dbt models: what Jinja recorded
+    incomplete: list[tuple[str, str]] = []
     for sql_file in files:
-        script = script_parts(render_template(sql_file))  # a dbt model: its SQL
+        if _templated(sql_file):  # a dbt model: its SQL, as dbt renders it
+            macros = macros or Macros(sql_file.dialect)
+            model = macros.render(sql_file)
+            models[sql_file.label] = model
+            incomplete.extend((sql_file.label, why) for why in model.unexpanded)
+            sql_file = model.file
+        script = script_parts(sql_file)
         if script.moves_no_data:
             passed.append(sql_file.label)
         parts.extend(script.parts)
@@ -109,7 +139,31 @@ def scan_files(
     known = {**declared, **(schema or {})}  # what the caller gives wins
     analysis = analyze(parts, known, columns=columns, cache=cache, words=True)
     errors = read_errors + tuple(unread) + analysis.errors
-    return build_result({**schema_only, **analysis.lineage}, errors, tuple(passed))
+    lineage = {**schema_only, **analysis.lineage}
+    for label, model in models.items():
+        _add_dependencies(lineage, label, model)
+    if macros is not None:
+        incomplete.extend((p.split(": ", 1)[0], p.split(": ", 1)[-1]) for p in macros.problems)
+    result = build_result(lineage, errors, tuple(passed))
+    return replace(result, incomplete=tuple(incomplete))
+
+
+def _add_dependencies(lineage: dict[str, FileLineage], label: str, model: Rendered) -> None:
+    """A dbt model's recorded ``ref``/``source`` tables join the tables its SQL reads (dbt's
+    ``depends_on``: a ref in a set block, a comment or a macro's query counts); a model whose
+    SQL could not be read at all is still a node with those inputs."""
+    if not model.depends_on:
+        return
+    parts = [k for k in lineage if k == label or k.startswith(f"{label}#")]
+    target = model.file.default_target or ""
+    if not parts:
+        reads = tuple(sorted(t for t in set(model.depends_on) if t != target))
+        lineage[label] = FileLineage(target, "select", reads, None)
+        return
+    key = next((k for k in parts if lineage[k].target == target), parts[-1])
+    found = lineage[key]
+    added = {t for t in model.depends_on if t != found.target}
+    lineage[key] = replace(found, sources=tuple(sorted(set(found.sources) | added)))
 
 
 def _declared_table(table: str, columns: dict[str, str], with_columns: bool) -> FileLineage:

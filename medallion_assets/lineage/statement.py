@@ -35,6 +35,7 @@ from medallion_assets.lineage.script import (
     split_script,
     table_name,
 )
+from medallion_assets.lineage.set_chains import balance_set_chains
 from medallion_assets.lineage.use_names import qualify_for_use
 
 __all__ = ["SqlError", "Statement", "parse_script", "parse_statement", "table_name"]
@@ -109,7 +110,7 @@ def parse_script(
     """The file's statements and its write; ``inline=False`` keeps the write as written (reading
     the temporary objects of the preamble), which is what the runtime executes."""
     try:
-        expressions = _parse_all(sql, dialect)
+        expressions = [balance_set_chains(e) for e in _parse_all(sql, dialect)]
         for expression in expressions:
             check_nesting(expression)
             _lower_identifiers(expression)

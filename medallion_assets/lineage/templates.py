@@ -70,7 +70,7 @@ def render_template(sql_file: SqlFile) -> SqlFile:
         if kind == "{%":
             writing = _statement(body, stack, writing, names)
         elif kind == "{{" and writing:
-            place = _Place(_last(out, 300), text[end : end + 200])
+            place = Place(_last(out, 300), text[end : end + 200])
             out.append(
                 _expression(_first_branch(body), sql_file.default_target or "", place, names)
             )
@@ -155,7 +155,7 @@ def _first_branch(expression: str) -> str:
     return expression
 
 
-class _Place:
+class Place:
     """Where a ``{{ ... }}`` stands: the SQL written before it and the text after it."""
 
     def __init__(self, before: str, after: str):
@@ -173,7 +173,7 @@ class _Place:
         )
 
 
-def _expression(expression: str, this: str, place: _Place, names: dict[str, str]) -> str:
+def _expression(expression: str, this: str, place: Place, names: dict[str, str]) -> str:
     """The SQL that ``{{ expression }}`` stands for at ``place``."""
     literal = re.fullmatch(r"""\s*['"]([^'"]*)['"]\s*""", expression)
     if literal:
@@ -189,6 +189,13 @@ def _expression(expression: str, this: str, place: _Place, names: dict[str, str]
         return ""
     if call is None and name in names:
         return names[name]
+    words = _STRING.findall(_top_level(call.group(2))) if call is not None else []
+    return stand_in(name, call is not None, tables, words, place)
+
+
+def stand_in(name: str, called: bool, tables: list[str], words: list[str], place: Place) -> str:
+    """What a macro or variable ``name`` Jinja cannot expand stands for at ``place`` (module
+    docstring): ``tables`` are those its arguments name, ``words`` its positional strings."""
     if place.in_name and (not place.table or place.after.startswith(".")):
         return re.sub(r"\W", "_", (re.findall(r"\w+", name) or ["x"])[0])  # {{ p }}_amount
     rows = " UNION ALL ".join(f"SELECT * FROM {t}" for t in tables) or "SELECT NULL"
@@ -198,9 +205,8 @@ def _expression(expression: str, this: str, place: _Place, names: dict[str, str]
         return "" if place.statement else rows
     if place.clause:
         return ""
-    if call is None or name in ("var", "env_var"):
+    if not called or name in ("var", "env_var"):
         return "NULL"
-    words = _STRING.findall(_top_level(call.group(2)))
     columns = [c for c in words if _COLUMN.match(c) and c.lower() not in DATE_UNITS]
     return f"COALESCE({', '.join(columns)})" if columns else "NULL"
 

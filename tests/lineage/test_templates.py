@@ -1,6 +1,7 @@
 """A dbt model (SQL under Jinja) scanned as the SQL dbt compiles it to: ref, source and this
-name tables, config, set, macros and comments write nothing, the first branch of an if counts,
-a macro call reads the columns its arguments name."""
+name tables, config, set, macros and comments write nothing, a macro call reads the columns its
+arguments name. Jinja renders it (``dbt_jinja``); the approximation without Jinja
+(``render_template``, for a model Jinja cannot render) takes the first branch of an if."""
 
 from __future__ import annotations
 
@@ -40,7 +41,7 @@ from orders
 {% if is_incremental() %}
 where orders.ordered_on > (select max(last_order) from {{ this }})
 {% else %}
-where orders.ordered_on > current_date - 30 and
+where orders.ordered_on > current_date - 30
 {% endif %}
 group by 1
 """
@@ -111,7 +112,7 @@ MODELS = {
     "a loop's separator and its variable in ref()": (
         "{% for r in ['a', 'b'] %}select x from {{ ref(r) }}"
         "{% if not loop.last %} union all {% endif %}{% endfor %}",
-        {("a", "m")},
+        {("a", "m"), ("b", "m")},
     ),
     "the first branch of a conditional ref": (
         "select * from {{ ref('a') if var('x', true) else ref('b') }}",
@@ -156,9 +157,12 @@ def test_a_test_block_and_a_loop_variable_in_a_name(tmp_path: Path):
         "select * from {{ model }} where {{ column_name }} is null\n{% endtest %}"
     )
     (tmp_path / "m.sql").write_text(
-        "{% for p in ['card', 'coupon'] %}"
-        "select sum(x) as {{ p }}_amount from {{ ref('a') }}{% endfor %}"
+        "select {% for p in ['card', 'coupon'] %}sum(x) as {{ p }}_amount"
+        "{% if not loop.last %}, {% endif %}{% endfor %} from {{ ref('a') }}"
     )
     result = scan_directory(tmp_path, "snowflake")
     assert result.passed == ("t.sql",)
-    assert {(e.source, e.target) for e in result.column_edges} == {("a.x", "m.card_amount")}
+    assert {(e.source, e.target) for e in result.column_edges} == {
+        ("a.x", "m.card_amount"),
+        ("a.x", "m.coupon_amount"),
+    }
