@@ -41,6 +41,7 @@ from medallion_assets.lineage.scopes import (
     using_relations,
 )
 from medallion_assets.lineage.statement import table_name
+from medallion_assets.lineage.types import infer_type
 
 Schema = Mapping[str, Mapping[str, str]]  # table -> column -> type
 
@@ -220,10 +221,12 @@ class _Resolver(NestedOutputs):
         self, scope: Scope, expression: exp.Expr, earlier: list[OutputColumn]
     ) -> Origin:
         found: Origin | None = None
+        types: dict[int, str | None] = {}  # the type of each column it reads, by node
         for node in expression.walk(prune=lambda n: n is not expression and is_query(n)):
             part = None
             if isinstance(node, exp.Column) and not isinstance(node.this, exp.Star):
                 part = self.column_origin(scope, node, earlier)
+                types[id(node)] = part.type
             elif is_query(node) and node is not expression:
                 part = self._subquery_origin(node)
             elif isinstance(node, exp.Star) and not isinstance(node.parent, exp.Count):
@@ -232,14 +235,14 @@ class _Resolver(NestedOutputs):
                 part = merged(c.origin for c in self._star(scope, table)).computed()
             if part is not None:
                 found = part if found is None else found.merge(part)
+        kind = cast_type(expression)
         if found is None:
-            return Origin(transform="constant", type=cast_type(expression))
+            return Origin(transform="constant", type=kind or infer_type(expression, types))
         own = own_transform(expression)
         if own == "direct":
             return found  # a bare column keeps its source's type
-        return Origin(
-            found.sources, stronger(found.transform, own), cast_type(expression), found.unresolved
-        )
+        kind = kind or infer_type(expression, types)
+        return Origin(found.sources, stronger(found.transform, own), kind, found.unresolved)
 
     def _subquery_origin(self, node: exp.Expr) -> Origin:
         query = node.this if isinstance(node, exp.Subquery) else node

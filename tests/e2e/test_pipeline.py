@@ -194,6 +194,28 @@ def test_pyiceberg_reads_every_gold_table_as_spark_does_without_a_jvm(pipeline, 
         ), table
 
 
+def test_the_types_lineage_derives_are_the_types_spark_wrote(pipeline, spark):
+    """Every column whose type the lineage derives through the SQL (declared, cast, or what a
+    function returns) has that type in the lake, as Spark wrote it; a computed decimal is a
+    decimal of Spark's own precision."""
+    lake = Lake.local(pipeline["home"] / "lake")
+    compared = 0
+    for name, dataset in pipeline["catalog"].datasets.items():
+        frame = lake.read_current(spark, name)
+        if frame is None:
+            continue
+        written = {f.name: f.dataType.simpleString() for f in frame.schema}
+        for column in dataset.columns:
+            derived = (column.type or "unknown").replace(" ", "")
+            if derived == "unknown" or column.column not in written:
+                continue
+            actual = written[column.column].replace(" ", "")
+            same = actual == derived or (derived == "decimal" and actual.startswith("decimal("))
+            assert same, (name, column.column, derived, actual)
+            compared += 1
+    assert compared >= 200, compared
+
+
 def test_every_gold_table_of_the_catalog_is_compared():
     compared = set(GOLD_TABLES)
     catalog = load_catalog(Path(__file__).parents[2], use_cache=False)
