@@ -28,6 +28,7 @@ from medallion_assets.catalog.kinds import history_columns
 from medallion_assets.catalog.known import KnownNames
 from medallion_assets.catalog.layers import layer_problems
 from medallion_assets.catalog.metadata_files import LoadedFile, load_metadata, model_of
+from medallion_assets.catalog.null_keys import null_keys_issues
 from medallion_assets.catalog.references import ReferenceChecker
 from medallion_assets.catalog.sql_files import ProjectSql, discover_sql
 from medallion_assets.lineage.analysis import Analysis, SqlFile, analyze
@@ -108,6 +109,7 @@ def _load(root: Path, use_cache: bool) -> Catalog:
     if not issues:
         issues.extend(check_dependency_issues(datasets))
         issues.extend(check_recovery_cycles(datasets))
+        issues.extend(null_keys_issues(files, datasets, sources))
     if issues:
         raise CatalogError(root, _unique(issues))
     return _assemble(root, files, project, datasets)

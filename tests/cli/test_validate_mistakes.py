@@ -1,7 +1,7 @@
 """The demo with one mistake of the kinds a team makes: `medallion catalog validate`, run as a
 user runs it, exits 2 naming the file and line where the mistake is, before any Spark starts
 (issue 46's held-out set: wrong column, wrong table, ambiguous column, a type a rule cannot
-take, a dropped column a downstream table reads)."""
+take, a dropped column a downstream table reads; and a merge key that may be NULL)."""
 
 from __future__ import annotations
 
@@ -24,6 +24,14 @@ def _edit(relative: str, old: str, new: str) -> Callable[[Path], None]:
         text = path.read_text()
         assert old in text, (relative, old)
         path.write_text(text.replace(old, new, 1))
+
+    return edit
+
+
+def _both(*edits: Callable[[Path], None]) -> Callable[[Path], None]:
+    def edit(root: Path) -> None:
+        for one in edits:
+            one(root)
 
     return edit
 
@@ -83,6 +91,31 @@ MISTAKES: dict[str, tuple[Callable[[Path], None], str, str]] = {
         ),
         "sql/gold/late_shipments.sql:4:",
         "gold.shipping_dashboard_feed has no column 'is_late'",
+    ),
+    "a merge key an upstream export may leave out": (
+        _both(
+            _edit(
+                "metadata/sources.yaml",
+                "{name: shipment_id, type: string, nullable: false}",
+                "{name: shipment_id, type: string}",
+            ),
+            _edit(
+                "metadata/datasets.yaml",
+                "{kind: not_null, columns: [shipment_id, order_id, carrier, status, status_ts]}",
+                "{kind: not_null, columns: [order_id, carrier, status, status_ts]}",
+            ),
+        ),
+        "metadata/datasets.yaml:200:",
+        "kind merge of silver.shipments matches rows by 'shipment_id', which may be NULL",
+    ),
+    "a warehouse target's merge key its not_null rule no longer covers": (
+        _edit(
+            "metadata/datasets.yaml",
+            "{kind: not_null, columns: [order_date, product_id, revenue_usd]}",
+            "{kind: not_null, columns: [revenue_usd]}",
+        ),
+        "metadata/targets.yaml:18:",
+        "its target's merge of gold.product_sales matches rows by 'order_date', which may be",
     ),
 }
 

@@ -38,14 +38,14 @@ sources:
       - {name: order_id, type: bigint, nullable: false}
       - {name: updated_at, type: timestamp}
       - {name: amount, type: "decimal(18,2)"}
-      - {name: country, type: string}
+      - {name: country, type: string, nullable: false}
   countries:
     system: s3_raw
     bucket: raw
     prefix: countries/
     format: jsonl
     columns:
-      - {name: country, type: string}
+      - {name: country, type: string, nullable: false}
       - {name: region, type: string}
 """,
     "metadata/datasets.yaml": """
