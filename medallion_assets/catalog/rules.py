@@ -205,6 +205,12 @@ class SchemaRule(_Rule):
     """schema: fails when a column the SQL derives is missing or has another type."""
     allow_new_nullable_columns: bool = True
     """true: columns beyond the expected ones pass; false: a new column fails the check."""
+    allow_type_changes: tuple[str, ...] = ()
+    """Columns whose type may change against the published table (`catalog validate` refuses
+    any other column's change of type); ['*']: every column."""
+
+    def allows(self) -> tuple[str, ...]:
+        return self.allow_type_changes
 
 
 class ReferentialIntegrityRule(_Rule):

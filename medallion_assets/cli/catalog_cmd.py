@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import click
@@ -10,6 +11,7 @@ import yaml
 
 from medallion_assets.catalog.describe import describe
 from medallion_assets.cli.common import load, project_option, settings_for
+from medallion_assets.cli.published import published_type_issues
 
 
 @click.group()
@@ -20,8 +22,19 @@ def catalog() -> None:
 @catalog.command()
 @project_option
 def validate(project: Path) -> None:
-    """Check every metadata file and SQL file; list every problem and exit 2 if any."""
+    """Check every metadata file and SQL file; list every problem and exit 2 if any.
+
+    With a local lake that holds tables, each table's column types are also checked against
+    the published ones (a changed type needs a schema rule's allow_type_changes)."""
     loaded = load(project)
+    changed, note = published_type_issues(loaded, settings_for(project))
+    if changed:
+        click.echo(f"error: the project at {project} would change published tables:", err=True)
+        for issue in changed:
+            click.echo(f"  {issue}", err=True)
+        sys.exit(2)
+    if note:
+        click.echo(note, err=True)
     click.echo(
         f"ok: {len(loaded.datasets)} datasets, {len(loaded.sources)} sources, "
         f"{len(loaded.exposures)} exposures, {len(loaded.lineage.column_edges)} column edges"

@@ -145,3 +145,49 @@ def test_the_demo_as_it_is_validates_with_no_false_alarm(tmp_path: Path):
         [str(MEDALLION), "catalog", "validate"], cwd=root, capture_output=True, text=True
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_type_the_sql_changes_against_the_published_table_needs_a_schema_rule(tmp_path: Path):
+    """The lake holds silver.orders_usd with channel a string (as pyiceberg, another engine,
+    writes it); the SQL now makes channel a number: refused at its line, until the table's
+    schema rule allows it."""
+    import pyarrow as pa
+    from pyiceberg.catalog import load_catalog as iceberg_catalog
+
+    from medallion_assets.lake import Lake
+
+    root = copy_demo_project(tmp_path / "shop")
+    lake_folder = root / ".medallion" / "lake"
+    lake_folder.mkdir(parents=True)
+    lake = Lake.local(lake_folder)
+    # pyiceberg makes the catalog's tables here (Spark's JDBC catalog makes them in a run)
+    properties = {**lake.catalog.pyiceberg_properties(), "init_catalog_tables": "true"}
+    other = iceberg_catalog("lake", **properties)
+    other.create_namespace("silver")
+    columns = [("order_id", pa.int64()), ("channel", pa.string()), ("status", pa.string())]
+    other.create_table("silver.orders_usd", schema=pa.schema(columns))
+
+    def validate() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(MEDALLION), "catalog", "validate"], cwd=root, capture_output=True, text=True
+        )
+
+    assert validate().returncode == 0  # the same types: no change
+    _edit("sql/silver/orders_usd.sql", "    o.channel,\n", "    length(o.channel) AS channel,\n")(
+        root
+    )
+    done = validate()
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert (
+        "sql/silver/orders_usd.sql:23: sql: silver.orders_usd.channel is int in the SQL but "
+        "string in the published table"
+    ) in done.stderr
+    _edit(
+        "metadata/datasets.yaml",
+        "{kind: range, column: total_amount_usd, min: 0}",
+        "{kind: range, column: total_amount_usd, min: 0}\n"
+        "      - {kind: schema, allow_type_changes: [channel]}",
+    )(root)
+    done = validate()
+    # allowed on silver.orders_usd; gold.fraud_features has no such table published
+    assert done.returncode == 0, done.stdout + done.stderr
