@@ -211,3 +211,21 @@ def test_a_long_flat_union_chain_is_not_nested(tmp_path: Path):
     result = scan_directory(tmp_path, "spark")
     assert result.errors == ()
     assert {s for s, _ in result.edges} == {f"t{i}" for i in range(7)}
+
+
+def test_the_cli_names_what_is_not_traced_whole_on_stderr(tmp_path: Path):
+    import subprocess
+    import sys
+
+    models = _project(
+        tmp_path, {"stg_orders": "select 1 as id", **{"not_installed": MODELS["not_installed"]}}
+    )
+    medallion = Path(sys.executable).parent / "medallion"
+    done = subprocess.run(
+        [str(medallion), "lineage", "scan", str(models), "--format", "tree"],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "not traced whole: not_installed.sql: fivetran_utils.union_data" in done.stderr
+    assert "not_installed" in done.stdout
