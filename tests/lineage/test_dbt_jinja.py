@@ -218,7 +218,7 @@ def test_the_cli_names_what_is_not_traced_whole_on_stderr(tmp_path: Path):
     import sys
 
     models = _project(
-        tmp_path, {"stg_orders": "select 1 as id", **{"not_installed": MODELS["not_installed"]}}
+        tmp_path, {"stg_orders": "select 1 as id", "not_installed": MODELS["not_installed"]}
     )
     medallion = Path(sys.executable).parent / "medallion"
     done = subprocess.run(
