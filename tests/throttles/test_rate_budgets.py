@@ -114,8 +114,9 @@ def test_threads_of_one_process_share_the_budget(url: str):
     assert min(m.rows for m in moved) > 0.1 * sum(m.rows for m in moved)
 
 
-@pytest.mark.slow  # watches the rate through three changes (about 7 s)
-def test_a_throttle_and_a_cut_reach_a_running_consumer_within_a_second(url: str):
+def _rates_through_three_changes(url: str) -> list[float]:
+    """A consumer's rows/s in the windows of its budget: before, throttled by an override, cut
+    by the system, and after the override is reset."""
     store = ControlStore.open(url)
     throttle = shared_throttle(store, "redshift", Throttle(rows_per_second=RATE))
     with RowConsumer(throttle, batch=50) as consumer:  # a window of a second holds dozens
@@ -132,20 +133,33 @@ def test_a_throttle_and_a_cut_reach_a_running_consumer_within_a_second(url: str)
         reset = time.monotonic()
         time.sleep(2.2)
     # Each change is in force from at most a second (the re-read) after it on.
-    rates = [
+    return [
         consumer.rate(before - 0.7, before),  # past the first burst
         consumer.rate(throttled + 1.3, cut),
         consumer.rate(cut + 1.3, reset),
         consumer.rate(reset + 1.3, reset + 2.2),
     ]
-    print(f"rows/s before, throttled, cut, reset: {[round(r) for r in rates]}")
-    # The budget is a ceiling: never above it. A busy machine may keep the consumer below it
-    # (CI once measured 10,071 rows/s under 20,000), so the floor only has to tell a window
-    # from its neighbour: above the ceiling of the lower limit before or after it.
-    limits = [RATE, RATE / 4, RATE / 8, RATE / 2]  # the cut halves the operator's rate, then
-    floors = [1.1 * RATE / 4, 1.1 * RATE / 8, 0.3 * RATE / 8, 1.1 * RATE / 8]  # systems.yaml's
-    for rate, limit, floor in zip(rates, limits, floors, strict=True):  # once it is reset
-        assert floor < rate <= 1.1 * limit, rates
+
+
+@pytest.mark.slow  # watches the rate through three changes (about 7 s, twice at most)
+def test_a_throttle_and_a_cut_reach_a_running_consumer_within_a_second(url: str):
+    # The budget is a ceiling: never above it, on every attempt. A busy machine may keep the
+    # consumer below it (CI once measured 10,071 rows/s under 20,000, and once 1,924 under
+    # 5,000 beside a Spark build), so the floor only has to tell a window from its neighbour
+    # (above the ceiling of the lower limit before or after it), on one of two attempts: a
+    # change that reached the consumer late, or never, fails both.
+    # The cut halves the operator's rate; once the override is reset, systems.yaml's halved.
+    limits = [RATE, RATE / 4, RATE / 8, RATE / 2]
+    floors = [1.1 * RATE / 4, 1.1 * RATE / 8, 0.3 * RATE / 8, 1.1 * RATE / 8]
+    attempts = []
+    for _ in range(2):
+        rates = _rates_through_three_changes(url)
+        print(f"rows/s before, throttled, cut, reset: {[round(r) for r in rates]}")
+        attempts.append(rates)
+        assert all(r <= 1.1 * limit for r, limit in zip(rates, limits, strict=True)), rates
+        if all(floor < r for r, floor in zip(rates, floors, strict=True)):
+            return
+    pytest.fail(f"a window below its floor {floors} on both attempts: {attempts}")
 
 
 @pytest.mark.slow  # watches the rate for four seconds
