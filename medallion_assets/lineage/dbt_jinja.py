@@ -193,17 +193,18 @@ def _place_tokens(text: str, calls: list[Call]) -> tuple[str, tuple[str, ...]]:
     missing (a token where rows come from, none of whose arguments names a table)."""
     out: list[str] = []
     unexpanded: list[str] = []
-    at = 0
+    at, tail = 0, ""  # tail: the last 300 characters written, what a place looks back at
     for match in _TOKENS.finditer(text):
         out.append(text[at : match.start()])
+        tail = (tail + out[-1])[-300:]
         at = match.end()
         call = calls[int(match.group(1))] if int(match.group(1)) < len(calls) else None
         if call is None:
             continue
-        before = "".join(out)[-300:]
-        place = Place(before, _TOKENS.sub("x", text[at : at + 200]))
+        place = Place(tail, _TOKENS.sub("x", text[at : at + 200]))
         words = [w for w in call.words if not _TOKENS.search(w)]
         out.append(stand_in(call.name, call.called, call.tables, words, place))
+        tail = (tail + out[-1])[-300:]
         rows = place.table or (place.query and not place.statement)
         if rows and not call.tables and not place.in_name:
             unexpanded.append(
