@@ -60,6 +60,11 @@ class Rendered:
     unexpanded: tuple[str, ...]  # why the model's tables may not all be traced
 
 
+def _without_dbt_blocks(text: str) -> str:
+    """``text`` without dbt's own block tags (their bodies are no model's SQL)."""
+    return _SNAPSHOT_TAGS.sub("", _DBT_BLOCKS.sub("", text))
+
+
 class _Sandbox(SandboxedEnvironment):
     """Jinja's sandbox, where a Python method given an unknown value (``', '.join(cols)``)
     gets the value's token, as it would get dbt's text."""
@@ -111,20 +116,20 @@ class Macros:
         }
         self.packages: dict[str, dict[str, Any]] = {}
         self.own: dict[str, Any] = {}  # the project's own macros
-        self.problems: list[str] = []  # macro files Jinja could not compile
+        self.problems: list[tuple[str, str]] = []  # (macro file, why Jinja could not compile it)
 
     def add(self, label: str, text: str, package: str | None = None) -> None:
         """The macros one file defines: the project's are names every model and macro sees;
         a package's are ``package.name``."""
-        text = _SNAPSHOT_TAGS.sub("", _DBT_BLOCKS.sub("", text))
+        text = _without_dbt_blocks(text)
         if "{%" not in text:
             return
-        token = STATE.set(RenderState(""))  # the file's top level runs: its refs are no model's
+        token = STATE.set(RenderState())  # the file's top level runs: its refs are no model's
         try:
             template = self.env.from_string(text)
             module = template.make_module(vars=self.names, shared=True)
         except Exception as error:  # Jinja's or the file's own: the other files still load
-            self.problems.append(f"{label}: {type(error).__name__}: {str(error)[:200]}")
+            self.problems.append((label, f"{type(error).__name__}: {str(error)[:200]}"))
             return
         finally:
             STATE.reset(token)
@@ -146,16 +151,14 @@ class Macros:
 
     def render(self, sql_file: SqlFile) -> Rendered:
         """``sql_file`` rendered (module docstring); Jinja's failure falls back and is said."""
-        this = sql_file.default_target or ""
-        state = RenderState(this)
+        state = RenderState()
         token = STATE.set(state)
         try:
-            text = _SNAPSHOT_TAGS.sub("", _DBT_BLOCKS.sub("", sql_file.text))
-            self.names["this"] = Relation(this)  # the macros it calls see it too
-            rendered = self.env.from_string(text).render(self.names)
-        except (
-            Exception
-        ) as error:  # Jinja's, a macro's or dbt's own: one model never stops the scan
+            # the model itself; the macros it calls see it too
+            self.names["this"] = Relation(sql_file.default_target or "")
+            rendered = self.env.from_string(_without_dbt_blocks(sql_file.text)).render(self.names)
+        # Jinja's, a macro's or dbt's own error: one model never stops the scan
+        except Exception as error:
             reason = f"Jinja could not render it ({type(error).__name__}: {str(error)[:200]})"
             fallback = render_template(sql_file)
             return Rendered(fallback, tuple(dict.fromkeys(state.depends)), (reason,))

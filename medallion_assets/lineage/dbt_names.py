@@ -34,7 +34,6 @@ class Call:
 class RenderState:
     """What rendering one model recorded."""
 
-    this: str
     depends: list[str] = field(default_factory=list)
     calls: list[Call] = field(default_factory=list)
     depth: int = 0

@@ -93,6 +93,6 @@ def _add_files(macros: Macros, project: DbtProject, package: str | None) -> None
             try:
                 text = path.read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError) as error:
-                macros.problems.append(f"{label}: cannot be read as UTF-8 text: {error}")
+                macros.problems.append((label, f"cannot be read as UTF-8 text: {error}"))
                 continue
             macros.add(label, text, package)

@@ -143,7 +143,7 @@ def scan_files(
     for label, model in models.items():
         _add_dependencies(lineage, label, model)
     if macros is not None:
-        incomplete.extend((p.split(": ", 1)[0], p.split(": ", 1)[-1]) for p in macros.problems)
+        incomplete.extend(macros.problems)
     result = build_result(lineage, errors, tuple(passed))
     return replace(result, incomplete=tuple(incomplete))
 
