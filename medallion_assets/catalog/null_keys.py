@@ -58,6 +58,12 @@ class _NonNull:
         self.datasets = datasets
         self.sources = sources
         self.known: dict[tuple[str, str], bool] = {}
+        self.selects: dict[str, exp.Select | None] = {}  # each table's SQL, parsed once
+
+    def _select(self, dataset: Dataset) -> exp.Select | None:
+        if dataset.name not in self.selects:
+            self.selects[dataset.name] = _select(dataset)
+        return self.selects[dataset.name]
 
     def certain(self, table: str, column: str) -> bool:
         found = self.known.get((table, column))
@@ -79,7 +85,8 @@ class _NonNull:
             for rule in dataset.rules
         ):
             return True
-        value = _projection(dataset, column)
+        query = self._select(dataset)
+        value = _projection(query, column)
         if _never_null(value):
             return True
         lineage = next((c for c in dataset.columns if c.column == column), None)
@@ -87,13 +94,14 @@ class _NonNull:
             return False
         if lineage.transform != "direct" and not _passes_nulls_through(value):
             return False
-        if not _joins_keep(dataset, value):
+        if not _joins_keep(query, value):
             return False  # the other side of an outer join is NULL where nothing matches
         upstream, _, upstream_column = lineage.sources[0].rpartition(".")
         return self.certain(upstream, upstream_column)
 
 
 def _select(dataset: Dataset) -> exp.Select | None:
+    """The table's query when it is one SELECT."""
     try:
         query = parse_statement(dataset.sql, dataset.dialect, dataset.name).query
     except SqlError:
@@ -101,10 +109,9 @@ def _select(dataset: Dataset) -> exp.Select | None:
     return query if isinstance(query, exp.Select) else None
 
 
-def _joins_keep(dataset: Dataset, value: exp.Expr | None) -> bool:
+def _joins_keep(query: exp.Select | None, value: exp.Expr | None) -> bool:
     """Whether no outer join can make ``value``'s column NULL: none at all, or only LEFT
     JOINs of the top SELECT onto the table the column is read from."""
-    query = _select(dataset)
     if query is None:
         return False
     joins = [j for s in query.find_all(exp.Select) for j in s.args.get("joins") or ()]
@@ -119,9 +126,8 @@ def _joins_keep(dataset: Dataset, value: exp.Expr | None) -> bool:
     return column is not None and bool(kept) and column.table == kept
 
 
-def _projection(dataset: Dataset, column: str) -> exp.Expr | None:
+def _projection(query: exp.Select | None, column: str) -> exp.Expr | None:
     """The expression the table's SELECT makes ``column`` from, when it is one SELECT."""
-    query = _select(dataset)
     if query is None:
         return None
     for projection in query.expressions:
