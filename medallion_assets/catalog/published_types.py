@@ -53,7 +53,8 @@ def changed_types(
         if dataset is None or not columns:
             continue
         lake = {column.lower(): kind for column, kind in columns}
-        allowed = {c for r in dataset.rules if isinstance(r, SchemaRule) for c in r.allows()}
+        schema_rules = [r for r in dataset.rules if isinstance(r, SchemaRule)]
+        allowed = {c for r in schema_rules for c in r.allow_type_changes}
         for column in dataset.columns:
             derived, before = column.type, lake.get(column.column.lower())
             if not derived or derived == "unknown" or before is None:

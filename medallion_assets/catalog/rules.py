@@ -209,9 +209,6 @@ class SchemaRule(_Rule):
     """Columns whose type may change against the published table (`catalog validate` refuses
     any other column's change of type); ['*']: every column."""
 
-    def allows(self) -> tuple[str, ...]:
-        return self.allow_type_changes
-
 
 class ReferentialIntegrityRule(_Rule):
     kind: Literal["referential_integrity"]

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import click
 import yaml
 
 from medallion_assets.catalog.describe import describe
-from medallion_assets.cli.common import load, project_option, settings_for
+from medallion_assets.cli.common import load, problems, project_option, settings_for
 from medallion_assets.cli.published import published_type_issues
 
 
@@ -29,10 +28,7 @@ def validate(project: Path) -> None:
     loaded = load(project)
     changed, note = published_type_issues(loaded, settings_for(project))
     if changed:
-        click.echo(f"error: the project at {project} would change published tables:", err=True)
-        for issue in changed:
-            click.echo(f"  {issue}", err=True)
-        sys.exit(2)
+        problems(f"the project at {project} would change published tables", changed)
     if note:
         click.echo(note, err=True)
     click.echo(

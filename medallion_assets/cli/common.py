@@ -16,6 +16,7 @@ from typing import Any, NoReturn, ParamSpec, TextIO, TypeVar
 import click
 
 from medallion_assets.catalog import Catalog, CatalogError, load_catalog
+from medallion_assets.catalog.errors import CatalogIssue
 from medallion_assets.credentials import MaskedFileHandler, mask_credentials
 from medallion_assets.settings import MedallionSettings
 
@@ -60,8 +61,13 @@ def load(project: Path) -> Catalog:
 
 def does_not_load(project: Path, error: CatalogError) -> NoReturn:
     """Print every problem of a project that does not load, and exit 2."""
-    click.echo(f"error: the project at {project} does not load:", err=True)
-    for issue in error.issues:
+    problems(f"the project at {project} does not load", error.issues)
+
+
+def problems(what: str, issues: Iterable[CatalogIssue]) -> NoReturn:
+    """``error: <what>:`` and one indented line per problem on stderr, then exit 2."""
+    click.echo(f"error: {what}:", err=True)
+    for issue in issues:
         click.echo(f"  {issue}", err=True)
     sys.exit(2)
 
