@@ -81,8 +81,7 @@ class UnknownColumn:
         return self.reference.rsplit(".", 1)[-1]
 
     def as_list(self) -> list[object]:
-        found: list[object] = [self.reference, self.table, self.line, self.column]
-        found.append(list(self.nearest))
+        found: list[object] = [self.reference, self.table, self.line, self.column, [*self.nearest]]
         return [*found, True] if self.ambiguous else found
 
     @classmethod
@@ -113,14 +112,32 @@ def unknown_columns(query: exp.Expr, schema: Schema) -> tuple[UnknownColumn, ...
     if root is None:
         return ()
     found: list[UnknownColumn] = []
+    selected = _Selected(schema)
     for scope in root.traverse():
-        found.extend(_in_scope(scope, schema))
+        found.extend(_in_scope(scope, schema, selected))
     return tuple(sorted(found, key=lambda u: (u.line or 0, u.column or 0)))
 
 
-def _in_scope(scope: Scope, schema: Schema) -> Iterator[UnknownColumn]:
+class _Selected:
+    """Each query's selected tables as (alias, what to call it, its column names or None when
+    they are not all known), worked out once per query for all its columns."""
+
+    def __init__(self, schema: Schema):
+        self.schema = schema
+        self.found: dict[int, list[tuple[str, str, set[str] | None]]] = {}
+
+    def __call__(self, scope: Scope) -> list[tuple[str, str, set[str] | None]]:
+        if id(scope) not in self.found:
+            self.found[id(scope)] = [
+                (str(alias).lower(), *_columns_of(source, str(alias).lower(), self.schema))
+                for alias, (_, source) in scope.selected_sources.items()
+            ]
+        return self.found[id(scope)]
+
+
+def _in_scope(scope: Scope, schema: Schema, selected: _Selected) -> Iterator[UnknownColumn]:
     select = scope.expression if isinstance(scope.expression, exp.Select) else None
-    reachable = _reachable(scope, select, schema)
+    reachable = _reachable(scope, select, selected)
     aliases = _select_aliases(select)
     # Every column written in this SELECT itself, HAVING and ORDER BY included, none of a
     # nested query's (sqlglot's scope.columns leaves some out and adds others).
@@ -138,9 +155,9 @@ def _in_scope(scope: Scope, schema: Schema) -> Iterator[UnknownColumn]:
             continue
         qualifier = column.table.lower()
         if not qualifier and name not in aliases and not _after_select(column, select, name):
-            clash = _ambiguous(scope, name, schema)
+            clash = _ambiguous(scope, name, selected)
             if clash:
-                yield _at(column.this, name, clash, tuple(f"{a}.{name}" for a, _ in clash))
+                yield _ambiguity(column.this, name, clash, tuple(f"{a}.{name}" for a, _ in clash))
                 continue
         if qualifier:
             source = _qualified_source(scope, qualifier)
@@ -165,7 +182,7 @@ def _in_scope(scope: Scope, schema: Schema) -> Iterator[UnknownColumn]:
         )
 
 
-def _at(
+def _ambiguity(
     node: object, name: str, clash: list[tuple[str, str]], qualified: tuple[str, ...]
 ) -> UnknownColumn:
     meta = node.meta if isinstance(node, exp.Expr) else {}
@@ -173,7 +190,7 @@ def _at(
     return UnknownColumn(name, tables, meta.get("line"), _start_column(meta), qualified, True)
 
 
-def _ambiguous(scope: Scope, name: str, schema: Schema) -> list[tuple[str, str]]:
+def _ambiguous(scope: Scope, name: str, selected: _Selected) -> list[tuple[str, str]]:
     """The (alias, table) pairs an unqualified ``name`` could equally mean, when there are
     several: the innermost query that has the name resolves it, as Spark does; nothing when
     that is not certain (a source of unknown columns first, a lateral view, a merged join)."""
@@ -184,12 +201,11 @@ def _ambiguous(scope: Scope, name: str, schema: Schema) -> list[tuple[str, str]]
             return []
         having: list[tuple[str, str]] = []
         unsure = False
-        for alias, (_, source) in current.selected_sources.items():
-            label, known = _columns_of(source, str(alias).lower(), schema)
+        for alias, label, known in selected(current):
             if known is None:
                 unsure = True
             elif name in known:
-                having.append((str(alias).lower(), label))
+                having.append((alias, label))
         if len(having) > 1 and not _merged_by_join(select, name):
             return having
         if having or unsure:
@@ -232,7 +248,7 @@ def _start_column(meta: Mapping[str, object]) -> int | None:
 
 
 def _reachable(
-    scope: Scope, select: exp.Select | None, schema: Schema
+    scope: Scope, select: exp.Select | None, selected: _Selected
 ) -> tuple[str, set[str]] | None:
     """What an unqualified column of ``select`` may name: the columns of every table it reads,
     and of every query it is nested in as a subquery (which may read the outer query's), with
@@ -249,8 +265,7 @@ def _reachable(
         expression = current.expression
         if not isinstance(expression, exp.Select) or expression.args.get("laterals"):
             return None
-        for alias, (_, source) in current.selected_sources.items():
-            label, known = _columns_of(source, str(alias).lower(), schema)
+        for _, label, known in selected(current):
             if known is None:
                 return None
             labels.append(label)
