@@ -11,6 +11,7 @@ production path, between the steps whose half-done state a crash could leave beh
 | ``lake.staged`` | the output is staged on its branch and checked, ``main`` not yet moved to it |
 | ``lake.published`` | the new version is current, the warehouse not yet loaded |
 | ``warehouse.loaded`` | the warehouse load has committed, the step not yet finished |
+| ``env.promoting`` | a promotion is about to move this table's ``main`` (those before it moved) |
 
     MEDALLION_CRASH_AT=lake.published@gold.daily_user_events[2026-01-02] medallion run
 
@@ -29,7 +30,7 @@ import signal
 
 from medallion_assets.errors import SettingsError
 
-POINTS = ("ingest.inspected", "lake.staged", "lake.published", "warehouse.loaded")
+POINTS = ("ingest.inspected", "lake.staged", "lake.published", "warehouse.loaded", "env.promoting")
 CRASH_POINT_FIX = f"POINT[@TABLE[DAY]] with POINT one of {', '.join(POINTS)}"
 
 

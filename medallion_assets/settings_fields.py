@@ -90,6 +90,15 @@ class StoreSettings(BaseModel):
         alias="MEDALLION_KEEP_VERSIONS",
         ge=1,
     )
+    env_warehouse: Literal["schema", "none"] = setting(
+        "schema",
+        "`schema`",
+        "what a dev environment's run (`medallion run --env NAME`) loads into the warehouse: "
+        "`schema`: its gold tables into schemas of its own (`<schema>_env_<NAME>`, a bare "
+        "table into `env_<NAME>`); `none`: nothing",
+        "schema or none",
+        alias="MEDALLION_ENV_WAREHOUSE",
+    )
     s3: Literal["aws"] | None = setting(
         None,
         "unset",

@@ -29,7 +29,7 @@ LAYERS: list[set[str]] = [
     {"catalog"},
     {"demo", "kill_switch", "relaunch", "openlineage"},  # decisions on the catalog alone
     {"io", "jvm", "lake", "control"},  # S3 and warehouses, Spark's jars, the lake, the store
-    {"checks", "profiles", "throttles", "recovery", "preflight"},
+    {"checks", "profiles", "throttles", "recovery", "preflight", "environments"},
     {"simulate", "control_plane"},
     {"backfill", "runtime"},
     {"healing"},  # its actions run between a table's failed attempt and its retry
@@ -55,6 +55,7 @@ DECISIONS = [
     "simulate.schedule",
     "simulate.scheduling",
     "export.orchestrators",
+    "environments.plan",
 ]
 HEAVY = ("dagster", "pyspark", "py4j", "sqlalchemy")
 

@@ -36,6 +36,7 @@ from medallion_assets.catalog import Catalog, Dataset
 from medallion_assets.catalog.selection import select_tables
 from medallion_assets.control.engine import ControlStoreError
 from medallion_assets.control_plane import ControlPlane
+from medallion_assets.environments.scope import in_env
 from medallion_assets.errors import causes, headline
 from medallion_assets.lake.catalog import LakeCatalogError
 from medallion_assets.runtime import stop
@@ -257,6 +258,9 @@ def _build_step(
 # from its whole input. "*" (or "1"): every table of the run; else a selection of tables, as
 # `medallion backfill --select` takes it (silver.orders_usd,gold.*,layer:silver).
 FULL_REFRESH_TAG = "medallion/full_refresh"
+# A dev environment's run (`medallion run --env NAME`): what it builds publishes to the
+# tables' branches env_NAME, reading what it does not build from main.
+ENV_TAG = "medallion/env"
 
 
 def full_refresh(catalog: Catalog, tags: Mapping[str, str], table: str) -> bool:
@@ -284,10 +288,13 @@ def table_run(
     resources: StepResources,
 ) -> TableRun:
     """The step's run of ``dataset``, without its Spark session (``with_spark``) and route."""
+    env = context.run.tags.get(ENV_TAG) or None
+    if env is not None:  # a dev environment's run: its branches, its warehouse schemas
+        dataset = in_env(dataset, env, resources.lake.settings.env_warehouse)
     return TableRun(
         catalog=catalog,
         dataset=dataset,
-        lake=resources.lake.lake,
+        lake=resources.lake.lake.in_env(env),
         # a whole table run within a daily run (one job holds both) has no partition
         partition=context.partition_key
         if context.has_partition_key and dataset.settings.partitions is not None

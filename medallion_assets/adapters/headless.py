@@ -11,15 +11,15 @@ The runs side by side share the worker slots. Runs are recorded in the Dagster i
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import ExitStack, contextmanager
+from collections.abc import Callable, Collection, Mapping
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
 import dagster as dg
 
-from medallion_assets.adapters.assets import FULL_REFRESH_TAG
+from medallion_assets.adapters.assets import ENV_TAG, FULL_REFRESH_TAG
 from medallion_assets.adapters.code_location import definitions_for
 from medallion_assets.adapters.dagster_internals import PARTITION_NAME_TAG
 from medallion_assets.adapters.instance import project_instance
@@ -31,6 +31,7 @@ from medallion_assets.adapters.resources import S3Resource
 from medallion_assets.adapters.retry import RETRIES_BY_ORCHESTRATOR, RETRY_TAG
 from medallion_assets.adapters.run_plan import plan_run
 from medallion_assets.adapters.run_summary import RunSummary, TableResult, results_of_run
+from medallion_assets.adapters.side_by_side import run_beside, side_by_side
 from medallion_assets.adapters.step_order import StepOrder
 from medallion_assets.adapters.threads import ThreadedExecutor, execute_on_threads
 from medallion_assets.adapters.translator import DatasetTranslator, table_key
@@ -105,14 +106,17 @@ def run_project(
     run_lock_held: bool = False,
     full_refresh: str = "",
     catalog: Catalog | None = None,
+    env: str | None = None,
+    tables: Collection[str] | None = None,
 ) -> RunSummary:
-    """Materialize every table: each day of the daily tables, then the rest. With ``progress``,
-    ``log`` also gets one line as each table's step ends. Another ``medallion run`` on the
-    project is waited for, up to ``wait_seconds`` (then ``RunInProgress``), unless the caller
-    holds its run lock (``run_lock_held``) and maybe started Spark behind it (``warm_up``).
+    """Materialize every table (``tables``: those): each day of the daily tables, then the
+    rest; with ``progress``, ``log`` gets a line as each step ends. Another ``medallion run``
+    on the project is waited for up to ``wait_seconds`` (then ``RunInProgress``), unless the
+    caller holds its run lock (``run_lock_held``) and maybe started Spark (``warm_up``).
     ``settings``: the caller's, else read from the environment now. ``full_refresh``: the
     tables to build in full even when unchanged (``*``: every table; else a selection);
-    ``catalog``: the project as the caller loaded it (else loaded now)."""
+    ``catalog``: the project as the caller loaded it; ``env``: a dev environment's run, onto
+    its branches (``medallion run --env``)."""
     if settings is None:
         settings = MedallionSettings.from_env(os.environ, project_root)
     catalog = catalog or load_catalog(project_root)
@@ -128,7 +132,9 @@ def run_project(
                 project_instance(project_root, profiles=catalog.profiles)
             )
         tags = {FULL_REFRESH_TAG: full_refresh} if full_refresh else {}
-        summary = _run(settings, catalog, log, instance, progress, warm_up, tags)
+        if env is not None:
+            tags[ENV_TAG] = env
+        summary = _run(settings, catalog, log, instance, progress, warm_up, tags, tables)
     return summary
 
 
@@ -190,13 +196,15 @@ def _run(
     progress: bool,
     warm_up: SparkWarmUp | None,
     tags: Mapping[str, str],
+    tables: Collection[str] | None = None,
 ) -> RunSummary:
     mark_lost_runs_failed(instance, log)
     apply_pool_limits(instance, system_limits(catalog), log)
     translator = DatasetTranslator(catalog, settings.warehouse_kind)
     defs = definitions_for(catalog, translator)
-    daily = [n for n, d in catalog.datasets.items() if d.settings.partitions is not None]
-    plain = [n for n in catalog.datasets if n not in daily]
+    chosen = [n for n in catalog.datasets if tables is None or n in tables]
+    daily = [n for n in chosen if catalog.datasets[n].settings.partitions is not None]
+    plain = [n for n in chosen if n not in daily]
     plane = ControlPlane.of(settings)
     plane.store()  # a store that cannot be used would fail every step alike: say so once, now
 
@@ -254,17 +262,17 @@ def _run(
             if after_days:
                 after_the_days(by_day)
 
-        side_by_side = _side_by_side(instance)
-        if not side_by_side:
+        together = side_by_side(instance)
+        if not together:
             each_day(rest)
-        with _beside(days_then_their_readers if days and side_by_side else None):
+        with run_beside(days_then_their_readers if days and together else None):
             try:
                 if beside:
                     log(f"materializing {len(beside)} table(s) ...")
                     steps.execute(beside, None, rest)
             finally:
                 beside_over.set()
-        if not (days and side_by_side) and after_days:
+        if not (days and together) and after_days:
             after_the_days(rest)
     steps.summary.seconds = time.perf_counter() - started
     return steps.summary
@@ -286,13 +294,10 @@ def _after_days(
     unpublished = [(r.table, r.label) for r in results if r.status in _UNPUBLISHED]
     unpublished += [(t, t) for t, status in sorted(ended.items()) if status in _UNPUBLISHED]
     reach = {t: catalog.downstream_of([t]) for t, _label in unpublished}
-    left_out = {}
-    for table in tables:
-        missing = [label for t, label in unpublished if table in reach[t]]
-        if missing:
-            left_out[table] = f"not run: an upstream table did not publish: {', '.join(missing)}"
-    for table, why in left_out.items():
-        steps.not_run([table], why)
+    missing = {table: [label for t, label in unpublished if table in reach[t]] for table in tables}
+    left_out = {t: ", ".join(m) for t, m in missing.items() if m}
+    for table, labels in left_out.items():
+        steps.not_run([table], f"not run: an upstream table did not publish: {labels}")
     tables = [t for t in tables if t not in left_out and t not in {r.table for r in results}]
     if tables:
         log(f"materializing {len(tables)} table(s) that read daily tables ...")
@@ -300,43 +305,6 @@ def _after_days(
 
 
 _UNPUBLISHED = ("failed", "blocked", "not run")
-
-
-def _side_by_side(instance: dg.DagsterInstance) -> bool:
-    """Whether runs of this process may execute at the same time on ``instance``. Dagster sets
-    up each run's log manager with ``logging.config.dictConfig``, which closes every handler
-    while holding the logging module's lock: a run logging then holds its handler's lock and
-    waits for the module's, a deadlock. Without ``python_logs`` handlers in dagster.yaml (the
-    project's instance has none) the call is skipped; with them, or on an ephemeral instance
-    (one SQLite connection), the runs go one after another."""
-    if instance.is_ephemeral or instance.get_python_log_dagster_handler_config():
-        return False
-    instance.get_yaml_python_handlers = list  # type: ignore[method-assign]  # none to set up
-    return True
-
-
-@contextmanager
-def _beside(work: Callable[[], None] | None) -> Iterator[None]:
-    """Run ``work`` on a thread while the block runs; its error is raised after both end."""
-    if work is None:
-        yield
-        return
-    errors: list[BaseException] = []
-
-    def target() -> None:
-        try:
-            work()
-        except BaseException as error:  # raised on the calling thread below
-            errors.append(error)
-
-    thread = threading.Thread(target=target, name="medallion-days", daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        thread.join()
-    if errors:
-        raise errors[0]
 
 
 def _partition_of(instance: dg.DagsterInstance) -> Callable[[str], str | None]:
@@ -354,9 +322,9 @@ def _partition_of(instance: dg.DagsterInstance) -> Callable[[str], str | None]:
 
 @dataclass
 class _Steps:
-    """The runs of one ``medallion run``: each executes a set of tables (of one day) on a
-    threaded executor, and adds what became of them to ``summary``. Two runs may execute at
-    once (the days beside the rest): ``summary`` is changed under ``lock``."""
+    """The runs of one ``medallion run``: each executes tables (of one day) on a threaded
+    executor, adding what became of them to ``summary`` (under ``lock``: the days' runs and
+    the rest's may execute at once)."""
 
     job: dg.JobDefinition
     instance: dg.DagsterInstance

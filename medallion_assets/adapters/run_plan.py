@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import dagster as dg
 
-from medallion_assets.adapters.assets import FULL_REFRESH_TAG
+from medallion_assets.adapters.assets import ENV_TAG, FULL_REFRESH_TAG
 from medallion_assets.adapters.checks import check_results
 from medallion_assets.adapters.resources import LakeResource, S3Resource, WarehouseResource
 from medallion_assets.adapters.run_summary import CheckOutcome, TableResult
@@ -149,7 +149,7 @@ def plan_run(
 def _plain(catalog: Catalog, plane: ControlPlane, tags: Mapping[str, str]) -> bool:
     """Whether every table runs its plain way: no full refresh, nothing down or switched off,
     no reroute, no table below the profile in force."""
-    if tags.get(FULL_REFRESH_TAG, "").strip():
+    if tags.get(FULL_REFRESH_TAG, "").strip() or tags.get(ENV_TAG):  # each step decides
         return False
     store, flags = plane.store(), plane.flags()
     tables = list(catalog.datasets)

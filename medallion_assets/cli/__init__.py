@@ -20,7 +20,9 @@ from medallion_assets.cli.common import does_not_load, mask_output
 from medallion_assets.cli.control_cmd import control
 from medallion_assets.cli.demo_cmd import demo_data
 from medallion_assets.cli.dev_cmd import dev
+from medallion_assets.cli.diff_cmd import diff
 from medallion_assets.cli.doctor_cmd import doctor
+from medallion_assets.cli.env_cmd import env, promote
 from medallion_assets.cli.export_cmd import export
 from medallion_assets.cli.graph_cmds import impact, split, trace_pii
 from medallion_assets.cli.init_cmd import init
@@ -88,6 +90,9 @@ for command in (
     audit,
     settings,
     table,
+    env,
+    promote,
+    diff,
 ):
     cli.add_command(command)
 control.add_command(schema)

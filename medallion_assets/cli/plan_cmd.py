@@ -34,16 +34,33 @@ OPTION = "option"  # the source of a profile named by --profile
 @click.option(
     "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
 )
+@click.option(
+    "--env",
+    "env",
+    default=None,
+    metavar="NAME",
+    help="Instead: what the project folder changes against main, table by table (changed "
+    "directly, breaking or not, or because an input changed), and what `medallion run --env "
+    "NAME` would build on the tables' branches env_NAME.",
+)
 @project_option
 def plan(
     profile_name: str | None,
     pipeline: str | None,
     max_workers: int | None,
     fmt: str,
+    env: str | None,
     project: Path,
 ) -> None:
     """Execution levels (the tables of a level can run in parallel), then the run under the
-    profile: start order, concurrency per system, what waits and what is skipped."""
+    profile: start order, concurrency per system, what waits and what is skipped. With
+    --env NAME: a dev environment's plan against main."""
+    if env is not None:
+        # the lake: loaded only by the plan of an environment
+        from medallion_assets.cli.env_cmd import plan_environment
+
+        plan_environment(project, env, fmt)
+        return
     catalog = load(project)
     levels = catalog.lineage.levels()
     selected = _selected(catalog, pipeline)

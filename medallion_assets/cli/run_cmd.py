@@ -59,12 +59,22 @@ if TYPE_CHECKING:
     "append or merge table from its whole input: alone, every table; with a selection, its "
     "tables (silver.orders_usd,gold.*,layer:silver,tag:NAME,pipeline:NAME).",
 )
+@click.option(
+    "--env",
+    "env",
+    default=None,
+    metavar="NAME",
+    help="Build only what the project folder changes against main (`medallion plan --env "
+    "NAME`) onto the tables' branches env_NAME, reading the rest from main; main is untouched "
+    "(`medallion promote NAME` makes it main's).",
+)
 @max_workers_option
 def run(
     project: Path,
     allow_blocked: bool,
     wait_seconds: float,
     full_refresh: str,
+    env: str | None,
     max_workers: int | None,
 ) -> None:
     """Materialize every asset of the project on the configured components, headless.
@@ -77,6 +87,7 @@ def run(
     medallion run                                   # what changed since the last run
     medallion run --full-refresh                    # every table from its whole input
     medallion run --full-refresh silver.orders_usd  # that table (and what reads it, as usual)
+    medallion run --env dev_anna                    # what the folder changes, on env_dev_anna
     """
     # Spark and the lake: loaded only by the commands that use them
     from medallion_assets.lake import Lake
@@ -91,9 +102,17 @@ def run(
     Lake.of(settings).check_layout()  # a lake folder of the old layout: one line
     # jars, credentials, lake, catalog, warehouse; the project as the run uses it
     catalog = checked_before_spark(project, settings)
+    tables = None
+    if env is not None:
+        # dev environments: loaded only by a run in one
+        from medallion_assets.cli.env_cmd import say_plan
+
+        tables = say_plan(project, catalog, env, click.echo)
+        if not tables:
+            return
     try:
         with stop_on_signals():
-            summary = _run(project, catalog, settings, wait_seconds, full_refresh)
+            summary = _run(project, catalog, settings, wait_seconds, full_refresh, env, tables)
     except RunStopped as stopped:
         click.echo(
             f"error: {stopped}: no table was published half-way (a table being built when it "
@@ -132,8 +151,11 @@ def _run(
     settings: MedallionSettings,
     wait_seconds: float,
     full_refresh: str,
+    env: str | None = None,
+    tables: list[str] | None = None,
 ) -> RunSummary:
-    """Run the project under its run lock, the Spark driver starting meanwhile."""
+    """Run the project (``tables`` of it; in dev environment ``env``) under its run lock, the
+    Spark driver starting meanwhile."""
     # Spark and the lake: loaded only by the commands that use them
     from medallion_assets.runtime.run_lock import RunInProgress, one_run_at_a_time
     from medallion_assets.runtime.spark_session import SparkWarmUp, pool_weights, reports_lineage
@@ -147,7 +169,7 @@ def _run(
             # the Dagster run that starts it as parent (io/spark_lineage.py).
             warm_up = (
                 SparkWarmUp(settings, pool_weights(catalog.profiles), say=click.echo)
-                if _certainly_builds(settings, catalog, full_refresh)
+                if (env is not None or _certainly_builds(settings, catalog, full_refresh))
                 and not reports_lineage(settings)
                 else None
             )
@@ -164,6 +186,8 @@ def _run(
                     run_lock_held=True,
                     full_refresh=full_refresh,
                     catalog=catalog,
+                    env=env,
+                    tables=tables,
                 )
             finally:
                 # An error before the first step is said on stderr, which the JVM's launch

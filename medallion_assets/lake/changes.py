@@ -124,7 +124,7 @@ def changed_keys(spark: SparkSession, changes: Changes, keys: Sequence[str]) -> 
 
     def counted(snapshot_id: int, side: int) -> DataFrame:
         frame = spark.read.option("versionAsOf", str(snapshot_id)).table(identifier(changes.table))
-        return frame.select(*picked, _row_digest(frame).alias(_ROW), F.lit(side).alias(_SIDE))
+        return frame.select(*picked, row_digest(frame).alias(_ROW), F.lit(side).alias(_SIDE))
 
     # A row is changed when the two ends hold it a different number of times: one shuffle of
     # both ends by key and digest (the end's copies count -1, the start's +1).
@@ -133,7 +133,7 @@ def changed_keys(spark: SparkSession, changes: Changes, keys: Sequence[str]) -> 
     return held.where(F.col(_SIDE) != 0).select(*picked).distinct()
 
 
-def _row_digest(frame: DataFrame) -> Column:
+def row_digest(frame: DataFrame) -> Column:
     """A 64-bit digest of each of ``frame``'s rows: every column's value and whether it is
     NULL (so ``(NULL, 1)`` and ``(1, NULL)`` differ), hashed where Spark computes it, without
     turning the row into text; a column holding a map, which Spark does not hash, is hashed

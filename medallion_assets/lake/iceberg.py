@@ -13,13 +13,17 @@ catalog (a test run's one Spark serves many lakes, one after the other).
 
 from __future__ import annotations
 
+import copy
+import json
 from collections.abc import Callable, Mapping
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from medallion_assets.lake import proof, repair, snapshots, tables, versions
+from medallion_assets.lake import env_writes, proof, repair, snapshots, tables, versions
 from medallion_assets.lake.catalog import EMBEDDED_CATALOG, LakeCatalog
+from medallion_assets.lake.env_ops import EnvOps
+from medallion_assets.lake.env_refs import check_env_name
 from medallion_assets.lake.orphans import SAFE_AGE_S, Orphan, orphan_files, remove
 from medallion_assets.lake.reads import LakeReads
 from medallion_assets.lake.records import (
@@ -28,8 +32,10 @@ from medallion_assets.lake.records import (
     Produced,
     RowsOutsideTheDay,
     StagedWrite,
+    storable,
 )
 from medallion_assets.lake.refs import STALE_STAGING_S, Refs, drop_staging_branches
+from medallion_assets.lake.rollbacks import rollback_day
 from medallion_assets.lake.session import attach
 from medallion_assets.lake.versions import Version
 
@@ -44,11 +50,21 @@ if TYPE_CHECKING:
 class Lake(LakeReads):
     """The tables of one lake catalog; Spark writes, pyiceberg answers what is current."""
 
-    def __init__(self, catalog: LakeCatalog, keep_versions: int = 3):
+    def __init__(self, catalog: LakeCatalog, keep_versions: int = 3, env: str | None = None):
         if keep_versions < 1:
             raise ValueError("keep_versions must be at least 1: the current version is kept")
         self.catalog = catalog
         self.keep_versions = keep_versions
+        self.env = env  # a dev environment's name: its builds publish to its branches
+
+    def in_env(self, env: str | None) -> Lake:
+        """This lake as dev environment ``env`` sees it (``lake.env_writes``): the versions it
+        built, else ``main``'s; what it builds publishes to its branch. ``None``: ``main``."""
+        if env == self.env:
+            return self
+        seen = copy.copy(self)  # the same catalog connection
+        seen.env = check_env_name(env) if env is not None else None
+        return seen
 
     @classmethod
     def of(cls, settings: MedallionSettings) -> Lake:
@@ -85,6 +101,9 @@ class Lake(LakeReads):
         """``table`` as pyiceberg loads it (fresh), or None when the lake has no such table."""
         return versions.load(self._metadata, table) if self._has_catalog() else None
 
+    def exists(self) -> bool:
+        return self._has_catalog()
+
     def _has_catalog(self) -> bool:
         """False for an embedded catalog whose file does not exist yet (no table written):
         opening it would create it."""
@@ -114,11 +133,21 @@ class Lake(LakeReads):
 
     def current(self, table: str, partition: str | None = None) -> Version | None:
         loaded = self._load(table)
-        return versions.current_in(loaded, table, partition) if loaded is not None else None
+        return versions.current_in(loaded, table, partition, self.env) if loaded else None
+
+    def environments(self) -> EnvOps:
+        """The lake's dev environments: listed, dropped, promoted (``lake.env_ops``)."""
+        return EnvOps(self._metadata)
+
+    def refs_of(self, table: str) -> dict[str, int]:
+        """The table's branches and tags: name -> the snapshot each points at."""
+        loaded = self._load(table)
+        refs = loaded.metadata.refs if loaded is not None else {}
+        return {name: ref.snapshot_id for name, ref in refs.items()}
 
     def partitions(self, table: str) -> list[str]:
         loaded = self._load(table)
-        return versions.partitions_in(loaded) if loaded is not None else []
+        return versions.partitions_in(loaded, self.env) if loaded is not None else []
 
     def is_partitioned(self, table: str) -> bool:
         return self.partition_column(table) is not None
@@ -137,10 +166,10 @@ class Lake(LakeReads):
         if loaded is None:
             return []
         if loaded.spec().fields:
-            wanted = versions.partitions_in(loaded) if partitions is None else partitions
-            found = [versions.current_in(loaded, table, p) for p in wanted]
+            wanted = versions.partitions_in(loaded, self.env) if partitions is None else partitions
+            found = [versions.current_in(loaded, table, p, self.env) for p in wanted]
         else:
-            found = [versions.current_in(loaded, table)]
+            found = [versions.current_in(loaded, table, None, self.env)]
         return [v for v in found if v is not None]
 
     def reusable(
@@ -157,10 +186,10 @@ class Lake(LakeReads):
         published: no schema change or lost file since (``lake.proof``; another engine's),
         else ``say`` is told why it is rebuilt."""
         loaded = self._load(table)
-        current = versions.current_in(loaded, table, partition) if loaded is not None else None
+        current = versions.current_in(loaded, table, partition, self.env) if loaded else None
         if current is None or not versions.built_from(current, code_version, inputs, ignoring):
             return None
-        if loaded is not None and (why := proof.doubt(loaded, partition)):
+        if loaded is not None and (why := proof.doubt(loaded, partition, env=self.env)):
             if say is not None:
                 day = f"[{partition}]" if partition else ""
                 say(f"rebuilding {table}{day}, though its code and inputs are unchanged: {why}")
@@ -170,7 +199,7 @@ class Lake(LakeReads):
     def doubt(self, table: str, partition: str | None = None, every_file: bool = False) -> str:
         """Why ``table``'s version in force may not be what medallion published (``proof``)."""
         loaded = self._load(table)
-        return proof.doubt(loaded, partition, every_file) if loaded is not None else ""
+        return proof.doubt(loaded, partition, every_file, self.env) if loaded is not None else ""
 
     # --- writing --------------------------------------------------------------------------------
 
@@ -188,12 +217,19 @@ class Lake(LakeReads):
         """Write ``frame`` as a staged snapshot of ``table``: ``replace`` the table (a daily
         table: its day) or ``append`` to it."""
         self.attach(spark)
-        frame = _storable(frame)
+        frame = storable(frame)
         summary = produced.summary(partition)
         if mode == "append" and partition is not None:
             # A day's rows after an append are not in Iceberg's summary: record them.
             before = self.current(table, partition)
             summary["rows"] = str((before.rows if before else 0) + frame.count())
+        target = env_writes.Target.of(self._load(table), self.env)
+        if self.env is not None and mode == "replace" and partition_column is None:
+            # the columns this version no longer has: written NULL here (main's readers share
+            # the table's schema), dropped when the environment is promoted
+            kept = {c.lower() for c in frame.columns}
+            gone = [c for c, _type in self.schema(table) if c.lower() not in kept]
+            summary["env-drops"] = json.dumps(gone)
         staged = tables.stage(
             spark,
             frame,
@@ -203,9 +239,12 @@ class Lake(LakeReads):
             partition_column=partition_column,
             properties=summary,
             refs=self._refs,
+            base=target.base,
+            keep_schema=self.env is not None,
         )
         if partition is not None and partition_column is not None:
             staged = self._own_day(spark, frame, staged, partition_column, summary, mode)
+        staged = target.on(staged)
         return StagedWrite(staged, tables.read_staged(spark, staged))
 
     def _own_day(
@@ -241,14 +280,22 @@ class Lake(LakeReads):
     ) -> StagedWrite:
         """Run ``statement`` (a MERGE, UPDATE or DELETE on ``{target}``) on a new branch."""
         self.attach(spark)
-        staged = tables.stage_sql(spark, table, statement, produced.summary(None), refs=self._refs)
+        target = env_writes.Target.of(self._load(table), self.env)
+        summary = produced.summary(None)
+        staged = tables.stage_sql(
+            spark, table, statement, summary, refs=self._refs, base=target.base
+        )
+        staged = target.on(staged)
         return StagedWrite(staged, tables.read_staged(spark, staged))
 
     def publish(self, spark: SparkSession, staged: StagedWrite) -> Version:
         """Make the staged write current (one catalog commit), then expire the snapshots past
         the newest ``keep_versions`` (a day's current version is tagged and kept)."""
         self.attach(spark)
-        tables.publish(spark, staged.write, self._refs)
+        if staged.write.target == "main":
+            tables.publish(spark, staged.write, self._refs)
+        else:
+            env_writes.publish(staged.write, self._refs)
         snapshots.expire(spark, staged.write.table, self.keep_versions)
         published = self.current(staged.write.table, staged.write.partition)
         assert published is not None, f"{staged.write.table}: published but not current"
@@ -272,7 +319,7 @@ class Lake(LakeReads):
         """Make ``table`` (when it does not exist) and add the columns of ``columns`` it lacks:
         before a SQL write (a MERGE) that can only write columns the table has."""
         self.attach(spark)
-        columns = _storable(columns)
+        columns = storable(columns)
         tables.ensure_table(spark, table, columns, partition_column, self._refs)
         tables.evolve(spark, table, columns)
 
@@ -348,53 +395,4 @@ class Lake(LakeReads):
             current = self.current(table)
             assert current is not None, f"{table}: rolled back but nothing current"
             return current
-        column = self.partition_column(table)
-        if column is None:
-            raise snapshots.UnknownSnapshot(f"{table} is not a daily table: leave out the day")
-        snapshots.require_snapshot(spark, table, snapshot_id)
-        loaded = self._load(table)
-        assert loaded is not None
-        snapshot = loaded.snapshot_by_id(snapshot_id)
-        source = versions.version_of(table, snapshot) if snapshot is not None else None
-        built_by = source if source is not None and source.partition == partition else None
-        if built_by is None:  # the snapshot of another day's write: the day's version then
-            built_by = self._day_version_at(loaded, table, partition, snapshot_id)
-        produced = Produced(
-            built_by.code_version if built_by else "",
-            built_by.inputs if built_by else {},
-            built_by.run_id if built_by else "",
-            {"rolled_back_to": str(snapshot_id)},
-        )
-        # pyspark: loaded only where Spark runs (the CLI reads the lake without it)
-        from pyspark.sql import functions as F
-
-        rows = self.read_snapshot(spark, table, snapshot_id).where(
-            F.col(f"`{column}`") == F.lit(partition)
-        )
-        staged = self.stage(
-            spark, rows, table, produced, partition=partition, partition_column=column
-        )
-        return self.publish(spark, staged)
-
-    def _day_version_at(
-        self, loaded: Any, table: str, partition: str, snapshot_id: int
-    ) -> Version | None:
-        """The newest write of ``partition`` at or before ``snapshot_id`` on ``main``."""
-        snapshot = loaded.snapshot_by_id(snapshot_id)
-        for older in versions.ancestors(loaded, snapshot):
-            found = versions.version_of(table, versions.versioned(loaded, older) or older)
-            if found is not None and found.partition == partition:
-                return found
-        return None
-
-
-def _storable(frame: DataFrame) -> DataFrame:
-    """Iceberg has no type for a column that is NULL by construction: store it as a string."""
-    # pyspark: loaded only where Spark runs (the CLI reads the lake without it)
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import NullType
-
-    for f in frame.schema.fields:
-        if isinstance(f.dataType, NullType):
-            frame = frame.withColumn(f.name, F.col(f"`{f.name}`").cast("string"))
-    return frame
+        return rollback_day(self, spark, table, snapshot_id, partition)

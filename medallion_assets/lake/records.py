@@ -24,6 +24,7 @@ class Produced:
     inputs: Mapping[str, str] = field(default_factory=dict)
     run_id: str = ""
     extra: Mapping[str, Any] = field(default_factory=dict)
+    shape: str = ""  # the SQL's fingerprints (lineage.shape), JSON: what a plan compares
 
     def summary(self, partition: str | None) -> dict[str, str]:
         props = {
@@ -32,6 +33,8 @@ class Produced:
             "run-id": self.run_id,
             "extra": json.dumps(dict(self.extra), sort_keys=True, default=str),
         }
+        if self.shape:
+            props["shape"] = self.shape
         return {**props, "partition": partition} if partition else props
 
 
@@ -69,3 +72,15 @@ class Footprint:
     bytes: int
     columns: tuple[tuple[str, str], ...]
     paths: tuple[str, ...] = ()  # the data files' locations (file:/… or s3a://…)
+
+
+def storable(frame: DataFrame) -> DataFrame:
+    """Iceberg has no type for a column that is NULL by construction: store it as a string."""
+    # pyspark: loaded only where Spark runs (the CLI reads the lake without it)
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import NullType
+
+    for f in frame.schema.fields:
+        if isinstance(f.dataType, NullType):
+            frame = frame.withColumn(f.name, F.col(f"`{f.name}`").cast("string"))
+    return frame

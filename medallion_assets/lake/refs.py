@@ -77,15 +77,17 @@ class Refs:
     def __init__(self, catalog: Catalog):
         self.catalog = catalog
 
-    def branch(self, table: str) -> tuple[str, int | None]:
-        """A fresh branch at ``main``'s head; (its name, that head). The name carries when it
-        was made (``stage_branch_age``): a branch points at an old snapshot until its write
-        commits, so only its name tells a fresh one from one a killed build left."""
+    def branch(self, table: str, base: str = "main") -> tuple[str, int | None]:
+        """A fresh branch at ref ``base``'s head (``main``'s when there is no such ref); (its
+        name, that head). The name carries when it was made (``stage_branch_age``): a branch
+        points at an old snapshot until its write commits, so only its name tells a fresh one
+        from one a killed build left."""
         name = f"{STAGE_BRANCH}{int(time.time())}_{uuid.uuid4().hex[:12]}"
         heads: list[int | None] = []
 
         def make(loaded: Any, refs: Any) -> None:
-            head = loaded.current_snapshot()
+            ref = loaded.metadata.refs.get(base)
+            head = loaded.snapshot_by_id(ref.snapshot_id) if ref else loaded.current_snapshot()
             heads.append(head.snapshot_id if head is not None else None)
             refs.create_branch(heads[-1], name)
 
@@ -118,6 +120,24 @@ class Refs:
             table, branch, snapshot.snapshot_id, parent, partition, operation, rows, changed,
             partition_column,
         )  # fmt: skip
+
+    def point_branch(self, table: str, name: str, snapshot_id: int, expect: int | None) -> None:
+        """Point branch ``name`` at ``snapshot_id`` (made, or moved, in one commit) when its
+        head is still ``expect`` (None: when there is no such branch), else ``CommitConflict``:
+        another build of the table published to it meanwhile."""
+
+        def point(loaded: Any, refs: Any) -> None:
+            ref = loaded.metadata.refs.get(name)
+            if (ref.snapshot_id if ref is not None else None) != expect:
+                raise CommitConflict(
+                    f"{table}: another build published to {name} since this write was staged; "
+                    "run the step again"
+                )
+            if ref is not None:
+                refs.remove_branch(name)
+            refs.create_branch(snapshot_id, name)
+
+        self._commit(table, point)
 
     def drop_branch(self, table: str, name: str) -> None:
         self._commit(table, lambda loaded, refs: refs.remove_branch(name), name)

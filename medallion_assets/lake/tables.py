@@ -40,7 +40,7 @@ class Refs(Protocol):
     """The branches and tags the writes here move (``lake/refs.py``'s ``Refs`` commits them
     through the lake's catalog)."""
 
-    def branch(self, table: str) -> tuple[str, int | None]: ...
+    def branch(self, table: str, base: str = "main") -> tuple[str, int | None]: ...
 
     def head(self, table: str, ref: str = "main") -> int | None: ...
 
@@ -77,6 +77,9 @@ class Staged:
     rows: int  # the version's rows (of its day, for a daily write)
     changed_partitions: int  # the days the write changed (a daily write: its own, or none)
     partition_column: str | None = None  # a daily write's: its day is read from the snapshot
+    # The branch publishing moves (an environment's, else main) and its head when staged.
+    target: str = "main"
+    target_head: int | None = None
 
 
 def identifier(table: str, ref: str | None = None) -> str:
@@ -158,13 +161,17 @@ def stage(
     partition: str | None = None,
     partition_column: str | None = None,
     properties: Mapping[str, str] | None = None,
+    base: str = "main",
+    keep_schema: bool = False,
 ) -> Staged:
-    """Write ``frame`` to a new branch of ``table``: ``replace`` overwrites the table (a daily
-    table: only the days in ``frame``), ``append`` adds its rows. ``properties`` go into the
-    snapshot's summary as ``medallion.<key>``."""
+    """Write ``frame`` to a new branch of ``table`` made from ref ``base``: ``replace``
+    overwrites the table (a daily table: only the days in ``frame``), ``append`` adds its rows.
+    ``properties`` go into the snapshot's summary as ``medallion.<key>``. ``keep_schema``: no
+    column dropped or retyped (an environment's write; columns are only added)."""
     ensure_table(spark, table, frame, partition_column, refs)
-    frame = evolve(spark, table, frame, whole=mode == "replace" and partition_column is None)
-    branch, head = refs.branch(table)
+    whole = mode == "replace" and partition_column is None and not keep_schema
+    frame = evolve(spark, table, frame, whole=whole)
+    branch, head = refs.branch(table, base)
     writer = frame.writeTo(identifier(table, branch))
     for key, value in summary_options(properties or {}).items():
         writer = writer.option(key, value)
@@ -199,12 +206,13 @@ def stage_sql(
     properties: Mapping[str, str] | None = None,
     *,
     refs: Refs,
+    base: str = "main",
 ) -> Staged:
     """Run ``statement`` (a MERGE, UPDATE or DELETE whose target is written ``{target}``)
-    against a new branch of ``table``: the staged write of a statement Iceberg runs itself.
-    SQL cannot set a snapshot's summary, so ``properties`` go into an empty append after it
-    (the branch's head, its rows the table's)."""
-    branch, head = refs.branch(table)
+    against a new branch of ``table`` made from ref ``base``: the staged write of a statement
+    Iceberg runs itself. SQL cannot set a snapshot's summary, so ``properties`` go into an
+    empty append after it (the branch's head, its rows the table's)."""
+    branch, head = refs.branch(table, base)
     try:
         spark.sql(statement.replace("{target}", identifier(table, branch)))
         stamp(spark, table, branch, properties or {})

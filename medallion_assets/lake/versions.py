@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from medallion_assets.credentials import mask_credentials
 from medallion_assets.lake.catalog import SPARK_CATALOG, LakeCatalog, LakeCatalogError
+from medallion_assets.lake.env_refs import env_branch, env_day_prefix, env_day_tag
 from medallion_assets.lake.repair import lost_metadata
 from medallion_assets.lake.tables import DAY_TAG, SUMMARY_PREFIX, day_tag, snapshot_rows
 
@@ -42,6 +43,8 @@ class Version:
     created_at: float
     run_id: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    shape: str = ""  # the SQL's fingerprints it was built from (lineage.shape), JSON
+    drops: tuple[str, ...] = ()  # a dev environment's: columns kept NULL until it is promoted
 
 
 @dataclass(frozen=True)
@@ -148,14 +151,26 @@ def current(catalog: Catalog, table: str, partition: str | None = None) -> Versi
     return current_in(loaded, table, partition) if loaded is not None else None
 
 
-def current_in(loaded: Table, table: str, partition: str | None = None) -> Version | None:
-    """``current`` of a table already loaded (a caller asking for many days loads it once)."""
+def current_in(
+    loaded: Table, table: str, partition: str | None = None, env: str | None = None
+) -> Version | None:
+    """``current`` of a table already loaded (a caller asking for many days loads it once).
+    In environment ``env``: the environment's version where it built one, else ``main``'s."""
+    refs = loaded.metadata.refs
     if partition is not None:
-        ref = loaded.metadata.refs.get(day_tag(partition))
+        ref = refs.get(env_day_tag(env, partition)) if env else None
+        ref = ref or refs.get(day_tag(partition))
         snapshot = loaded.snapshot_by_id(ref.snapshot_id) if ref is not None else None
     else:
-        snapshot = versioned(loaded, loaded.current_snapshot())
+        snapshot = versioned(loaded, head_of(loaded, env))
     return version_of(table, snapshot) if snapshot is not None else None
+
+
+def head_of(loaded: Table, env: str | None = None) -> Snapshot | None:
+    """The head a reader sees: environment ``env``'s branch when the table has one, else
+    ``main``'s."""
+    ref = loaded.metadata.refs.get(env_branch(env)) if env else None
+    return loaded.snapshot_by_id(ref.snapshot_id) if ref is not None else loaded.current_snapshot()
 
 
 def partitions(catalog: Catalog, table: str) -> list[str]:
@@ -164,15 +179,16 @@ def partitions(catalog: Catalog, table: str) -> list[str]:
     return partitions_in(loaded) if loaded is not None else []
 
 
-def partitions_in(loaded: Table) -> list[str]:
-    """``partitions`` of a table already loaded."""
-    found = []
+def partitions_in(loaded: Table, env: str | None = None) -> list[str]:
+    """``partitions`` of a table already loaded (in environment ``env``: its days too)."""
+    prefixes = (DAY_TAG, env_day_prefix(env)) if env else (DAY_TAG,)
+    found = set()
     for name, ref in loaded.metadata.refs.items():
-        if name.startswith(DAY_TAG):
+        if name.startswith(prefixes):
             snapshot = loaded.snapshot_by_id(ref.snapshot_id)
             day = _summary(snapshot).get("partition") if snapshot is not None else None
             if day:
-                found.append(day)
+                found.add(day)
     return sorted(found)
 
 
@@ -267,6 +283,8 @@ def version_of(table: str, snapshot: Snapshot) -> Version | None:
         snapshot.timestamp_ms / 1000,
         summary.get("run-id", ""),
         json.loads(summary.get("extra", "{}")),
+        summary.get("shape", ""),
+        tuple(json.loads(summary.get("env-drops", "[]"))),
     )
 
 

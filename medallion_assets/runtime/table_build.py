@@ -24,6 +24,7 @@ from medallion_assets.checks.validation import (
 from medallion_assets.errors import headline
 from medallion_assets.faults import crash_point
 from medallion_assets.lake import Lake, Produced, StagedWrite, Version
+from medallion_assets.lineage.shape import query_shape
 from medallion_assets.lineage.spark_sql import spark_script, view_name
 from medallion_assets.lineage.statement import parse_script
 from medallion_assets.runtime.incremental import (
@@ -99,7 +100,8 @@ def build_table(run: TableRun) -> BuildOutcome:
 
     spark = run.session  # opened here: a reused version needs no Spark
     views = register_inputs(spark, lake, catalog, dataset, partition)
-    produced = Produced(dataset.code_version, inputs, run.run_id)
+    shape = query_shape(parsed[1]).as_json()
+    produced = Produced(dataset.code_version, inputs, run.run_id, shape=shape)
     plan = dataset.incremental if partition is None and not merge else None
     increment = plan_increment(run, plan, sources, current) if plan is not None else None
     done: StagedIncrement | None = None

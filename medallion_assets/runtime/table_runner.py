@@ -32,6 +32,7 @@ from medallion_assets.control.state import LoadRecord
 from medallion_assets.faults import crash_point
 from medallion_assets.io.warehouse import LoadUnit
 from medallion_assets.lake import Version
+from medallion_assets.lake.env_refs import env_branch
 from medallion_assets.runtime.ingest.bronze_ingest import ingest
 from medallion_assets.runtime.reuse import (
     MissingInput,
@@ -140,6 +141,9 @@ class TableRunner:
             build = self.build(table_run)
         version = build.version
         metadata.update(_version_metadata(build))
+        env = table_run.lake.env
+        if env is not None:  # which version this is: the environment's
+            metadata.update(environment=env, lake_branch=env_branch(env))
         checks = list(build.validation.results)
         dataset = table_run.dataset
         if dataset.target is not None:

@@ -25,6 +25,7 @@ from medallion_assets.catalog.sources import Source
 from medallion_assets.control.store import iso_utc
 from medallion_assets.faults import crash_point
 from medallion_assets.lake import Produced, Version
+from medallion_assets.lineage.shape import sql_shape
 from medallion_assets.lineage.spark_sql import SparkScript, spark_script, view_name
 from medallion_assets.runtime.ingest.intake import (
     Batch,
@@ -299,7 +300,8 @@ def _publish(
     is not their folder's go to the quarantine (``other_days``)."""
     dataset = run.dataset
     quarantine_table = f"{dataset.name}__quarantine"
-    produced = Produced(dataset.code_version, inputs, run.run_id)
+    shape = sql_shape(dataset.sql, dataset.dialect, dataset.name).as_json()
+    produced = Produced(dataset.code_version, inputs, run.run_id, shape=shape)
     table = script.run(run.session)
     partitions = dataset.settings.partitions
     if run.partition is not None and partitions is not None:

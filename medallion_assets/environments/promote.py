@@ -1,0 +1,71 @@
+"""Whether an environment can be promoted, and the moves that promote it: every table the plan
+builds must be built in the environment from the code now in the project folder, on what
+``main`` has now (``main``'s head an ancestor of the environment's); then each table's ``main``
+moves to the environment's version without recomputing (``lake.env_ops``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from medallion_assets.catalog import Catalog
+from medallion_assets.environments.plan import EnvPlan
+from medallion_assets.environments.published import built_in
+from medallion_assets.errors import PermanentError
+from medallion_assets.lake import Lake
+from medallion_assets.lake.env_ops import EnvTable, Move
+
+
+class NotPromotable(PermanentError):
+    """The environment does not hold what the project folder would build on ``main``."""
+
+    error_code = "NOT_PROMOTABLE"
+    fix = "run `medallion run --env NAME` again, then promote"
+
+
+@dataclass(frozen=True)
+class Promotion:
+    moves: tuple[Move, ...]
+    left_out: tuple[str, ...]  # built in the environment, but the plan no longer changes them
+
+
+def promotion(
+    lake: Lake, catalog: Catalog, env: str, plan: EnvPlan, held: list[EnvTable]
+) -> Promotion:
+    """The moves promoting ``env`` (``held``: its tables), or ``NotPromotable`` naming each
+    table that stops it and why."""
+    if not held:
+        raise NotPromotable(
+            f"there is no environment {env} in the lake (`medallion env list`); make it with "
+            f"`medallion run --env {env}`"
+        )
+    problems = []
+    for table in plan.to_build:
+        code = catalog.datasets[table].code_version
+        versions = built_in(lake, env, table)
+        if not versions:
+            problems.append(f"{table}: not built in the environment")
+        elif any(v.code_version != code for v in versions):
+            problems.append(f"{table}: built from other code than the project folder's now")
+    by_table = {t.table: t for t in held}
+    moves = []
+    for table in plan.to_build:
+        found = by_table.get(table)
+        if found is None or found.head is None:
+            continue  # said above
+        if found.behind_main:
+            problems.append(f"{table}: main has moved on since the environment built it")
+            continue
+        current = lake.in_env(env).current_versions(table)
+        drops = tuple(sorted({c for v in current for c in v.drops}))
+        moves.append(Move(table, found.head, dict(found.days), drops))
+    if problems:
+        raise NotPromotable(
+            f"environment {env} cannot be promoted: " + "; ".join(problems)
+            + f"; run `medallion run --env {env}`, then promote again"
+        )  # fmt: skip
+    left_out = tuple(sorted(set(by_table) - set(plan.to_build)))
+    return Promotion(tuple(moves), left_out)
+
+
+__all__ = ["NotPromotable", "Promotion", "promotion"]

@@ -1,0 +1,79 @@
+"""What a plan compares: the project folder (``project_of``) and what ``main`` has published
+(``main_of``), and what an environment has built (``built_in``), read from the lake's catalog
+without a JVM."""
+
+from __future__ import annotations
+
+from functools import cache
+
+from medallion_assets.catalog import Catalog
+from medallion_assets.environments.plan import Project, Published
+from medallion_assets.lake import Lake, Version
+from medallion_assets.lake.env_refs import env_branch, env_day_prefix, env_day_tag
+from medallion_assets.lineage.read_columns import columns_read
+from medallion_assets.lineage.shape import Shape, sql_shape
+from medallion_assets.lineage.statement import SqlError, parse_statement
+
+
+def project_of(catalog: Catalog) -> Project:
+    datasets = catalog.datasets
+    readers: dict[str, list[str]] = {}
+    for name, dataset in datasets.items():
+        for upstream in dataset.upstream:
+            readers.setdefault(upstream, []).append(name)
+    exposures: dict[str, list[str]] = {}
+    for exposure in catalog.exposures.values():
+        for table in exposure.depends_on:
+            exposures.setdefault(table, []).append(exposure.name)
+
+    @cache
+    def reads(reader: str, table: str) -> frozenset[str] | None:
+        dataset = datasets[reader]
+        try:
+            return columns_read(parse_statement(dataset.sql, dataset.dialect, reader), table)
+        except SqlError:
+            return None
+
+    return Project(
+        code_versions={n: d.code_version for n, d in datasets.items()},
+        shapes={n: sql_shape(d.sql, d.dialect, n) for n, d in datasets.items()},
+        readers={t: tuple(r) for t, r in readers.items()},
+        exposures={t: tuple(e) for t, e in exposures.items()},
+        targets={n: d.target.warehouse_table for n, d in datasets.items() if d.target},
+        reads=reads,
+    )
+
+
+def main_of(lake: Lake, catalog: Catalog) -> dict[str, Published]:
+    """What ``main`` has of each table of the project (none: not in the map)."""
+    on_main = lake.in_env(None)
+    found = {}
+    for name in catalog.datasets:
+        versions = on_main.current_versions(name)
+        if not versions:
+            continue
+        newest = max(versions, key=lambda v: v.created_at)
+        found[name] = Published(
+            frozenset(v.code_version for v in versions),
+            Shape.from_json(newest.shape) if newest.shape else None,
+            tuple(column for column, _type in on_main.schema(name)),
+        )
+    return found
+
+
+def built_in(lake: Lake, env: str, table: str) -> list[Version]:
+    """The versions environment ``env`` built of ``table`` (its branch's, or its days'), not
+    those it reads from ``main``."""
+    refs = lake.refs_of(table)
+    mine = env_branch(env) in refs or any(r.startswith(env_day_prefix(env)) for r in refs)
+    if not mine:
+        return []
+    seen = lake.in_env(env)
+    days = [r for r in refs if r.startswith(env_day_prefix(env))]
+    if not days:
+        return seen.current_versions(table)
+    return [v for v in seen.current_versions(table) if v.partition and _tagged(v, days, env)]
+
+
+def _tagged(version: Version, tags: list[str], env: str) -> bool:
+    return version.partition is not None and env_day_tag(env, version.partition) in tags
