@@ -50,6 +50,7 @@ class Change:
     removed: tuple[str, ...] = ()
     changed: tuple[str, ...] = ()  # columns computed differently
     rows: bool = False  # the rows may differ (not only some columns)
+    reaches: tuple[str, ...] = ()  # the tables reading it that must be rebuilt
 
     @property
     def builds(self) -> bool:
@@ -117,10 +118,11 @@ def plan(project: Project, main: Mapping[str, Published]) -> EnvPlan:
 def _direct(project: Project, table: str, published: Published) -> Change:
     new, old = project.shapes.get(table), published.shape
     if old is None or new is None:
+        why = "its SQL's fingerprints on main are not recorded (built before they were)"
+        readers = project.readers.get(table, ())
         return Change(
-            table, DIRECT, _read_at_all(project, table), ("its SQL's fingerprints on main are "
-            "not recorded (built before they were): every reader counts as reached",), rows=True,
-        )  # fmt: skip
+            table, DIRECT, _read_at_all(project, table), (why,), rows=True, reaches=readers
+        )
     known = bool(old.columns) and bool(new.columns)
     added = tuple(sorted(set(new.columns) - set(old.columns))) if known else ()
     removed = tuple(sorted(set(old.columns) - set(new.columns))) if known else ()
@@ -132,8 +134,9 @@ def _direct(project: Project, table: str, published: Published) -> Change:
         return Change(table, DIRECT, why=("metadata only: its SQL computes the same rows",))
     what = _what(rows, added, removed, changed)
     broken = _readers_reached(project, table, rows, added, removed, changed)
-    why = (what, *broken) if broken else (what, "nothing reads what changed")
-    return Change(table, DIRECT, bool(broken), why, added, removed, changed, rows)
+    said = (what, *broken.values()) if broken else (what, "nothing reads what changed")
+    readers = tuple(r for r in broken if r in project.code_versions)
+    return Change(table, DIRECT, bool(broken), said, added, removed, changed, rows, readers)
 
 
 Columns = tuple[str, ...]
@@ -157,22 +160,24 @@ def _readers_reached(
     added: tuple[str, ...],
     removed: tuple[str, ...],
     changed: tuple[str, ...],
-) -> list[str]:
-    """Who reads what changed, one line each."""
+) -> dict[str, str]:
+    """Who reads what changed (a table, ``warehouse:`` or ``exposure:``), with a line each."""
     lost = set(removed) | set(changed)
-    lines = []
+    lines = {}
     for reader in project.readers.get(table, ()):
         reads = project.reads(reader, table)
         if rows:
-            lines.append(f"{reader} reads its rows")
+            lines[reader] = f"{reader} reads its rows"
         elif reads is None and (lost or added):
-            lines.append(f"{reader} reads every column (*)")
+            lines[reader] = f"{reader} reads every column (*)"
         elif reads is not None and (hit := sorted(lost & reads)):
-            lines.append(f"{reader} reads {', '.join(hit)}")
+            lines[reader] = f"{reader} reads {', '.join(hit)}"
     if rows or lost:
         if table in project.targets:
-            lines.append(f"warehouse table {project.targets[table]} holds every column")
-        lines += [f"exposure {e} reads it" for e in project.exposures.get(table, ())]
+            warehouse = project.targets[table]
+            lines[f"warehouse:{warehouse}"] = f"warehouse table {warehouse} holds every column"
+        for e in project.exposures.get(table, ()):
+            lines[f"exposure:{e}"] = f"exposure {e} reads it"
     return lines
 
 
@@ -188,10 +193,6 @@ def _reach(project: Project, change: Change, reached: dict[str, list[str]]) -> N
     if change.status == UNCHANGED:
         return
     for reader in project.readers.get(change.table, ()):
-        if change.status == DIRECT and not _breaks(change, reader):
+        if change.status == DIRECT and reader not in change.reaches:
             continue
         reached.setdefault(reader, []).append(f"reads {change.table} ({change.status})")
-
-
-def _breaks(change: Change, reader: str) -> bool:
-    return any(line.startswith(f"{reader} ") for line in change.why)
