@@ -15,6 +15,7 @@ from bench import (
     contention_bench,
     dag_bench,
     definitions_bench,
+    env_bench,
     incremental_bench,
     lake_bench,
     lineage_bench,
@@ -44,6 +45,7 @@ BENCHMARKS = {
     "M": small_project_bench.main,
     "N": scale_bench.main,
     "O": incremental_bench.main,
+    "P": env_bench.main,
 }
 
 

@@ -53,9 +53,11 @@ def read_table(
     lake_root: Path | str | None = None,
     spark: SparkSession | None = None,
     snapshot: int | str | None = None,
+    env: str | None = None,
 ) -> Any:
     """The current version of ``name`` (all partitions), or its Iceberg ``snapshot`` (an id
-    from ``medallion table history``), as a pandas or Spark DataFrame.
+    from ``medallion table history``), as a pandas or Spark DataFrame; ``env``: as the dev
+    environment of that name sees it (its version, else main's).
 
         The lake is ``lake_root``, else ``$MEDALLION_LAKE``, else ``$MEDALLION_HOME/lake``, else
         ``<project>/.medallion/lake`` with the project ``$MEDALLION_PROJECT`` or the current folder;
@@ -63,7 +65,7 @@ def read_table(
     """
 
     settings = _settings(project, lake_root)
-    lake = Lake.of(settings)
+    lake = Lake.of(settings).in_env(env)
     if as_ not in ("pandas", "spark"):
         raise ValueError(f"as_ must be 'pandas' or 'spark', not {as_!r}")
     session = None

@@ -29,8 +29,8 @@ LAYERS: list[set[str]] = [
     {"catalog"},
     {"demo", "kill_switch", "relaunch", "openlineage"},  # decisions on the catalog alone
     {"io", "jvm", "lake", "control"},  # S3 and warehouses, Spark's jars, the lake, the store
-    {"checks", "profiles", "throttles", "recovery", "preflight", "environments"},
-    {"simulate", "control_plane"},
+    {"checks", "profiles", "throttles", "recovery", "preflight"},
+    {"simulate", "control_plane", "environments"},
     {"backfill", "runtime"},
     {"healing"},  # its actions run between a table's failed attempt and its retry
     {"export"},

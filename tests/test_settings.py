@@ -65,6 +65,7 @@ def test_each_variable_overrides_its_default():
         "MEDALLION_LAKE_CATALOG": "postgresql://ice:ice-pass@db/lake",
         "MEDALLION_LAKE_CREATE": "1",
         "MEDALLION_KEEP_VERSIONS": "5",
+        "MEDALLION_ENV_WAREHOUSE": "none",
         "MEDALLION_S3": " AWS ",
         "MEDALLION_S3_ENDPOINT": "http://127.0.0.1:9000",
         "MEDALLION_S3_LOCAL_ROOT": "/s3",
@@ -91,7 +92,7 @@ def test_each_variable_overrides_its_default():
     settings = read(env)
     assert (settings.lake_root, settings.keep_versions, settings.s3) == (Path("/lake"), 5, "aws")
     assert settings.uses_s3_api and settings.s3_endpoint == "http://127.0.0.1:9000"
-    assert settings.lake_create is True
+    assert settings.lake_create is True and settings.env_warehouse == "none"
     assert (settings.s3_root, settings.aws_region) == (Path("/s3"), "eu-west-1")
     assert settings.spark_master == "spark://m:7077"
     assert settings.spark_remote == "sc://spark:15002/;token=spark-token"

@@ -14,11 +14,13 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from medallion_assets.errors import PermanentError
 from medallion_assets.lake.env_refs import env_branch, env_day_prefix, env_day_tag, env_of_ref
-from medallion_assets.lake.tables import Staged
+from medallion_assets.lake.tables import Staged, exists, identifier
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table
+    from pyspark.sql import DataFrame, SparkSession
 
     from medallion_assets.lake.refs import Refs
 
@@ -79,3 +81,31 @@ def day_tags(loaded: Any, env: str) -> list[str]:
     """The day tags environment ``env`` holds on a loaded table."""
     prefix = env_day_prefix(env)
     return [name for name in loaded.metadata.refs if name.startswith(prefix)]
+
+
+class TypeChangeInEnv(PermanentError):
+    """A change that retypes a column, built in an environment: Iceberg keeps one schema per
+    table, which main's readers share."""
+
+    error_code = "TYPE_CHANGE_IN_ENV"
+    fix = "make the type change on main (`medallion run`), or give the new column a new name"
+
+
+def refuse_type_changes(spark: SparkSession, table: str, frame: DataFrame, env: str) -> None:
+    """``TypeChangeInEnv`` naming each column ``frame`` gives another type than ``table``."""
+    if not exists(spark, table):
+        return
+    have = {
+        f.name.lower(): f.dataType.simpleString() for f in spark.table(identifier(table)).schema
+    }
+    changed = [
+        f"{f.name} ({have[f.name.lower()]} to {f.dataType.simpleString()})"
+        for f in frame.schema.fields
+        if f.name.lower() in have and have[f.name.lower()] != f.dataType.simpleString()
+    ]
+    if changed:
+        raise TypeChangeInEnv(
+            f"{table}: the change retypes {', '.join(changed)}, which environment {env} cannot "
+            "stage: an Iceberg table has one schema, shared by main's readers; make the type "
+            "change on main, or give the new column a new name"
+        )

@@ -224,6 +224,8 @@ class Lake(LakeReads):
             before = self.current(table, partition)
             summary["rows"] = str((before.rows if before else 0) + frame.count())
         target = env_writes.Target.of(self._load(table), self.env)
+        if self.env is not None:
+            env_writes.refuse_type_changes(spark, table, frame, self.env)
         if self.env is not None and mode == "replace" and partition_column is None:
             # the columns this version no longer has: written NULL here (main's readers share
             # the table's schema), dropped when the environment is promoted
