@@ -14,7 +14,7 @@ import click
 
 from medallion_assets.catalog import Catalog
 from medallion_assets.cli.common import fail, load, project_option, settings_for
-from medallion_assets.environments.plan import DIRECT, NEW, Change, EnvPlan, plan
+from medallion_assets.environments.plan import DIRECT, NEW, UNCHANGED, Change, EnvPlan, plan
 from medallion_assets.environments.promote import NotPromotable, promotion
 from medallion_assets.environments.published import built_in, main_of, project_of
 from medallion_assets.errors import PermanentError
@@ -42,11 +42,15 @@ def plan_of(lake: Lake, catalog: Catalog) -> EnvPlan:
 
 def plan_text(env: str, lake: Lake, catalog: Catalog, found: EnvPlan) -> str:
     """The plan, a line per table, then what the environment would build."""
-    width = max((len(c.table) for c in found.changes), default=10)
+    changes = [c for c in found.changes if c.status != UNCHANGED]
+    width = max((len(c.table) for c in changes), default=10)
     lines = [f"environment {env}: the project folder against main ({lake.where()})"]
-    for change in found.changes:
+    for change in changes:
         lines.append(f"  {change.table:<{width}}  {_status(change)}")
         lines += [f"  {'':<{width}}    {why}" for why in change.why]
+    same = len(found.changes) - len(changes)
+    if same:
+        lines.append(f"  unchanged: {same} table(s), read from main (--format json lists them)")
     for table in found.removed_tables:
         lines.append(f"  {table:<{width}}  on main, not in the project (left as it is)")
     build = found.to_build
@@ -158,7 +162,7 @@ def promote(name: str, keep: bool, project: Path) -> None:
     catalog = load(project)
     lake = env_lake(project, name)
     found = plan_of(lake, catalog)
-    held = lake.environments().environments().get(name, []) if lake.exists() else []
+    held = lake.environments().tables_of(name, found.to_build) if lake.exists() else []
     try:
         chosen = promotion(lake, catalog, name, found, held)
     except NotPromotable as error:
@@ -175,11 +179,6 @@ def promote(name: str, keep: bool, project: Path) -> None:
         lake.environments().drop(name, [t.table for t in held])
         click.echo(f"environment {name} is merged: its branches are removed (--keep keeps them)")
     click.echo("the next `medallion run` loads the promoted gold tables into the warehouse")
-    if chosen.left_out:
-        click.echo(
-            f"left out (built in it, but the project no longer changes them): "
-            f"{', '.join(chosen.left_out)}"
-        )
 
 
 def _audit(project: Path, kind: str, name: str, message: str) -> None:

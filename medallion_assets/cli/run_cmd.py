@@ -102,6 +102,9 @@ def run(
     Lake.of(settings).check_layout()  # a lake folder of the old layout: one line
     # jars, credentials, lake, catalog, warehouse; the project as the run uses it
     catalog = checked_before_spark(project, settings)
+    lake = Lake.of(settings)
+    if lake.exists():  # a promotion a stop left half-way: finished or rolled back first
+        lake.environments().recover(lambda m: click.echo(f"warning: {m}", err=True))
     tables = None
     if env is not None:
         # dev environments: loaded only by a run in one

@@ -75,7 +75,7 @@ class Project:
     """What the plan needs of the project folder, in execution order."""
 
     code_versions: Mapping[str, str]  # table -> code version
-    shapes: Mapping[str, Shape]  # table -> its SQL's fingerprints
+    shape: Callable[[str], Shape]  # table -> its SQL's fingerprints (parsed when asked)
     readers: Mapping[str, tuple[str, ...]]  # table -> the tables reading it directly
     exposures: Mapping[str, tuple[str, ...]]  # table -> exposures depending on it
     targets: Mapping[str, str]  # table -> its warehouse table
@@ -116,7 +116,7 @@ def plan(project: Project, main: Mapping[str, Published]) -> EnvPlan:
 
 
 def _direct(project: Project, table: str, published: Published) -> Change:
-    new, old = project.shapes.get(table), published.shape
+    new, old = project.shape(table), published.shape
     if old is None or new is None:
         why = "its SQL's fingerprints on main are not recorded (built before they were)"
         readers = project.readers.get(table, ())

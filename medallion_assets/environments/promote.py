@@ -26,17 +26,17 @@ class NotPromotable(PermanentError):
 @dataclass(frozen=True)
 class Promotion:
     moves: tuple[Move, ...]
-    left_out: tuple[str, ...]  # built in the environment, but the plan no longer changes them
 
 
 def promotion(
     lake: Lake, catalog: Catalog, env: str, plan: EnvPlan, held: list[EnvTable]
 ) -> Promotion:
-    """The moves promoting ``env`` (``held``: its tables), or ``NotPromotable`` naming each
-    table that stops it and why."""
-    if not held:
+    """The moves promoting ``env`` (``held``: what it holds of the tables the plan builds), or
+    ``NotPromotable`` naming each table that stops it and why."""
+    if not held and plan.to_build:
         raise NotPromotable(
-            f"there is no environment {env} in the lake (`medallion env list`); make it with "
+            f"environment {env} holds none of the tables the project folder changes "
+            f"({', '.join(plan.to_build)}; `medallion env list`): build them with "
             f"`medallion run --env {env}`"
         )
     problems = []
@@ -64,8 +64,7 @@ def promotion(
             f"environment {env} cannot be promoted: " + "; ".join(problems)
             + f"; run `medallion run --env {env}`, then promote again"
         )  # fmt: skip
-    left_out = tuple(sorted(set(by_table) - set(plan.to_build)))
-    return Promotion(tuple(moves), left_out)
+    return Promotion(tuple(moves))
 
 
 __all__ = ["NotPromotable", "Promotion", "promotion"]

@@ -34,9 +34,14 @@ def project_of(catalog: Catalog) -> Project:
         except SqlError:
             return None
 
+    @cache
+    def shape(table: str) -> Shape:
+        dataset = datasets[table]
+        return sql_shape(dataset.sql, dataset.dialect, table)
+
     return Project(
         code_versions={n: d.code_version for n, d in datasets.items()},
-        shapes={n: sql_shape(d.sql, d.dialect, n) for n, d in datasets.items()},
+        shape=shape,
         readers={t: tuple(r) for t, r in readers.items()},
         exposures={t: tuple(e) for t, e in exposures.items()},
         targets={n: d.target.warehouse_table for n, d in datasets.items() if d.target},

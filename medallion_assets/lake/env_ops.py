@@ -9,8 +9,10 @@ what its ``main`` and day tags were (``medallion.promotion``, a table property);
 table's refs move in one commit with its record marked ``moved``; then the columns the
 environment no longer writes are dropped and the records cleared. A promotion stopped before
 every table moved (an error, a kill) is rolled back: each table's ``main`` and day tags as
-recorded (``recover``, which every promotion, ``medallion env`` command and ``medallion run``
-calls first); one stopped after is finished.
+recorded (``recover``, which every ``medallion promote``, ``env`` command and ``run --env``
+calls first); one stopped after is finished. The promotions under way are indexed in the
+tables' namespaces' properties (``medallion.promotion.<id>``), so looking for them reads no
+table.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ if TYPE_CHECKING:
     from pyiceberg.table import Table
 
 JOURNAL = "medallion.promotion"
+INDEX = "medallion.promotion."  # a namespace's property: a promotion under way -> its tables
 
 
 @dataclass(frozen=True)
@@ -80,6 +83,15 @@ class EnvOps:
                 found.setdefault(env, []).append(env_table(loaded, table, env))
         return found
 
+    def tables_of(self, env: str, tables: Sequence[str]) -> list[EnvTable]:
+        """What environment ``env`` holds of ``tables`` (those it built)."""
+        found = []
+        for table in tables:
+            loaded = load(self.catalog, table)
+            if loaded is not None and any(env_of_ref(r) == env for r in loaded.metadata.refs):
+                found.append(env_table(loaded, table, env))
+        return found
+
     def drop(self, env: str, tables: Sequence[str]) -> int:
         """Remove environment ``env`` from ``tables``: its branch and day tags, the snapshots
         only they held and the files only those snapshots held; a table that never had a
@@ -99,6 +111,7 @@ class EnvOps:
         (an error half-way rolls back those moved); returns the promotion's id."""
         promotion = f"{env}:{int(time.time())}:{uuid.uuid4().hex[:8]}"
         names = [m.table for m in moves]
+        self._index(promotion, names)
         try:
             for move in moves:
                 loaded = self._loaded(move.table)
@@ -111,35 +124,58 @@ class EnvOps:
                 _move(self._loaded(move.table), move)
         except BaseException:
             self._roll_back(promotion, names)
+            self._unindex(promotion, names)
             raise
         audit(f"promoted environment {env} to main: {', '.join(names)}")
         self._finish(promotion, names)
+        self._unindex(promotion, names)
         return promotion
 
     def recover(self, say: Callable[[str], None]) -> None:
-        """Finish or roll back every promotion a stop left half-way (see the module)."""
-        pending: dict[str, list[str]] = {}
-        records: dict[str, dict[str, Any]] = {}
-        for table in self.tables():
-            loaded = load(self.catalog, table)
-            record = _journal(loaded) if loaded is not None else None
-            if record is not None:
-                pending.setdefault(record["id"], []).append(table)
-                records[table] = record
-        for promotion, marked in pending.items():
-            names = records[marked[0]]["tables"]
-            moved = [t for t in marked if records[t]["state"] == "moved"]
-            env = records[marked[0]]["env"]
-            if len(moved) == len(marked) and set(marked) <= set(names):
+        """Finish or roll back every promotion a stop left half-way (see the module). The
+        promotions under way are indexed in their tables' namespaces' properties, so finding
+        none costs a query per namespace, not a load per table."""
+        for promotion, names in self._indexed().items():
+            records = {}
+            for table in names:
+                loaded = load(self.catalog, table)
+                record = _journal(loaded) if loaded is not None else None
+                if record is not None and record["id"] == promotion:
+                    records[table] = record
+            env = promotion.split(":", 1)[0]
+            moved = [t for t, r in records.items() if r["state"] == "moved"]
+            if records and len(moved) == len(records):
                 # every table still journaled moved: the promotion was done, its clean-up not
                 self._finish(promotion, names)
                 say(f"finished the promotion of environment {env} a stop interrupted")
-            else:
+            elif records:
                 self._roll_back(promotion, names)
                 say(
                     f"rolled back the promotion of environment {env} a stop interrupted half-way: "
                     f"main of {', '.join(names)} as before it"
                 )
+            self._unindex(promotion, names)
+
+    def _index(self, promotion: str, names: Sequence[str]) -> None:
+        """Name the promotion's tables in their namespaces' properties (before any change)."""
+        for namespace, tables in _by_namespace(names).items():
+            self.catalog.update_namespace_properties(
+                namespace, updates={INDEX + promotion: json.dumps(tables)}
+            )
+
+    def _unindex(self, promotion: str, names: Sequence[str]) -> None:
+        for namespace in _by_namespace(names):
+            self.catalog.update_namespace_properties(namespace, removals={INDEX + promotion})
+
+    def _indexed(self) -> dict[str, list[str]]:
+        """The promotions under way: id -> their tables."""
+        found: dict[str, list[str]] = {}
+        for namespace in self.catalog.list_namespaces():
+            properties = self.catalog.load_namespace_properties(namespace)
+            for key, value in properties.items():
+                if key.startswith(INDEX):
+                    found.setdefault(key.removeprefix(INDEX), []).extend(json.loads(value))
+        return found
 
     def _loaded(self, table: str) -> Table:
         loaded = load(self.catalog, table)
@@ -179,6 +215,13 @@ class EnvOps:
                         schema.delete_column(column)
             transaction.remove_properties(JOURNAL)
             transaction.commit_transaction()
+
+
+def _by_namespace(names: Sequence[str]) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for table in names:
+        found.setdefault(table.rsplit(".", 1)[0], []).append(table)
+    return found
 
 
 def env_table(loaded: Table, table: str, env: str) -> EnvTable:
@@ -260,10 +303,11 @@ def _drop_from(catalog: Catalog, loaded: Table, table: str, env: str) -> int:
     mine = [n for n in refs if env_of_ref(n) == env]
     if not mine:
         return 0
-    before = referenced_files(loaded)
     kept_refs = [r for n, r in refs.items() if n not in mine]
     kept = _reachable(loaded, [r.snapshot_id for r in kept_refs])
     only_mine = [s.snapshot_id for s in loaded.snapshots() if s.snapshot_id not in kept]
+    # the files every snapshot holds: read only when some snapshot goes (its manifests)
+    before = referenced_files(loaded) if only_mine else set()
     if not any(n.startswith(DAY_TAG) for n in refs) and _never_published(loaded, kept):
         catalog.purge_table(table)  # made by the environment: nothing of main's in it
         return _delete(loaded, before, set())
@@ -273,9 +317,10 @@ def _drop_from(catalog: Catalog, loaded: Table, table: str, env: str) -> int:
                 changes.remove_tag(name)
             else:
                 changes.remove_branch(name)
-    if only_mine:
-        loaded = catalog.load_table(table)
-        loaded.maintenance.expire_snapshots().by_ids(only_mine).commit()
+    if not only_mine:
+        return 0
+    loaded = catalog.load_table(table)
+    loaded.maintenance.expire_snapshots().by_ids(only_mine).commit()
     after = referenced_files(catalog.load_table(table))
     return _delete(loaded, before, after)
 

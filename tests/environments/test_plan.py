@@ -18,7 +18,7 @@ def main(demo_catalog):
     """``main`` as a run of the demo publishes it."""
     project = project_of(demo_catalog)
     return {
-        table: Published(frozenset({code}), project.shapes[table])
+        table: Published(frozenset({code}), project.shape(table))
         for table, code in project.code_versions.items()
     }
 
