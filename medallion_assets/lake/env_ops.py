@@ -29,7 +29,7 @@ from medallion_assets.lake.env_refs import env_branch, env_day_prefix, env_of_re
 from medallion_assets.lake.env_writes import day_tags, descends
 from medallion_assets.lake.orphans import referenced_files
 from medallion_assets.lake.tables import DAY_TAG
-from medallion_assets.lake.versions import load
+from medallion_assets.lake.versions import load, namespaces
 
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
@@ -68,7 +68,7 @@ class EnvOps:
 
     def tables(self) -> list[str]:
         found = []
-        for namespace in self.catalog.list_namespaces():
+        for namespace in namespaces(self.catalog):
             found += [".".join(t) for t in self.catalog.list_tables(namespace)]
         return sorted(found)
 
@@ -170,7 +170,7 @@ class EnvOps:
     def _indexed(self) -> dict[str, list[str]]:
         """The promotions under way: id -> their tables."""
         found: dict[str, list[str]] = {}
-        for namespace in self.catalog.list_namespaces():
+        for namespace in namespaces(self.catalog):
             properties = self.catalog.load_namespace_properties(namespace)
             for key, value in properties.items():
                 if key.startswith(INDEX):

@@ -103,6 +103,17 @@ def _no_tables_yet(error: BaseException) -> bool:
     return "iceberg_" in text and any(words in text for words in missing)
 
 
+def namespaces(catalog: Catalog) -> list[tuple[str, ...]]:
+    """The catalog's namespaces ([] while Spark has not made its tables yet); a catalog that
+    cannot be used is a ``LakeCatalogError``."""
+    try:
+        return list(catalog.list_namespaces())
+    except Exception as error:  # SQLAlchemy's, pyiceberg's or the REST client's own errors
+        if _no_tables_yet(error):
+            return []
+        raise _unreachable(str(catalog.properties.get("uri", catalog.name)), error) from None
+
+
 def load(catalog: Catalog, table: str) -> Table | None:
     """The table, or None when the lake has none of that name."""
     # pyiceberg and pyarrow: loaded only when the lake is read without Spark
