@@ -7,7 +7,8 @@ A direct change is *breaking* when something reads what it changes: a column rem
 computed differently (the column's fingerprint, ``lineage.shape``), or every row (the SQL's
 CTEs, FROM, joins, WHERE, GROUP BY: its rows' fingerprint), read by a table downstream (the
 columns its SQL reads of it anywhere, ``lineage.read_columns``), by its warehouse target or
-by an exposure. A column only added is read by nobody yet, unless a reader takes ``*``. A
+by an exposure, or by another table's rule (a referential integrity rule's keys). A column only
+added is read by nobody yet, unless a reader takes ``*``. A
 change of metadata alone (rules, owners, a target's settings) leaves its rows as they were.
 
 The tables a breaking change reaches are *changed because an input changed*, and so is every
@@ -79,6 +80,8 @@ class Project:
     readers: Mapping[str, tuple[str, ...]]  # table -> the tables reading it directly
     exposures: Mapping[str, tuple[str, ...]]  # table -> exposures depending on it
     targets: Mapping[str, str]  # table -> its warehouse table
+    # table -> the rules of other tables that read it (their label, the columns they read)
+    rules: Mapping[str, tuple[tuple[str, frozenset[str]], ...]]
     reads: Callable[[str, str], frozenset[str] | None]  # (reader, table) -> columns it reads
 
 
@@ -172,6 +175,9 @@ def _readers_reached(
             lines[reader] = f"{reader} reads every column (*)"
         elif reads is not None and (hit := sorted(lost & reads)):
             lines[reader] = f"{reader} reads {', '.join(hit)}"
+    for rule, columns in project.rules.get(table, ()):
+        if rows or (hit := sorted(lost & columns)):
+            lines[f"rule:{rule}"] = f"{rule} reads {'its rows' if rows else ', '.join(hit)}"
     if rows or lost:
         if table in project.targets:
             warehouse = project.targets[table]

@@ -7,6 +7,7 @@ from __future__ import annotations
 from functools import cache
 
 from medallion_assets.catalog import Catalog
+from medallion_assets.catalog.rules import ReferentialIntegrityRule
 from medallion_assets.environments.plan import Project, Published
 from medallion_assets.lake import Lake, Version
 from medallion_assets.lake.env_refs import env_branch, env_day_prefix, env_day_tag
@@ -25,6 +26,13 @@ def project_of(catalog: Catalog) -> Project:
     for exposure in catalog.exposures.values():
         for table in exposure.depends_on:
             exposures.setdefault(table, []).append(exposure.name)
+
+    rules: dict[str, list[tuple[str, frozenset[str]]]] = {}
+    for name, dataset in datasets.items():
+        for rule in dataset.rules:
+            if isinstance(rule, ReferentialIntegrityRule):
+                label = f"rule {rule.label()} of {name}"
+                rules.setdefault(rule.to_table, []).append((label, frozenset(rule.to_columns)))
 
     @cache
     def reads(reader: str, table: str) -> frozenset[str] | None:
@@ -46,6 +54,7 @@ def project_of(catalog: Catalog) -> Project:
         exposures={t: tuple(e) for t, e in exposures.items()},
         targets={n: d.target.warehouse_table for n, d in datasets.items() if d.target},
         reads=reads,
+        rules={t: tuple(r) for t, r in rules.items()},
     )
 
 

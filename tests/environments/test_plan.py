@@ -85,6 +85,8 @@ def test_a_changed_filter_changes_the_rows_every_reader_reads(tmp_path, main):
     products = found.of("silver.products")
     assert products.rows and products.breaking
     assert "silver.order_items reads its rows" in products.why
+    # order_items' referential integrity rule on product_id reads it too: named
+    assert any(w.startswith("rule ") and "of silver.order_items reads" in w for w in products.why)
     assert "silver.order_items" in found.to_build
 
 
