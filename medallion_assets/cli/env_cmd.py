@@ -23,8 +23,9 @@ from medallion_assets.lake.env_refs import check_env_name, env_branch
 
 
 def env_lake(project: Path, env: str | None = None) -> Lake:
-    """The project's lake (as environment ``env`` sees it), after any promotion a stop left
-    half-way is finished or rolled back; a bad name is one line, exit 2."""
+    """The project's lake (as environment ``env`` sees it, each table's metadata read once),
+    after any promotion a stop left half-way is finished or rolled back; a bad name is one
+    line, exit 2."""
     lake = Lake.of(settings_for(project))
     try:
         if env is not None:
@@ -33,7 +34,8 @@ def env_lake(project: Path, env: str | None = None) -> Lake:
             lake.environments().recover(lambda m: click.echo(f"warning: {m}", err=True))
     except PermanentError as error:
         fail(str(error))
-    return lake.in_env(env)
+    # each table read once: the command decides on it, then commits through loads of its own
+    return lake.memoized().in_env(env)
 
 
 def plan_of(lake: Lake, catalog: Catalog) -> EnvPlan:
@@ -171,12 +173,12 @@ def promote(name: str, keep: bool, project: Path) -> None:
         click.echo("nothing to promote: the project folder builds nothing against main")
         return
     started = time.perf_counter()
-    lake.environments().promote(name, chosen.moves, lambda m: _audit(project, "promote", name, m))
+    audit = lambda m: _audit(project, "promote", name, m)  # noqa: E731
+    lake.environments().promote(name, chosen.moves, audit, keep)
     took = time.perf_counter() - started
     tables = ", ".join(m.table for m in chosen.moves)
     click.echo(f"promoted environment {name} to main in {took:.2f} s: {tables}")
     if not keep:  # main has its versions now: its branches would only pin old snapshots
-        lake.environments().drop(name, [t.table for t in held])
         click.echo(f"environment {name} is merged: its branches are removed (--keep keeps them)")
     click.echo("the next `medallion run` loads the promoted gold tables into the warehouse")
 

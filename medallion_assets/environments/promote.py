@@ -13,7 +13,8 @@ from medallion_assets.environments.plan import EnvPlan
 from medallion_assets.environments.published import built_in
 from medallion_assets.errors import PermanentError
 from medallion_assets.lake import Lake
-from medallion_assets.lake.env_ops import EnvTable, Move
+from medallion_assets.lake.env_ops import EnvTable
+from medallion_assets.lake.promotion import Move
 
 
 class NotPromotable(PermanentError):

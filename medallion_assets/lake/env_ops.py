@@ -1,42 +1,26 @@
 """Dev environments across the lake's tables, through the catalog without a JVM (pyiceberg):
-which exist (``environments``), dropping one (``drop``), and promoting one to ``main``
-(``promote``) all tables or none.
-
-A promotion moves each table's ``main`` to its environment branch's head and its day tags to
-the environment's days: no data is read or written. Iceberg commits one table at a time, so a
-promotion is journaled in the tables themselves: first every table records the promotion and
-what its ``main`` and day tags were (``medallion.promotion``, a table property); then each
-table's refs move in one commit with its record marked ``moved``; then the columns the
-environment no longer writes are dropped and the records cleared. A promotion stopped before
-every table moved (an error, a kill) is rolled back: each table's ``main`` and day tags as
-recorded (``recover``, which every ``medallion promote``, ``env`` command and ``run --env``
-calls first); one stopped after is finished. The promotions under way are indexed in the
-tables' namespaces' properties (``medallion.promotion.<id>``), so looking for them reads no
-table.
+which exist (``environments``, ``tables_of``), dropping one (``drop``: its refs, the snapshots
+only they held and those snapshots' files), and promoting one to ``main``
+(``lake.promotion``).
 """
 
 from __future__ import annotations
 
-import json
-import time
-import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from medallion_assets.faults import crash_point
+from medallion_assets.lake import promotion
 from medallion_assets.lake.env_refs import env_branch, env_day_prefix, env_of_ref
 from medallion_assets.lake.env_writes import day_tags, descends
 from medallion_assets.lake.orphans import referenced_files
+from medallion_assets.lake.promotion import Move
 from medallion_assets.lake.tables import DAY_TAG
 from medallion_assets.lake.versions import load, namespaces
 
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
     from pyiceberg.table import Table
-
-JOURNAL = "medallion.promotion"
-INDEX = "medallion.promotion."  # a namespace's property: a promotion under way -> its tables
 
 
 @dataclass(frozen=True)
@@ -48,16 +32,6 @@ class EnvTable:
     days: Mapping[str, int]  # day tag on main (medallion_day_...) -> the env's snapshot
     built_at: float
     behind_main: bool = False  # main moved on since: its head is not an ancestor of ours
-
-
-@dataclass(frozen=True)
-class Move:
-    """One table's part of a promotion: ``main`` to ``head``, day tags to the env's days."""
-
-    table: str
-    head: int
-    days: Mapping[str, int] = field(default_factory=dict)
-    drop_columns: tuple[str, ...] = ()
 
 
 class EnvOps:
@@ -104,124 +78,15 @@ class EnvOps:
             freed += _drop_from(self.catalog, loaded, table, env)
         return freed
 
-    # --- promotion ----------------------------------------------------------------------------
+    # --- promotion (lake.promotion) --------------------------------------------------------
 
-    def promote(self, env: str, moves: Sequence[Move], audit: Callable[[str], None]) -> str:
-        """Make every move's table current on ``main`` as the environment has it, all or none
-        (an error half-way rolls back those moved); returns the promotion's id."""
-        promotion = f"{env}:{int(time.time())}:{uuid.uuid4().hex[:8]}"
-        names = [m.table for m in moves]
-        self._index(promotion, names)
-        try:
-            for move in moves:
-                loaded = self._loaded(move.table)
-                before = {"main": _head_id(loaded), **_tags_now(loaded, move.days)}
-                record = {"id": promotion, "env": env, "tables": names, "state": "prepared",
-                          "before": before, "drop": list(move.drop_columns)}  # fmt: skip
-                _set_journal(loaded, record)
-            for move in moves:
-                crash_point("env.promoting", move.table)
-                _move(self._loaded(move.table), move)
-        except BaseException:
-            self._roll_back(promotion, names)
-            self._unindex(promotion, names)
-            raise
-        audit(f"promoted environment {env} to main: {', '.join(names)}")
-        self._finish(promotion, names)
-        self._unindex(promotion, names)
-        return promotion
+    def promote(
+        self, env: str, moves: Sequence[Move], audit: Callable[[str], None], keep: bool = False
+    ) -> str:
+        return promotion.promote(self.catalog, env, moves, audit, keep)
 
     def recover(self, say: Callable[[str], None]) -> None:
-        """Finish or roll back every promotion a stop left half-way (see the module). The
-        promotions under way are indexed in their tables' namespaces' properties, so finding
-        none costs a query per namespace, not a load per table."""
-        for promotion, names in self._indexed().items():
-            records = {}
-            for table in names:
-                loaded = load(self.catalog, table)
-                record = _journal(loaded) if loaded is not None else None
-                if record is not None and record["id"] == promotion:
-                    records[table] = record
-            env = promotion.split(":", 1)[0]
-            moved = [t for t, r in records.items() if r["state"] == "moved"]
-            if records and len(moved) == len(records):
-                # every table still journaled moved: the promotion was done, its clean-up not
-                self._finish(promotion, names)
-                say(f"finished the promotion of environment {env} a stop interrupted")
-            elif records:
-                self._roll_back(promotion, names)
-                say(
-                    f"rolled back the promotion of environment {env} a stop interrupted half-way: "
-                    f"main of {', '.join(names)} as before it"
-                )
-            self._unindex(promotion, names)
-
-    def _index(self, promotion: str, names: Sequence[str]) -> None:
-        """Name the promotion's tables in their namespaces' properties (before any change)."""
-        for namespace, tables in _by_namespace(names).items():
-            self.catalog.update_namespace_properties(
-                namespace, updates={INDEX + promotion: json.dumps(tables)}
-            )
-
-    def _unindex(self, promotion: str, names: Sequence[str]) -> None:
-        for namespace in _by_namespace(names):
-            self.catalog.update_namespace_properties(namespace, removals={INDEX + promotion})
-
-    def _indexed(self) -> dict[str, list[str]]:
-        """The promotions under way: id -> their tables."""
-        found: dict[str, list[str]] = {}
-        for namespace in namespaces(self.catalog):
-            properties = self.catalog.load_namespace_properties(namespace)
-            for key, value in properties.items():
-                if key.startswith(INDEX):
-                    found.setdefault(key.removeprefix(INDEX), []).extend(json.loads(value))
-        return found
-
-    def _loaded(self, table: str) -> Table:
-        loaded = load(self.catalog, table)
-        if loaded is None:
-            raise LookupError(f"the lake has no table {table}")
-        return loaded
-
-    def _roll_back(self, promotion: str, names: Sequence[str]) -> None:
-        # pyiceberg: loaded only when the lake is read without Spark
-        from pyiceberg.table.update.snapshot import ManageSnapshots
-
-        for table in names:
-            loaded = load(self.catalog, table)
-            record = _journal(loaded) if loaded is not None else None
-            if loaded is None or record is None or record["id"] != promotion:
-                continue
-            transaction = loaded.transaction()
-            transaction.remove_properties(JOURNAL)
-            refs = ManageSnapshots(transaction)
-            for ref, snapshot in record["before"].items():
-                _point(loaded, refs, ref, snapshot)
-            refs.commit()
-            transaction.commit_transaction()
-
-    def _finish(self, promotion: str, names: Sequence[str]) -> None:
-        for table in names:
-            loaded = load(self.catalog, table)
-            record = _journal(loaded) if loaded is not None else None
-            if loaded is None or record is None or record["id"] != promotion:
-                continue
-            columns = {f.name for f in loaded.schema().fields}
-            drop = [c for c in record.get("drop", []) if c in columns]
-            transaction = loaded.transaction()
-            if drop:
-                with transaction.update_schema() as schema:
-                    for column in drop:
-                        schema.delete_column(column)
-            transaction.remove_properties(JOURNAL)
-            transaction.commit_transaction()
-
-
-def _by_namespace(names: Sequence[str]) -> dict[str, list[str]]:
-    found: dict[str, list[str]] = {}
-    for table in names:
-        found.setdefault(table.rsplit(".", 1)[0], []).append(table)
-    return found
+        promotion.recover(self.catalog, say)
 
 
 def env_table(loaded: Table, table: str, env: str) -> EnvTable:
@@ -236,66 +101,11 @@ def env_table(loaded: Table, table: str, env: str) -> EnvTable:
     ids = [branch.snapshot_id] if branch else []
     ids += list(days.values())
     stamps = [s.timestamp_ms / 1000 for i in ids if (s := loaded.snapshot_by_id(i)) is not None]
-    main = _head_id(loaded)
+    current = loaded.current_snapshot()
+    main = current.snapshot_id if current is not None else None
     behind = main is not None and not all(descends(loaded, i, main) for i in ids)
     head = branch.snapshot_id if branch else None
     return EnvTable(table, head, days, max(stamps, default=0.0), behind)
-
-
-def _head_id(loaded: Table) -> int | None:
-    head = loaded.current_snapshot()
-    return head.snapshot_id if head is not None else None
-
-
-def _tags_now(loaded: Table, days: Mapping[str, int]) -> dict[str, int | None]:
-    refs = loaded.metadata.refs
-    return {tag: (refs[tag].snapshot_id if tag in refs else None) for tag in days}
-
-
-def _journal(loaded: Table) -> dict[str, Any] | None:
-    text = loaded.properties.get(JOURNAL)
-    if not text:
-        return None
-    try:
-        found = json.loads(text)
-    except ValueError:
-        return None
-    return found if isinstance(found, dict) and "id" in found else None
-
-
-def _set_journal(loaded: Table, record: Mapping[str, Any]) -> None:
-    transaction = loaded.transaction()
-    transaction.set_properties({JOURNAL: json.dumps(record, sort_keys=True)})
-    transaction.commit_transaction()
-
-
-def _move(loaded: Table, move: Move) -> None:
-    """One commit: ``main`` and the day tags moved, the journal's record marked ``moved``."""
-    # pyiceberg: loaded only when the lake is read without Spark
-    from pyiceberg.table.update.snapshot import ManageSnapshots
-
-    record = _journal(loaded)
-    assert record is not None, f"{move.table}: not prepared for promotion"
-    transaction = loaded.transaction()
-    transaction.set_properties({JOURNAL: json.dumps({**record, "state": "moved"}, sort_keys=True)})
-    refs = ManageSnapshots(transaction)
-    _point(loaded, refs, "main", move.head)
-    for tag, snapshot in move.days.items():
-        _point(loaded, refs, tag, snapshot)
-    refs.commit()
-    transaction.commit_transaction()
-
-
-def _point(loaded: Table, refs: Any, ref: str, snapshot: int | None) -> None:
-    """Stage ref ``ref`` at ``snapshot`` (None: removed; ``main`` stays where it is)."""
-    if ref == "main":
-        if snapshot is not None and snapshot != _head_id(loaded):
-            refs.set_current_snapshot(snapshot)
-        return
-    if ref in loaded.metadata.refs:
-        refs.remove_tag(ref)
-    if snapshot is not None:
-        refs.create_tag(snapshot, ref)
 
 
 def _drop_from(catalog: Catalog, loaded: Table, table: str, env: str) -> int:

@@ -27,11 +27,10 @@ from medallion_assets.lake.env_refs import check_env_name
 from medallion_assets.lake.orphans import SAFE_AGE_S, Orphan, orphan_files, remove
 from medallion_assets.lake.reads import LakeReads
 from medallion_assets.lake.records import (
-    OLD_LAYOUT,
-    OldLakeLayout,
     Produced,
     RowsOutsideTheDay,
     StagedWrite,
+    check_layout,
     storable,
 )
 from medallion_assets.lake.refs import STALE_STAGING_S, Refs, drop_staging_branches
@@ -56,6 +55,7 @@ class Lake(LakeReads):
         self.catalog = catalog
         self.keep_versions = keep_versions
         self.env = env  # a dev environment's name: its builds publish to its branches
+        self._memo: dict[str, Table | None] | None = None  # tables loaded (``memoized``)
 
     def in_env(self, env: str | None) -> Lake:
         """This lake as dev environment ``env`` sees it (``lake.env_writes``): the versions it
@@ -98,13 +98,23 @@ class Lake(LakeReads):
         return Refs(self._metadata)
 
     def _load(self, table: str) -> Table | None:
-        """``table`` as pyiceberg loads it (fresh), or None when the lake has no such table."""
-        return versions.load(self._metadata, table) if self._has_catalog() else None
+        """``table`` as pyiceberg loads it (fresh; once per ``memoized`` view), or None when
+        the lake has no such table."""
+        if self._memo is not None and table in self._memo:
+            return self._memo[table]
+        found = versions.load(self._metadata, table) if self.exists() else None
+        if self._memo is not None:
+            self._memo[table] = found
+        return found
+
+    def memoized(self) -> Lake:
+        """This lake reading each table's metadata once (a command that only decides, then
+        commits through fresh loads: a plan, a promotion's checks), not a run's."""
+        seen = copy.copy(self)
+        seen._memo = {}
+        return seen
 
     def exists(self) -> bool:
-        return self._has_catalog()
-
-    def _has_catalog(self) -> bool:
         """False for an embedded catalog whose file does not exist yet (no table written):
         opening it would create it."""
         sqlite = self.catalog.sqlite_file
@@ -112,18 +122,7 @@ class Lake(LakeReads):
 
     def check_layout(self) -> None:
         """``OldLakeLayout`` when the warehouse folder holds the folder layout of before."""
-        root = self.root
-        if root is None or not root.is_dir():
-            return
-        old = next(root.glob(f"*/*/{OLD_LAYOUT}"), None) or next(
-            root.glob(f"*/*/partitions/*/{OLD_LAYOUT}"), None
-        )
-        if old is not None:
-            raise OldLakeLayout(
-                f"{root} holds tables in the folder layout of before the Iceberg lake "
-                f"({old.relative_to(root)}); move the folder away (or delete it) and run again "
-                "to rebuild every table from raw"
-            )
+        check_layout(self.root)
 
     def attach(self, spark: SparkSession) -> SparkSession:
         """Point ``spark``'s catalog ``lake`` at this lake (``lake.session.attach``)."""
@@ -369,7 +368,7 @@ class Lake(LakeReads):
 
     def history(self, table: str, every: bool = False) -> list[versions.HistoryEntry]:
         """Newest first: ``main``'s snapshots; ``every``: also those rolled away from."""
-        return versions.history(self._metadata, table, every) if self._has_catalog() else []
+        return versions.history(self._metadata, table, every) if self.exists() else []
 
     def rollback(
         self, spark: SparkSession, table: str, snapshot_id: int, partition: str | None = None

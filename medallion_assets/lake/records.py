@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from medallion_assets.errors import PermanentError, ResourceError
@@ -84,3 +85,18 @@ def storable(frame: DataFrame) -> DataFrame:
         if isinstance(f.dataType, NullType):
             frame = frame.withColumn(f.name, F.col(f"`{f.name}`").cast("string"))
     return frame
+
+
+def check_layout(root: Path | None) -> None:
+    """``OldLakeLayout`` when the warehouse folder holds the folder layout of before."""
+    if root is None or not root.is_dir():
+        return
+    old = next(root.glob(f"*/*/{OLD_LAYOUT}"), None) or next(
+        root.glob(f"*/*/partitions/*/{OLD_LAYOUT}"), None
+    )
+    if old is not None:
+        raise OldLakeLayout(
+            f"{root} holds tables in the folder layout of before the Iceberg lake "
+            f"({old.relative_to(root)}); move the folder away (or delete it) and run again "
+            "to rebuild every table from raw"
+        )

@@ -11,8 +11,8 @@ import pytest
 
 from medallion_assets.environments.diff import diff_table
 from medallion_assets.lake import Lake, Produced
-from medallion_assets.lake.env_ops import Move
 from medallion_assets.lake.env_writes import TypeChangeInEnv
+from medallion_assets.lake.promotion import Move
 from tests.lake_helpers import publish_frame
 
 pytestmark = pytest.mark.slow
@@ -106,11 +106,14 @@ def test_promotion_moves_main_all_or_none_and_drop_frees_the_environments_files(
     with pytest.raises(ValueError, match="unknown snapshot"):
         ops.promote("dev", moves, lambda _m: None)
     assert {n: lake.refs_of(n)["main"] for n in heads} == before
-    assert all("medallion.promotion" not in lake._load(n).properties for n in heads)
+    assert lake.refs_of("silver.a")["env_dev"] == heads["silver.a"]  # its branch restored too
+    under_way = lake._metadata.load_namespace_properties("silver")
+    assert not [k for k in under_way if k.startswith("medallion.promotion.")]
 
     audited: list[str] = []
     ops.promote("dev", [Move(n, h) for n, h in heads.items()], audited.append)
     assert {n: lake.refs_of(n)["main"] for n in heads} == heads
+    assert "env_dev" not in lake.refs_of("silver.a")  # merged: its branch goes
     assert audited == ["promoted environment dev to main: silver.a, silver.b"]
 
     # A new environment's build, dropped: its branch goes, and the files only it wrote.
