@@ -127,12 +127,31 @@ def _drop_from(catalog: Catalog, loaded: Table, table: str, env: str) -> int:
                 changes.remove_tag(name)
             else:
                 changes.remove_branch(name)
+    _drop_added_columns(catalog.load_table(table), [r.snapshot_id for r in kept_refs])
     if not only_mine:
         return 0
     loaded = catalog.load_table(table)
     loaded.maintenance.expire_snapshots().by_ids(only_mine).commit()
     after = referenced_files(catalog.load_table(table))
     return _delete(loaded, before, after)
+
+
+def _drop_added_columns(loaded: Table, heads: Sequence[int]) -> None:
+    """Drop the columns only the dropped environment's writes had (added to the table's one
+    schema, NULL for every other ref): those no ref left was written with."""
+    schemas = loaded.schemas()
+    kept: set[int] = set()
+    for head in heads:
+        snapshot = loaded.snapshot_by_id(head)
+        schema = (
+            schemas.get(snapshot.schema_id) if snapshot and snapshot.schema_id is not None else None
+        )
+        kept |= {f.field_id for f in schema.fields} if schema is not None else set()
+    added = [f.name for f in loaded.schema().fields if f.field_id not in kept]
+    if kept and added:
+        with loaded.update_schema() as update:
+            for name in added:
+                update.delete_column(name)
 
 
 def _reachable(loaded: Table, heads: Sequence[int]) -> set[int]:

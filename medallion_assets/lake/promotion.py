@@ -54,12 +54,14 @@ def promote(
     """Make every move's table current on ``main`` as the environment has it (``keep``: its
     branch and day tags stay), all or none; returns the promotion's id."""
     promotion = f"{env}:{int(time.time())}:{uuid.uuid4().hex[:8]}"
-    record = {m.table: _entry(_loaded(catalog, m.table), env, m, keep) for m in moves}
+    loaded = {m.table: _loaded(catalog, m.table) for m in moves}
+    record = {m.table: _entry(loaded[m.table], env, m, keep) for m in moves}
     _index(catalog, promotion, record)
     try:
         for move in moves:
             crash_point("env.promoting", move.table)
-            _point_all(catalog, move.table, record[move.table]["after"])
+            # as loaded for the record: a commit another writer beat since fails, rolling back
+            _point_all(catalog, move.table, record[move.table]["after"], loaded[move.table])
     except BaseException:
         for table, entry in record.items():
             _point_all(catalog, table, entry["before"])
@@ -118,9 +120,12 @@ def _refs_now(catalog: Catalog, table: str, names: Mapping[str, Any]) -> Refs:
     return {n: (refs[n].snapshot_id if n in refs else None) for n in names}
 
 
-def _point_all(catalog: Catalog, table: str, wanted: Mapping[str, int | None]) -> None:
-    """One commit: each ref of ``wanted`` at its snapshot (None: removed; ``main`` kept)."""
-    loaded = load(catalog, table)
+def _point_all(
+    catalog: Catalog, table: str, wanted: Mapping[str, int | None], loaded: Table | None = None
+) -> None:
+    """One commit: each ref of ``wanted`` at its snapshot (None: removed; ``main`` kept), on
+    the table as ``loaded`` (else as loaded now)."""
+    loaded = loaded or load(catalog, table)
     if loaded is None:
         return
     refs = loaded.metadata.refs
@@ -145,8 +150,8 @@ def _point_all(catalog: Catalog, table: str, wanted: Mapping[str, int | None]) -
 def _finish(catalog: Catalog, record: Mapping[str, Mapping[str, Any]]) -> None:
     """Drop the columns the promoted versions no longer have (written NULL until now)."""
     for table, entry in record.items():
-        loaded = load(catalog, table)
-        if loaded is None or not entry["drop"]:
+        loaded = load(catalog, table) if entry["drop"] else None
+        if loaded is None:
             continue
         columns = {f.name for f in loaded.schema().fields}
         drop = [c for c in entry["drop"] if c in columns]

@@ -118,11 +118,13 @@ def test_promotion_moves_main_all_or_none_and_drop_frees_the_environments_files(
 
     # A new environment's build, dropped: its branch goes, and the files only it wrote.
     other = lake.in_env("gone")
-    staged = other.stage(spark, customers(spark, (7, "g@x.io", "u")), "silver.a", Produced("c3"))
+    frame = customers(spark, (7, "g@x.io", "u"), extra=True)
+    staged = other.stage(spark, frame, "silver.a", Produced("c3"))
     other.publish(spark, staged)
     files = {p for p in (tmp_path / "lake").rglob("*.parquet")}
     freed = ops.drop("gone", ["silver.a"])
     assert freed > 0 and "env_gone" not in lake.refs_of("silver.a")
+    assert "score" not in [c for c, _type in lake.schema("silver.a")]  # its column went too
     assert len(files - {p for p in (tmp_path / "lake").rglob("*.parquet")}) >= 1
     assert lake.current("silver.a").version_id == str(heads["silver.a"])
 
