@@ -30,10 +30,10 @@ LAYERS: list[set[str]] = [
     {"demo", "kill_switch", "relaunch", "openlineage"},  # decisions on the catalog alone
     {"io", "jvm", "lake", "control"},  # S3 and warehouses, Spark's jars, the lake, the store
     {"checks", "profiles", "throttles", "recovery", "preflight"},
-    {"simulate", "control_plane", "environments"},
+    {"simulate", "control_plane"},
     {"backfill", "runtime"},
     {"healing"},  # its actions run between a table's failed attempt and its retry
-    {"export"},
+    {"export", "environments"},
     {"adapters"},  # Dagster
     {"cli", "definitions", "testing", "defs"},
 ]

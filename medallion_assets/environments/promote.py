@@ -1,7 +1,8 @@
 """Whether an environment can be promoted, and the moves that promote it: every table the plan
-builds must be built in the environment from the code now in the project folder, on what
-``main`` has now (``main``'s head an ancestor of the environment's); then each table's ``main``
-moves to the environment's version without recomputing (``lake.env_ops``).
+builds must be built in the environment from the code now in the project folder and from the
+versions of its inputs the environment reads now, on what ``main`` has now (``main``'s head an
+ancestor of the environment's); then each table's ``main`` moves to the environment's version
+without recomputing (``lake.promotion``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from medallion_assets.errors import PermanentError
 from medallion_assets.lake import Lake
 from medallion_assets.lake.env_ops import EnvTable
 from medallion_assets.lake.promotion import Move
+from medallion_assets.lake.versions import Version, built_from
+from medallion_assets.runtime.reuse import MissingInput, input_versions
 
 
 class NotPromotable(PermanentError):
@@ -48,6 +51,8 @@ def promotion(
             problems.append(f"{table}: not built in the environment")
         elif any(v.code_version != code for v in versions):
             problems.append(f"{table}: built from other code than the project folder's now")
+        elif not _inputs_current(lake.in_env(env), catalog, table, versions):
+            problems.append(f"{table}: built from inputs the environment has rebuilt since")
     by_table = {t.table: t for t in held}
     moves = []
     for table in plan.to_build:
@@ -66,6 +71,24 @@ def promotion(
             + f"; run `medallion run --env {env}`, then promote again"
         )  # fmt: skip
     return Promotion(tuple(moves))
+
+
+def _inputs_current(lake: Lake, catalog: Catalog, table: str, versions: list[Version]) -> bool:
+    """Whether each version was built from the versions of its inputs the environment reads
+    now (a run that stopped half-way leaves a reader built on an input rebuilt after it). A
+    bronze table's inputs are raw objects: not judged here."""
+    dataset = catalog.datasets[table]
+    if dataset.layer == "bronze":
+        return True
+    own = table if dataset.statement_kind == "merge" else None
+    for version in versions:
+        try:
+            now = input_versions(lake, catalog, dataset, version.partition)
+        except MissingInput:
+            return False
+        if not built_from(version, version.code_version, now, own):
+            return False
+    return True
 
 
 __all__ = ["NotPromotable", "Promotion", "promotion"]

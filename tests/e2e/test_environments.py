@@ -144,6 +144,21 @@ def test_environments_plan_run_diff_and_promote_without_touching_main(shop, spar
     assert [c.column for c in found.columns if c.differs] == ["category"]
     assert found.sample and all("category" in row for row in found.sample)
 
+    # A run in the environment that rebuilt an input but stopped before its readers: refused
+    # (a reader built from an input version the environment no longer has), then run again.
+    again = run_project(
+        root, log=lambda _m: None, env="brk", tables=["silver.products"], full_refresh="*"
+    )
+    assert [r.status for r in again.results] == ["built"]
+    stale = CliRunner().invoke(cli, ["promote", "brk", "--project", str(root)])
+    assert stale.exit_code == 2, stale.output
+    assert "silver.order_items: built from inputs the environment has rebuilt since" in stale.output
+    rerun = run_project(root, log=lambda _m: None, env="brk", tables=broken.to_build)
+    assert {r.table: r.status for r in rerun.results} == {
+        "silver.products": "unchanged", "silver.order_items": "built",
+        "gold.product_sales": "built",
+    }  # fmt: skip
+
     # A promotion killed half-way (before its third table moved) leaves main as before.
     killed = subprocess.run(
         [sys.executable, "-c", "from medallion_assets.cli import main; main()", "promote", "brk",
