@@ -53,8 +53,6 @@ def plan_text(env: str, lake: Lake, catalog: Catalog, found: EnvPlan) -> str:
     same = len(found.changes) - len(changes)
     if same:
         lines.append(f"  unchanged: {same} table(s), read from main (--format json lists them)")
-    for table in found.removed_tables:
-        lines.append(f"  {table:<{width}}  on main, not in the project (left as it is)")
     build = found.to_build
     if not build:
         lines.append("nothing to build: every table is as main has it")
@@ -90,7 +88,6 @@ def plan_environment(project: Path, env: str, fmt: str) -> None:
             "branch": env_branch(env),
             "tables": [c.as_dict() for c in found.changes],
             "to_build": found.to_build,
-            "removed_tables": list(found.removed_tables),
         }
         click.echo(json.dumps(body, indent=2))
         return

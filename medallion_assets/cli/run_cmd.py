@@ -99,10 +99,10 @@ def run(
     settings = with_spark_log(settings)
     if full_refresh:
         full_refresh = _refreshed(project, full_refresh)
-    Lake.of(settings).check_layout()  # a lake folder of the old layout: one line
+    lake = Lake.of(settings)
+    lake.check_layout()  # a lake folder of the old layout: one line
     # jars, credentials, lake, catalog, warehouse; the project as the run uses it
     catalog = checked_before_spark(project, settings)
-    lake = Lake.of(settings)
     if lake.exists():  # a promotion a stop left half-way: finished or rolled back first
         lake.environments().recover(lambda m: click.echo(f"warning: {m}", err=True))
     tables = None

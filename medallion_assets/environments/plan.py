@@ -20,7 +20,7 @@ reads ``main`` (``environments.published``).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from medallion_assets.lineage.shape import Shape
 
@@ -36,7 +36,6 @@ class Published:
 
     code_versions: frozenset[str]
     shape: Shape | None
-    columns: tuple[str, ...] = ()  # the table's columns on main
 
 
 @dataclass(frozen=True)
@@ -88,7 +87,6 @@ class Project:
 @dataclass(frozen=True)
 class EnvPlan:
     changes: tuple[Change, ...]  # execution order
-    removed_tables: tuple[str, ...] = field(default=())  # on main, not in the project
 
     @property
     def to_build(self) -> list[str]:
@@ -114,8 +112,7 @@ def plan(project: Project, main: Mapping[str, Published]) -> EnvPlan:
             change = Change(table, INDIRECT, True, tuple(reached[table]), rows=True)
         found[table] = change
         _reach(project, change, reached)
-    gone = tuple(sorted(t for t in main if t not in project.code_versions))
-    return EnvPlan(tuple(found.values()), gone)
+    return EnvPlan(tuple(found.values()))
 
 
 def _direct(project: Project, table: str, published: Published) -> Change:

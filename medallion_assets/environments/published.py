@@ -70,7 +70,6 @@ def main_of(lake: Lake, catalog: Catalog) -> dict[str, Published]:
         found[name] = Published(
             frozenset(v.code_version for v in versions),
             Shape.from_json(newest.shape) if newest.shape else None,
-            tuple(column for column, _type in on_main.schema(name)),
         )
     return found
 
@@ -79,15 +78,10 @@ def built_in(lake: Lake, env: str, table: str) -> list[Version]:
     """The versions environment ``env`` built of ``table`` (its branch's, or its days'), not
     those it reads from ``main``."""
     refs = lake.refs_of(table)
-    mine = env_branch(env) in refs or any(r.startswith(env_day_prefix(env)) for r in refs)
-    if not mine:
+    days = {r for r in refs if r.startswith(env_day_prefix(env))}
+    if env_branch(env) not in refs and not days:
         return []
-    seen = lake.in_env(env)
-    days = [r for r in refs if r.startswith(env_day_prefix(env))]
+    found = lake.in_env(env).current_versions(table)
     if not days:
-        return seen.current_versions(table)
-    return [v for v in seen.current_versions(table) if v.partition and _tagged(v, days, env)]
-
-
-def _tagged(version: Version, tags: list[str], env: str) -> bool:
-    return version.partition is not None and env_day_tag(env, version.partition) in tags
+        return found
+    return [v for v in found if v.partition and env_day_tag(env, v.partition) in days]

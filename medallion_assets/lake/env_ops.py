@@ -11,12 +11,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from medallion_assets.lake import promotion
-from medallion_assets.lake.env_refs import env_branch, env_day_prefix, env_of_ref
-from medallion_assets.lake.env_writes import day_tags, descends
+from medallion_assets.lake.env_refs import env_branch, env_day_prefix, env_of_ref, is_env_branch
+from medallion_assets.lake.env_writes import descends
 from medallion_assets.lake.orphans import referenced_files
 from medallion_assets.lake.promotion import Move
 from medallion_assets.lake.tables import DAY_TAG
-from medallion_assets.lake.versions import load, namespaces
+from medallion_assets.lake.versions import ancestors, load, namespaces, written_fields
 
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
@@ -123,10 +123,7 @@ def _drop_from(catalog: Catalog, loaded: Table, table: str, env: str) -> int:
         return _delete(loaded, before, set())
     with loaded.manage_snapshots() as changes:
         for name in mine:
-            if name in day_tags(loaded, env):
-                changes.remove_tag(name)
-            else:
-                changes.remove_branch(name)
+            (changes.remove_branch if is_env_branch(name) else changes.remove_tag)(name)
     _drop_added_columns(catalog.load_table(table), [r.snapshot_id for r in kept_refs])
     if not only_mine:
         return 0
@@ -139,14 +136,7 @@ def _drop_from(catalog: Catalog, loaded: Table, table: str, env: str) -> int:
 def _drop_added_columns(loaded: Table, heads: Sequence[int]) -> None:
     """Drop the columns only the dropped environment's writes had (added to the table's one
     schema, NULL for every other ref): those no ref left was written with."""
-    schemas = loaded.schemas()
-    kept: set[int] = set()
-    for head in heads:
-        snapshot = loaded.snapshot_by_id(head)
-        schema = (
-            schemas.get(snapshot.schema_id) if snapshot and snapshot.schema_id is not None else None
-        )
-        kept |= {f.field_id for f in schema.fields} if schema is not None else set()
+    kept = written_fields(loaded, heads)
     added = [f.name for f in loaded.schema().fields if f.field_id not in kept]
     if kept and added:
         with loaded.update_schema() as update:
@@ -155,14 +145,10 @@ def _drop_added_columns(loaded: Table, heads: Sequence[int]) -> None:
 
 
 def _reachable(loaded: Table, heads: Sequence[int]) -> set[int]:
-    # pyiceberg: loaded only when the lake is read without Spark
-    from pyiceberg.table.snapshots import ancestors_of
-
+    """The snapshots ``heads`` reach: themselves and their ancestors."""
     found: set[int] = set()
     for head in heads:
-        snapshot = loaded.snapshot_by_id(head)
-        if snapshot is not None:
-            found |= {s.snapshot_id for s in ancestors_of(snapshot, loaded.metadata)}
+        found |= {s.snapshot_id for s in ancestors(loaded, loaded.snapshot_by_id(head))}
     return found
 
 

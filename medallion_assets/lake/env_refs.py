@@ -58,6 +58,16 @@ def env_day_prefix(name: str) -> str:
     return ENV_PREFIX + name + _DAY
 
 
+def is_env_branch(ref: str) -> bool:
+    """Whether ``ref`` is an environment's branch (not one of its day tags, nor main's refs).
+
+    >>> is_env_branch("env_tidy"), is_env_branch("env_tidy__day_2026_01_02")
+    (True, False)
+    """
+    env = env_of_ref(ref)
+    return env is not None and ref == env_branch(env)
+
+
 def env_of_ref(ref: str) -> str | None:
     """The environment a branch or tag belongs to, or None for any other ref."""
     if not ref.startswith(ENV_PREFIX):

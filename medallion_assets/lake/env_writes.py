@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from medallion_assets.errors import PermanentError
 from medallion_assets.lake.env_refs import env_branch, env_day_prefix, env_day_tag, env_of_ref
 from medallion_assets.lake.tables import Staged, exists, identifier
+from medallion_assets.lake.versions import ancestors
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table
@@ -51,13 +52,8 @@ class Target:
 
 def descends(loaded: Table, head: int, ancestor: int) -> bool:
     """Whether snapshot ``ancestor`` is ``head`` or one of its ancestors."""
-    # pyiceberg: loaded only when the lake is read without Spark
-    from pyiceberg.table.snapshots import ancestors_of
-
-    snapshot = loaded.snapshot_by_id(head)
-    if snapshot is None:
-        return False
-    return any(s.snapshot_id == ancestor for s in ancestors_of(snapshot, loaded.metadata))
+    line = ancestors(loaded, loaded.snapshot_by_id(head))
+    return any(s.snapshot_id == ancestor for s in line)
 
 
 def publish(staged: Staged, refs: Refs) -> None:

@@ -222,15 +222,16 @@ class Lake(LakeReads):
             # A day's rows after an append are not in Iceberg's summary: record them.
             before = self.current(table, partition)
             summary["rows"] = str((before.rows if before else 0) + frame.count())
-        target = env_writes.Target.of(self._load(table), self.env)
+        loaded = self._load(table)
+        target = env_writes.Target.of(loaded, self.env)
         if self.env is not None:
             env_writes.refuse_type_changes(spark, table, frame, self.env)
         if self.env is not None and mode == "replace" and partition_column is None:
             # the columns this version no longer has: written NULL here (main's readers share
             # the table's schema), dropped when the environment is promoted
             kept = {c.lower() for c in frame.columns}
-            gone = [c for c, _type in self.schema(table) if c.lower() not in kept]
-            summary["env-drops"] = json.dumps(gone)
+            have = loaded.schema().fields if loaded is not None else ()
+            summary["env-drops"] = json.dumps([f.name for f in have if f.name.lower() not in kept])
         staged = tables.stage(
             spark,
             frame,

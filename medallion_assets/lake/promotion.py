@@ -20,8 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from medallion_assets.faults import crash_point
-from medallion_assets.lake.env_refs import env_branch, env_day_prefix
-from medallion_assets.lake.tables import DAY_TAG
+from medallion_assets.lake.env_refs import env_of_ref, is_env_branch
 from medallion_assets.lake.versions import load, namespaces
 
 if TYPE_CHECKING:
@@ -29,7 +28,6 @@ if TYPE_CHECKING:
     from pyiceberg.table import Table
 
 INDEX = "medallion.promotion."  # a namespace's property: a promotion under way -> its tables
-_DAY = "__day_"  # in an environment's day tag (lake.env_refs)
 
 Refs = dict[str, int | None]  # ref name -> the snapshot it points at (None: no such ref)
 
@@ -101,7 +99,7 @@ def _entry(loaded: Table, env: str, move: Move, keep: bool) -> dict[str, Any]:
         before[tag] = refs[tag].snapshot_id if tag in refs else None
         after[tag] = snapshot
     if not keep:  # main holds them now: the environment's refs would only pin old snapshots
-        mine = [n for n in refs if n == env_branch(env) or n.startswith(env_day_prefix(env))]
+        mine = [n for n in refs if env_of_ref(n) == env]
         for name in mine:
             before[name], after[name] = refs[name].snapshot_id, None
     return {"before": before, "after": after, "drop": list(move.drop_columns)}
@@ -115,7 +113,11 @@ def _loaded(catalog: Catalog, table: str) -> Table:
 
 
 def _refs_now(catalog: Catalog, table: str, names: Mapping[str, Any]) -> Refs:
-    loaded = load(catalog, table)
+    return _refs_in(load(catalog, table), names)
+
+
+def _refs_in(loaded: Table | None, names: Mapping[str, Any]) -> Refs:
+    """Where each of ``names`` points in the table (None: no such ref)."""
     refs = loaded.metadata.refs if loaded is not None else {}
     return {n: (refs[n].snapshot_id if n in refs else None) for n in names}
 
@@ -129,7 +131,7 @@ def _point_all(
     if loaded is None:
         return
     refs = loaded.metadata.refs
-    now = {n: (refs[n].snapshot_id if n in refs else None) for n in wanted}
+    now = _refs_in(loaded, wanted)
     if now == dict(wanted):
         return
     with loaded.manage_snapshots() as changes:
@@ -140,11 +142,11 @@ def _point_all(
                 if snapshot is not None:
                     changes.set_current_snapshot(snapshot)
                 continue
-            tag = name.startswith(DAY_TAG) or _DAY in name  # else an environment's branch
+            branch = is_env_branch(name)  # else a day's tag, main's or the environment's
             if name in refs:
-                (changes.remove_tag if tag else changes.remove_branch)(name)
+                (changes.remove_branch if branch else changes.remove_tag)(name)
             if snapshot is not None:
-                (changes.create_tag if tag else changes.create_branch)(snapshot, name)
+                (changes.create_branch if branch else changes.create_tag)(snapshot, name)
 
 
 def _finish(catalog: Catalog, record: Mapping[str, Mapping[str, Any]]) -> None:

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from medallion_assets.lake.env_refs import env_day_tag, env_of_ref
-from medallion_assets.lake.tables import day_tag
-from medallion_assets.lake.versions import head_of
+from medallion_assets.lake.env_refs import env_of_ref
+from medallion_assets.lake.versions import in_force, written_fields
 
 if TYPE_CHECKING:
     from pyiceberg.schema import Schema
@@ -29,21 +28,13 @@ def doubt(
 ) -> str:
     """Why the version in force (of ``partition``, for a daily table; in environment ``env``)
     may no longer be what medallion published, or "" when nothing says so."""
-    snapshot = _in_force(loaded, partition, env)
+    snapshot = in_force(loaded, partition, env)
     if snapshot is None:
         return ""
     changed = _schema_change(loaded, snapshot, daily=partition is not None)
     if changed:
         return changed
     return _missing_file(loaded, snapshot, None if every_file else FILES_CHECKED)
-
-
-def _in_force(loaded: Table, partition: str | None, env: str | None) -> Snapshot | None:
-    if partition is None:
-        return head_of(loaded, env)
-    refs = loaded.metadata.refs
-    ref = (refs.get(env_day_tag(env, partition)) if env else None) or refs.get(day_tag(partition))
-    return loaded.snapshot_by_id(ref.snapshot_id) if ref is not None else None
 
 
 def _schema_change(loaded: Table, snapshot: Snapshot, daily: bool) -> str:
@@ -63,7 +54,8 @@ def _schema_change(loaded: Table, snapshot: Snapshot, daily: bool) -> str:
         return f"its schema was changed outside medallion: {lost}"
     before = _by_id(written)
     # Columns a dev environment's write added (its branch's schema has them) are medallion's.
-    before |= _env_fields(loaded)
+    envs = [r.snapshot_id for name, r in loaded.metadata.refs.items() if env_of_ref(name)]
+    before |= written_fields(loaded, envs)
     added = sorted(f.name for f in current.fields if f.field_id not in before)
     if added and not daily:
         return f"its schema was changed outside medallion: column(s) {', '.join(added)} added"
@@ -85,21 +77,6 @@ def _lost_fields(written: Schema, current: Schema) -> str:
                 f"column {field.name} changed from {field.field_type} to {now.field_type}"
             )
     return ", ".join(changes)
-
-
-def _env_fields(loaded: Table) -> dict[int, NestedField]:
-    """The columns of the schemas the heads of the table's environment branches were written
-    with."""
-    found: dict[int, NestedField] = {}
-    schemas = loaded.schemas()
-    for name, ref in loaded.metadata.refs.items():
-        snapshot = loaded.snapshot_by_id(ref.snapshot_id) if env_of_ref(name) else None
-        schema = (
-            schemas.get(snapshot.schema_id) if snapshot and snapshot.schema_id is not None else None
-        )
-        if schema is not None:
-            found |= _by_id(schema)
-    return found
 
 
 def _by_id(schema: Schema) -> dict[int, NestedField]:

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
     from pyiceberg.table import Table
     from pyiceberg.table.snapshots import Snapshot
+    from pyiceberg.types import NestedField
 
 
 @dataclass(frozen=True)
@@ -167,21 +168,38 @@ def current_in(
 ) -> Version | None:
     """``current`` of a table already loaded (a caller asking for many days loads it once).
     In environment ``env``: the environment's version where it built one, else ``main``'s."""
-    refs = loaded.metadata.refs
-    if partition is not None:
-        ref = refs.get(env_day_tag(env, partition)) if env else None
-        ref = ref or refs.get(day_tag(partition))
-        snapshot = loaded.snapshot_by_id(ref.snapshot_id) if ref is not None else None
-    else:
-        snapshot = versioned(loaded, head_of(loaded, env))
+    snapshot = in_force(loaded, partition, env)
+    if partition is None:  # a cherry-picked head: the staged snapshot holds the summary
+        snapshot = versioned(loaded, snapshot)
     return version_of(table, snapshot) if snapshot is not None else None
 
 
-def head_of(loaded: Table, env: str | None = None) -> Snapshot | None:
-    """The head a reader sees: environment ``env``'s branch when the table has one, else
-    ``main``'s."""
-    ref = loaded.metadata.refs.get(env_branch(env)) if env else None
-    return loaded.snapshot_by_id(ref.snapshot_id) if ref is not None else loaded.current_snapshot()
+def in_force(
+    loaded: Table, partition: str | None = None, env: str | None = None
+) -> Snapshot | None:
+    """The snapshot readers see of the table (its day's tag, for ``partition``): in
+    environment ``env``, the environment's branch or day tag where it has one, else ``main``'s."""
+    refs = loaded.metadata.refs
+    if partition is None:
+        ref = refs.get(env_branch(env)) if env else None
+        return (
+            loaded.snapshot_by_id(ref.snapshot_id) if ref is not None else loaded.current_snapshot()
+        )
+    ref = (refs.get(env_day_tag(env, partition)) if env else None) or refs.get(day_tag(partition))
+    return loaded.snapshot_by_id(ref.snapshot_id) if ref is not None else None
+
+
+def written_fields(loaded: Table, snapshot_ids: Iterable[int]) -> dict[int, NestedField]:
+    """The columns (by field id) of the schemas these snapshots were written with."""
+    schemas = loaded.schemas()
+    found: dict[int, NestedField] = {}
+    for snapshot_id in snapshot_ids:
+        snapshot = loaded.snapshot_by_id(snapshot_id)
+        schema_id = snapshot.schema_id if snapshot is not None else None
+        schema = schemas.get(schema_id) if schema_id is not None else None
+        if schema is not None:
+            found |= {f.field_id: f for f in schema.fields}
+    return found
 
 
 def partitions(catalog: Catalog, table: str) -> list[str]:
