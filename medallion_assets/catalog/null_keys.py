@@ -148,9 +148,12 @@ def _never_null(value: exp.Expr | None) -> bool:
 
 
 def _passes_nulls_through(value: exp.Expr | None) -> bool:
-    """A column under casts and case or space changes only: NULL exactly when it is."""
-    while isinstance(value, (exp.Cast, exp.Upper, exp.Lower, exp.Trim)) and not isinstance(
-        value, exp.TryCast
+    """A column under casts and case or space changes only: NULL exactly when it is. sqlglot
+    reads Spark's CAST as a TryCast (Spark's CAST before ANSI mode); Spark 4 runs ANSI mode,
+    where a CAST that cannot convert fails the query, so only a written TRY_CAST (``safe``)
+    can make a NULL."""
+    while isinstance(value, (exp.Cast, exp.Upper, exp.Lower, exp.Trim)) and not (
+        isinstance(value, exp.TryCast) and value.args.get("safe")
     ):
         value = value.this
     return isinstance(value, exp.Column)
