@@ -4,9 +4,15 @@ creation), as issue 45 asks ("what a step costs beyond its Spark jobs").
 
 - ``script``: the process writes ``span.json`` (wall seconds from just before its first build
   to just after its last, ``bench.silver_gold script``);
-- ``medallion``: from the first step's ``STEP_START`` to the last step's end over every run of
-  the process, as the rep's own Dagster instance recorded them (its SQLite files, read
-  directly); the bronze steps that find nothing new are in it (they are per-table cost);
+- ``medallion``: from the first step's ``STEP_START``, or the moment the run says its Spark
+  driver started (``Spark started in ...``) when that is later, to the last step's end over
+  every run of the process, as the rep's own Dagster instance recorded them (its SQLite files,
+  read directly); the bronze steps that find nothing new are in it (they are per-table cost).
+  ``medallion run`` starts its driver in the background while Dagster loads, so its first
+  steps can begin before the driver is up and wait for it inside the step: that wait is the
+  driver's start-up, which the other two sides' clocks leave out too (theirs start once their
+  Spark is up). Until 2026-12-05 the clock started at the first ``STEP_START`` (with the wait);
+  ``medallion_span(..., ready_at=None)`` still measures that;
 - ``sdp``: from the first line of ``spark-pipelines``' output that reports a flow's state to
   the line saying the run completed, each timed as it arrives (its own timestamps are whole
   seconds).
@@ -78,8 +84,17 @@ def script_span(work: Path) -> float | None:
     return float(json.loads(path.read_text())["work_s"])
 
 
-def medallion_span(dagster_home: Path) -> float | None:
-    """First step start to last step end over every run in the instance's SQLite files."""
+SPARK_READY = re.compile(r"^\s*Spark started in ")
+
+
+def spark_ready(lines: list[tuple[float, str]]) -> float | None:
+    """When (seconds from the process's start) ``medallion run`` said its driver started."""
+    return next((t for t, line in lines if SPARK_READY.search(line)), None)
+
+
+def medallion_span(dagster_home: Path, ready_at: float | None = None) -> float | None:
+    """First step start (or ``ready_at``, an epoch second, when later) to last step end over
+    every run in the instance's SQLite files."""
     shards = [p for p in (dagster_home / "history" / "runs").glob("*.db") if p.stem != "index"]
     starts: list[float] = []
     ends: list[float] = []
@@ -95,4 +110,4 @@ def medallion_span(dagster_home: Path) -> float | None:
             (starts if kind == "STEP_START" else ends).append(at)
     if not starts or not ends:
         return None
-    return max(ends) - min(starts)
+    return max(ends) - max(min(starts), ready_at or 0.0)
