@@ -10,13 +10,7 @@ import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from medallion_assets.lake.tables import (
-    COMMIT_ATTEMPTS,
-    STAGE_BRANCH,
-    CommitConflict,
-    Staged,
-    snapshot_rows,
-)
+from medallion_assets.lake.tables import STAGE_BRANCH, CommitConflict, Staged, snapshot_rows
 
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
@@ -25,6 +19,8 @@ if TYPE_CHECKING:
 # A build stages, checks and publishes within minutes; a staging branch an hour old was left by
 # a build that was killed (its run's process, its machine) before it could drop it.
 STALE_STAGING_S = 3600.0
+# Commits another writer beat, tried again on the table as it now is before giving up.
+COMMIT_ATTEMPTS = 8
 
 
 def staging_branches(loaded: Any, older_than_s: float | None = None) -> list[str]:
@@ -138,6 +134,31 @@ class Refs:
             refs.create_branch(snapshot_id, name)
 
         self._commit(table, point)
+
+    def fast_forward(
+        self, table: str, branch: str, parent: int | None, tag: str | None = None
+    ) -> int | None:
+        """``main`` moved to ``branch``'s head, ``tag`` (a day's) pointed there and ``branch``
+        dropped, in one catalog commit, when ``main`` is still at ``parent``; returns the new
+        head, or None (nothing changed) when another writer moved ``main`` meanwhile."""
+        heads: list[int | None] = []
+
+        def move(loaded: Any, refs: Any) -> None:
+            main = loaded.metadata.refs.get("main")
+            if (main.snapshot_id if main is not None else None) != parent:
+                heads.append(None)
+                return
+            head = int(loaded.metadata.refs[branch].snapshot_id)
+            refs.create_branch(head, "main")  # asserts main is still where it was loaded
+            if tag is not None:
+                if tag in loaded.metadata.refs:
+                    refs.remove_tag(tag)
+                refs.create_tag(head, tag)
+            refs.remove_branch(branch)
+            heads.append(head)
+
+        self._commit(table, move)
+        return heads[-1]
 
     def drop_branch(self, table: str, name: str) -> None:
         self._commit(table, lambda loaded, refs: refs.remove_branch(name), name)

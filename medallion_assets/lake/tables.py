@@ -53,6 +53,10 @@ class Refs(Protocol):
         partition_column: str | None = None,
     ) -> Staged: ...
 
+    def fast_forward(
+        self, table: str, branch: str, parent: int | None, tag: str | None = None
+    ) -> int | None: ...
+
     def drop_branch(self, table: str, name: str) -> None: ...
 
     def tag(self, table: str, name: str, snapshot_id: int) -> None: ...
@@ -146,9 +150,6 @@ def _create(spark: SparkSession, table: str, frame: DataFrame) -> None:
         if not exists(spark, table):
             raise
         del error
-
-
-COMMIT_ATTEMPTS = 8
 
 
 def stage(
@@ -323,16 +324,14 @@ def read_staged(spark: SparkSession, staged: Staged) -> DataFrame:
 
 
 def publish(spark: SparkSession, staged: Staged, refs: Refs) -> int:
-    """Make the staged write current in one catalog commit; returns ``main``'s new head.
-    Drops the staging branch; a day's tag then points at the staged snapshot."""
+    """Make the staged write current; returns ``main``'s new head. When ``main`` is where the
+    write was staged from: one catalog commit moves it, tags the day and drops the branch;
+    else the write is cherry-picked onto ``main`` (one commit), then tagged, branch dropped."""
     name = staged.table
-    if refs.head(name) == staged.parent_id:
-        moved = spark.sql(
-            f"CALL {SPARK_CATALOG}.system.fast_forward('{qualified(name)}', 'main', "
-            f"'{staged.branch}')"
-        ).collect()  # (branch, previous head, new head)
-        head = int(moved[0][2])
-    elif staged.operation in ("append", "overwrite") and _rebasable(spark, staged):
+    tag = day_tag(staged.partition) if staged.partition is not None else None
+    if (moved := refs.fast_forward(name, staged.branch, staged.parent_id, tag)) is not None:
+        return moved
+    if staged.operation in ("append", "overwrite") and _rebasable(spark, staged):
         try:
             picked = spark.sql(
                 f"CALL {SPARK_CATALOG}.system.cherrypick_snapshot('{qualified(name)}', "
@@ -349,8 +348,8 @@ def publish(spark: SparkSession, staged: Staged, refs: Refs) -> int:
             f"{staged.table}: another writer committed to it since this write was staged; "
             "run the step again"
         )
-    if staged.partition is not None:
-        refs.tag(name, day_tag(staged.partition), staged.snapshot_id)
+    if tag is not None:
+        refs.tag(name, tag, staged.snapshot_id)
     refs.drop_branch(name, staged.branch)
     return head
 

@@ -72,6 +72,27 @@ def test_a_staged_write_is_read_exactly_and_invisible_on_main_until_published(la
     assert refs == {"main"}  # the staging branches are gone
 
 
+def test_publishing_onto_an_unmoved_main_is_one_catalog_commit(
+    lake_spark: Any, local_lake: LakeCatalog
+):
+    """main moved, the day tagged and the staging branch dropped together: one new metadata
+    file, so a reader (or a kill) never sees main moved with its day untagged."""
+    tables.publish(
+        lake_spark, day_write(lake_spark, "2026-01-01", "run-0", 1), refs=lake_spark.medallion_refs
+    )
+    staged = day_write(lake_spark, "2026-01-02", "run-1", 2)
+    catalog = versions.open_catalog(local_lake)
+    before = catalog.load_table("silver.events").metadata
+    head = tables.publish(lake_spark, staged, refs=lake_spark.medallion_refs)
+    after = catalog.load_table("silver.events").metadata
+    assert head == staged.snapshot_id == after.current_snapshot_id
+    assert len(after.metadata_log) == len(before.metadata_log) + 1
+    refs = {name: ref.snapshot_id for name, ref in after.refs.items()}
+    assert staged.branch in before.refs and staged.branch not in refs
+    assert refs[tables.day_tag("2026-01-02")] == staged.snapshot_id
+    assert refs["main"] == staged.snapshot_id
+
+
 def test_days_staged_side_by_side_both_publish_and_each_keeps_its_version(
     lake_spark: Any, local_lake: LakeCatalog
 ):
