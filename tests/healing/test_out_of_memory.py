@@ -40,7 +40,9 @@ SCRIPT = textwrap.dedent(
         failure = Failure.of(error, Places("file:/lake", frozenset()), evidence)
         found = diagnose(load_catalog(sys.argv[1]).healing_rules, failure)
         print(json.dumps({"error": found.error_code, "then": found.then, "fix": found.fix,
-                          "system": failure.system, "said": told[:300]}))
+                          "system": failure.system, "said": told[:300],
+                          # the task's own failure, when the job was aborted for it
+                          "task": [l[:500] for l in told.splitlines() if "most recent" in l]}))
     """
 )
 
@@ -59,7 +61,11 @@ def test_a_driver_out_of_heap_is_out_of_memory_with_the_setting_to_raise(tmp_pat
     assert done.stdout.strip(), (done.returncode, log.read_text()[-3000:])
     found = json.loads(done.stdout.strip().splitlines()[-1])
     # what the step saw first: when it is not classified, that is the case to cover
-    assert found["error"] == "OUT_OF_MEMORY", (found["said"], log.read_text()[-1500:])
+    assert found["error"] == "OUT_OF_MEMORY", (
+        found["said"],
+        found["task"],
+        log.read_text()[-1500:],
+    )
     assert found["then"] == "fail" and found["system"] == "spark"
     assert "MEDALLION_SPARK_DRIVER_MEMORY" in found["fix"]
     # Whether the step's own error names the OutOfMemoryError is a race (the task's failure
