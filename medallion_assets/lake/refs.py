@@ -151,9 +151,7 @@ class Refs:
             head = int(loaded.metadata.refs[branch].snapshot_id)
             refs.create_branch(head, "main")  # asserts main is still where it was loaded
             if tag is not None:
-                if tag in loaded.metadata.refs:
-                    refs.remove_tag(tag)
-                refs.create_tag(head, tag)
+                _point_tag(loaded, refs, tag, head)
             refs.remove_branch(branch)
             heads.append(head)
 
@@ -169,12 +167,7 @@ class Refs:
     def tag(self, table: str, name: str, snapshot_id: int) -> None:
         """Point tag ``name`` at ``snapshot_id`` (made, or moved)."""
 
-        def point(loaded: Any, refs: Any) -> None:
-            if name in loaded.metadata.refs:
-                refs.remove_tag(name)
-            refs.create_tag(snapshot_id, name)
-
-        self._commit(table, point)
+        self._commit(table, lambda loaded, refs: _point_tag(loaded, refs, name, snapshot_id))
 
     def partition_by(self, table: str, column: str) -> None:
         """``table`` partitioned by ``column`` (its day), the field added when it is not."""
@@ -215,3 +208,10 @@ class Refs:
                 if attempt == COMMIT_ATTEMPTS - 1:
                     raise CommitConflict(f"{table}: {gave_up}; run the step again") from None
                 time.sleep(0.05 * (attempt + 1))
+
+
+def _point_tag(loaded: Any, refs: Any, name: str, snapshot_id: int) -> None:
+    """Within one commit of ``refs``: tag ``name`` at ``snapshot_id`` (made, or moved)."""
+    if name in loaded.metadata.refs:
+        refs.remove_tag(name)
+    refs.create_tag(snapshot_id, name)
