@@ -309,6 +309,7 @@ class SparkWarmUp:
         """``say``: told when the start begins and ends (the first start on a machine takes
         tens of seconds, which would otherwise be silence)."""
         pyspark_loggers.install()  # on this thread, before the warm-up's makes any
+        _register_paired_fork_hooks()
         self.error: BaseException | None = None
         self._started = threading.Event()  # the driver is up, or its start failed
         self._say = say or (lambda _line: None)
@@ -356,6 +357,20 @@ def _ready_jvm_classes(session: SparkSession) -> None:
     with contextlib.suppress(Exception):  # Spark Connect, or another Spark's classes
         for name in JVM_CLASSES:
             session._jvm.java.lang.Class.forName(name)  # type: ignore[union-attr]  # initialises it
+
+
+# Modules whose import registers an at-fork hook pair (before: take a lock or pin state;
+# after, in the parent: release it) and which the CLI's main thread imports while the warm-up
+# launches the JVM (PySpark's ``Popen`` has a ``preexec_fn``, so the fork runs the hooks).
+# Registered between the fork's two halves, a pair runs only its second: "release unlocked
+# lock" and filelock's KeyError, each printed with a traceback on the user's console.
+PAIRED_FORK_HOOKS = ("concurrent.futures.thread", "filelock")
+
+
+def _register_paired_fork_hooks() -> None:
+    for name in PAIRED_FORK_HOOKS:
+        with contextlib.suppress(ImportError):  # filelock is Dagster's, not ours
+            importlib.import_module(name)
 
 
 def _import_step_libraries() -> None:
