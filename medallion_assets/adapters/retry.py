@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import dagster as dg
 
 from medallion_assets.adapters.run_summary import RETRYABLE
-from medallion_assets.errors import causes, said
+from medallion_assets.errors import causes
 from medallion_assets.healing.actions import HealingContext, places_of, run_actions
-from medallion_assets.healing.diagnosis import Failure, diagnose
-from medallion_assets.healing.evidence import driver_evidence
+from medallion_assets.healing.diagnosis import diagnose
+from medallion_assets.healing.evidence import failure_with_evidence
 from medallion_assets.healing.retry import decide, policy_of
 from medallion_assets.recovery.reroute import PRIMARY
 from medallion_assets.runtime.step_guard import Audit
@@ -59,8 +59,7 @@ def heal_and_retry(
         audit.record("outcome", "interrupted: the run is being terminated; not retried")
         raise error
     name = run.dataset.name
-    told = "\n".join(said(e) for e in causes(error))
-    failure = Failure.of(error, places_of(run), driver_evidence(told, spark_log))
+    failure = failure_with_evidence(error, places_of(run), spark_log)
     diagnosis = diagnose(run.catalog.healing_rules, failure)
     first_line = failure.summary  # a Java trace's root cause, not its 500 lines
     audit.record(

@@ -90,10 +90,18 @@ class Failure:
         summary = headline(declarer if declarer is not None else error)
         found = tuple(dict.fromkeys(types))
         message = "\n".join(messages)
-        if evidence:
-            found, message, sqlstate, declared = (), evidence, None, None
         system = system_of(found, message, places) if places is not None else ""
-        return cls(found, message, sqlstate, declared, summary, system)
+        return cls(found, message, sqlstate, declared, summary, system).with_evidence(
+            evidence, places
+        )
+
+    def with_evidence(self, evidence: str, places: Places | None = None) -> Failure:
+        """This failure as ``evidence`` (lines from elsewhere, see ``of``) says it, when there
+        is any: the rules see the root cause instead of the symptom; the summary stays."""
+        if not evidence:
+            return self
+        system = system_of((), evidence, places) if places is not None else ""
+        return Failure((), evidence, None, None, self.summary, system)
 
 
 def declared_class(error: BaseException) -> ErrorClass | None:

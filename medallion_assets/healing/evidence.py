@@ -18,7 +18,8 @@ import time
 from pathlib import Path
 
 from medallion_assets.errors import NO_ANSWER
-from medallion_assets.healing.systems import OUT_OF_MEMORY
+from medallion_assets.healing.diagnosis import Failure
+from medallion_assets.healing.systems import OUT_OF_MEMORY, Places
 
 DRIVER_GONE = re.compile(
     r"SparkContext was shut down|Answer from Java side is empty"
@@ -49,6 +50,17 @@ def driver_evidence(message: str, spark_log: Path | None, settle_s: float = 3.0)
         if found or time.monotonic() >= deadline:
             return found
         time.sleep(0.25)
+
+
+def failure_with_evidence(
+    error: BaseException, places: Places | None, spark_log: Path | None
+) -> Failure:
+    """What ``error`` says, with the Spark log's out-of-memory lines as its evidence when it
+    says the driver went away. The error's text is asked for once: py4j asks the JVM for it,
+    and a JVM that ran out of heap may answer the first time and be gone the second, when all
+    that is left is "An error occurred while calling o36.collectToPython"."""
+    failure = Failure.of(error, places)
+    return failure.with_evidence(driver_evidence(failure.message, spark_log), places)
 
 
 def _out_of_memory_lines(spark_log: Path) -> str:

@@ -10,7 +10,7 @@ import pytest
 
 from medallion_assets.catalog import load_catalog
 from medallion_assets.healing.diagnosis import Failure, diagnose
-from medallion_assets.healing.evidence import DRIVER_GONE, driver_evidence
+from medallion_assets.healing.evidence import DRIVER_GONE, driver_evidence, failure_with_evidence
 from medallion_assets.healing.systems import Places
 from tests.conftest import REPO
 
@@ -69,3 +69,40 @@ def test_each_way_py4j_says_the_driver_went_away_reads_the_log(tmp_path, told):
 def test_a_java_error_with_its_own_trace_is_not_a_driver_gone():
     told = "An error occurred while calling o36.collectToPython.\n: java.lang.ArithmeticException"
     assert not DRIVER_GONE.search(told)
+
+
+class AnswersOnce(Exception):
+    """py4j's error over a JVM that ran out of heap: its text, asked of the JVM, is there the
+    first time; the second time the JVM has exited and py4j raises."""
+
+    def __init__(self, text: str):
+        super().__init__("An error occurred while calling o36.collectToPython")
+        self.text: str | None = text
+
+    def __str__(self) -> str:
+        text, self.text = self.text, None
+        if text is None:
+            raise ConnectionRefusedError(111, "Connection refused")
+        return text
+
+
+def test_an_error_whose_driver_dies_after_its_first_answer_is_still_out_of_memory(tmp_path):
+    told = (
+        "An error occurred while calling o36.collectToPython.\n: org.apache.spark.SparkException:"
+        " Job aborted due to stage failure: Task 0 in stage 0.0 failed 1 times, most recent "
+        "failure: Lost task 0.0 in stage 0.0 (TID 0) (localhost executor driver): "
+        "java.lang.OutOfMemoryError: Java heap space\n\tat java.base/java.nio.HeapByteBuffer"
+    )
+    log = tmp_path / "spark.log"
+    log.write_text("26/12/05 02:26:45 INFO nothing of memory\n")
+    places = Places("file:/lake", frozenset())
+    failure = failure_with_evidence(AnswersOnce(told), places, log)
+    found = diagnose(load_catalog(REPO).healing_rules, failure)
+    assert (found.error_code, found.then, failure.system) == ("OUT_OF_MEMORY", "fail", "spark")
+    # and when the first answer is already the dead driver's, the log says it
+    log.write_text(OOM + "\n")
+    gone = AnswersOnce(told)
+    str(gone)
+    failure = failure_with_evidence(gone, places, log)
+    assert diagnose((), failure).error_code == "OUT_OF_MEMORY"
+    assert failure.message == OOM

@@ -23,9 +23,8 @@ SCRIPT = textwrap.dedent(
     from pathlib import Path
     from pyspark.sql import SparkSession
     from medallion_assets.catalog import load_catalog
-    from medallion_assets.errors import causes, said
-    from medallion_assets.healing.diagnosis import Failure, diagnose
-    from medallion_assets.healing.evidence import driver_evidence
+    from medallion_assets.healing.diagnosis import diagnose
+    from medallion_assets.healing.evidence import failure_with_evidence
     from medallion_assets.healing.systems import Places
 
     spark = (SparkSession.builder.master("local[1]").config("spark.driver.memory", "512m")
@@ -35,14 +34,14 @@ SCRIPT = textwrap.dedent(
         spark.range(0, 40_000_000).selectExpr("id", "repeat('x', 64) AS pad").collect()
         print(json.dumps({"error": None}))
     except Exception as error:
-        told = "\\n".join(said(e) for e in causes(error))
-        evidence = driver_evidence(told, Path(sys.argv[2]))
-        failure = Failure.of(error, Places("file:/lake", frozenset()), evidence)
+        places = Places("file:/lake", frozenset())
+        failure = failure_with_evidence(error, places, Path(sys.argv[2]))  # as a step's is
         found = diagnose(load_catalog(sys.argv[1]).healing_rules, failure)
         print(json.dumps({"error": found.error_code, "then": found.then, "fix": found.fix,
-                          "system": failure.system, "said": told[:300],
+                          "system": failure.system, "said": failure.message[:300],
                           # the task's own failure, when the job was aborted for it
-                          "task": [l[:500] for l in told.splitlines() if "most recent" in l]}))
+                          "task": [l[:500] for l in failure.message.splitlines()
+                                   if "most recent" in l]}))
     """
 )
 
