@@ -140,7 +140,8 @@ def _dataset(catalog: Catalog, dataset: Dataset) -> dict[str, Any]:
 
 def keyed_inputs(dataset: Dataset) -> dict[str, dict[str, str]]:
     """A merge table's inputs besides its driving one whose changes are merged too: input ->
-    {key: the input's column that names it}. (A change to any other input rebuilds it.)"""
+    {the driving column it is joined to: its column}. (A change to any other input rebuilds
+    it.)"""
     plan = dataset.incremental
     if plan is None:
         return {}

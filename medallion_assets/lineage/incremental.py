@@ -13,8 +13,11 @@ inputs are read whole, so they may do anything (``driving_reads.py`` walks the q
 >>> from medallion_assets.lineage.statement import parse_statement
 >>> sql = "SELECT o.id, c.name FROM bronze.orders o JOIN bronze.customers c ON c.id = o.cid"
 >>> statement = parse_statement(sql, "spark", "silver.named_orders")
->>> incremental(statement, "merge", ["id"])
-Incremental(kind='merge', driving='bronze.orders', keys=(('id', 'id'),), keyed=())
+>>> plan = incremental(statement, "merge", ["id"])
+>>> plan.driving, plan.keys
+('bronze.orders', (('id', 'id'),))
+>>> plan.keyed  # a customer's change recomputes the orders of its id, by their cid
+(('bronze.customers', (('cid', 'id'),)),)
 >>> incremental(statement, "append", driving="bronze.orders").driving
 'bronze.orders'
 >>> possible_kinds(parse_statement("SELECT id, amount FROM bronze.orders", "spark", "s.t"), {})

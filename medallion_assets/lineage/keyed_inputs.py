@@ -1,13 +1,15 @@
 """Which other inputs of a merge table name the keys their changes can touch, so that a change to
 one of them is merged too instead of rebuilding the table (``incremental.py``).
 
-An input is keyed when each of its reads meets the driving rows only through a join on a key:
-its rows (or those of the CTE or derived table that reads it, itself safe to merge on the
-joined column) are joined by an inner or left join whose ON holds, among its ANDed terms, an
-equality between one of its columns and a copy of a key's driving column. A row of it then
-lands only in output rows of that key, so its changed rows name every key whose output may
-change. Any other read (in FROM, a subquery, a right or full join, an unqualified column)
-leaves it unkeyed: a change to it rebuilds the table in full.
+An input is keyed when each of its reads meets the driving rows only through a join on a
+driving column: its rows (or those of the CTE or derived table that reads it, itself safe to
+merge on the joined column) are joined by an inner or left join whose ON holds, among its
+ANDed terms, an equality between one of its columns and a plain copy of a column of the
+driving input (a key's, or any other: a shipment's order id). A row of it then lands only in
+output rows of the driving rows holding that value, so its changed rows name, through those
+driving rows, every key whose output may change. Any other read (in FROM, a subquery, a right
+or full join, an unqualified column, a computed driving value) leaves it unkeyed: a change to
+it rebuilds the table in full.
 
 >>> import sqlglot
 >>> from sqlglot.optimizer.scope import build_scope
@@ -15,10 +17,10 @@ leaves it unkeyed: a change to it rebuilds the table in full.
 ...     LEFT JOIN s.users u ON u.cid = o.cid
 ...     LEFT JOIN (SELECT order_id, sum(amount) AS paid FROM s.payments GROUP BY order_id) p
 ...         ON p.order_id = o.id
-...     JOIN s.notes n ON n.text = o.note''')
+...     JOIN s.notes n ON n.text = upper(o.note)''')
 >>> copies = PlainCopies(build_scope(sqlglot.parse_one(sql)), {})
 >>> inputs = ["s.orders", "s.users", "s.payments", "s.notes"]
->>> keyed = keyed_inputs(copies, inputs, "s.orders", (("id", "id"), ("cid", "cid")))
+>>> keyed = keyed_inputs(copies, inputs, "s.orders", (("id", "id"),))
 >>> keyed
 (('s.payments', (('id', 'order_id'),)), ('s.users', (('cid', 'cid'),)))
 """
@@ -34,13 +36,16 @@ from medallion_assets.lineage.driving_reads import DrivingReads, Keys, NotIncrem
 from medallion_assets.lineage.plain_copies import PlainCopies
 from medallion_assets.lineage.select_parts import read_holder
 
-# (input, ((output key, the input's column whose values name the keys), ...)), by input
-Keyed = tuple[tuple[str, Keys], ...]
+# (the driving input's column, the input's column joined to it), for one input
+Joined = tuple[tuple[str, str], ...]
+# (input, how it is joined to the driving rows), by input
+Keyed = tuple[tuple[str, Joined], ...]
 
 
 def keyed_inputs(copies: PlainCopies, inputs: Sequence[str], driving: str, keys: Keys) -> Keyed:
     """Each of ``inputs`` (the statement's) but ``driving`` whose changed rows name the keys
-    they touch, with how (``keys``: the merge's keys with the driving columns they copy)."""
+    they touch, with the driving columns its columns are joined to (``keys``: the merge's keys
+    with the driving columns they copy)."""
     found = []
     for source in sorted(set(inputs) - {driving}):
         mapped = _keyed(copies, driving, keys, source)
@@ -49,9 +54,9 @@ def keyed_inputs(copies: PlainCopies, inputs: Sequence[str], driving: str, keys:
     return tuple(found)
 
 
-def _keyed(copies: PlainCopies, driving: str, keys: Keys, source: str) -> Keys | None:
-    """How ``source``'s columns name the keys its rows land in, the same for every read of
-    it; None when some read of it is not joined on a key."""
+def _keyed(copies: PlainCopies, driving: str, keys: Keys, source: str) -> Joined | None:
+    """The driving columns ``source``'s columns are joined to, the same for every read of it;
+    None when some read of it is not joined on a driving column."""
     drives = DrivingReads(copies, "merge", driving, keys)
     reads = DrivingReads(copies, "merge", source)
     covered: set[int] = set()
@@ -65,7 +70,7 @@ def _keyed(copies: PlainCopies, driving: str, keys: Keys, source: str) -> Keys |
                     continue
             elif drives.reads(relation) or not reads.reads(relation):
                 continue  # a scope reading the driving input is walked itself
-            found = _joined_on_keys(copies, scope, node, relation, driving, keys, source)
+            found = _joined_on_driving(copies, scope, node, relation, driving, source)
             if not found or (mapping is not None and found != mapping):
                 return None
             mapping = found
@@ -76,18 +81,17 @@ def _keyed(copies: PlainCopies, driving: str, keys: Keys, source: str) -> Keys |
     return tuple(sorted(mapping))
 
 
-def _joined_on_keys(
+def _joined_on_driving(
     copies: PlainCopies,
     scope: Scope,
     node: exp.Expr,
     relation: exp.Table | Scope,
     driving: str,
-    keys: Keys,
     source: str,
 ) -> set[tuple[str, str]]:
-    """(output key, ``source``'s column) for each key the join holding ``node`` matches: an
-    ANDed equality of the relation's column (a copy of ``source``'s, its rows safe to merge on
-    it) with a copy of the key's driving column."""
+    """(the driving column, ``source``'s column) for each ANDed equality of the join holding
+    ``node`` between the relation's column (a copy of ``source``'s, its rows safe to merge on
+    it) and a plain copy of a column of the driving input."""
     holder = read_holder(node)
     join = holder.parent
     if not isinstance(join, exp.Join) or join.side in ("RIGHT", "FULL"):
@@ -97,18 +101,17 @@ def _joined_on_keys(
     on = join.args["on"]
     terms = list(on.flatten()) if isinstance(on, exp.And) else [on]
     alias = holder.alias_or_name
-    driven = {f"{driving}.{column}": output for output, column in keys}
     found = set()
     for term in terms:
         if not isinstance(term, exp.EQ):
             continue
         for mine, other in ((term.this, term.expression), (term.expression, term.this)):
-            output = driven.get(copies.copied(scope, other) or "")
-            if not isinstance(mine, exp.Column) or mine.table != alias or output is None:
+            table, _, driven = (copies.copied(scope, other) or "").rpartition(".")
+            if not isinstance(mine, exp.Column) or mine.table != alias or table != driving:
                 continue
             column = _source_column(copies, relation, mine.name, source)
             if column is not None:
-                found.add((output, column))
+                found.add((driven, column))
     return found
 
 

@@ -178,7 +178,7 @@ def _stage_built(
     rows.createOrReplaceTempView(increment_view)
     views = {**base.views, plan.driving: increment_view}
     if touched is not None:
-        views |= _keyed_views(run, plan, touched, base)
+        views |= _keyed_views(run, plan, touched, rows, base)
     script = spark_script(dataset.sql, dataset.dialect, dataset.name, views, parsed)
     frame = script.run(spark)
     table_columns = run.lake.columns(spark, dataset.name)
@@ -211,18 +211,22 @@ def _stage_built(
 
 
 def _keyed_views(
-    run: TableRun, plan: Incremental, touched: DataFrame, base: Base
+    run: TableRun, plan: Incremental, touched: DataFrame, rows: DataFrame, base: Base
 ) -> dict[str, str]:
-    """Each keyed input's view holding only its rows whose joined columns hold a touched key:
-    its other rows meet only driving rows of other keys, which are not recomputed (the
-    demo's fraud_features then aggregates the changed orders' payments, not every payment)."""
-    spark, of_key, views = run.session, dict(plan.keys), {}
+    """Each keyed input's view holding only its rows whose joined columns hold a value of the
+    touched driving rows: its other rows meet only driving rows of other keys, which are not
+    recomputed (the demo's fraud_features then aggregates the changed orders' payments, not
+    every payment). ``rows``: every driving row of the touched keys."""
+    spark, views = run.session, {}
+    key_columns = {source for _, source in plan.keys}
     for table, pairs in plan.keyed:
         if table not in base.views:
             continue
         frame = spark.table(base.views[table])
-        for key, column in pairs:
-            held = touched.select(touched[f"`{of_key[key]}`"].alias("__medallion_key"))
+        for driven, column in pairs:
+            # a key's column is in the touched keys already; another is read off their rows
+            holder = touched if driven in key_columns else rows
+            held = holder.select(holder[f"`{driven}`"].alias("__medallion_key"))
             on = frame[f"`{column}`"].eqNullSafe(held["__medallion_key"])
             frame = frame.join(held, on=on, how="left_semi")
         view = f"{view_name(table)}__touched"
@@ -239,16 +243,17 @@ def _of_touched(rows: DataFrame, plan: Incremental, touched: DataFrame) -> DataF
 
 def _touched_keys(run: TableRun, plan: Incremental, increment: Increment, base: Base) -> DataFrame:
     """The driving input's key columns of every row its changes touched, and of every driving
-    row whose keys a keyed input's changed rows name, once each."""
+    row joined to a keyed input's changed rows (on the driving columns the SQL joins them
+    to), once each."""
     spark, columns = run.session, [source for _, source in plan.keys]
     assert increment.changes is not None, f"{run.dataset.name}: an increment has its changes"
     touched = changed_keys(spark, increment.changes, columns)
     driving = spark.table(base.views[plan.driving])
-    of_key, keyed = dict(plan.keys), dict(plan.keyed)
+    keyed = dict(plan.keyed)
     for changes in increment.keyed:
-        pairs = keyed[changes.table]  # (output key, the input's column)
+        pairs = keyed[changes.table]  # (the driving column, the input's column)
         named = changed_keys(spark, changes, [column for _, column in pairs])
-        on = [driving[f"`{of_key[k]}`"].eqNullSafe(named[f"`{c}`"]) for k, c in pairs]
+        on = [driving[f"`{d}`"].eqNullSafe(named[f"`{c}`"]) for d, c in pairs]
         rows = driving.join(named, on=on, how="left_semi")
         touched = touched.unionByName(rows.select(*[f"`{c}`" for c in columns]))
     return touched.distinct() if increment.keyed else touched

@@ -38,14 +38,23 @@ def issues(project: Path) -> list[str]:
 def test_the_kinds_the_demo_declares_are_what_its_runs_read(demo_project: Path):
     catalog = load_catalog(demo_project, use_cache=False)
     orders, items = catalog.datasets["silver.orders_usd"], catalog.datasets["silver.order_items"]
-    assert orders.incremental == Incremental("merge", "bronze.orders", (("order_id", "order_id"),))
+    fx = (("bronze.fx_rates", (("currency", "currency"), ("order_date", "rate_date"))),)
+    by_order = (("order_id", "order_id"),)
+    assert orders.incremental == Incremental("merge", "bronze.orders", by_order, fx)
     # line_number is computed: it tells an order's lines apart; the order id picks the rows
     assert items.incremental == Incremental("merge", "bronze.orders", (("order_id", "order_id"),))
     # orders read again for their clickstream window, joined back on order_id
-    # and its payments, grouped by order_id, joined on it: their changes are merged too
+    # and its payments, grouped by order_id, joined on it, the clickstream, users and
+    # addresses on the order's customer_id: their changes are merged too
     fraud = catalog.datasets["gold.fraud_features"].incremental
-    keyed = (("silver.payments", (("order_id", "order_id"),)),)
-    assert fraud == Incremental("merge", "silver.orders_usd", (("order_id", "order_id"),), keyed)
+    by_customer = (("customer_id", "customer_id"),)
+    keyed = (
+        ("silver.addresses_validated", by_customer),
+        ("silver.payments", by_order),
+        ("silver.user_events", by_customer),
+        ("silver.users_masked", by_customer),
+    )
+    assert fraud == Incremental("merge", "silver.orders_usd", by_order, keyed)
     assert catalog.datasets["gold.product_sales"].incremental is None  # kind full, the default
 
 

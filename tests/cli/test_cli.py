@@ -533,9 +533,12 @@ def test_catalog_show_gives_each_kind_its_keyed_inputs_and_what_a_full_table_cou
     assert datasets["silver.orders_usd"]["kind"] == "merge"
     assert datasets["silver.orders_usd"]["keys"] == ["order_id"]
     assert "could_be" not in datasets["silver.orders_usd"]  # incremental already
-    assert "keyed_inputs" not in datasets["silver.orders_usd"]  # fx rates join on no key
-    assert datasets["gold.fraud_features"]["keyed_inputs"] == {
-        "silver.payments": {"order_id": "order_id"}
+    # the fx rates on the order's currency and day: driving columns, no keys
+    assert datasets["silver.orders_usd"]["keyed_inputs"] == {
+        "bronze.fx_rates": {"currency": "currency", "order_date": "rate_date"}
+    }
+    assert datasets["gold.fraud_features"]["keyed_inputs"]["silver.payments"] == {
+        "order_id": "order_id"
     }
     assert datasets["gold.late_shipments"]["kind"] == "full"
     assert datasets["gold.late_shipments"]["could_be"] == ["append"]

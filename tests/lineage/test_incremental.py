@@ -66,7 +66,9 @@ def refusal(
 def test_orders_usd_merges_on_order_id_driven_by_bronze_orders():
     _, statement = demo("silver.orders_usd")
     found = incremental(statement, "merge", ["order_id"], "bronze.orders")
-    assert found == Incremental("merge", "bronze.orders", (("order_id", "order_id"),))
+    # the fx rates joined on the order's currency and day: a changed rate recomputes its orders
+    fx = (("bronze.fx_rates", (("currency", "currency"), ("order_date", "rate_date"))),)
+    assert found == Incremental("merge", "bronze.orders", (("order_id", "order_id"),), fx)
     # Unnamed, the driving input is the one the key copies from.
     assert incremental(statement, "merge", ["order_id"]) == found
 
@@ -941,7 +943,9 @@ LEFT JOIN recent AS r ON r.id = o.id AND r.clicks > 0
 
 def test_a_read_joined_back_on_every_key_merges_on_that_key():
     plan = incremental(parse(JOINED_AGAIN), "merge", ["id"], "bronze.orders")
-    assert plan == Incremental("merge", "bronze.orders", (("id", "id"),))
+    # the events joined on the driving cid: a customer's new events recompute its orders
+    keyed = (("bronze.events", (("cid", "cid"),)),)
+    assert plan == Incremental("merge", "bronze.orders", (("id", "id"),), keyed)
     self_join = parse(
         "SELECT a.id, b.v FROM bronze.orders AS a JOIN bronze.orders AS b ON b.id = a.id"
     )

@@ -46,6 +46,18 @@ def keyed(sql: str, keys: list[str], driving: str | None = "s.orders") -> dict[s
             ["id", "cid"],
             {"s.users": {"cid": "cid"}},
         ),
+        # on a driving column that is no key: through the driving rows holding its values
+        (
+            f"SELECT o.id, u.name {ORDERS} LEFT JOIN s.users u ON u.cid = o.cid",
+            ["id"],
+            {"s.users": {"cid": "cid"}},
+        ),
+        (
+            "WITH d AS (SELECT id, cid AS customer FROM s.orders) "
+            "SELECT d.id, u.name FROM d JOIN s.users u ON u.cid = d.customer",
+            ["id"],
+            {"s.users": {"cid": "cid"}},
+        ),
         # on two keys at once
         (
             f"SELECT o.id, o.cid, x.v {ORDERS} JOIN s.x x ON x.a = o.id AND x.b = o.cid",
@@ -61,7 +73,15 @@ def test_an_input_joined_on_a_key_is_keyed(sql, keys, expected):
 @pytest.mark.parametrize(
     ("sql", "why"),
     [
-        (f"SELECT o.id, u.name {ORDERS} LEFT JOIN s.users u ON u.cid = o.cid", "not on a key"),
+        (
+            f"SELECT o.id, u.name {ORDERS} LEFT JOIN s.users u ON u.cid = o.cid + 1",
+            "on a value computed from the driving row, not a copy of its column",
+        ),
+        (
+            "WITH d AS (SELECT id, max(cid) OVER (PARTITION BY id) AS cid FROM s.orders) "
+            "SELECT d.id, u.name FROM d LEFT JOIN s.users u ON u.cid = d.cid",
+            "on a value aggregated over the key's rows, not a copy of a column",
+        ),
         (f"SELECT o.id, u.name {ORDERS} LEFT JOIN s.users u ON oid = o.id", "unqualified"),
         (f"SELECT o.id, u.name {ORDERS} LEFT JOIN s.users u ON u.oid >= o.id", "no equality"),
         (
@@ -111,6 +131,15 @@ def test_the_demo_tables_say_which_inputs_are_keyed(demo_catalog):
         for name, dataset in demo_catalog.datasets.items()
         if dataset.incremental is not None and dataset.settings.kind == "merge"
     }
-    assert found["gold.fraud_features"] == {"silver.payments": {"order_id": "order_id"}}
-    # joined on no key: the clickstream and the customers on customer_id, the fx rates by day
-    assert found["silver.orders_usd"] == {}
+    # payments on the key; the clickstream, the users and their addresses on the order's
+    # customer (a driving column, no key)
+    assert found["gold.fraud_features"] == {
+        "silver.payments": {"order_id": "order_id"},
+        "silver.user_events": {"customer_id": "customer_id"},
+        "silver.users_masked": {"customer_id": "customer_id"},
+        "silver.addresses_validated": {"customer_id": "customer_id"},
+    }
+    # the fx rates on the order's currency and day
+    assert found["silver.orders_usd"] == {
+        "bronze.fx_rates": {"currency": "currency", "order_date": "rate_date"}
+    }

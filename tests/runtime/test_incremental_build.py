@@ -56,6 +56,7 @@ datasets:
   silver.order_versions: {kind: merge, keys: [order_id, version]}
   gold.order_regions: {kind: merge, keys: [order_id, country]}
   gold.country_totals: {kind: merge, keys: [country], driving: bronze.countries}
+  gold.order_region_by_id: {kind: merge, keys: [order_id]}
 """,
     "sql/bronze/orders.sql": (
         "SELECT order_id, updated_at, amount, country, _ingested_at, _source_file, _batch_id "
@@ -105,6 +106,14 @@ LEFT JOIN bronze.countries c ON c.country = o.country
 """,
     # Per country of the dimension (driving), its latest orders' totals: silver.orders_latest is
     # joined on the key, so changed orders recompute only their countries.
+    # The latest orders with their region, keyed by order alone: bronze.countries is joined on
+    # a driving column that is no key (the order's country), so a changed region recomputes
+    # the orders of that country, found through the driving rows.
+    "sql/gold/order_region_by_id.sql": """
+SELECT o.order_id, o.amount, c.region
+FROM silver.orders_latest o
+LEFT JOIN bronze.countries c ON c.country = o.country
+""",
     "sql/gold/country_totals.sql": """
 SELECT c.country, c.region, count(o.order_id) AS orders, sum(o.amount) AS revenue
 FROM bronze.countries c
@@ -124,6 +133,7 @@ BUILT = (
     "gold.revenue_by_country",
     "gold.order_regions",
     "gold.country_totals",
+    "gold.order_region_by_id",
 )
 
 
@@ -252,6 +262,7 @@ def test_incremental_tables_equal_a_full_build_after_every_landing(spark, projec
     # of changed orders (the dimension, driving, unchanged).
     assert any("bronze.countries's" in how for how in seen["gold.order_regions"])
     assert merged.format("silver.orders_latest") in seen["gold.country_totals"]
+    assert any("bronze.countries's" in how for how in seen["gold.order_region_by_id"])
 
 
 # A process that builds every table of the project in order, as a run's steps would, on its
