@@ -178,7 +178,7 @@ def _stage_built(
     rows.createOrReplaceTempView(increment_view)
     views = {**base.views, plan.driving: increment_view}
     if touched is not None:
-        views |= _keyed_views(run, plan, touched, rows, base)
+        views |= _keyed_views(run, plan, touched, base)
     script = spark_script(dataset.sql, dataset.dialect, dataset.name, views, parsed)
     frame = script.run(spark)
     table_columns = run.lake.columns(spark, dataset.name)
@@ -211,22 +211,21 @@ def _stage_built(
 
 
 def _keyed_views(
-    run: TableRun, plan: Incremental, touched: DataFrame, rows: DataFrame, base: Base
+    run: TableRun, plan: Incremental, touched: DataFrame, base: Base
 ) -> dict[str, str]:
-    """Each keyed input's view holding only its rows whose joined columns hold a value of the
-    touched driving rows: its other rows meet only driving rows of other keys, which are not
-    recomputed (the demo's fraud_features then aggregates the changed orders' payments, not
-    every payment). ``rows``: every driving row of the touched keys."""
-    spark, views = run.session, {}
-    key_columns = {source for _, source in plan.keys}
+    """Each input keyed on a key's column, as a view holding only its rows whose joined
+    columns hold a touched key: its other rows meet only driving rows of other keys, which are
+    not recomputed (the demo's fraud_features then aggregates the changed orders' payments,
+    not every payment). An input joined on another driving column is read whole: the values
+    the touched rows hold there would cost a join of the driving input to find, for a
+    dimension (silver.orders_usd's fx rates) that is small anyway."""
+    spark, of_key, views = run.session, {source for _, source in plan.keys}, {}
     for table, pairs in plan.keyed:
-        if table not in base.views:
+        if table not in base.views or any(driven not in of_key for driven, _ in pairs):
             continue
         frame = spark.table(base.views[table])
         for driven, column in pairs:
-            # a key's column is in the touched keys already; another is read off their rows
-            holder = touched if driven in key_columns else rows
-            held = holder.select(holder[f"`{driven}`"].alias("__medallion_key"))
+            held = touched.select(touched[f"`{driven}`"].alias("__medallion_key"))
             on = frame[f"`{column}`"].eqNullSafe(held["__medallion_key"])
             frame = frame.join(held, on=on, how="left_semi")
         view = f"{view_name(table)}__touched"
