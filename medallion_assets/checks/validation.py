@@ -25,6 +25,7 @@ from medallion_assets.catalog.rules import (
     RowCountRule,
     Rule,
     SqlAssertionRule,
+    UniqueRule,
 )
 from medallion_assets.checks import row_rules, table_rules
 from medallion_assets.checks.results import CheckContext, CheckResult, ChecksFailed, Validation
@@ -60,6 +61,65 @@ def validate_frame(
         result = evaluate(rule, frame, total, context)
         results.append(replace(result, seconds=round(time.perf_counter() - started, 4)))
     return Validation(tuple(results))
+
+
+# Rules judged row by row: a row fails or passes whatever the other rows hold.
+ROW_BY_ROW = frozenset({"not_null", "accepted_values", "range", "regex"})
+
+
+@dataclass(frozen=True)
+class Change:
+    """What an incremental build changed of the version it started from: ``rows``, every row
+    of the staged table that is not one of ``since``'s rows unchanged (a MERGE's recomputed
+    rows, unique on ``keys``, each replacing the row of its keys); the staged table's other
+    rows are ``since``'s, as they were checked."""
+
+    rows: DataFrame
+    since: Version
+    keys: tuple[str, ...] = ()
+
+    def decides(self, rule: Rule) -> bool:
+        """Whether ``rule``'s result on the changed rows is its result on the whole table,
+        given that ``since`` passed it with no failing row: a row-by-row rule, or uniqueness
+        on the MERGE's keys (a MERGE of rows unique on them into a table unique on them)."""
+        if rule.kind in ROW_BY_ROW:
+            return True
+        keys = {k.lower() for k in self.keys}
+        return (
+            isinstance(rule, UniqueRule)
+            and bool(keys)
+            and {c.lower() for c in rule.columns} == keys
+        )
+
+
+def validate_change(
+    frame: DataFrame,
+    context: CheckContext,
+    total: int,
+    change: Change,
+    ledger: CheckLedger | None,
+) -> Validation:
+    """``validate_frame`` of a staged table that is ``change.since`` with ``change.rows``
+    merged in: a rule that ``since`` passed with no failing row (the same rule: the same code
+    version) and whose result on the changed rows decides the whole table's
+    (``Change.decides``) is judged on them alone; every other rule reads the whole table."""
+    dataset = context.dataset
+    recorded = ledger.of(dataset.name, context.partition, "published") if ledger else None
+    clean: set[str] = set()
+    if (
+        recorded is not None
+        and recorded.version == change.since.version_id
+        and change.since.code_version == dataset.code_version == recorded.code_version
+    ):
+        clean = {r["name"] for r in recorded.checks if r["passed"] and not r["failing_rows"]}
+    rules = data_rules(dataset)
+    on_change = [r for r in rules if change.decides(r) and r.label() in clean]
+    whole = [r for r in rules if r not in on_change]
+    found = {r.name: r for r in validate_frame(frame, context, whole, total).results}
+    checked = f"the rows this build changed; the others as version {change.since.version_id}"
+    for result in validate_frame(change.rows, context, on_change, total).results:
+        found[result.name] = replace(result, details={**result.details, "checked": checked})
+    return Validation(tuple(found[r.label()] for r in rules))
 
 
 def evaluate(rule: Rule, frame: DataFrame, total: int, context: CheckContext) -> CheckResult:

@@ -119,6 +119,8 @@ class StagedIncrement:
     query: str
     how: str
     rows: int
+    changed: DataFrame | None = None  # a MERGE's recomputed rows: the only rows not kept
+    merged_on: tuple[str, ...] = ()  # the MERGE's keys
 
 
 @dataclass(frozen=True)
@@ -200,13 +202,15 @@ def _stage_built(
     if plan.kind == "scd2":  # the touched keys' versions: those made now beside those held
         frame = history(dataset, frame, _of_touched(current, plan, touched))
         keys.append("valid_from")
-    staged, recomputed = _stage_merge(run, plan, frame, touched, current, produced, keys)
-    done = "versions" if plan.kind == "scd2" else "recomputed rows"
+    staged, merged = _stage_merge(run, plan, frame, touched, current, produced, keys)
+    done, recomputed = "versions" if plan.kind == "scd2" else "recomputed rows", merged.count()
     return StagedIncrement(
         staged,
         script.query,
         f"merged {recomputed:,} {done} over the keys {touched_by}'s changes touched",
         recomputed,
+        merged,
+        tuple(keys),
     )
 
 
@@ -266,13 +270,13 @@ def _stage_merge(
     current: DataFrame,
     produced: Produced,
     keys: list[str],
-) -> tuple[StagedWrite, int]:
+) -> tuple[StagedWrite, DataFrame]:
     """One Iceberg MERGE on a staged branch, matching on the table's keys: each recomputed row
     replaces the table's row of its keys (or is inserted), and a row of a touched driving key
     that was not recomputed is deleted. (The keys may hold columns the SQL computes, e.g. a
     line number beside the order id the driving input gives: then every row of a touched order
     is replaced as a set.) ``current``: the table's rows; ``keys``: the MERGE's. With the
-    rows merged in."""
+    rows merged in, computed once: every row of the staged table that is not one it kept."""
     spark, dataset = run.session, run.dataset
     # Computed once, here: Iceberg's rewrite of the MERGE plans its source anew, so a frame
     # only cached would be computed again inside it (the whole SQL, twice).
@@ -286,7 +290,7 @@ def _stage_merge(
     source_view = f"{view_name(dataset.name)}__merge_source"
     rows.unionByName(gone, allowMissingColumns=True).createOrReplaceTempView(source_view)
     statement = merge_statement(source_view, frame.columns, keys)
-    return run.lake.stage_sql(spark, dataset.name, statement, produced), frame.count()
+    return run.lake.stage_sql(spark, dataset.name, statement, produced), frame
 
 
 def merge_statement(source: str, columns: list[str], keys: list[str]) -> str:
