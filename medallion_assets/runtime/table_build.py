@@ -26,6 +26,7 @@ from medallion_assets.checks.validation import (
 from medallion_assets.errors import headline
 from medallion_assets.faults import crash_point
 from medallion_assets.lake import Lake, Produced, StagedWrite, Version
+from medallion_assets.lake.changes import Changes, appended_rows
 from medallion_assets.lineage.shape import query_shape
 from medallion_assets.lineage.spark_sql import spark_script, view_name
 from medallion_assets.lineage.statement import parse_script
@@ -224,6 +225,7 @@ def publish_checked(
     current = lake.current(dataset.name, partition)
     # The checks read the staged snapshot directly: each reads only the columns it needs.
     validation = Validation()
+    change = change or _appended(run, staged, current)
     try:
         if checks is not None and change is not None:
             validation = validate_change(
@@ -260,6 +262,20 @@ def publish_checked(
             run.run_id,
         )
     return version, validation
+
+
+def _appended(run: TableRun, staged: StagedWrite, current: Version | None) -> Change | None:
+    """A staged write that only appended rows to the version in force (an ingest's batch, an
+    append table's increment, an INSERT INTO): its rows read back from the staged snapshot,
+    the rows its checks may judge alone (``validate_change``). None for any other write."""
+    write = staged.write
+    if current is None or write.partition is not None or write.operation != "append":
+        return None
+    if write.parent_id is None or str(write.parent_id) != current.version_id:
+        return None  # staged on another snapshot than the version's own
+    snapshots = ((write.snapshot_id, write.operation),)
+    changes = Changes(write.table, write.parent_id, write.snapshot_id, snapshots)
+    return Change(appended_rows(run.session, changes), current)
 
 
 def _discard(lake: Lake, spark: SparkSession, staged: StagedWrite) -> None:

@@ -1,7 +1,8 @@
-"""A merge build's checks on real Spark and Iceberg: a row-by-row rule its last version passed
-with no failing row is judged on the recomputed rows alone, and says so; every result is the
+"""An incremental build's checks on real Spark and Iceberg: a row-by-row rule its last version
+passed with no failing row is judged on the rows the build changed alone (a MERGE's recomputed
+rows, an append's rows read back from the staged snapshot), and says so; every result is the
 one a check of the whole table gives; a rule the last version failed, and every rule that is
-not row by row, reads the whole table; a bad recomputed row still blocks the publish."""
+not row by row, reads the whole table; a bad changed row still blocks the publish."""
 
 from __future__ import annotations
 
@@ -46,6 +47,12 @@ datasets:
       - {kind: accepted_values, column: country, values: [DE, FR]}
       - {kind: unique, columns: [order_id]}
       - {kind: row_count, min: 1}
+  silver.order_events:
+    kind: append
+    rules:
+      - {kind: not_null, columns: [amount], severity: warn}
+      - {kind: range, column: amount, min: 0}
+      - {kind: accepted_values, column: country, values: [DE, FR]}
 """,
     "sql/bronze/orders.sql": (
         "SELECT order_id, updated_at, amount, country, _ingested_at, _source_file, _batch_id "
@@ -59,6 +66,9 @@ WITH ranked AS (
 )
 SELECT order_id, updated_at, amount, country FROM ranked WHERE rn = 1
 """,
+    "sql/silver/order_events.sql": (
+        "SELECT order_id, updated_at, amount, country FROM bronze.orders"
+    ),
 }
 SCHEMA = (
     "order_id bigint, updated_at timestamp, amount decimal(18,2), country string, "
@@ -85,8 +95,8 @@ def built(spark, tmp_path: Path):
     catalog, lake = small_project(tmp_path, "merge_checks", FILES)
     control = ControlStore.open(f"sqlite:///{tmp_path / 'control.db'}")
 
-    def build():
-        dataset = catalog.datasets[TABLE]
+    def build(table: str = TABLE):
+        dataset = catalog.datasets[table]
         run = TableRun(catalog=catalog, dataset=dataset, lake=lake, spark=spark, control=control)
         return build_table(run)
 
@@ -95,11 +105,11 @@ def built(spark, tmp_path: Path):
     return catalog, lake, build
 
 
-def whole_table(spark, catalog, lake) -> dict[str, tuple[bool, int, int]]:
+def whole_table(spark, catalog, lake, table: str = TABLE) -> dict[str, tuple[bool, int, int]]:
     """Each rule's (passed, failing rows, total rows) checked on the whole published table."""
-    dataset = catalog.datasets[TABLE]
+    dataset = catalog.datasets[table]
     context = CheckContext(lambda: spark, lake, catalog, dataset)
-    found = validate_frame(lake.read_current(spark, TABLE), context)
+    found = validate_frame(lake.read_current(spark, table), context)
     return {r.name: (r.passed, r.failing_rows, r.total_rows) for r in found.results}
 
 
@@ -133,3 +143,27 @@ def test_a_merge_checks_its_recomputed_rows_for_the_rules_its_last_version_passe
     assert results["accepted_values_country"].failing_rows == 1
     assert "checked" in results["range_amount"].details
     assert lake.current(TABLE, None) == before
+
+
+def test_an_append_checks_the_rows_it_appended_read_back_from_its_snapshot(spark, built):
+    catalog, lake, build = built
+    table = "silver.order_events"
+    assert build(table).metadata["built"].startswith("in full")
+    land(spark, lake, [(3, 333, "FR"), (41, 4100, "FR")], 1)
+    second = build(table)
+    assert second.metadata["built"].startswith("appended 2 rows")
+    results = {r.name: r for r in second.validation.results}
+    assert {n for n, r in results.items() if "checked" in r.details} == {
+        "range_amount",
+        "accepted_values_country",
+    }
+    assert whole_table(spark, catalog, lake, table) == {
+        n: (r.passed, r.failing_rows, r.total_rows) for n, r in results.items()
+    }
+    before = lake.current(table, None)
+    land(spark, lake, [(5, -500, "DE")], 2)
+    with pytest.raises(ChecksFailed) as failed:
+        build(table)
+    results = {r.name: r for r in failed.value.validation.results}
+    assert (results["range_amount"].failing_rows, results["range_amount"].total_rows) == (1, 43)
+    assert lake.current(table, None) == before
