@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from medallion_assets.checks.validation import Change
 from medallion_assets.errors import PermanentError
 from medallion_assets.lake import Produced, StagedWrite, Version
 from medallion_assets.lake.changes import Changes, appended_rows, changed_keys
@@ -119,8 +120,7 @@ class StagedIncrement:
     query: str
     how: str
     rows: int
-    changed: DataFrame | None = None  # a MERGE's recomputed rows: the only rows not kept
-    merged_on: tuple[str, ...] = ()  # the MERGE's keys
+    change: Change | None = None  # a MERGE's recomputed rows over the version it started from
 
 
 @dataclass(frozen=True)
@@ -209,8 +209,7 @@ def _stage_built(
         script.query,
         f"merged {recomputed:,} {done} over the keys {touched_by}'s changes touched",
         recomputed,
-        merged,
-        tuple(keys),
+        Change(merged, base.current, tuple(keys)),
     )
 
 

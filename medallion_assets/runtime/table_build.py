@@ -137,10 +137,7 @@ def build_table(run: TableRun) -> BuildOutcome:
         # INSERT INTO appends: the new version is the current rows plus the query's rows.
         mode: Literal["replace", "append"] = "append" if script.kind == "insert" else "replace"
         staged = stage_output(run, frame, produced, mode)
-    change = None  # a MERGE's: what its checks read besides the rows already checked
-    if done is not None and done.changed is not None and current is not None:
-        change = Change(done.changed, current, done.merged_on)
-    checks = run.check_context()
+    checks, change = run.check_context(), done.change if done is not None else None
     version, validation = publish_checked(run, staged, produced, checks=checks, change=change)
     run.log.info(
         f"published {dataset.name}{_label(partition)} version {version.version_id}: "
@@ -217,22 +214,22 @@ def publish_checked(
     before_publish: Callable[[], None] = lambda: None,
     change: Change | None = None,
 ) -> tuple[Version, Validation]:
-    """Check exactly the staged snapshot (``change``: an incremental build's, whose row-by-row
-    rules the kept rows passed already, ``validate_change``), then publish it; when a blocking
-    check fails it is kept under a tag (``ChecksFailed``), and any other failure drops it.
-    Either way the table's current version does not move."""
+    """Check exactly the staged snapshot (``change``: a MERGE's recomputed rows, or an append's
+    rows found here, which may decide rules the kept rows passed: ``validate_change``), then
+    publish it; when a blocking check fails it is kept under a tag (``ChecksFailed``), and any
+    other failure drops it. Either way the table's current version does not move."""
     lake, dataset, partition, spark = run.lake, run.dataset, run.partition, run.session
     current = lake.current(dataset.name, partition)
     # The checks read the staged snapshot directly: each reads only the columns it needs.
     validation = Validation()
-    change = change or _appended(run, staged, current)
     try:
-        if checks is not None and change is not None:
-            validation = validate_change(
-                staged.frame, checks, staged.rows, change, run.check_ledger
+        if checks is not None:
+            change = change or _appended(run, staged, current)
+            validation = (
+                validate_change(staged.frame, checks, staged.rows, change, run.check_ledger)
+                if change is not None
+                else validate_frame(staged.frame, checks, total=staged.rows)
             )
-        elif checks is not None:
-            validation = validate_frame(staged.frame, checks, total=staged.rows)
         if validation.blocking_failures:
             kept = lake.keep_rejected(spark, staged)
         else:
