@@ -77,6 +77,7 @@ class Change:
     rows: DataFrame
     since: Version
     keys: tuple[str, ...] = ()
+    gone: DataFrame | None = None  # the keys of the rows it deleted (a MERGE's)
 
     def decides(self, rule: Rule) -> bool:
         """Whether ``rule``'s result on the changed rows is its result on the whole table,

@@ -206,14 +206,14 @@ def _stage_built(
     if plan.kind == "scd2":  # the touched keys' versions: those made now beside those held
         frame = history(dataset, frame, _of_touched(current, plan, touched))
         keys.append("valid_from")
-    staged, merged = _stage_merge(run, plan, frame, touched, current, produced, keys)
+    staged, merged, gone = _stage_merge(run, plan, frame, touched, current, produced, keys)
     done, recomputed = "versions" if plan.kind == "scd2" else "recomputed rows", merged.count()
     return StagedIncrement(
         staged,
         script.query,
         f"merged {recomputed:,} {done} over the keys {touched_by}'s changes touched",
         recomputed,
-        Change(merged, base.current, tuple(keys)),
+        Change(merged, base.current, tuple(keys), gone),
     )
 
 
@@ -274,13 +274,14 @@ def _stage_merge(
     current: DataFrame,
     produced: Produced,
     keys: list[str],
-) -> tuple[StagedWrite, DataFrame]:
+) -> tuple[StagedWrite, DataFrame, DataFrame]:
     """One Iceberg MERGE on a staged branch, matching on the table's keys: each recomputed row
     replaces the table's row of its keys (or is inserted), and a row of a touched driving key
     that was not recomputed is deleted. (The keys may hold columns the SQL computes, e.g. a
     line number beside the order id the driving input gives: then every row of a touched order
     is replaced as a set.) ``current``: the table's rows; ``keys``: the MERGE's. With the
-    rows merged in, computed once: every row of the staged table that is not one it kept."""
+    rows merged in, computed once: every row of the staged table that is not one it kept; and
+    the keys it deleted (both are what the warehouse load takes, ``warehouse_changes``)."""
     spark, dataset = run.session, run.dataset
     # Computed once, here: Iceberg's rewrite of the MERGE plans its source anew, so a frame
     # only cached would be computed again inside it (the whole SQL, twice).
@@ -289,12 +290,12 @@ def _stage_merge(
     held = _of_touched(current, plan, touched).select(*[current[f"`{k}`"] for k in keys])
     gone = held.join(
         frame, on=[held[f"`{k}`"].eqNullSafe(frame[f"`{k}`"]) for k in keys], how="left_anti"
-    )
+    ).localCheckpoint()
     rows = frame.selectExpr("*", f"true AS {_PRESENT}")
     source_view = f"{view_name(dataset.name)}__merge_source"
     rows.unionByName(gone, allowMissingColumns=True).createOrReplaceTempView(source_view)
     statement = merge_statement(source_view, frame.columns, keys)
-    return run.lake.stage_sql(spark, dataset.name, statement, produced), frame
+    return run.lake.stage_sql(spark, dataset.name, statement, produced), frame, gone
 
 
 def merge_statement(source: str, columns: list[str], keys: list[str]) -> str:

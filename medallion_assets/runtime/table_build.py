@@ -69,6 +69,7 @@ class BuildOutcome:
     reason: str
     metadata: dict[str, Any] = field(default_factory=dict)
     validation: Validation = field(default_factory=Validation)
+    change: Change | None = None  # an incremental MERGE's, over the version it started from
 
 
 def build_table(run: TableRun) -> BuildOutcome:
@@ -144,7 +145,7 @@ def build_table(run: TableRun) -> BuildOutcome:
         f"{version.rows} rows"
     )
     metadata.update(rows=version.rows, spark_sql=query)
-    return BuildOutcome(version, False, "built", metadata, validation)
+    return BuildOutcome(version, False, "built", metadata, validation, change)
 
 
 def held_history(run: TableRun, current: Version | None) -> DataFrame | None:

@@ -48,6 +48,7 @@ from medallion_assets.runtime.warehouse_changes import load_changes
 if TYPE_CHECKING:
     from medallion_assets.catalog import Dataset
     from medallion_assets.catalog.models import Target
+    from medallion_assets.checks.validation import Change
     from medallion_assets.io.warehouse import LoadReport
     from medallion_assets.throttles.throttle import ThrottledS3
 
@@ -149,7 +150,7 @@ class TableRunner:
         if dataset.target is not None:
             if not build.skipped:
                 crash_point("lake.published", dataset.name, table_run.partition)
-            loaded = self.load_warehouse(table_run, version)
+            loaded = self.load_warehouse(table_run, version, build.change)
             metadata.update(loaded)
             checks += reconciled(table_run, loaded)
         return TableOutcome(version, metadata, tuple(checks), build.skipped)
@@ -176,11 +177,13 @@ class TableRunner:
         """Silver and gold: run the SQL on Spark over the published inputs, check, publish."""
         return build_table(table_run)
 
-    def load_warehouse(self, table_run: TableRun, version: Version) -> dict[str, Any]:
+    def load_warehouse(
+        self, table_run: TableRun, version: Version, change: Change | None = None
+    ) -> dict[str, Any]:
         """Load the published version (of the partition) into the warehouse, unless the
         warehouse's load ledger says it already holds that version: a rerun, a backfill over
         loaded days or a run after a crash loads nothing twice, and a new version replaces the
-        partition's rows."""
+        partition's rows. ``change``: what the build that published it merged, when it did."""
         dataset, target, unit = _load_unit(table_run, version)
         assert table_run.warehouse is not None  # _load_unit says so
         warehouse = table_run.warehouse.connect()
@@ -192,7 +195,9 @@ class TableRunner:
             else:
                 throttle = table_run.warehouse.throttle(target.system, table_run.control)
                 try:
-                    changes = load_changes(table_run, warehouse, target, version, unit, throttle)
+                    changes = load_changes(
+                        table_run, warehouse, target, version, unit, throttle, change
+                    )
                     if changes is not None:
                         report, changed = changes
                     else:
