@@ -52,10 +52,9 @@ def load_changes(
     spark = run.session
     current = run.lake.read(spark, [version])
     merged = _merged(run, change, base, target.keys, current.columns)
+    data: pa.Table | None = None
     if merged is not None:
         keys, data = merged
-        if len(keys) > MOST_KEYS * max(version.rows, 1):
-            return None
     else:
         changes = run.lake.changes(version.table, base, version.version_id)
         if changes is None:
@@ -65,8 +64,9 @@ def load_changes(
             )
             return None
         keys = changed_keys(spark, changes, target.keys).toArrow()
-        if len(keys) > MOST_KEYS * max(version.rows, 1):
-            return None
+    if len(keys) > MOST_KEYS * max(version.rows, 1):
+        return None
+    if data is None:  # the changed keys' rows, read once they are certainly loaded
         changed = spark.createDataFrame(keys)
         rows = current.join(changed, list(target.keys), "left_semi").select(*current.columns)
         data = rows.toArrow()
