@@ -286,7 +286,7 @@ def _stage_merge(
     # Computed once, here: Iceberg's rewrite of the MERGE plans its source anew, so a frame
     # only cached would be computed again inside it (the whole SQL, twice).
     frame = frame.localCheckpoint()
-    _refuse_duplicates(run, frame, keys)
+    refuse_duplicate_keys(run, frame, keys)
     held = _of_touched(current, plan, touched).select(*[current[f"`{k}`"] for k in keys])
     gone = held.join(
         frame, on=[held[f"`{k}`"].eqNullSafe(frame[f"`{k}`"]) for k in keys], how="left_anti"
@@ -323,9 +323,10 @@ def merge_statement(source: str, columns: list[str], keys: list[str]) -> str:
     )
 
 
-def _refuse_duplicates(run: TableRun, frame: DataFrame, keys: list[str]) -> None:
-    """``DuplicateKeys`` naming how many keys the recomputed rows hold twice, and one (masked
-    when a key column holds personal data)."""
+def refuse_duplicate_keys(run: TableRun, frame: DataFrame, keys: list[str]) -> None:
+    """``DuplicateKeys`` naming how many keys ``frame`` (a MERGE's recomputed rows, or a
+    ``merge`` table's whole staged output) holds twice, and one (masked when a key column
+    holds personal data)."""
     # pyspark: loaded only where Spark runs
     from pyspark.sql import functions as F
 

@@ -35,6 +35,7 @@ from medallion_assets.runtime.incremental import (
     Increment,
     StagedIncrement,
     plan_increment,
+    refuse_duplicate_keys,
     stage_increment,
 )
 from medallion_assets.runtime.merge import stage_merge
@@ -139,13 +140,27 @@ def build_table(run: TableRun) -> BuildOutcome:
         mode: Literal["replace", "append"] = "append" if script.kind == "insert" else "replace"
         staged = stage_output(run, frame, produced, mode)
     checks, change = run.check_context(), done.change if done is not None else None
-    version, validation = publish_checked(run, staged, produced, checks=checks, change=change)
+    # A MERGE's recomputed rows were refused duplicates before it ran; a build in full here.
+    unique = _unique_keys(run, staged) if done is None else lambda: None
+    version, validation = publish_checked(
+        run, staged, produced, checks=checks, change=change, before_publish=unique
+    )
     run.log.info(
         f"published {dataset.name}{_label(partition)} version {version.version_id}: "
         f"{version.rows} rows"
     )
     metadata.update(rows=version.rows, spark_sql=query)
     return BuildOutcome(version, False, "built", metadata, validation, change)
+
+
+def _unique_keys(run: TableRun, staged: StagedWrite) -> Callable[[], None]:
+    """What a ``merge`` table's build in full (its first, a refresh, a fallback) checks before
+    it is published: no key held by two rows of the staged table, read back from the staged
+    snapshot, so no later MERGE meets a key twice (it would update both rows alike)."""
+    keys = list(run.dataset.settings.keys)
+    if run.dataset.settings.kind != "merge" or not keys:
+        return lambda: None
+    return lambda: refuse_duplicate_keys(run, staged.frame, keys)
 
 
 def held_history(run: TableRun, current: Version | None) -> DataFrame | None:
