@@ -19,7 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
-from medallion_assets.lineage.statement import SqlError, check_nesting, table_name
+from medallion_assets.lineage.nesting import check_nesting
+from medallion_assets.lineage.statement import SqlError, table_name
 
 Severity = Literal["warn", "error"]
 # A check name becomes a Dagster asset check name: letters, digits and underscores.

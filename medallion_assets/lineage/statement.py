@@ -17,6 +17,7 @@ from sqlglot.errors import ParseError, TokenError
 from sqlglot.optimizer.scope import build_scope
 
 from medallion_assets.lineage.copies import copy_query, path_target
+from medallion_assets.lineage.nesting import MAX_NESTING, TOO_DEEP_FIX, check_nesting, paren_depth
 from medallion_assets.lineage.normal_forms import (
     COMMON_KINDS,
     common_form,
@@ -88,13 +89,6 @@ def sqlglot_dialect(name: str) -> str:
 # Python frames per level at worst (chained UNIONs), so 150 levels stay inside Python's default
 # limit of 1,000 frames with room for the callers (a Dagster step, a code server). The deepest
 # TPC-DS query is 29 levels deep.
-MAX_NESTING = 150
-_TOO_DEEP_FIX = (
-    "flatten it: move nested subqueries into CTEs (WITH name AS (...)), or split a long chain "
-    "of UNIONs into CTEs of a few dozen branches each"
-)
-
-
 def parse_statement(sql: str, dialect: str, default_target: str | None) -> Statement:
     """Parse ``sql`` (one write or query, after an optional preamble) written in ``dialect``.
 
@@ -109,6 +103,12 @@ def parse_script(
 ) -> tuple[Script, Statement]:
     """The file's statements and its write; ``inline=False`` keeps the write as written (reading
     the temporary objects of the preamble), which is what the runtime executes."""
+    depth = paren_depth(sql)
+    if depth > MAX_NESTING:  # before the parser recurses once per level past Python's limit
+        raise SqlError(
+            f"is nested more than {MAX_NESTING} levels deep ({depth} levels of parentheses; the "
+            f"limit that keeps parsing and running it safe); {TOO_DEEP_FIX}"
+        )
     try:
         expressions = [balance_set_chains(e) for e in _parse_all(sql, dialect)]
         for expression in expressions:
@@ -121,21 +121,7 @@ def parse_script(
     except RecursionError:
         # Caught here, at the file's own boundary, so the message names the file and the
         # interpreter's recursion limit stays as it is for everything else.
-        raise SqlError(f"is nested too deeply to analyse; {_TOO_DEEP_FIX}") from None
-
-
-def check_nesting(expression: exp.Expr) -> None:
-    """Raise ``SqlError`` when the parse tree is deeper than ``MAX_NESTING`` (walked without
-    recursion, so the check itself cannot overflow)."""
-    stack = [(expression, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if depth > MAX_NESTING:
-            raise SqlError(
-                f"is nested more than {MAX_NESTING} levels deep (the limit that keeps parsing "
-                f"and running it safe); {_TOO_DEEP_FIX}"
-            )
-        stack.extend((child, depth + 1) for child in node.iter_expressions())
+        raise SqlError(f"is nested too deeply to analyse; {TOO_DEEP_FIX}") from None
 
 
 def _statement(expression: exp.Expr, default_target: str | None, dialect: str = "") -> Statement:

@@ -509,7 +509,7 @@ CASES: dict[str, Broken] = {
             + ")" * 500
             + " AS x FROM bronze.orders\n"
         },
-        [("sql/silver/deep.sql", None, "is nested too deeply to analyse")],
+        [("sql/silver/deep.sql", None, "is nested more than 150 levels deep (500 levels of paren")],
     ),
     "sql_nested_past_the_supported_depth": Broken(
         {
