@@ -23,6 +23,7 @@ step starts, running Spark jobs are cancelled, and each step that ends after tha
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import queue
@@ -165,6 +166,12 @@ class ThreadedExecutor(Executor):
     def execute(
         self, plan_context: PlanOrchestrationContext, execution_plan: ExecutionPlan
     ) -> Iterator[DagsterEvent]:
+        # Before any step thread starts: a step's first lake access imports sqlalchemy.orm
+        # (pyiceberg's SQL catalog), while this thread claims pool slots through SQLAlchemy's
+        # inspection, which reaches into sqlalchemy.orm once its import has begun; a module
+        # half-imported by another thread failed a run ("partially initialized module
+        # 'sqlalchemy.orm.exc' has no attribute 'UnmappedClassError'").
+        importlib.import_module("sqlalchemy.orm")
         keys = execution_plan.step_keys_to_execute
         yield DagsterEvent.engine_event(
             plan_context,

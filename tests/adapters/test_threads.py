@@ -4,6 +4,8 @@ follows the sort key, failures skip downstream, retries are retried."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
 from contextlib import nullcontext
@@ -146,3 +148,36 @@ def test_steps_run_off_the_main_thread():
 def test_max_workers_below_one_is_refused():
     with pytest.raises(ValueError, match="at least 1"):
         ThreadedExecutor(0)
+
+
+# In a fresh interpreter: the step records whether SQLAlchemy's ORM was imported before it ran.
+ORM_BEFORE_STEPS = """
+import sys
+import dagster as dg
+from medallion_assets.adapters.threads import ThreadedExecutor, execute_on_threads
+
+seen = []
+
+@dg.asset
+def first() -> None:
+    seen.append("sqlalchemy.orm" in sys.modules)
+
+job = dg.Definitions(assets=[first]).resolve_implicit_global_asset_job_def()
+assert "sqlalchemy.orm" not in sys.modules, "imported before the run: the test proves nothing"
+with dg.instance_for_test() as instance:
+    executor = ThreadedExecutor(2)
+    execute_on_threads(job, [first.key], None, instance, executor, tags={}, run_config={})
+print(seen)
+"""
+
+
+def test_sqlalchemys_orm_is_imported_before_a_step_thread_can_race_the_main_thread():
+    """A step's first lake access imports sqlalchemy.orm (pyiceberg's SQL catalog) while the
+    main thread claims pool slots through SQLAlchemy's inspection, which reaches into a
+    half-imported sqlalchemy.orm: a run of `dagster dev` failed so ("partially initialized
+    module 'sqlalchemy.orm.exc'"). The executor imports it before any step starts."""
+    done = subprocess.run(
+        [sys.executable, "-c", ORM_BEFORE_STEPS], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "[True]"
