@@ -8,11 +8,23 @@ from sqlglot import exp
 
 from medallion_assets.lineage.script import SqlError
 
+# Deepest parse tree accepted. sqlglot's parser, scope builder and generator recurse about four
+# Python frames per level at worst (chained UNIONs), so 150 levels stay inside Python's default
+# limit of 1,000 frames with room for the callers (a Dagster step, a code server). The deepest
+# TPC-DS query is 29 levels deep.
 MAX_NESTING = 150
 TOO_DEEP_FIX = (
     "flatten it: move nested subqueries into CTEs (WITH name AS (...)), or split a long chain "
     "of UNIONs into CTEs of a few dozen branches each"
 )
+
+
+def check_parentheses(sql: str) -> None:
+    """Raise ``SqlError`` when ``sql``'s parentheses nest deeper than ``MAX_NESTING``: such a
+    parse tree is refused anyway, and parsing it would overflow Python's stack first."""
+    depth = paren_depth(sql)
+    if depth > MAX_NESTING:
+        raise _too_deep(f"{depth} levels of parentheses; ")
 
 
 def paren_depth(sql: str) -> int:
@@ -55,8 +67,12 @@ def check_nesting(expression: exp.Expr) -> None:
     while stack:
         node, depth = stack.pop()
         if depth > MAX_NESTING:
-            raise SqlError(
-                f"is nested more than {MAX_NESTING} levels deep (the limit that keeps parsing "
-                f"and running it safe); {TOO_DEEP_FIX}"
-            )
+            raise _too_deep("")
         stack.extend((child, depth + 1) for child in node.iter_expressions())
+
+
+def _too_deep(detail: str) -> SqlError:
+    return SqlError(
+        f"is nested more than {MAX_NESTING} levels deep ({detail}the limit that keeps parsing "
+        f"and running it safe); {TOO_DEEP_FIX}"
+    )

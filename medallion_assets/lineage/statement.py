@@ -17,7 +17,7 @@ from sqlglot.errors import ParseError, TokenError
 from sqlglot.optimizer.scope import build_scope
 
 from medallion_assets.lineage.copies import copy_query, path_target
-from medallion_assets.lineage.nesting import MAX_NESTING, TOO_DEEP_FIX, check_nesting, paren_depth
+from medallion_assets.lineage.nesting import TOO_DEEP_FIX, check_nesting, check_parentheses
 from medallion_assets.lineage.normal_forms import (
     COMMON_KINDS,
     common_form,
@@ -85,10 +85,6 @@ def sqlglot_dialect(name: str) -> str:
     return _DIALECT_ALIASES.get(name.lower(), name.lower())
 
 
-# Deepest parse tree accepted. sqlglot's parser, scope builder and generator recurse about four
-# Python frames per level at worst (chained UNIONs), so 150 levels stay inside Python's default
-# limit of 1,000 frames with room for the callers (a Dagster step, a code server). The deepest
-# TPC-DS query is 29 levels deep.
 def parse_statement(sql: str, dialect: str, default_target: str | None) -> Statement:
     """Parse ``sql`` (one write or query, after an optional preamble) written in ``dialect``.
 
@@ -103,12 +99,7 @@ def parse_script(
 ) -> tuple[Script, Statement]:
     """The file's statements and its write; ``inline=False`` keeps the write as written (reading
     the temporary objects of the preamble), which is what the runtime executes."""
-    depth = paren_depth(sql)
-    if depth > MAX_NESTING:  # before the parser recurses once per level past Python's limit
-        raise SqlError(
-            f"is nested more than {MAX_NESTING} levels deep ({depth} levels of parentheses; the "
-            f"limit that keeps parsing and running it safe); {TOO_DEEP_FIX}"
-        )
+    check_parentheses(sql)  # before the parser recurses once per level past Python's limit
     try:
         expressions = [balance_set_chains(e) for e in _parse_all(sql, dialect)]
         for expression in expressions:
