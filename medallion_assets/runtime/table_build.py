@@ -14,9 +14,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from medallion_assets.catalog import Catalog, Dataset
 from medallion_assets.catalog.kinds import HISTORY_COLUMNS
+from medallion_assets.catalog.rules import UniqueRule
 from medallion_assets.checks.results import CheckContext, ChecksFailed, Validation
 from medallion_assets.checks.validation import (
     Change,
+    data_rules,
     record_rejection,
     reused_validation,
     still_rejected,
@@ -141,7 +143,7 @@ def build_table(run: TableRun) -> BuildOutcome:
         staged = stage_output(run, frame, produced, mode)
     checks, change = run.check_context(), done.change if done is not None else None
     # A MERGE's recomputed rows were refused duplicates before it ran; a build in full here.
-    unique = _unique_keys(run, staged) if done is None else lambda: None
+    unique = _unique_keys(run, staged, checks) if done is None else lambda: None
     version, validation = publish_checked(
         run, staged, produced, checks=checks, change=change, before_publish=unique
     )
@@ -153,12 +155,21 @@ def build_table(run: TableRun) -> BuildOutcome:
     return BuildOutcome(version, False, "built", metadata, validation, change)
 
 
-def _unique_keys(run: TableRun, staged: StagedWrite) -> Callable[[], None]:
+def _unique_keys(
+    run: TableRun, staged: StagedWrite, checks: CheckContext | None
+) -> Callable[[], None]:
     """What a ``merge`` table's build in full (its first, a refresh, a fallback) checks before
     it is published: no key held by two rows of the staged table, read back from the staged
-    snapshot, so no later MERGE meets a key twice (it would update both rows alike)."""
-    keys = list(run.dataset.settings.keys)
-    if run.dataset.settings.kind != "merge" or not keys:
+    snapshot, so no later MERGE meets a key twice (it would update both rows alike). Nothing
+    when the checks judge a blocking ``unique`` rule on exactly the keys: it has read the same
+    rows, and a duplicate blocked the write before it could be published."""
+    dataset = run.dataset
+    keys = list(dataset.settings.keys)
+    if dataset.settings.kind != "merge" or not keys:
+        return lambda: None
+    named = {k.lower() for k in keys}
+    judged = [r for r in data_rules(dataset) if isinstance(r, UniqueRule) and r.blocking]
+    if checks is not None and any({c.lower() for c in r.columns} == named for r in judged):
         return lambda: None
     return lambda: refuse_duplicate_keys(run, staged.frame, keys)
 

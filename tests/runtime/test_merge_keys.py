@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from medallion_assets.checks.results import ChecksFailed
 from medallion_assets.lake import Lake, Produced
 from medallion_assets.runtime.incremental import DuplicateKeys
 from medallion_assets.runtime.table_build import build_table
@@ -87,3 +88,22 @@ def test_an_incremental_build_making_a_key_twice_is_refused_and_keeps_the_versio
     assert lake.current(TABLE) == second.version != first.version
     rows = sorted(tuple(r) for r in lake.read_current(spark, TABLE).collect())
     assert rows == [(1, Decimal("1.00")), (2, Decimal("2.00")), (3, Decimal("3.00"))]
+
+
+def test_a_blocking_unique_rule_on_the_keys_blocks_a_first_build_that_makes_a_key_twice(
+    spark, tmp_path: Path
+):
+    """The checks judge the keys' uniqueness themselves: the build is blocked by the rule
+    (its output kept as rejected), not read again for the same answer."""
+    files = dict(FILES)
+    files["metadata/datasets.yaml"] = (
+        f"datasets:\n  {TABLE}:\n    kind: merge\n    keys: [order_id]\n"
+        "    rules:\n      - {kind: unique, columns: [order_id]}\n"
+    )
+    catalog, lake = small_project(tmp_path, "merge_keys", files)
+    land(spark, lake, "a", [1, 2])
+    land(spark, lake, "b", [2])
+    run = TableRun(catalog=catalog, dataset=catalog.datasets[TABLE], lake=lake, spark=spark)
+    with pytest.raises(ChecksFailed, match=r"1 blocking check\(s\) failed"):
+        build_table(run)
+    assert lake.current(TABLE) is None
