@@ -11,6 +11,7 @@ starts as if there were none; the CDS log is off, so that never reaches the cons
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import os
@@ -22,7 +23,11 @@ import time
 from pathlib import Path
 
 ARCHIVE = "driver-classes"  # + "-<runtime key>.jsa"
-KEPT = 3  # archives kept per jar folder (one per Python environment and JDK that records one)
+# Archives kept per jar folder (one per Python environment and JDK that records one): those a
+# driver mapped last, so a virtualenv in use keeps its archive when others record theirs (five
+# fresh clones' `medallion jars` pruned the working copy's, and each of its runs then started
+# its driver ~2 s slower, loading 15,000 classes from the jars again).
+KEPT = 3
 _QUIET = ("-Xshare:auto", "-Xlog:cds=off", "-Xlog:cds+dynamic=off")
 RECORD = "record:"  # MEDALLION_SPARK_CLASS_ARCHIVE=record:PATH: write the archive at exit
 # How the driver is given the jars, part of the archive's key: an archive recorded with them
@@ -49,7 +54,7 @@ def runtime_key() -> str:
 
 
 def _prune(jars: Path, keep: Path) -> None:
-    """Keep the newest archives of the folder (``keep`` among them), removing the others."""
+    """Keep the archives of the folder used last (``keep`` among them), removing the others."""
     archives = sorted(jars.glob(f"{ARCHIVE}-*.jsa"), key=lambda p: p.stat().st_mtime, reverse=True)
     for old in [a for a in archives if a != keep][KEPT - 1 :]:
         old.unlink(missing_ok=True)
@@ -73,6 +78,8 @@ def java_options(setting: str, jars: Path) -> str:
     archive = archive_file(jars) if setting == "auto" else Path(setting)
     if not archive.is_file():
         return ""
+    with contextlib.suppress(OSError):  # used now: kept by ``_prune`` (a read-only cache: not)
+        os.utime(archive)
     return " ".join((f"-XX:SharedArchiveFile={archive}", *_QUIET))
 
 

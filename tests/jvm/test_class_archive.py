@@ -48,6 +48,21 @@ def test_recording_keeps_the_newest_archives_of_the_folder(tmp_path: Path):
     assert sorted(tmp_path.glob("*.jsa")) == sorted([made[0], *made[-(KEPT - 1) :]])
 
 
+def test_an_archive_a_driver_maps_is_kept_when_others_are_recorded(tmp_path: Path):
+    """Pruning keeps the archives used last, not those recorded last: a virtualenv whose runs
+    map its archive keeps it while other clones record theirs beside it."""
+    in_use = archive_file(tmp_path)
+    in_use.write_bytes(b"a")
+    os.utime(in_use, (1_000, 1_000))  # recorded long ago
+    assert java_options("auto", tmp_path).startswith(f"-XX:SharedArchiveFile={in_use}")
+    for i in range(KEPT + 1):  # other clones record theirs after this one's driver started
+        other = tmp_path / f"driver-classes-{i:012d}.jsa"
+        other.write_bytes(b"a")
+        os.utime(other, (2_000 + i, 2_000 + i))
+        _prune(tmp_path, other)
+    assert in_use.is_file()
+
+
 def test_the_driver_options_carry_the_archive_after_the_jit(tmp_path: Path):
     archive_file(tmp_path).write_bytes(b"archive")
     env = {"MEDALLION_SPARK_JARS": str(tmp_path), "MEDALLION_SPARK_JIT": "quick"}
