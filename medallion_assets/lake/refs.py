@@ -10,7 +10,8 @@ import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from medallion_assets.lake.tables import STAGE_BRANCH, CommitConflict, Staged, snapshot_rows
+from medallion_assets.lake.tables import STAGE_BRANCH, CommitConflict, Staged
+from medallion_assets.lake.versions import snapshot_rows
 
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog

@@ -293,23 +293,6 @@ def _same_type(a: Any, b: Any) -> bool:
     return bool(a.simpleString() == b.simpleString())
 
 
-def snapshot_rows(summary: Mapping[str, str], partition: str | None) -> int:
-    """The rows of the version a snapshot's summary describes: recorded (``medallion.rows``, a
-    day's append), else what a day's overwrite added, else the table's rows after it.
-
-    >>> snapshot_rows({"added-records": "5", "total-records": "30"}, "2026-01-02")
-    5
-    >>> snapshot_rows({"added-records": "5", "total-records": "30"}, None)
-    30
-    """
-    if f"{SUMMARY_PREFIX}rows" in summary:
-        return int(summary[f"{SUMMARY_PREFIX}rows"])
-    if partition is not None:
-        return int(summary.get("added-records", 0))
-    # A merge-on-read write's deleted rows stay in the data files, named by position deletes.
-    return int(summary.get("total-records", 0)) - int(summary.get("total-position-deletes", 0))
-
-
 def read_staged(spark: SparkSession, staged: Staged) -> DataFrame:
     """Exactly the staged snapshot (a daily write: only its day)."""
     frame = spark.read.option("versionAsOf", str(staged.snapshot_id)).table(

@@ -21,7 +21,7 @@ from medallion_assets.credentials import mask_credentials
 from medallion_assets.lake.catalog import SPARK_CATALOG, LakeCatalog, LakeCatalogError
 from medallion_assets.lake.env_refs import env_branch, env_day_prefix, env_day_tag
 from medallion_assets.lake.repair import lost_metadata
-from medallion_assets.lake.tables import DAY_TAG, SUMMARY_PREFIX, day_tag, snapshot_rows
+from medallion_assets.lake.tables import DAY_TAG, SUMMARY_PREFIX, day_tag
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -250,7 +250,7 @@ def history(catalog: Catalog, table: str, every: bool = False) -> list[HistoryEn
                 snapshot.snapshot_id,
                 snapshot.timestamp_ms / 1000,
                 str(snapshot.summary.operation.value) if snapshot.summary else "",
-                int(totals.get("total-records", 0)),
+                table_rows(totals),
                 summary.get("run-id", ""),
                 summary.get("code-version", ""),
                 summary.get("partition"),
@@ -350,3 +350,30 @@ def ancestors(loaded: Table, head: Snapshot | None) -> Iterable[Snapshot]:
     if head is None:
         return ()
     return ancestors_of(head, loaded.metadata)
+
+
+def snapshot_rows(summary: Mapping[str, str], partition: str | None) -> int:
+    """The rows of the version a snapshot's summary describes: recorded (``medallion.rows``, a
+    day's append), else what a day's overwrite added, else the table's rows after it.
+
+    >>> snapshot_rows({"added-records": "5", "total-records": "30"}, "2026-01-02")
+    5
+    >>> snapshot_rows({"added-records": "5", "total-records": "30"}, None)
+    30
+    """
+    if f"{SUMMARY_PREFIX}rows" in summary:
+        return int(summary[f"{SUMMARY_PREFIX}rows"])
+    if partition is not None:
+        return int(summary.get("added-records", 0))
+    return table_rows(summary)
+
+
+def table_rows(summary: Mapping[str, str]) -> int:
+    """The table's rows after the snapshot a summary describes. A merge-on-read write's
+    deleted rows stay in the data files, named by position deletes, and ``total-records``
+    counts them too.
+
+    >>> table_rows({"total-records": "3", "total-position-deletes": "1"})
+    2
+    """
+    return int(summary.get("total-records", 0)) - int(summary.get("total-position-deletes", 0))
