@@ -56,7 +56,7 @@ class HistoryEntry:
     snapshot_id: int
     committed_at: float
     operation: str
-    rows: int  # the table's rows after it (total-records)
+    rows: int  # the table's rows after it (``table_rows``)
     run_id: str
     code_version: str
     partition: str | None
