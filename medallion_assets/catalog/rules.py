@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
-from medallion_assets.lineage.nesting import MAX_NESTING, check_nesting, paren_depth
+from medallion_assets.lineage.nesting import check_nesting, check_parentheses
 from medallion_assets.lineage.statement import SqlError, table_name
 
 Severity = Literal["warn", "error"]
@@ -265,10 +265,8 @@ class SqlAssertionRule(_Rule):
 def _parse_assertion(query: str) -> exp.Query:
     """The rule's query, parsed once per process (validated, then asked its tables; the
     tree is only read)."""
-    too_deep = "the query is nested too deeply to parse: flatten it with CTEs"
-    if paren_depth(query) > MAX_NESTING:  # parsed, it would overflow Python's stack first
-        raise ValueError(too_deep)
     try:
+        check_parentheses(query)  # parsed, it would overflow Python's stack first
         tree = sqlglot.parse_one(query.replace("{table}", SELF_PLACEHOLDER), dialect="spark")
         check_nesting(tree)
     except (ParseError, TokenError) as error:
@@ -276,7 +274,7 @@ def _parse_assertion(query: str) -> exp.Query:
     except SqlError as error:
         raise ValueError(f"the query {error}") from None
     except RecursionError:
-        raise ValueError(too_deep) from None
+        raise ValueError("the query is nested too deeply to parse: flatten it with CTEs") from None
     if not isinstance(tree, exp.Query):
         raise ValueError("the query must be a SELECT whose rows are the failures")
     return tree

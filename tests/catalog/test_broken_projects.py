@@ -530,7 +530,13 @@ CASES: dict[str, Broken] = {
             + ")" * 500
             + "\n"
         },
-        [("metadata/datasets.yaml", 5, "the query is nested too deeply to parse")],
+        [
+            (
+                "metadata/datasets.yaml",
+                5,
+                "the query is nested more than 150 levels deep (500 levels of paren",
+            )
+        ],
     ),
     "yaml_alias_bomb_as_top_level_keys": Broken(
         {"metadata/exposures.yaml": _LAUGHS},
