@@ -120,6 +120,7 @@ class CheckContext:
     partition: str | None = None
     quarantine: DataFrame | None = None  # bronze: the staged quarantine records
     records_read: int | None = None  # bronze: records read from the raw objects
+    quarantined: int | None = None  # bronze: the quarantine's records, when already counted
     now: float = field(default_factory=time.time)
 
     @property

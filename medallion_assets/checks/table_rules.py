@@ -131,7 +131,9 @@ def quarantine_rate(rule: QuarantineRateRule, total: int, context: CheckContext)
     read = context.records_read if context.records_read is not None else total
     if context.quarantine is None:
         return result_of(rule, True, 0, read, "nothing ingested in this build: no quarantine")
-    quarantined = context.quarantine.count()
+    quarantined = context.quarantined
+    if quarantined is None:
+        quarantined = context.quarantine.count()
     rate = quarantined / read if read else 0.0
     passed = rate <= rule.max_fraction
     message = (

@@ -299,7 +299,9 @@ def _appended(run: TableRun, staged: StagedWrite, current: Version | None) -> Ch
         return None  # staged on another snapshot than the version's own
     snapshots = ((write.snapshot_id, write.operation),)
     changes = Changes(write.table, write.parent_id, write.snapshot_id, snapshots)
-    return Change(appended_rows(run.session, changes), current)
+    # Read once, by the first check that reads them, for every rule judged on them: each
+    # rule's query would otherwise plan and read the staged snapshot's new files again.
+    return Change(appended_rows(run.session, changes).localCheckpoint(eager=False), current)
 
 
 def _discard(lake: Lake, spark: SparkSession, staged: StagedWrite) -> None:

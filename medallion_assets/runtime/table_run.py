@@ -162,9 +162,13 @@ class TableRun:
         return replace(self, checks=False)
 
     def check_context(
-        self, quarantine: DataFrame | None = None, records_read: int | None = None
+        self,
+        quarantine: DataFrame | None = None,
+        records_read: int | None = None,
+        quarantined: int | None = None,
     ) -> CheckContext | None:
-        """What the checks may read, or None when the run does not check."""
+        """What the checks may read, or None when the run does not check (``quarantined``:
+        the ``quarantine``'s records, when the caller counted them)."""
         if not self.checks:
             return None
         return CheckContext(
@@ -175,6 +179,7 @@ class TableRun:
             self.partition,
             quarantine,
             records_read,
+            quarantined,
         )
 
 

@@ -253,6 +253,22 @@ def test_quarantine_rate(spark, env):
     assert ok.passed and ok.failing_rows == 2 and "0.200%" in ok.message
 
 
+def test_quarantine_rate_takes_the_count_the_ingest_made(spark, env):
+    """The ingest counted its quarantine before staging it: the rule takes that count and
+    does not read the quarantine again (this one fails when read)."""
+    unreadable = spark.range(1).selectExpr(
+        "raise_error('the quarantine was read again') AS _corrupt_record", "'k' AS _source_file"
+    )
+    limit = rule(kind="quarantine_rate", max_fraction=0.01, severity="warn")
+    frame, table = orders(spark, GOOD), "bronze.orders"
+    context = {"quarantine": unreadable, "records_read": 100, "quarantined": 0}
+    ok = check(spark, env, frame, limit, table=table, **context)
+    assert (ok.passed, ok.failing_rows, ok.total_rows) == (True, 0, 100)
+    assert ok.details["quarantined"] == 0
+    with pytest.raises(Exception, match="the quarantine was read again"):
+        check(spark, env, frame, limit, table=table, **{**context, "quarantined": None})
+
+
 def test_reconciliation_after_a_warehouse_load():
     exact = ReconciliationRule(kind="reconciliation")
     assert reconciliation_result(exact, 10, 10, "gold.x").passed

@@ -316,7 +316,7 @@ def _publish(
     try:
         quarantined = quarantine.count()  # this batch's: the checks rate what was read now
         said = report_quarantine(run, quarantine, quarantined)
-        checks = run.check_context(quarantine.drop(QUARANTINE_DAY), records_read)
+        checks = run.check_context(quarantine.drop(QUARANTINE_DAY), records_read, quarantined)
         table_produced = replace(produced, extra={"quarantined_rows": quarantined})
         staged = stage_output(run, table, table_produced, mode)
 
