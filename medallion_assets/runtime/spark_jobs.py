@@ -5,10 +5,20 @@ executor calls it while its steps wind down, ``kill_switch/stop.py``)."""
 from __future__ import annotations
 
 import logging
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+from typing import TYPE_CHECKING, TypeVar
 
 from pyspark import SparkContext
+from pyspark.util import inheritable_thread_target
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 def run_job_tag(run_id: str) -> str:
@@ -39,3 +49,21 @@ def cancel_run_jobs(run_id: str) -> None:
         context.cancelJobsWithTag(run_job_tag(run_id))
     except Exception as error:  # the JVM went away: nothing of the run runs there any more
         log.debug("could not cancel the Spark jobs of run %s: %s", run_id, error)
+
+
+def beside(session: SparkSession, work: Callable[[], T]) -> Future[T]:
+    """``work`` started on a thread of its own whose Spark jobs are the calling step's: its
+    scheduler pool, its description and its run's tag (a stopped run cancels them too). For
+    a step's independent Spark work to run at once, as the ingest's quarantine and table."""
+    target = inheritable_thread_target(session)(work)  # the caller's properties, taken now
+    done: Future[T] = Future()
+
+    def run() -> None:
+        try:
+            done.set_result(target())
+        except BaseException as error:  # the caller meets it in ``result()``
+            done.set_exception(error)
+
+    name = f"{threading.current_thread().name}-beside"
+    threading.Thread(target=run, name=name, daemon=True).start()
+    return done

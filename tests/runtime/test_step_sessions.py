@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from medallion_assets.runtime.spark_jobs import cancel_run_jobs, run_job_tag
+from medallion_assets.runtime.spark_jobs import beside, cancel_run_jobs, run_job_tag
 from medallion_assets.runtime.spark_session import (
     JVM_CLASSES,
     SparkWarmUp,
@@ -131,6 +131,50 @@ def test_cancelling_a_runs_jobs_leaves_the_jobs_of_a_run_beside_it(spark, tmp_pa
     for thread in threads:
         thread.join()
     assert outcome == {"run-a": "cancelled", "run-b": "20"}
+
+
+def test_work_beside_a_step_runs_as_the_steps_own_and_is_cancelled_with_its_run(
+    spark, tmp_path: Path
+):
+    """A step's work started beside it (the ingest stages its quarantine beside its table)
+    runs on another thread with the step's pool and description, and its jobs carry the
+    step's run tag: a terminated run cancels them too."""
+    settings = MedallionSettings.from_env({}, tmp_path)
+    found: dict[str, object] = {}
+
+    def step() -> None:  # a thread of its own, as a step's: its Spark properties stay there
+        session = step_session(spark, settings, "critical", run_job_tag("run-c"), "bronze.x")
+        context = session.sparkContext
+        found["seen"] = beside(
+            session,
+            lambda: (
+                threading.current_thread().name,
+                context.getLocalProperty("spark.scheduler.pool"),
+                context.getLocalProperty("spark.job.description"),
+                session.sql("SELECT 7 AS n").collect()[0].n,
+            ),
+        ).result(timeout=60)
+        context.setJobGroup("run-c", "run-c", interruptOnCancel=True)  # to watch its jobs by
+        slow = beside(session, lambda: session.sql(SLOW_QUERY).collect())
+        tracker, deadline = spark.sparkContext.statusTracker(), time.monotonic() + 60
+        while not _sleeping(tracker, "run-c") and time.monotonic() < deadline:
+            time.sleep(0.2)
+        found["ran"] = _sleeping(tracker, "run-c")
+        cancel_run_jobs("run-c")
+        try:
+            slow.result(timeout=60)
+            found["ended"] = "finished"
+        except Exception as error:
+            found["ended"] = "cancelled" if "cancel" in str(error).lower() else str(error)
+
+    thread = threading.Thread(target=step, name="medallion-step-bronze.x")
+    thread.start()
+    thread.join()
+    assert found == {
+        "seen": ("medallion-step-bronze.x-beside", "critical", "bronze.x", 7),
+        "ran": True,
+        "ended": "cancelled",
+    }
 
 
 def _sleeping_query(tasks: int, millis: int) -> str:

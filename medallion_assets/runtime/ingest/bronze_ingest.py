@@ -14,7 +14,9 @@ them.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
+from concurrent.futures import wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -47,6 +49,7 @@ from medallion_assets.runtime.ingest.source_objects import (
     source_prefix,
 )
 from medallion_assets.runtime.reuse import ingest_inputs
+from medallion_assets.runtime.spark_jobs import beside
 from medallion_assets.runtime.table_build import (
     BuildOutcome,
     drop_stale_staging,
@@ -310,26 +313,32 @@ def _publish(
     if run.partition is not None:  # a daily source's quarantine is kept by day too
         quarantine = quarantine.withColumn(QUARANTINE_DAY, F.lit(run.partition))
     quarantine = quarantine.cache()
-    q_staged = stage_output(
-        run, quarantine, produced, mode, table=quarantine_table, column=QUARANTINE_DAY
+    quarantined = quarantine.count()  # this batch's: the checks rate what was read now
+    # Staged beside the table's staging and checks (a step's other Spark work waits on them).
+    q_staging = beside(
+        run.session,
+        lambda: stage_output(
+            run, quarantine, produced, mode, table=quarantine_table, column=QUARANTINE_DAY
+        ),
     )
     try:
-        quarantined = quarantine.count()  # this batch's: the checks rate what was read now
         said = report_quarantine(run, quarantine, quarantined)
         checks = run.check_context(quarantine.drop(QUARANTINE_DAY), records_read, quarantined)
         table_produced = replace(produced, extra={"quarantined_rows": quarantined})
         staged = stage_output(run, table, table_produced, mode)
 
         def publish_quarantine() -> None:
-            run.lake.publish(run.session, q_staged)
+            run.lake.publish(run.session, q_staging.result())
 
         version, validation = publish_checked(
             run, staged, table_produced, checks=checks, before_publish=publish_quarantine
         )
     except BaseException:
-        run.lake.discard(run.session, q_staged)
+        with contextlib.suppress(Exception):  # not staged: nothing to drop
+            run.lake.discard(run.session, q_staging.result())
         raise
     finally:
+        wait([q_staging])
         quarantine.unpersist()
     if said and run.control is not None:
         entity = f"dataset:{dataset.name}"
