@@ -12,7 +12,7 @@ rejected again.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +32,8 @@ from medallion_assets.checks.results import CheckContext, CheckResult, ChecksFai
 from medallion_assets.lake import Lake, Version
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
     from pyspark.sql import DataFrame
 
     from medallion_assets.control.check_results import CheckLedger
@@ -93,17 +95,24 @@ class Change:
         )
 
 
+# Starts a validation on another thread (the step's Spark work beside it, ``spark_jobs.beside``).
+Beside = Callable[[Callable[[], Validation]], "Future[Validation]"]
+
+
 def validate_change(
     frame: DataFrame,
     context: CheckContext,
     total: int,
     change: Change,
     ledger: CheckLedger | None,
+    beside: Beside | None = None,
 ) -> Validation:
     """``validate_frame`` of a staged table that is ``change.since`` with ``change.rows``
     merged in: a rule that ``since`` passed with no failing row (the same rule: the same code
     version) and whose result on the changed rows decides the whole table's
-    (``Change.decides``) is judged on them alone; every other rule reads the whole table."""
+    (``Change.decides``) is judged on them alone; every other rule reads the whole table.
+    With ``beside``, the rules on the changed rows are judged while those on the whole table
+    are (two frames: pandera keeps each frame's errors on it)."""
     dataset = context.dataset
     recorded = ledger.of(dataset.name, context.partition, "published") if ledger else None
     clean: set[str] = set()
@@ -116,9 +125,15 @@ def validate_change(
     rules = data_rules(dataset)
     on_change = [r for r in rules if change.decides(r) and r.label() in clean]
     whole = [r for r in rules if r not in on_change]
+
+    def on_the_change() -> Validation:
+        return validate_frame(change.rows, context, on_change, total)
+
+    pending = beside(on_the_change) if beside is not None and on_change and whole else None
     found = {r.name: r for r in validate_frame(frame, context, whole, total).results}
+    changed = pending.result() if pending is not None else on_the_change()
     checked = f"the rows this build changed; the others as version {change.since.version_id}"
-    for result in validate_frame(change.rows, context, on_change, total).results:
+    for result in changed.results:
         found[result.name] = replace(result, details={**result.details, "checked": checked})
     return Validation(tuple(found[r.label()] for r in rules))
 

@@ -48,6 +48,7 @@ from medallion_assets.runtime.reuse import (
     same_partitions,
 )
 from medallion_assets.runtime.scd2 import history
+from medallion_assets.runtime.spark_jobs import beside
 from medallion_assets.runtime.sql_errors import run_traced
 from medallion_assets.runtime.table_run import TableRun
 
@@ -253,7 +254,14 @@ def publish_checked(
         if checks is not None:
             change = change or _appended(run, staged, current)
             validation = (
-                validate_change(staged.frame, checks, staged.rows, change, run.check_ledger)
+                validate_change(
+                    staged.frame,
+                    checks,
+                    staged.rows,
+                    change,
+                    run.check_ledger,
+                    lambda work: beside(spark, work),
+                )
                 if change is not None
                 else validate_frame(staged.frame, checks, total=staged.rows)
             )

@@ -6,6 +6,7 @@ not row by row, reads the whole table; a bad changed row still blocks the publis
 
 from __future__ import annotations
 
+import threading
 from datetime import datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -16,6 +17,7 @@ from medallion_assets.checks.results import CheckContext, ChecksFailed
 from medallion_assets.checks.validation import validate_frame
 from medallion_assets.control.store import ControlStore
 from medallion_assets.lake import Produced
+from medallion_assets.runtime import spark_jobs, table_build
 from medallion_assets.runtime.table_build import build_table
 from medallion_assets.runtime.table_run import TableRun
 from tests.runtime.small_project import small_project
@@ -143,6 +145,37 @@ def test_a_merge_checks_its_recomputed_rows_for_the_rules_its_last_version_passe
     assert results["accepted_values_country"].failing_rows == 1
     assert "checked" in results["range_amount"].details
     assert lake.current(TABLE, None) == before
+
+
+def test_the_rules_on_the_changed_rows_are_judged_beside_those_on_the_whole_table(
+    spark, built, monkeypatch
+):
+    """Two frames, two threads: the changed rows' rules run on the thread ``beside`` starts
+    while the whole table's run on the step's, and the results are those of one thread."""
+    catalog, lake, build = built
+    build()
+    threads: list[str] = []
+
+    def recorded(session, work):
+        def judged():
+            threads.append(threading.current_thread().name)
+            return work()
+
+        return spark_jobs.beside(session, judged)
+
+    monkeypatch.setattr(table_build, "beside", recorded)
+    land(spark, lake, [(3, 333, "FR"), (41, 4100, "FR")], 1)
+    second = build()
+    assert threads and all(name.endswith("-beside") for name in threads), threads
+    results = {r.name: r for r in second.validation.results}
+    assert {n for n, r in results.items() if "checked" in r.details} == {
+        "range_amount",
+        "accepted_values_country",
+        "unique_order_id",
+    }
+    assert whole_table(spark, catalog, lake) == {
+        n: (r.passed, r.failing_rows, r.total_rows) for n, r in results.items()
+    }
 
 
 def test_an_append_checks_the_rows_it_appended_read_back_from_its_snapshot(spark, built):
