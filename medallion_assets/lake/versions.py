@@ -46,6 +46,7 @@ class Version:
     extra: dict[str, Any] = field(default_factory=dict)
     shape: str = ""  # the SQL's fingerprints it was built from (lineage.shape), JSON
     drops: tuple[str, ...] = ()  # a dev environment's: columns kept NULL until it is promoted
+    files_bytes: int = 0  # the table's data files after this snapshot (its summary's size)
 
 
 @dataclass(frozen=True)
@@ -314,12 +315,21 @@ def version_of(table: str, snapshot: Snapshot) -> Version | None:
         json.loads(summary.get("extra", "{}")),
         summary.get("shape", ""),
         tuple(json.loads(summary.get("env-drops", "[]"))),
+        _files_bytes(snapshot),
     )
 
 
 def _rows(snapshot: Snapshot, summary: Mapping[str, str]) -> int:
     own = snapshot.summary.additional_properties if snapshot.summary else {}
     return snapshot_rows(own, summary.get("partition") or None)
+
+
+def _files_bytes(snapshot: Snapshot) -> int:
+    own = snapshot.summary.additional_properties if snapshot.summary else {}
+    try:
+        return int(own.get("total-files-size", 0))
+    except ValueError:  # another engine's summary: the size is not known
+        return 0
 
 
 def _summary(snapshot: Snapshot) -> dict[str, str]:

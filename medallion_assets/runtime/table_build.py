@@ -41,6 +41,7 @@ from medallion_assets.runtime.incremental import (
     stage_increment,
 )
 from medallion_assets.runtime.merge import stage_merge
+from medallion_assets.runtime.planning import plan_small
 from medallion_assets.runtime.reuse import (
     MissingInput,
     input_versions,
@@ -115,6 +116,10 @@ def build_table(run: TableRun) -> BuildOutcome:
     done: StagedIncrement | None = None
     if plan is not None and increment is not None and increment.changes is not None:
         assert current is not None, f"{dataset.name}: changes are read since its version"
+        planned = plan_small(spark, lake, [*sources, dataset.name])
+        if planned:  # the rest of the step too: its MERGE, checks and warehouse load
+            parts = planned["spark.sql.shuffle.partitions"]
+            run.log.info(f"{dataset.name}: small inputs, planned statically ({parts} partitions)")
         staging = stage_increment(run, plan, increment, Base(current, views), produced, parsed)
         if isinstance(staging, str):  # its output changed shape: in full after all
             increment = Increment(full_because=staging)
