@@ -156,8 +156,11 @@ def stage_increment(
         touched.count()
         driving = run.session.table(base.views[plan.driving])
         condition = [driving[f"`{s}`"].eqNullSafe(touched[f"`{s}`"]) for _, s in plan.keys]
-        # Read by the SQL and by the keyed inputs' filters: computed once.
+        # Read by the SQL and by the keyed inputs' filters: computed once, and filled now so
+        # that a static plan (runtime/planning.py) sees their size, not the driving input's,
+        # and broadcasts them to the joins with the inputs they filter.
         driving_rows = driving.join(touched, on=condition, how="left_semi").persist()
+        driving_rows.count()
         moved = [c.table for c in (changes, *increment.keyed) if not c.none]
         touched_by = ", ".join(moved or [plan.driving])
         return _stage_built(run, plan, driving_rows, touched, base, produced, parsed, touched_by)
