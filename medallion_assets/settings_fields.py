@@ -194,8 +194,9 @@ class SparkSettings(StoreSettings):
         "`auto`: 8 per core, at least 16",
         "`spark.sql.shuffle.partitions` of the run's session: the most partitions a shuffle "
         "starts with; adaptive execution merges them to ~64 MB each, so small data runs in a "
-        "few tasks and large data in many (an incremental build reading under 128 MB of files "
-        "is planned once, without adaptive execution, with a partition per 32 MB)",
+        "few tasks and large data in many (a build reading few files, an increment under 128 MB "
+        "or a build in full under 32 MB, is planned once, without adaptive execution, with a "
+        "partition per 32 MB)",
         "a whole number of at least 1, e.g. 64, or auto",
         alias="MEDALLION_SPARK_SHUFFLE_PARTITIONS",
         ge=1,

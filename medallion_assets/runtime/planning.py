@@ -2,8 +2,9 @@
 sizes shuffles and picks joins from what each stage wrote, at the price of planning the rest
 of the query again after every stage, each stage its own Spark job. For a build whose files
 are small, that price is most of the build: the demo's one-object rerun at 100,000 orders
-spent ~40 Spark jobs recomputing 969 rows of gold.fraud_features. A small build is planned
-once, statically, with a shuffle partition per ~32 MB of the files it reads."""
+spent ~40 Spark jobs recomputing 969 rows of gold.fraud_features. A small build (an
+increment reading up to 128 MB of files, a build in full up to 32 MB) is planned once,
+statically, with a shuffle partition per ~32 MB of the files it reads."""
 
 from __future__ import annotations
 
@@ -16,25 +17,27 @@ if TYPE_CHECKING:
 
     from medallion_assets.lake import Lake
 
-# Files read past this size get adaptive execution: a static plan's guesses (a join's side
-# estimated from whole files, a semi-join's output as its input) cost little below it.
-STATIC_PLAN_BYTES = 128 * 1024 * 1024
+# Files read past these sizes get adaptive execution: a static plan's guesses (a join's side
+# estimated from whole files, a semi-join's output as its input) cost little below them. An
+# increment shuffles the rows of the keys it touched, a build in full its whole input.
+STATIC_PLAN_BYTES = 128 * 1024 * 1024  # an increment's
+STATIC_FULL_BYTES = 32 * 1024 * 1024  # a build in full's
 _BYTES_PER_PARTITION = 32 * 1024 * 1024
 
 
-def planned_for(files_bytes: int, shuffle_partitions: int) -> dict[str, str]:
+def planned_for(files_bytes: int, shuffle_partitions: int, most: int) -> dict[str, str]:
     """The SQL settings of a step that reads ``files_bytes`` of data files: none (adaptive
-    execution, as the session has it) past ``STATIC_PLAN_BYTES``, else a static plan with a
-    shuffle partition per 32 MB (at least 2, at most ``shuffle_partitions``).
+    execution, as the session has it) past ``most``, else a static plan with a shuffle
+    partition per 32 MB (at least 2, at most ``shuffle_partitions``).
 
-    >>> planned_for(45 * 2**20, 16)
+    >>> planned_for(45 * 2**20, 16, STATIC_PLAN_BYTES)
     {'spark.sql.adaptive.enabled': 'false', 'spark.sql.shuffle.partitions': '2'}
-    >>> planned_for(120 * 2**20, 16)["spark.sql.shuffle.partitions"]
+    >>> planned_for(120 * 2**20, 16, STATIC_PLAN_BYTES)["spark.sql.shuffle.partitions"]
     '4'
-    >>> planned_for(STATIC_PLAN_BYTES + 1, 16)
+    >>> planned_for(45 * 2**20, 16, STATIC_FULL_BYTES)
     {}
     """
-    if files_bytes > STATIC_PLAN_BYTES:
+    if files_bytes > most:
         return {}
     wanted = math.ceil(files_bytes / _BYTES_PER_PARTITION)
     partitions = min(max(2, shuffle_partitions), max(2, wanted))
@@ -54,13 +57,16 @@ def files_bytes(lake: Lake, tables: Iterable[str]) -> int | None:
     return total
 
 
-def plan_small(spark: SparkSession, lake: Lake, tables: Iterable[str]) -> Mapping[str, str]:
+def plan_small(
+    spark: SparkSession, lake: Lake, tables: Iterable[str], increment: bool
+) -> Mapping[str, str]:
     """Plan ``spark``'s (a step's own session) queries statically when ``tables``, what the
-    step reads and writes, are small (``planned_for``, within the session's shuffle
-    partitions); the settings made, if any."""
+    step reads and writes, are small for an ``increment`` or a build in full
+    (``planned_for``, within the session's shuffle partitions); the settings made, if any."""
     size = files_bytes(lake, tables)
-    most = int(spark.conf.get("spark.sql.shuffle.partitions") or 2)
-    chosen = planned_for(size, most) if size is not None else {}
+    partitions = int(spark.conf.get("spark.sql.shuffle.partitions") or 2)
+    most = STATIC_PLAN_BYTES if increment else STATIC_FULL_BYTES
+    chosen = planned_for(size, partitions, most) if size is not None else {}
     for key, value in chosen.items():
         spark.conf.set(key, value)
     return chosen

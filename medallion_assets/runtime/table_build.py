@@ -8,7 +8,7 @@ Iceberg's own on that branch), check exactly that snapshot, publish it in one ca
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -116,10 +116,7 @@ def build_table(run: TableRun) -> BuildOutcome:
     done: StagedIncrement | None = None
     if plan is not None and increment is not None and increment.changes is not None:
         assert current is not None, f"{dataset.name}: changes are read since its version"
-        planned = plan_small(spark, lake, [*sources, dataset.name])
-        if planned:  # the rest of the step too: its MERGE, checks and warehouse load
-            parts = planned["spark.sql.shuffle.partitions"]
-            run.log.info(f"{dataset.name}: small inputs, planned statically ({parts} partitions)")
+        _planned(run, plan_small(spark, lake, [*sources, dataset.name], increment=True))
         staging = stage_increment(run, plan, increment, Base(current, views), produced, parsed)
         if isinstance(staging, str):  # its output changed shape: in full after all
             increment = Increment(full_because=staging)
@@ -136,6 +133,7 @@ def build_table(run: TableRun) -> BuildOutcome:
     elif merge:
         staged, query = stage_merge(run, views, produced, parsed)
     else:
+        _planned(run, plan_small(spark, lake, sources, increment=False))
         script = spark_script(dataset.sql, dataset.dialect, dataset.name, views, parsed)
         # the preamble (temporary views, functions) first; an analysis error names the file
         frame = run_traced(script, spark, dataset.sql_path, dataset.sql)
@@ -159,6 +157,14 @@ def build_table(run: TableRun) -> BuildOutcome:
     )
     metadata.update(rows=version.rows, spark_sql=query)
     return BuildOutcome(version, False, "built", metadata, validation, change)
+
+
+def _planned(run: TableRun, planned: Mapping[str, str]) -> None:
+    """Say a static plan in the run's log: it holds for the rest of the step (its MERGE,
+    checks and warehouse load)."""
+    if planned:
+        parts = planned["spark.sql.shuffle.partitions"]
+        run.log.info(f"{run.dataset.name}: small files, planned statically ({parts} partitions)")
 
 
 def _unique_keys(

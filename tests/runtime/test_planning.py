@@ -23,12 +23,14 @@ def test_a_small_increment_is_planned_statically_a_large_one_adaptively(
     catalog, lake = small_project(tmp_path, "planning", FILES)
     land(spark, lake, [(i, 100 * i, "DE") for i in range(1, 41)], 0)
 
-    def build(session):
-        run = TableRun(catalog=catalog, dataset=catalog.datasets[TABLE], lake=lake, spark=session)
+    def build(session, rebuild: bool = False):
+        dataset = catalog.datasets[TABLE]
+        run = TableRun(catalog=catalog, dataset=dataset, lake=lake, spark=session, rebuild=rebuild)
         return build_table(run), session.conf
 
-    first, conf = build(spark.newSession())
-    assert first.metadata["built"].startswith("in full") and conf.get(ADAPTIVE) == "true"
+    first, conf = build(spark.newSession())  # in full, from a few KB of files
+    assert first.metadata["built"].startswith("in full")
+    assert (conf.get(ADAPTIVE), conf.get("spark.sql.shuffle.partitions")) == ("false", "2")
 
     land(spark, lake, [(3, 333, "FR"), (41, 4100, "FR")], 1)
     small, conf = build(spark.newSession())
@@ -36,10 +38,13 @@ def test_a_small_increment_is_planned_statically_a_large_one_adaptively(
     assert (conf.get(ADAPTIVE), conf.get("spark.sql.shuffle.partitions")) == ("false", "2")
 
     monkeypatch.setattr(planning, "STATIC_PLAN_BYTES", 0)  # every table is large now
+    monkeypatch.setattr(planning, "STATIC_FULL_BYTES", 0)
     land(spark, lake, [(5, 555, "FR"), (42, 4200, "DE")], 2)
     large, conf = build(spark.newSession())
     assert large.metadata["built"].startswith("merged 2 recomputed rows")
     assert conf.get(ADAPTIVE) == "true"
+    again, conf = build(spark.newSession(), rebuild=True)  # in full, from the same files
+    assert again.metadata["built"].startswith("in full") and conf.get(ADAPTIVE) == "true"
 
     held = {tuple(r) for r in lake.read_current(spark, TABLE).collect()}
     rebuilt = spark.sql(
