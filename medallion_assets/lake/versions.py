@@ -245,7 +245,7 @@ def history(catalog: Catalog, table: str, every: bool = False) -> list[HistoryEn
     for snapshot in chosen:
         source = versioned(loaded, snapshot)
         summary = _summary(source) if source is not None else {}
-        totals = snapshot.summary.additional_properties if snapshot.summary else {}
+        totals = _properties(snapshot)
         entries.append(
             HistoryEntry(
                 snapshot.snapshot_id,
@@ -319,21 +319,24 @@ def version_of(table: str, snapshot: Snapshot) -> Version | None:
     )
 
 
+def _properties(snapshot: Snapshot) -> dict[str, Any]:
+    """Every property of a snapshot's summary (Iceberg's totals and medallion's own)."""
+    return snapshot.summary.additional_properties if snapshot.summary else {}
+
+
 def _rows(snapshot: Snapshot, summary: Mapping[str, str]) -> int:
-    own = snapshot.summary.additional_properties if snapshot.summary else {}
-    return snapshot_rows(own, summary.get("partition") or None)
+    return snapshot_rows(_properties(snapshot), summary.get("partition") or None)
 
 
 def _files_bytes(snapshot: Snapshot) -> int:
-    own = snapshot.summary.additional_properties if snapshot.summary else {}
     try:
-        return int(own.get("total-files-size", 0))
+        return int(_properties(snapshot).get("total-files-size", 0))
     except ValueError:  # another engine's summary: the size is not known
         return 0
 
 
 def _summary(snapshot: Snapshot) -> dict[str, str]:
-    props = snapshot.summary.additional_properties if snapshot.summary else {}
+    props = _properties(snapshot)
     return {
         k.removeprefix(SUMMARY_PREFIX): str(v)
         for k, v in props.items()
@@ -346,7 +349,7 @@ def versioned(loaded: Table, snapshot: Snapshot | None) -> Snapshot | None:
     cherry-picked copy was made from."""
     if snapshot is None:
         return None
-    props = snapshot.summary.additional_properties if snapshot.summary else {}
+    props = _properties(snapshot)
     source = props.get("source-snapshot-id")
     if f"{SUMMARY_PREFIX}code-version" not in props and source is not None:
         return loaded.snapshot_by_id(int(source)) or snapshot

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Mapping
-from concurrent.futures import wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -337,8 +336,7 @@ def _publish(
         with contextlib.suppress(Exception):  # not staged: nothing to drop
             run.lake.discard(run.session, q_staging.result())
         raise
-    finally:
-        wait([q_staging])
+    finally:  # the quarantine's staging has ended here: published, or waited for and dropped
         quarantine.unpersist()
     if said and run.control is not None:
         entity = f"dataset:{dataset.name}"
