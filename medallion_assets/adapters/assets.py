@@ -17,6 +17,7 @@ from typing import Any
 import dagster as dg  # no "from __future__ import annotations": Dagster reads the hints
 
 from medallion_assets.adapters.build_lock import build_lock, partitions_of
+from medallion_assets.adapters.check_inputs import wait_for_check_inputs
 from medallion_assets.adapters.checks import (
     check_current_version,
 )
@@ -24,7 +25,7 @@ from medallion_assets.adapters.masking import masked_step
 from medallion_assets.adapters.materialize import StepEvent, materialize_dataset
 from medallion_assets.adapters.openlineage_events import StepLineage
 from medallion_assets.adapters.retry import heal_and_retry
-from medallion_assets.adapters.run_summary import PUBLISHED, UNAVAILABLE
+from medallion_assets.adapters.run_summary import NOT_RUN, PUBLISHED, UNAVAILABLE
 from medallion_assets.adapters.threads import step_interrupted
 from medallion_assets.adapters.translator import (
     DatasetTranslator,
@@ -42,7 +43,12 @@ from medallion_assets.lake.catalog import LakeCatalogError
 from medallion_assets.runtime import stop
 from medallion_assets.runtime.step_guard import Audit, NotBuilt, StepFacts, StepGuard
 from medallion_assets.runtime.stop import Stop
-from medallion_assets.runtime.table_run import RunLog, SessionOnDemand, TableRun
+from medallion_assets.runtime.table_run import (
+    CheckInputsNotPublished,
+    RunLog,
+    SessionOnDemand,
+    TableRun,
+)
 from medallion_assets.runtime.table_runner import TableRunner
 
 
@@ -118,9 +124,10 @@ class TableStep:
     ) -> "TableStep":
         resources = names.resources_of(context)
         plane: ControlPlane = resources.control.plane()
-        return cls(
-            context, resources, plane, table_run(context, catalog, dataset, plane, resources)
-        )
+        run = table_run(context, catalog, dataset, plane, resources)
+        if dataset.check_dependencies:  # its step may start beside the tables its checks read
+            run = replace(run, check_inputs=_check_inputs(context, names))
+        return cls(context, resources, plane, run)
 
     def guard(self, lineage: StepLineage | None = None) -> StepGuard:
         """The step's guard (one per step: it reads the control flags once)."""
@@ -135,6 +142,8 @@ class TableStep:
         dataset = run.dataset
         if context.asset_key not in context.selected_asset_keys:
             if self.guard().left_out() is None:
+                if run.check_inputs is not None:
+                    run.check_inputs()  # the checks read the tables as the run leaves them
                 yield from check_current_version(context, with_spark(context, run, self.resources))
             return
         if not partitions_of(context, dataset):
@@ -188,6 +197,11 @@ def table_guard(
             if lineage:  # was cancelled by the executor
                 lineage.abort("the run is being terminated (kill switch or pre-emption)")
             raise interrupted(run.dataset, audit) from error
+        if isinstance(error, CheckInputsNotPublished):  # as Dagster leaves a step not run
+            audit.record("outcome", str(error))
+            if lineage:
+                lineage.abort(str(error))
+            raise dg.Failure(str(error), metadata={NOT_RUN: True}, allow_retries=False) from None
         if lineage:
             lineage.fail(error)
         heal_and_retry(context, run, audit, error, spark, spark_log)
@@ -306,6 +320,18 @@ def table_run(
         control=plane.store(),
         rebuild=full_refresh(catalog, context.run.tags, dataset.name),
     )
+
+
+def _check_inputs(context: dg.AssetExecutionContext, names: Names) -> Callable[[], list[str]]:
+    """Waits for the steps of the run the step started beside (``check_inputs.py``); the
+    tables among them that did not publish."""
+    run_id, step_key = context.run.run_id, str(context.op_execution_context.op_handle)
+
+    def wait() -> list[str]:
+        unpublished = wait_for_check_inputs(run_id, step_key, lambda: step_interrupted(run_id))
+        return [names.table(key) for key in unpublished]
+
+    return wait
 
 
 def with_spark(

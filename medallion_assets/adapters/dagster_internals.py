@@ -51,6 +51,22 @@ from dagster._core.utils import make_new_backfill_id
 from dagster._serdes import ConfigurableClassData
 from dagster._utils.error import serializable_error_info_from_exc_info  # a thread's crash
 
+
+# --- a step whose checks alone read a running step's table starts beside it (check_inputs.py):
+# ActiveExecution keeps each pending step's upstream step keys in ``_pending`` and starts it
+# once they have ended; there is no public way to start a step before an upstream step ends.
+def pending_dependencies(active: ActiveExecution, step_key: str) -> frozenset[str] | None:
+    """The steps ``step_key`` waits for before Dagster starts it; None once it is not pending."""
+    pending = active._pending.get(step_key)
+    return None if pending is None else frozenset(pending)
+
+
+def drop_dependencies(active: ActiveExecution, step_key: str, steps: frozenset[str]) -> None:
+    """Start ``step_key`` without waiting for ``steps`` (a retry of it waits for them again:
+    Dagster then takes its dependencies afresh from the plan)."""
+    active._pending[step_key] = active._pending[step_key] - steps
+
+
 __all__ = [
     "PARTITION_NAME_TAG",
     "SQLITE_BUSY_TIMEOUT_SECONDS",
@@ -71,7 +87,9 @@ __all__ = [
     "core_execute_in_process",
     "create_compute_log_file_key",
     "dagster_event_sequence_for_step",
+    "drop_dependencies",
     "make_new_backfill_id",
     "merge_run_tags",
+    "pending_dependencies",
     "serializable_error_info_from_exc_info",
 ]

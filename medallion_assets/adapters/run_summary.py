@@ -41,6 +41,10 @@ STATUSES = (
 # (its source down, no replica or alternate left): ``unavailable`` says why, ``published``
 # whether an earlier version stays current. Never "unchanged": nothing proved it unchanged.
 UNAVAILABLE, PUBLISHED = "unavailable", "published"
+# A step failure's metadata: the step published nothing because a table its checks read did
+# not publish in the run (it was started beside that table's step: ``check_inputs.py``); it
+# is reported as Dagster's own skip of a step whose upstream failed is: ``not run``.
+NOT_RUN = "medallion/not_run"
 
 
 def materialized_status(metadata: Mapping[str, Any]) -> str:
@@ -186,7 +190,7 @@ def results_of_run(
         elif kind == "STEP_SKIPPED" and event.step_key:
             row(table, "not run")
     for table in tables:
-        if row(table, "not run").status == "not run":
+        if row(table, "not run").status == "not run" and not by_table[table].message:
             by_table[table].message = "not run: an upstream table did not publish"
     return list(by_table.values())
 
@@ -243,6 +247,8 @@ def failure_outcome(data: Any) -> tuple[str, str]:
     user = data.user_failure_data
     if user is not None and "rejected_staging" in user.metadata:
         return "blocked", user.description or ""
+    if user is not None and NOT_RUN in user.metadata:
+        return "not run", user.description or ""
     return "failed", (user.description if user is not None else None) or _root_message(data.error)
 
 

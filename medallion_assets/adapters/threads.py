@@ -9,12 +9,12 @@ SQL settings of one table never meet another's, see ``runtime.spark_session.step
 and Spark's FAIR scheduler shares the executors between their jobs. Measured on the demo's
 silver and gold (bench G): 2 workers take 0.70x the sequential time on 2 cores.
 
-What stays Dagster's: ``ActiveExecution`` decides which steps are ready, in what order
-(``sort_key``: the planner's priority, critical tables and their upstream first), claims the
-instance's pool slots (per-system limits across runs), handles retries, skips and the step
-events. The main thread owns all of that; a worker thread only runs one step's event
-sequence and hands its events back through a queue, so the run's state machine is never
-touched from two threads.
+What stays Dagster's: ``ActiveExecution`` decides which steps are ready (a step whose checks
+alone read a running step's table starts beside it: ``check_inputs``), in what order
+(``sort_key``: the planner's priority, critical tables and their upstream first), claims pool
+slots (per-system limits across runs), handles retries, skips and the step events. The main
+thread owns all of that; a worker thread only runs one step's event sequence and hands its
+events back through a queue, so the run's state machine is never touched from two threads.
 
 A run being terminated (kill switch, Terminate in the UI) is heard by the main thread: no new
 step starts, running Spark jobs are cancelled, and each step that ends after that hears
@@ -37,6 +37,7 @@ from typing import Protocol
 import dagster as dg
 from dagster import DagsterEvent, Executor
 
+from medallion_assets.adapters.check_inputs import CheckInputs, registered
 from medallion_assets.adapters.dagster_internals import (
     ActiveExecution,
     EngineEventData,
@@ -84,10 +85,7 @@ def step_interrupted(run_id: str) -> bool:
 
 def _mark_interrupted(run_id: str, interrupted: bool) -> None:
     with _interrupted_lock:
-        if interrupted:
-            _interrupted_runs.add(run_id)
-        else:
-            _interrupted_runs.discard(run_id)
+        (_interrupted_runs.add if interrupted else _interrupted_runs.discard)(run_id)
 
 
 @dataclass(frozen=True)
@@ -105,6 +103,7 @@ class _Running:
     threads: dict[str, threading.Thread] = field(default_factory=dict)
     heard: dict[str, list[DagsterEvent]] = field(default_factory=dict)
     held: list[ExecutionStep] = field(default_factory=list)  # vended, waiting for room
+    inputs: CheckInputs | None = None  # steps that may start beside what their checks read
 
     def start(
         self, step_key: str, sequence: Iterator[DagsterEvent], slot: threading.Semaphore | None
@@ -231,6 +230,9 @@ class ThreadedExecutor(Executor):
                     EngineEventData(),
                 )
             stack.callback(_mark_interrupted, job_context.run_id, False)
+            if self.max_workers > 1:  # one worker: a step started early would hold it idle
+                inputs = CheckInputs.of(job_context.job.get_definition(), execution_plan)
+                running.inputs = stack.enter_context(registered(job_context.run_id, inputs))
             stack.enter_context(stop.deferred())  # a signal is acted on between events
             yield from self._loop(job_context, active, running)
 
@@ -246,6 +248,8 @@ class ThreadedExecutor(Executor):
                     return
                 step = running.held.pop(0)
             else:
+                if running.inputs is not None:
+                    running.inputs.release(active, tuple(running.threads))
                 steps = active.get_steps_to_execute(limit=1)
                 yield from active.concurrency_event_iterator(job_context)
                 if not steps:
@@ -320,9 +324,12 @@ class ThreadedExecutor(Executor):
                 raise item.error
             # The run's state machine hears a step's events once its thread is done: a step up
             # for retry is not started again while its previous attempt is still winding down.
-            for event in running.heard.pop(step_key):
+            heard = running.heard.pop(step_key)
+            for event in heard:
                 active.handle_event(event)
             active.verify_complete(job_context, step_key)
+            if running.inputs is not None:
+                running.inputs.ended(step_key, heard)
             yield from active.plan_events_iterator(job_context)
 
 

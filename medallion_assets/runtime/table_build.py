@@ -51,7 +51,7 @@ from medallion_assets.runtime.reuse import (
 from medallion_assets.runtime.scd2 import history
 from medallion_assets.runtime.spark_jobs import beside
 from medallion_assets.runtime.sql_errors import run_traced
-from medallion_assets.runtime.table_run import TableRun
+from medallion_assets.runtime.table_run import CheckInputsNotPublished, TableRun
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -262,6 +262,10 @@ def publish_checked(
     # The checks read the staged snapshot directly: each reads only the columns it needs.
     validation = Validation()
     try:
+        if checks is not None and run.check_inputs is not None:
+            missing = run.check_inputs()  # the tables the checks read, as the run leaves them
+            if missing:
+                raise CheckInputsNotPublished(run.label, missing)
         if checks is not None:
             change = change or _appended(run, staged, current)
             validation = (

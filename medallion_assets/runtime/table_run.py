@@ -72,6 +72,19 @@ class NoSparkSession(RuntimeError):
     """A run built without a Spark session (the relaunch sensor's healing) reached Spark."""
 
 
+class CheckInputsNotPublished(RuntimeError):
+    """A table whose checks read tables its run also builds, one of which did not publish in
+    the run: its output is not published (its checks would judge it against the version the
+    run meant to replace), and it stays as it was."""
+
+    def __init__(self, table: str, missing: Sequence[str]):
+        self.table, self.missing = table, tuple(missing)
+        super().__init__(
+            f"not run: {', '.join(self.missing)}, which the checks of {table} read, did not "
+            f"publish in this run; {table} keeps its current version"
+        )
+
+
 class SessionOnDemand:
     """A Spark session opened by ``open`` the first time it is asked for, then kept."""
 
@@ -109,6 +122,9 @@ class TableRun:
     warehouse: WarehouseAccess | None = None  # gold tables with a target
     control: ControlStore | None = None  # healing (reroute) and audit
     rebuild: bool = False  # build even when code and inputs are unchanged (a damaged version)
+    # Waits until the tables the checks read are as the run leaves them (a step started beside
+    # their builds: ``adapters/check_inputs.py``); the ones the run did not publish.
+    check_inputs: Callable[[], Sequence[str]] | None = None
 
     @property
     def session(self) -> SparkSession:

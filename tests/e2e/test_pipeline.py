@@ -472,6 +472,20 @@ def test_after_a_landing_the_merge_tables_merge_the_touched_orders_and_gold_stay
     assert refreshed.rows == refreshed.current_rows
     section = incremental(run)
     assert "  silver.orders_usd: merged 6 recomputed rows" in section
+    # order_items reads bronze.orders; only its referential-integrity rule reads orders_usd:
+    # its step started beside orders_usd's, and the rule read orders_usd as this run left it
+    # (its three new orders are in it).
+    events = {
+        (e.dagster_event.event_type_value, e.step_key): e.timestamp
+        for run_id in run.run_ids
+        for e in pipeline["instance"].all_logs(run_id)
+        if e.dagster_event is not None
+    }
+    items_started = events["STEP_START", "silver__order_items"]
+    assert items_started < events["STEP_SUCCESS", "silver__orders_usd"]
+    checked = {c.name: c for c in refreshed.checks}
+    integrity = checked["referential_integrity_order_id"]
+    assert integrity.passed and integrity.failing_rows == 0, integrity
     assert "  silver.order_items: in full: a full refresh was asked for" in section
     expected, _malformed = reference.compute(pipeline["catalog"], client)
     for table in GOLD_TABLES:

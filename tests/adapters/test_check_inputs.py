@@ -1,0 +1,172 @@
+"""A step whose checks alone read another step's table starts beside that step on the threaded
+executor, and its checks wait for it (``adapters/check_inputs.py``): plain Dagster assets, no
+Spark. Each ``checker`` records when it started, and when its wait for its checks' tables
+returned and what it returned (the tables that did not publish)."""
+
+from __future__ import annotations
+
+import time
+
+import dagster as dg
+import pytest
+
+from medallion_assets.adapters.check_inputs import wait_for_check_inputs
+from medallion_assets.adapters.headless import run_project
+from medallion_assets.adapters.threads import ThreadedExecutor
+from medallion_assets.adapters.translator import CHECK_DEP
+from medallion_assets.lake import Lake
+from tests.adapters.minimal import minimal_project, orders
+from tests.adapters.test_faults import instance_home
+from tests.adapters.test_threads import Spans, run, sleeper
+from tests.e2e.test_pipeline import step_spans
+
+CHECKED = {CHECK_DEP: "check"}
+
+
+def slow(name: str, spans: Spans, seconds: float = 1.2, fail: bool = False, retry: bool = False):
+    @dg.asset(name=name, deps=["root"])
+    def _asset(context) -> None:  # no annotation: Dagster reads it, and these are strings
+        started = time.monotonic()
+        time.sleep(seconds)
+        spans[f"{name}#{context.retry_number}"] = (started, time.monotonic())
+        if retry and context.retry_number == 0:
+            raise dg.RetryRequested(max_retries=1)
+        if fail:
+            raise RuntimeError("boom")
+        spans[name] = (started, time.monotonic())
+
+    return _asset
+
+
+def checker(spans: Spans, said: dict, deps: list, name: str = "checked"):
+    @dg.asset(name=name, deps=deps)
+    def _asset(context) -> None:
+        started = time.monotonic()
+        step_key = str(context.op_execution_context.op_handle)
+        said["unpublished"] = wait_for_check_inputs(context.run.run_id, step_key, lambda: False)
+        spans[name] = (started, time.monotonic())
+
+    return _asset
+
+
+def test_a_step_starts_beside_the_table_its_checks_read_and_its_checks_wait_for_it():
+    spans: Spans = {}
+    said: dict = {}
+    assets = [
+        sleeper("root", spans),
+        slow("usd", spans),
+        checker(spans, said, ["root", dg.AssetDep("usd", metadata=CHECKED)]),
+    ]
+    assert run(assets, ThreadedExecutor(2)).success
+    assert spans["checked"][0] < spans["usd"][1]  # started while usd was being built
+    assert spans["checked"][1] >= spans["usd"][1]  # its checks waited for usd's end
+    assert spans["root"][1] <= spans["checked"][0]  # what its SQL reads came first
+    assert said["unpublished"] == ()
+
+
+def test_its_checks_hear_when_that_table_did_not_publish():
+    spans: Spans = {}
+    said: dict = {}
+    assets = [
+        sleeper("root", spans),
+        slow("usd", spans, fail=True),
+        checker(spans, said, ["root", dg.AssetDep("usd", metadata=CHECKED)]),
+    ]
+    result = run(assets, ThreadedExecutor(2))
+    assert not result.success
+    assert said["unpublished"] == ("usd",)
+
+
+def test_a_retried_table_is_waited_for_until_its_last_attempt():
+    spans: Spans = {}
+    said: dict = {}
+    assets = [
+        sleeper("root", spans),
+        slow("usd", spans, seconds=0.6, retry=True),
+        checker(spans, said, ["root", dg.AssetDep("usd", metadata=CHECKED)]),
+    ]
+    assert run(assets, ThreadedExecutor(2)).success
+    assert spans["checked"][0] < spans["usd#0"][1]
+    assert spans["checked"][1] >= spans["usd#1"][1]
+    assert said["unpublished"] == ()
+
+
+def test_a_table_its_sql_reads_is_still_waited_for_before_it_starts():
+    spans: Spans = {}
+    said: dict = {}
+    assets = [
+        sleeper("root", spans),
+        slow("usd", spans),
+        checker(spans, said, ["root", "usd"]),
+    ]
+    assert run(assets, ThreadedExecutor(2)).success
+    assert spans["checked"][0] >= spans["usd"][1]
+
+
+def test_with_one_worker_nothing_starts_early():
+    spans: Spans = {}
+    said: dict = {}
+    assets = [
+        sleeper("root", spans),
+        slow("usd", spans, seconds=0.4),
+        checker(spans, said, ["root", dg.AssetDep("usd", metadata=CHECKED)]),
+    ]
+    assert run(assets, ThreadedExecutor(1)).success
+    assert spans["checked"][0] >= spans["usd"][1]
+
+
+# --- on Spark, through `medallion run`'s path: a table whose referential-integrity rule reads
+# silver.orders_clean, which the same run builds from the same bronze table.
+FLAGGED = "SELECT order_id, amount > 100 AS large FROM bronze.orders\n"
+FLAGGED_RULES = """
+  silver.orders_flagged:
+    rules:
+      - kind: referential_integrity
+        columns: [order_id]
+        to_table: silver.orders_clean
+        to_columns: [order_id]
+"""
+
+
+@pytest.mark.slow
+def test_on_spark_the_checks_read_the_table_as_the_run_left_it_or_publish_nothing(
+    spark, tmp_path, monkeypatch
+):
+    root, store = minimal_project(
+        tmp_path, monkeypatch, {"order_id": 1, "amount": 5, "country": "de"}
+    )
+    (root / "sql" / "silver" / "orders_flagged.sql").write_text(FLAGGED)
+    datasets = root / "metadata" / "datasets.yaml"
+    datasets.write_text(datasets.read_text() + FLAGGED_RULES)
+    monkeypatch.setenv("MEDALLION_MAX_WORKERS", "2")
+    lake = Lake.local(root / ".medallion" / "lake")
+    with dg.DagsterInstance.from_config(str(instance_home(tmp_path))) as instance:
+        # New orders: the rule passes only when it reads orders_clean as this run publishes it.
+        store.put(
+            "minimal-raw", "orders/b.jsonl", orders({"order_id": 2, "amount": 700, "country": "fr"})
+        )
+        first = run_project(root, log=lambda _line: None, instance=instance)
+        assert first.success, [(r.label, r.message) for r in first.results]
+        (run_id,) = first.run_ids
+        spans = step_spans(instance, run_id)
+        assert spans["silver__orders_flagged"][0] < spans["silver__orders_clean"][1]
+        flagged = lake.current("silver.orders_flagged")
+        assert flagged is not None and flagged.rows == 2
+
+        # A country orders_clean's blocking rule refuses: it publishes nothing, and the table
+        # started beside it publishes nothing either, and says why.
+        store.put(
+            "minimal-raw", "orders/c.jsonl", orders({"order_id": 3, "amount": 9, "country": "xx"})
+        )
+        second = run_project(root, log=lambda _line: None, instance=instance)
+    assert not second.success
+    status = {r.label: r for r in second.results}
+    assert status["silver.orders_clean"].status == "blocked"
+    left = status["silver.orders_flagged"]
+    assert left.status == "not run", left
+    assert left.message == (
+        "not run: silver.orders_clean, which the checks of silver.orders_flagged read, did not "
+        "publish in this run; silver.orders_flagged keeps its current version"
+    )
+    assert lake.current("silver.orders_flagged") == flagged
+    assert status["gold.revenue"].status == "not run"
