@@ -239,7 +239,7 @@ def test_incremental_tables_equal_a_full_build_after_every_round_of_landings(spa
     landings.new_object()
     for table in BUILT:
         assert build(catalog, lake, spark, table).metadata["built"].startswith("in full")
-    # 20 landings with the first, each kind of change, in rounds of one to three between
+    # 20 landings with the first, each kind of change, in rounds of two to four between
     # builds (as objects land between a production's runs: an increment then spans several
     # snapshots), and a round with nothing new. More belong in a benchmark: the suite's budget.
     steps = ["new"] * 7 + ["late"] * 5 + ["replace"] * 3 + ["rollback", "countries"]
@@ -247,10 +247,11 @@ def test_incremental_tables_equal_a_full_build_after_every_round_of_landings(spa
     steps = ["new", *steps, "new"]
     rounds: list[list[str]] = [[]]
     while steps:
-        size = landings.random.randint(1, 3)
+        size = landings.random.randint(2, 4)
         rounds.append(steps[:size])
         steps = steps[size:]
     seen: dict[str, set[str]] = {table: set() for table in BUILT}
+    print(f"seed {seed}: rounds of landings {rounds}")  # shown when it fails
     for number, landed in enumerate(rounds, start=1):
         said = "; ".join(land(landings, lake, spark, step) for step in landed) or "nothing new"
         for table in BUILT:
