@@ -265,7 +265,7 @@ def publish_checked(
         if checks is not None and run.check_inputs is not None:
             missing = run.check_inputs()  # the tables the checks read, as the run leaves them
             if missing:
-                raise CheckInputsNotPublished(run.label, missing)
+                raise CheckInputsNotPublished(run.label, missing, current is not None)
         if checks is not None:
             change = change or _appended(run, staged, current)
             validation = (

@@ -77,11 +77,12 @@ class CheckInputsNotPublished(RuntimeError):
     the run: its output is not published (its checks would judge it against the version the
     run meant to replace), and it stays as it was."""
 
-    def __init__(self, table: str, missing: Sequence[str]):
+    def __init__(self, table: str, missing: Sequence[str], published: bool = True):
         self.table, self.missing = table, tuple(missing)
+        kept = "keeps its current version" if published else "has no version yet"
         super().__init__(
             f"not run: {', '.join(self.missing)}, which the checks of {table} read, did not "
-            f"publish in this run; {table} keeps its current version"
+            f"publish in this run; {table} {kept}"
         )
 
 
