@@ -8,9 +8,17 @@ import ast
 import inspect
 from pathlib import Path
 
+import dagster as dg
 import pytest
+from dagster._core.execution.api import create_execution_plan  # a plan to hand ActiveExecution
 
 from medallion_assets.adapters import dagster_internals
+from medallion_assets.adapters.dagster_internals import (
+    ActiveExecution,
+    RetryMode,
+    drop_dependencies,
+    pending_dependencies,
+)
 
 PACKAGE = Path(dagster_internals.__file__).resolve().parents[1]
 
@@ -108,3 +116,23 @@ def test_no_other_module_imports_dagsters_private_modules():
                     if a.name.startswith("dagster._")
                 ]
     assert found == []
+
+
+def test_a_pending_steps_dependencies_are_where_check_inputs_reads_and_drops_them():
+    """``ActiveExecution`` keeps each pending step's upstream steps in ``_pending``: the
+    executor reads them, and drops those a step need not wait for (``check_inputs.py``)."""
+
+    @dg.asset
+    def up() -> None: ...
+
+    @dg.asset(deps=[up])
+    def down() -> None: ...
+
+    job = dg.Definitions(assets=[up, down]).resolve_implicit_global_asset_job_def()
+    with ActiveExecution(create_execution_plan(job), retry_mode=RetryMode.DISABLED) as active:
+        assert pending_dependencies(active, "down") == {"up"}
+        drop_dependencies(active, "down", frozenset({"up"}))
+        assert {step.key for step in active.get_steps_to_execute()} == {"up", "down"}
+        assert pending_dependencies(active, "down") is None  # started: no longer pending
+        for key in ("up", "down"):
+            active.mark_success(key)
