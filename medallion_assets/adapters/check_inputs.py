@@ -68,10 +68,10 @@ class CheckInputs:
                 (checks_only if marked else regular).setdefault(step_key, set()).add(dep.asset_key)
         waits_on = {}
         for step_key, keys in checks_only.items():
-            steps = {step_of[k] for k in keys if k in step_of}
+            steps = {step_of[k] for k in keys if k in step_of} - {step_key}
             steps -= {step_of[k] for k in regular.get(step_key, ()) if k in step_of}
-            if steps - {step_key}:
-                waits_on[step_key] = frozenset(steps - {step_key})
+            if steps:
+                waits_on[step_key] = frozenset(steps)
         return cls(waits_on)
 
     def release(self, active: ActiveExecution, running: Collection[str]) -> None:
@@ -80,9 +80,11 @@ class CheckInputs:
         with self.changed:
             busy = set(running) - self.waiting
             for step_key, checked in self.waits_on.items():
-                pending = pending_dependencies(active, step_key)
-                if step_key in self.released or pending is None:
+                if step_key in self.released:
                     continue
+                pending = pending_dependencies(active, step_key)
+                if pending is None:
+                    continue  # started, skipped or abandoned already
                 early = (checked & pending) - self.published.keys()
                 others = pending - checked
                 if not early or not early <= busy or any(not self.published.get(s) for s in others):

@@ -20,7 +20,7 @@ from tests.adapters.test_faults import instance_home
 from tests.adapters.test_threads import Spans, run, sleeper
 from tests.e2e.test_pipeline import step_spans
 
-CHECKED = {CHECK_DEP: "check"}
+CHECK_ON_USD = dg.AssetDep("usd", metadata={CHECK_DEP: "check"})
 
 
 def slow(name: str, spans: Spans, seconds: float = 1.2, fail: bool = False, retry: bool = False):
@@ -49,14 +49,16 @@ def checker(spans: Spans, said: dict, deps: list, name: str = "checked"):
     return _asset
 
 
+def usd_and_checked(spans: Spans, said: dict, usd: dg.AssetsDefinition, on_usd=CHECK_ON_USD):
+    """root, then ``usd`` and ``checked`` beside each other, ``checked`` depending on usd as
+    ``on_usd`` says (default: for its checks alone)."""
+    return [sleeper("root", spans), usd, checker(spans, said, ["root", on_usd])]
+
+
 def test_a_step_starts_beside_the_table_its_checks_read_and_its_checks_wait_for_it():
     spans: Spans = {}
     said: dict = {}
-    assets = [
-        sleeper("root", spans),
-        slow("usd", spans),
-        checker(spans, said, ["root", dg.AssetDep("usd", metadata=CHECKED)]),
-    ]
+    assets = usd_and_checked(spans, said, slow("usd", spans))
     assert run(assets, ThreadedExecutor(2)).success
     assert spans["checked"][0] < spans["usd"][1]  # started while usd was being built
     assert spans["checked"][1] >= spans["usd"][1]  # its checks waited for usd's end
@@ -67,11 +69,7 @@ def test_a_step_starts_beside_the_table_its_checks_read_and_its_checks_wait_for_
 def test_its_checks_hear_when_that_table_did_not_publish():
     spans: Spans = {}
     said: dict = {}
-    assets = [
-        sleeper("root", spans),
-        slow("usd", spans, fail=True),
-        checker(spans, said, ["root", dg.AssetDep("usd", metadata=CHECKED)]),
-    ]
+    assets = usd_and_checked(spans, said, slow("usd", spans, fail=True))
     result = run(assets, ThreadedExecutor(2))
     assert not result.success
     assert said["unpublished"] == ("usd",)
@@ -80,11 +78,7 @@ def test_its_checks_hear_when_that_table_did_not_publish():
 def test_a_retried_table_is_waited_for_until_its_last_attempt():
     spans: Spans = {}
     said: dict = {}
-    assets = [
-        sleeper("root", spans),
-        slow("usd", spans, seconds=0.6, retry=True),
-        checker(spans, said, ["root", dg.AssetDep("usd", metadata=CHECKED)]),
-    ]
+    assets = usd_and_checked(spans, said, slow("usd", spans, seconds=0.6, retry=True))
     assert run(assets, ThreadedExecutor(2)).success
     assert spans["checked"][0] < spans["usd#0"][1]
     assert spans["checked"][1] >= spans["usd#1"][1]
@@ -94,11 +88,7 @@ def test_a_retried_table_is_waited_for_until_its_last_attempt():
 def test_a_table_its_sql_reads_is_still_waited_for_before_it_starts():
     spans: Spans = {}
     said: dict = {}
-    assets = [
-        sleeper("root", spans),
-        slow("usd", spans),
-        checker(spans, said, ["root", "usd"]),
-    ]
+    assets = usd_and_checked(spans, said, slow("usd", spans), on_usd="usd")
     assert run(assets, ThreadedExecutor(2)).success
     assert spans["checked"][0] >= spans["usd"][1]
 
@@ -106,11 +96,7 @@ def test_a_table_its_sql_reads_is_still_waited_for_before_it_starts():
 def test_with_one_worker_nothing_starts_early():
     spans: Spans = {}
     said: dict = {}
-    assets = [
-        sleeper("root", spans),
-        slow("usd", spans, seconds=0.4),
-        checker(spans, said, ["root", dg.AssetDep("usd", metadata=CHECKED)]),
-    ]
+    assets = usd_and_checked(spans, said, slow("usd", spans, seconds=0.4))
     assert run(assets, ThreadedExecutor(1)).success
     assert spans["checked"][0] >= spans["usd"][1]
 

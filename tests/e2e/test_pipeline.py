@@ -475,14 +475,8 @@ def test_after_a_landing_the_merge_tables_merge_the_touched_orders_and_gold_stay
     # order_items reads bronze.orders; only its referential-integrity rule reads orders_usd:
     # its step started beside orders_usd's, and the rule read orders_usd as this run left it
     # (its three new orders are in it).
-    events = {
-        (e.dagster_event.event_type_value, e.step_key): e.timestamp
-        for run_id in run.run_ids
-        for e in pipeline["instance"].all_logs(run_id)
-        if e.dagster_event is not None
-    }
-    items_started = events["STEP_START", "silver__order_items"]
-    assert items_started < events["STEP_SUCCESS", "silver__orders_usd"]
+    spans = {k: v for i in run.run_ids for k, v in step_spans(pipeline["instance"], i).items()}
+    assert spans["silver__order_items"][0] < spans["silver__orders_usd"][1]
     checked = {c.name: c for c in refreshed.checks}
     integrity = checked["referential_integrity_order_id"]
     assert integrity.passed and integrity.failing_rows == 0, integrity
