@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, TypeVar
 from pyspark import SparkContext
 from pyspark.util import inheritable_thread_target
 
+from medallion_assets.jvm import class_lookups
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -60,6 +62,7 @@ def beside(session: SparkSession, work: Callable[[], T]) -> Future[T]:
 
     def run() -> None:
         try:
+            class_lookups.use_on_this_thread()
             done.set_result(target())
         except BaseException as error:  # the caller meets it in ``result()``
             done.set_exception(error)

@@ -30,6 +30,7 @@ from medallion_assets.credentials import MaskedFileHandler, mask_credentials
 from medallion_assets.io import spark_lineage
 from medallion_assets.io.openlineage import job_namespace
 from medallion_assets.io.spark_lineage import Parent
+from medallion_assets.jvm import class_lookups
 from medallion_assets.jvm.driver import driver_java_options, jar_conf
 from medallion_assets.lake.catalog import LakeCatalog
 from medallion_assets.lake.session import attach
@@ -108,6 +109,8 @@ def spark_session(
             builder = builder.config(extra_key, str(extra_value))
     log = settings.spark_log_file if not settings.spark_remote else None
     with _console_to(None if log is None else str(log)):
+        if not settings.spark_remote:
+            class_lookups.launch_driver(builder._options)
         session = builder.getOrCreate()
     session.conf.set("spark.sql.session.timeZone", "UTC")
     if not settings.spark_remote:
@@ -248,6 +251,7 @@ def step_session(
         session: SparkSession = SparkSession.builder.remote(settings.spark_remote).create()
     else:
         session = base.newSession()
+        class_lookups.use_on_this_thread()
         context = session.sparkContext
         context.setLocalProperty("spark.scheduler.pool", pool)
         # A cancelled job (a terminated run) interrupts its running tasks, not only the rest.
