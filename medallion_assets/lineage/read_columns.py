@@ -14,9 +14,20 @@ True
 >>> columns_read(parse_statement("SELECT count(*) AS n FROM silver.products", "spark", "g.z"),
 ...              "silver.products")
 frozenset()
+
+``columns_spelled`` is the safe side of it, for a view that stands in for a table: the
+table's columns whose names the SQL spells anywhere.
+
+>>> sql = "SELECT order_id, sum(x.qty) AS n FROM bronze.orders LATERAL VIEW explode(items) t AS x"
+>>> columns_spelled(parse_statement(sql + " GROUP BY 1", "spark", "s.i"), sql, "bronze.orders",
+...                 ["order_id", "items", "status", "order date"])
+['order_id', 'items', 'order date']
 """
 
 from __future__ import annotations
+
+import re
+from collections.abc import Sequence
 
 from sqlglot import exp
 from sqlglot.optimizer.scope import traverse_scope
@@ -56,3 +67,21 @@ def columns_read(statement: Statement, table: str) -> frozenset[str] | None:
             if column.table in mine or not column.table:
                 found.add(column.name.lower())
     return frozenset(found)
+
+
+_WORD = re.compile(r"[^\W\d]\w*")
+
+
+def columns_spelled(
+    statement: Statement, sql: str, table: str, columns: Sequence[str]
+) -> list[str]:
+    """Those of ``table``'s ``columns`` that the SQL file ``sql`` (``statement`` parsed from
+    it) may read by name: each whose name it spells anywhere as a word, and any whose name is
+    not a plain word; all of them when it reads them all (a ``*`` over the table, a NATURAL
+    join, a statement that cannot be scoped). A column Spark resolves is spelled in the SQL,
+    so a view of these columns answers it as the whole table does, and reads less (a nested
+    column it never names, say)."""
+    if columns_read(statement, table) is None or re.search(r"\bnatural\b", sql, re.IGNORECASE):
+        return list(columns)
+    words = {word.lower() for word in _WORD.findall(sql)}
+    return [c for c in columns if c.lower() in words or not _WORD.fullmatch(c)]

@@ -27,6 +27,7 @@ from medallion_assets.errors import PermanentError
 from medallion_assets.lake import Produced, StagedWrite, Version
 from medallion_assets.lake.changes import Changes, appended_rows, changed_keys
 from medallion_assets.lineage.incremental import Incremental
+from medallion_assets.lineage.read_columns import columns_spelled
 from medallion_assets.lineage.spark_sql import spark_script, view_name
 from medallion_assets.runtime.samples import key_sample
 from medallion_assets.runtime.scd2 import history, sql_columns
@@ -154,7 +155,7 @@ def stage_increment(
     driving_rows: DataFrame | None = None
     try:
         touched.count()
-        driving = run.session.table(base.views[plan.driving])
+        driving = _spelled(run.session.table(base.views[plan.driving]), run, plan, parsed[1])
         condition = [driving[f"`{s}`"].eqNullSafe(touched[f"`{s}`"]) for _, s in plan.keys]
         # Read by the SQL and by the keyed inputs' filters: computed once, and filled now so
         # that a static plan (runtime/planning.py) sees their size, not the driving input's,
@@ -168,6 +169,16 @@ def stage_increment(
         touched.unpersist()
         if driving_rows is not None:
             driving_rows.unpersist()
+
+
+def _spelled(driving: DataFrame, run: TableRun, plan: Incremental, query: Statement) -> DataFrame:
+    """The driving input's columns the SQL may read, and its keys: its rows are read once,
+    whole, for the recompute, and a column the SQL never names (the demo's nested order
+    lines, under silver.orders_usd) would keep Iceberg from its vectorized reader."""
+    keys = {source.lower() for _, source in plan.keys}
+    spelled = columns_spelled(query, run.dataset.sql, plan.driving, driving.columns)
+    chosen = {c.lower() for c in spelled} | keys
+    return driving.select(*[f"`{c}`" for c in driving.columns if c.lower() in chosen])
 
 
 def _stage_built(
