@@ -100,3 +100,22 @@ def test_a_loader_that_cannot_be_made_leaves_the_thread_as_it_was(spark, monkeyp
     thread.start()
     thread.join(60)
     assert seen["loader"] and class_lookups.LOADER_CLASS not in seen["loader"]
+
+
+def test_a_thread_given_another_loader_keeps_it(spark):
+    """The cache wraps the driver's own loader only: a thread whose context class loader is
+    another one (a session's jars, say) is left with it."""
+    jvm, seen = spark._jvm, {}
+
+    def other_thread() -> None:
+        thread = jvm.java.lang.Thread.currentThread()
+        urls = spark.sparkContext._gateway.new_array(jvm.java.net.URL, 0)
+        own = jvm.java.net.URLClassLoader(urls, thread.getContextClassLoader())
+        thread.setContextClassLoader(own)
+        class_lookups.use_on_this_thread()
+        seen["kept"] = thread.getContextClassLoader().equals(own)
+
+    thread = threading.Thread(target=other_thread)
+    thread.start()
+    thread.join(60)
+    assert seen == {"kept": True}
