@@ -172,7 +172,11 @@ def summarize(results: dict[int, dict[str, Run]], built: dict[int, dict[str, str
         rows.append(
             [
                 table,
-                *(results[size]["one object"].seconds.get(table, 0.0) for size in (small, large)),
+                # seconds to a tenth, as the progress lines say them (not a ratio's digits)
+                *(
+                    f"{results[size]['one object'].seconds.get(table, 0.0):6.1f}"
+                    for size in (small, large)
+                ),
                 built[large].get(table, "-")[:70],
             ]
         )

@@ -45,6 +45,7 @@ def jars(settings: MedallionSettings, check: bool) -> None:
         return
     archive = class_archive.archive_file(found.path)
     if archive.is_file():
+        class_archive.name_owner(archive)  # one recorded before its owner was written
         click.echo(f"class-data archive of the Spark driver in {archive}: already recorded")
         return
     click.echo("recording the Spark driver's class-data archive (a run of the starter project) ...")

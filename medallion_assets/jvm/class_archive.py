@@ -24,9 +24,10 @@ from pathlib import Path
 
 ARCHIVE = "driver-classes"  # + "-<runtime key>.jsa"
 # Archives kept per jar folder (one per Python environment and JDK that records one): those a
-# driver mapped last, so a virtualenv in use keeps its archive when others record theirs (five
-# fresh clones' `medallion jars` pruned the working copy's, and each of its runs then started
-# its driver ~2 s slower, loading 15,000 classes from the jars again).
+# driver mapped last, after those of environments since deleted are removed, so a virtualenv in
+# use keeps its archive when others record theirs (five fresh clones' `medallion jars` pruned
+# the working copy's, and each of its runs then started its driver ~2 s slower, loading 15,000
+# classes from the jars again; three did on 2026-12-06, the clones' folders still there).
 KEPT = 3
 _QUIET = ("-Xshare:auto", "-Xlog:cds=off", "-Xlog:cds+dynamic=off")
 RECORD = "record:"  # MEDALLION_SPARK_CLASS_ARCHIVE=record:PATH: write the archive at exit
@@ -45,19 +46,58 @@ def archive_file(jars: Path) -> Path:
 
 def runtime_key() -> str:
     """12 hex of where pyspark's jars and the ``java`` that Spark launches are."""
+    where = "|".join([*(str(path) for path in _runtime()), CLASSPATH])
+    return hashlib.sha256(where.encode()).hexdigest()[:12]
+
+
+def _runtime() -> tuple[Path, Path]:
+    """(pyspark's jars folder, the ``java`` Spark launches), resolved."""
     spec = importlib.util.find_spec("pyspark")
     pyspark = Path(spec.origin).parent if spec is not None and spec.origin else Path("?")
     home = os.environ.get("JAVA_HOME")
     java = Path(home) / "bin" / "java" if home else Path(shutil.which("java") or "java")
-    where = f"{pyspark.resolve() / 'jars'}|{java.resolve()}|{CLASSPATH}"
-    return hashlib.sha256(where.encode()).hexdigest()[:12]
+    return pyspark.resolve() / "jars", java.resolve()
+
+
+def _owner(archive: Path) -> Path:
+    """The file beside ``archive`` naming the pyspark jars and ``java`` it was recorded with."""
+    return archive.with_suffix(".where")
+
+
+def name_owner(archive: Path) -> None:
+    """Write beside ``archive`` the pyspark jars and ``java`` of this environment, whose
+    archive it is (``_prune`` removes it once they are gone)."""
+    with contextlib.suppress(OSError):  # a read-only cache: the archive is kept by its use
+        _owner(archive).write_text("".join(f"{path}\n" for path in _runtime()))
+
+
+def _gone(archive: Path) -> bool:
+    """Whether the environment that recorded ``archive`` is gone (its virtualenv deleted, or
+    its JDK): no driver maps it again. Unknown (recorded before 2026-12-06): not gone."""
+    try:
+        paths = _owner(archive).read_text().splitlines()
+    except OSError:
+        return False
+    return any(not Path(path).exists() for path in paths)
+
+
+def _remove(archive: Path) -> None:
+    archive.unlink(missing_ok=True)
+    _owner(archive).unlink(missing_ok=True)
 
 
 def _prune(jars: Path, keep: Path) -> None:
-    """Keep the archives of the folder used last (``keep`` among them), removing the others."""
+    """Remove the archives of environments that are gone, then keep those used last (``keep``
+    among them): a temporary clone's archive goes before a virtualenv still in use."""
     archives = sorted(jars.glob(f"{ARCHIVE}-*.jsa"), key=lambda p: p.stat().st_mtime, reverse=True)
-    for old in [a for a in archives if a != keep][KEPT - 1 :]:
-        old.unlink(missing_ok=True)
+    live = []
+    for archive in archives:
+        if archive != keep and _gone(archive):
+            _remove(archive)
+        else:
+            live.append(archive)
+    for old in [a for a in live if a != keep][KEPT - 1 :]:
+        _remove(old)
     (jars / f"{ARCHIVE}.jsa").unlink(missing_ok=True)  # one name for all, before 2026-11-27
 
 
@@ -121,5 +161,6 @@ def record(jars: Path, timeout: float = 600.0) -> float:
         partial = target.with_suffix(".partial")
         shutil.copyfile(recorded, partial)
         partial.replace(target)
+        name_owner(target)
         _prune(jars, target)
     return time.perf_counter() - started

@@ -9,6 +9,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pyspark
 import pytest
 
 from medallion_assets.jvm.class_archive import KEPT, _prune, archive_file, java_options
@@ -63,6 +64,34 @@ def test_an_archive_a_driver_maps_is_kept_when_others_are_recorded(tmp_path: Pat
     assert in_use.is_file()
 
 
+def test_the_archives_of_deleted_environments_go_first(tmp_path: Path):
+    """An archive names the pyspark jars and java it was recorded with: once that virtualenv
+    is deleted (a temporary clone's) its archive is removed before any live one, whatever
+    their times, and live ones beyond the kept number still go, oldest use first."""
+    gone_env, live_env = tmp_path / "gone-venv", tmp_path / "live-venv"
+    live_env.mkdir()
+    folder = tmp_path / "jars"
+    folder.mkdir()
+
+    def recorded(name: str, env: Path, used: int) -> Path:
+        archive = folder / f"driver-classes-{name}.jsa"
+        archive.write_bytes(b"a")
+        archive.with_suffix(".where").write_text(f"{env / 'jars'}\n{sys.executable}\n")
+        os.utime(archive, (used, used))
+        return archive
+
+    (live_env / "jars").mkdir()
+    live = [recorded(f"live{i:08d}", live_env, 1_000 + i) for i in range(KEPT - 1)]
+    dead = [recorded(f"gone{i:08d}", gone_env, 5_000 + i) for i in range(2)]  # used later
+    unknown = folder / "driver-classes-000000000old.jsa"  # recorded before the owner file
+    unknown.write_bytes(b"a")
+    os.utime(unknown, (10, 10))
+    just = recorded("just00000000", live_env, 9_000)
+    _prune(folder, just)
+    assert sorted(folder.glob("*.jsa")) == sorted([just, *live])
+    assert not any(a.with_suffix(".where").exists() for a in [*dead, unknown])
+
+
 def test_the_driver_options_carry_the_archive_after_the_jit(tmp_path: Path):
     archive_file(tmp_path).write_bytes(b"archive")
     env = {"MEDALLION_SPARK_JARS": str(tmp_path), "MEDALLION_SPARK_JIT": "quick"}
@@ -103,6 +132,9 @@ def _driver(tmp_path: Path, env: dict[str, str]) -> tuple[subprocess.CompletedPr
 def test_a_driver_maps_the_classes_medallion_jars_recorded(tmp_path: Path):
     jars = MedallionSettings.from_env({}).jars_folder
     assert archive_file(jars).is_file(), "run `medallion jars`: it records the archive"
+    # It names its environment, so it is kept while this virtualenv is there.
+    owner = archive_file(jars).with_suffix(".where").read_text().splitlines()
+    assert owner[0] == str(Path(pyspark.__file__).parent.resolve() / "jars")
     done, loaded = _driver(tmp_path, {})
     assert done.returncode == 0 and "rows 3" in done.stdout, done.stderr[-2000:]
     # Classes of Spark's SQL engine come from the recorded (top) archive, not from the jars.
