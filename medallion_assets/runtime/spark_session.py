@@ -71,46 +71,44 @@ def spark_session(
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
-    builder = SparkSession.builder.appName(APP_NAME)
+    # The session's settings, in one mapping: the local driver's JVM is launched with them.
+    options: dict[str, str] = {"spark.app.name": APP_NAME}
     jar_key = ""
-    if settings.spark_remote:
-        builder = builder.remote(settings.spark_remote)
-    else:
+    if not settings.spark_remote:
         jar_key, jar_value = jar_conf(settings, conf)
-        builder = (
-            builder.master(settings.master())
-            .config(jar_key, jar_value)
-            .config("spark.driver.memory", settings.driver_memory)
+        options |= {
+            "spark.master": settings.master(),
+            jar_key: jar_value,
+            "spark.driver.memory": settings.driver_memory,
             # Read by spark-submit when this call launches the driver JVM (client mode).
-            .config("spark.driver.extraJavaOptions", driver_java_options(settings))
-            .config("spark.ui.enabled", "false")
+            "spark.driver.extraJavaOptions": driver_java_options(settings),
+            "spark.ui.enabled": "false",
             # Stage progress bars would interleave with the run's own lines and logs.
-            .config("spark.ui.showConsoleProgress", "false")
-            .config("spark.sql.session.timeZone", "UTC")
+            "spark.ui.showConsoleProgress": "false",
+            "spark.sql.session.timeZone": "UTC",
             # Steps of a run share the executors (adapters/threads.py): FAIR, not first come.
-            .config("spark.scheduler.mode", "FAIR")
-        )
+            "spark.scheduler.mode": "FAIR",
+        }
         if pool_weights:
             allocation = fair_pools(settings.state_home / "spark", pool_weights)
-            builder = builder.config("spark.scheduler.allocation.file", str(allocation))
+            options["spark.scheduler.allocation.file"] = str(allocation)
         # The catalog `lake` (loaded when first used) and s3a: a Connect server has its own.
         lake = LakeCatalog.of(settings)
         lake.make_folder()
-        for key, value in lake.spark_conf().items():
-            builder = builder.config(key, value)
+        options |= lake.spark_conf()
         namespace = job_namespace(os.environ)
-        listener = spark_lineage.listener_conf(os.environ, lake.kind, namespace, parent)
-        for key, value in listener.items():
-            builder = builder.config(key, value)
-    for key, value in adaptive_conf(settings).items():
+        options |= spark_lineage.listener_conf(os.environ, lake.kind, namespace, parent)
+    options |= adaptive_conf(settings)
+    options |= {key: str(value) for key, value in (conf or {}).items() if key != jar_key}
+    builder = SparkSession.builder
+    if settings.spark_remote:
+        builder = builder.remote(settings.spark_remote)
+    for key, value in options.items():
         builder = builder.config(key, value)
-    for extra_key, extra_value in (conf or {}).items():
-        if extra_key != jar_key:
-            builder = builder.config(extra_key, str(extra_value))
     log = settings.spark_log_file if not settings.spark_remote else None
     with _console_to(None if log is None else str(log)):
         if not settings.spark_remote:
-            class_lookups.launch_driver(builder._options)
+            class_lookups.launch_driver(options)
         session = builder.getOrCreate()
     session.conf.set("spark.sql.session.timeZone", "UTC")
     if not settings.spark_remote:
