@@ -14,14 +14,22 @@ the thread that creates the SparkContext passes its loader on to the local execu
 threads, and each thread that plans queries (a step's) uses its own. A jar added later
 (``ADD JAR``, an executor's ``addJar``) goes to Spark's own loaders, which ask this one first
 and then their jars, so it is still found. Compiled in the driver by Janino itself, which
-every Spark driver has, so nothing is built or shipped beside the package.
+every Spark driver has, so nothing is built or shipped beside the package; its class files are
+kept beside Spark's jars, and a later driver loads them instead of compiling again (Janino,
+itself cold in a driver just started, took ~0.4 s of the driver's start).
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import logging
+import os
+import shutil
+import tempfile
 import threading
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from pyspark import SparkConf, SparkContext
@@ -62,14 +70,18 @@ class MissingClass extends ClassNotFoundException {
 _made: dict[int, Any] = {}  # id of the driver's gateway -> its loader (a py4j JavaObject)
 _lock = threading.Lock()
 _threads = threading.local()  # .gateway: the gateway whose loader this thread uses
+_kept: list[Path] = []  # the folder of the loader's class files, once ``launch_driver`` says
 
 
-def launch_driver(options: Mapping[str, object]) -> None:
+def launch_driver(options: Mapping[str, object], keep_in: Path | None = None) -> None:
     """Launch the local driver JVM with a session builder's ``options`` when no SparkContext
     runs, and cache class lookups on the calling thread before the context is made there:
     the local executor's task threads take their class loader from that thread. The
     builder's ``getOrCreate`` then finds the JVM up and makes the context with the same
-    options."""
+    options. ``keep_in``: a folder (Spark's jars') where the loader's compiled class files
+    are kept for the next driver."""
+    if keep_in is not None:
+        _kept[:] = [keep_in / f"class-lookups-{hashlib.sha256(SOURCE.encode()).hexdigest()[:12]}"]
     if SparkContext._active_spark_context is None:
         conf = SparkConf()
         for key, value in options.items():
@@ -110,13 +122,48 @@ def _loader(gateway: Any, current: Any) -> Any:
             parent = (
                 current if current is not None else jvm.java.lang.ClassLoader.getSystemClassLoader()
             )
-            compiler = jvm.org.codehaus.janino.SimpleCompiler()
-            compiler.setParentClassLoader(parent)
-            compiler.cook(SOURCE)
-            loader_class = compiler.getClassLoader().loadClass(LOADER_CLASS)
+            loader_class = _loader_class(gateway, parent)
             arguments = gateway.new_array(jvm.java.lang.Object, 1)
             arguments[0] = parent
             made = loader_class.getConstructors()[0].newInstance(arguments)
             _made.clear()  # a driver started again: the old JVM's loader is gone with it
             _made[id(gateway)] = made
         return made
+
+
+def _loader_class(gateway: Any, parent: Any) -> Any:
+    """The loader's class: from the class files a driver kept before, else compiled now by
+    Janino over ``parent`` (and its files kept)."""
+    jvm = gateway.jvm
+    folder = _kept[0] if _kept else None
+    if folder is not None and (folder / f"{LOADER_CLASS}.class").is_file():
+        try:
+            urls = gateway.new_array(jvm.java.net.URL, 1)
+            urls[0] = jvm.java.io.File(str(folder)).toURI().toURL()
+            # Over the JVM's own classes alone (the class needs no other): with ``parent``
+            # first, a driver just started opened each of its ~330 jars to miss the name.
+            return jvm.java.net.URLClassLoader(urls, None).loadClass(LOADER_CLASS)
+        except Exception as error:  # a damaged file: compiled again, and kept again
+            log.debug("the kept class files in %s do not load: %s", folder, error)
+    compiler = jvm.org.codehaus.janino.SimpleCompiler()
+    compiler.setParentClassLoader(parent)
+    compiler.cook(SOURCE)
+    if folder is not None:
+        _keep(
+            folder, {f.getThisClassName(): bytes(f.toByteArray()) for f in compiler.getClassFiles()}
+        )
+    return compiler.getClassLoader().loadClass(LOADER_CLASS)
+
+
+def _keep(folder: Path, classes: Mapping[str, bytes]) -> None:
+    """Write the class files into ``folder`` whole or not at all (a read-only cache: not)."""
+    with contextlib.suppress(OSError):
+        made = Path(tempfile.mkdtemp(prefix=".class-lookups-", dir=folder.parent))
+        try:
+            for name, code in classes.items():
+                (made / f"{name}.class").write_bytes(code)
+            if folder.exists():  # damaged: the new ones replace them
+                shutil.rmtree(folder)
+            os.replace(made, folder)
+        finally:
+            shutil.rmtree(made, ignore_errors=True)  # what another driver's files replaced

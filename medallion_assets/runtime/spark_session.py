@@ -108,7 +108,7 @@ def spark_session(
     log = settings.spark_log_file if not settings.spark_remote else None
     with _console_to(None if log is None else str(log)):
         if not settings.spark_remote:
-            class_lookups.launch_driver(options)
+            class_lookups.launch_driver(options, keep_in=settings.jars_folder)
         session = builder.getOrCreate()
     session.conf.set("spark.sql.session.timeZone", "UTC")
     if not settings.spark_remote:

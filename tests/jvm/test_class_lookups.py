@@ -119,3 +119,47 @@ def test_a_thread_given_another_loader_keeps_it(spark):
     thread.start()
     thread.join(60)
     assert seen == {"kept": True}
+
+
+def test_the_loader_is_compiled_once_and_its_class_files_kept(spark, tmp_path, monkeypatch):
+    """The driver's start compiled the loader with Janino each time (~0.4 s, Janino cold): its
+    class files are kept beside Spark's jars and the next driver loads them; a damaged file is
+    compiled again and replaced."""
+    gateway, jvm = spark.sparkContext._gateway, spark._jvm
+    parent = jvm.java.lang.ClassLoader.getSystemClassLoader()
+    folder = tmp_path / "jars" / "class-lookups-0"
+    folder.parent.mkdir()
+    monkeypatch.setattr(class_lookups, "_kept", [folder])
+    url_loader = "java.net.URLClassLoader"
+
+    compiled = class_lookups._loader_class(gateway, parent)
+    assert compiled.getClassLoader().getClass().getName() != url_loader  # Janino's
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "MissCachingClassLoader.class",
+        "MissingClass.class",
+    ]
+    kept = class_lookups._loader_class(gateway, parent)
+    assert kept.getClassLoader().getClass().getName() == url_loader  # from the files
+    arguments = gateway.new_array(jvm.java.lang.Object, 1)
+    arguments[0] = parent
+    loader = kept.getConstructors()[0].newInstance(arguments)
+    missing = f"medallion.no_such_package.Missing{uuid.uuid4().hex}"
+    thrown = []
+    for _ in range(2):  # py4j knows the class's methods by its name, the compiled one's
+        with pytest.raises(Py4JJavaError) as raised:
+            jvm.java.lang.Class.forName(missing, False, loader)
+        thrown.append(_chain_of_class(raised.value)[0])
+    assert thrown == ["java.lang.ClassNotFoundException", "MissingClass"]  # then remembered
+    assert loader.getParent().equals(parent)
+
+    (folder / "MissCachingClassLoader.class").write_bytes(b"not a class file")
+    again = class_lookups._loader_class(gateway, parent)
+    assert again.getClassLoader().getClass().getName() != url_loader
+    assert (folder / "MissCachingClassLoader.class").read_bytes()[:4] == b"\xca\xfe\xba\xbe"
+    assert [p.name for p in folder.parent.iterdir()] == [folder.name]  # no scratch left
+
+
+def test_a_run_keeps_the_loader_beside_the_jars(spark):
+    jars = MedallionSettings.from_env({}).jars_folder
+    assert class_lookups._kept and class_lookups._kept[0].parent == jars
+    assert (class_lookups._kept[0] / f"{class_lookups.LOADER_CLASS}.class").is_file()
