@@ -16,7 +16,7 @@ threads, and each thread that plans queries (a step's) uses its own. A jar added
 and then their jars, so it is still found. Compiled in the driver by Janino itself, which
 every Spark driver has, so nothing is built or shipped beside the package; its class files are
 kept beside Spark's jars, and a later driver loads them instead of compiling again (Janino,
-itself cold in a driver just started, took ~0.4 s of the driver's start).
+itself cold in a driver just started, took ~0.2 s of the driver's start).
 """
 
 from __future__ import annotations
@@ -70,7 +70,6 @@ class MissingClass extends ClassNotFoundException {
 _made: dict[int, Any] = {}  # id of the driver's gateway -> its loader (a py4j JavaObject)
 _lock = threading.Lock()
 _threads = threading.local()  # .gateway: the gateway whose loader this thread uses
-_kept: list[Path] = []  # the folder of the loader's class files, once ``launch_driver`` says
 
 
 def launch_driver(options: Mapping[str, object], keep_in: Path | None = None) -> None:
@@ -80,17 +79,20 @@ def launch_driver(options: Mapping[str, object], keep_in: Path | None = None) ->
     builder's ``getOrCreate`` then finds the JVM up and makes the context with the same
     options. ``keep_in``: a folder (Spark's jars') where the loader's compiled class files
     are kept for the next driver."""
-    if keep_in is not None:
-        _kept[:] = [keep_in / f"class-lookups-{hashlib.sha256(SOURCE.encode()).hexdigest()[:12]}"]
     if SparkContext._active_spark_context is None:
         conf = SparkConf()
         for key, value in options.items():
             conf.set(key, str(value))
         SparkContext._ensure_initialized(conf=conf)
-    use_on_this_thread()
+    use_on_this_thread(None if keep_in is None else kept_folder(keep_in))
 
 
-def use_on_this_thread() -> None:
+def kept_folder(jars: Path) -> Path:
+    """Where the loader's class files are kept in the folder ``jars``: one per source."""
+    return jars / f"class-lookups-{hashlib.sha256(SOURCE.encode()).hexdigest()[:12]}"
+
+
+def use_on_this_thread(kept: Path | None = None) -> None:
     """Make the driver's miss-caching loader the calling thread's context class loader (made
     the first time, once per driver JVM). Never fails a step: without it Spark only looks
     names up the slow way."""
@@ -100,7 +102,7 @@ def use_on_this_thread() -> None:
     try:
         thread = gateway.jvm.java.lang.Thread.currentThread()
         current = thread.getContextClassLoader()
-        loader = _loader(gateway, current)
+        loader = _loader(gateway, current, kept)
         # Only over the loader it caches for: a thread given another one (a session's jars)
         # keeps it.
         if current is not None and current.equals(loader.getParent()):
@@ -111,10 +113,11 @@ def use_on_this_thread() -> None:
     _threads.gateway = id(gateway)
 
 
-def _loader(gateway: Any, current: Any) -> Any:
+def _loader(gateway: Any, current: Any, kept: Path | None) -> Any:
     """The driver's miss-caching loader, made the first time over ``current``: the context
     class loader of the driver's threads, whose jars spark-submit fixed when it launched the
-    JVM (the lake's jars for a cluster's driver, through ``spark.jars``)."""
+    JVM (the lake's jars for a cluster's driver, through ``spark.jars``). ``kept``: the folder
+    of its class files (``kept_folder``), if any."""
     with _lock:
         made = _made.get(id(gateway))
         if made is None:
@@ -122,7 +125,7 @@ def _loader(gateway: Any, current: Any) -> Any:
             parent = (
                 current if current is not None else jvm.java.lang.ClassLoader.getSystemClassLoader()
             )
-            loader_class = _loader_class(gateway, parent)
+            loader_class = _loader_class(gateway, parent, kept)
             arguments = gateway.new_array(jvm.java.lang.Object, 1)
             arguments[0] = parent
             made = loader_class.getConstructors()[0].newInstance(arguments)
@@ -131,17 +134,16 @@ def _loader(gateway: Any, current: Any) -> Any:
         return made
 
 
-def _loader_class(gateway: Any, parent: Any) -> Any:
-    """The loader's class: from the class files a driver kept before, else compiled now by
-    Janino over ``parent`` (and its files kept)."""
+def _loader_class(gateway: Any, parent: Any, folder: Path | None) -> Any:
+    """The loader's class: from the class files a driver kept in ``folder`` before, else
+    compiled now by Janino over ``parent`` (and its files kept there)."""
     jvm = gateway.jvm
-    folder = _kept[0] if _kept else None
     if folder is not None and (folder / f"{LOADER_CLASS}.class").is_file():
         try:
             urls = gateway.new_array(jvm.java.net.URL, 1)
             urls[0] = jvm.java.io.File(str(folder)).toURI().toURL()
-            # Over the JVM's own classes alone (the class needs no other): with ``parent``
-            # first, a driver just started opened each of its ~330 jars to miss the name.
+            # Over the JVM's own classes alone, which are all the class needs: through
+            # ``parent`` its name would first be missed in each of the driver's jars.
             return jvm.java.net.URLClassLoader(urls, None).loadClass(LOADER_CLASS)
         except Exception as error:  # a damaged file: compiled again, and kept again
             log.debug("the kept class files in %s do not load: %s", folder, error)

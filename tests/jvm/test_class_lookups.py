@@ -86,7 +86,7 @@ def test_task_threads_and_step_threads_look_classes_up_through_it(spark, tmp_pat
 
 
 def test_a_loader_that_cannot_be_made_leaves_the_thread_as_it_was(spark, monkeypatch):
-    def fails(gateway: Any) -> Any:
+    def fails(*_: Any) -> Any:
         raise RuntimeError("this Janino cannot compile it")
 
     monkeypatch.setattr(class_lookups, "_loader", fails)
@@ -121,7 +121,7 @@ def test_a_thread_given_another_loader_keeps_it(spark):
     assert seen == {"kept": True}
 
 
-def test_the_loader_is_compiled_once_and_its_class_files_kept(spark, tmp_path, monkeypatch):
+def test_the_loader_is_compiled_once_and_its_class_files_kept(spark, tmp_path):
     """The driver's start compiled the loader with Janino each time (~0.4 s, Janino cold): its
     class files are kept beside Spark's jars and the next driver loads them; a damaged file is
     compiled again and replaced."""
@@ -129,16 +129,15 @@ def test_the_loader_is_compiled_once_and_its_class_files_kept(spark, tmp_path, m
     parent = jvm.java.lang.ClassLoader.getSystemClassLoader()
     folder = tmp_path / "jars" / "class-lookups-0"
     folder.parent.mkdir()
-    monkeypatch.setattr(class_lookups, "_kept", [folder])
     url_loader = "java.net.URLClassLoader"
 
-    compiled = class_lookups._loader_class(gateway, parent)
+    compiled = class_lookups._loader_class(gateway, parent, folder)
     assert compiled.getClassLoader().getClass().getName() != url_loader  # Janino's
     assert sorted(p.name for p in folder.iterdir()) == [
         "MissCachingClassLoader.class",
         "MissingClass.class",
     ]
-    kept = class_lookups._loader_class(gateway, parent)
+    kept = class_lookups._loader_class(gateway, parent, folder)
     assert kept.getClassLoader().getClass().getName() == url_loader  # from the files
     arguments = gateway.new_array(jvm.java.lang.Object, 1)
     arguments[0] = parent
@@ -153,7 +152,7 @@ def test_the_loader_is_compiled_once_and_its_class_files_kept(spark, tmp_path, m
     assert loader.getParent().equals(parent)
 
     (folder / "MissCachingClassLoader.class").write_bytes(b"not a class file")
-    again = class_lookups._loader_class(gateway, parent)
+    again = class_lookups._loader_class(gateway, parent, folder)
     assert again.getClassLoader().getClass().getName() != url_loader
     assert (folder / "MissCachingClassLoader.class").read_bytes()[:4] == b"\xca\xfe\xba\xbe"
     assert [p.name for p in folder.parent.iterdir()] == [folder.name]  # no scratch left
@@ -161,5 +160,5 @@ def test_the_loader_is_compiled_once_and_its_class_files_kept(spark, tmp_path, m
 
 def test_a_run_keeps_the_loader_beside_the_jars(spark):
     jars = MedallionSettings.from_env({}).jars_folder
-    assert class_lookups._kept and class_lookups._kept[0].parent == jars
-    assert (class_lookups._kept[0] / f"{class_lookups.LOADER_CLASS}.class").is_file()
+    kept = class_lookups.kept_folder(jars)
+    assert (kept / f"{class_lookups.LOADER_CLASS}.class").is_file()
