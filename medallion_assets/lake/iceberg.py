@@ -280,7 +280,7 @@ class Lake(LakeReads):
     def stage_sql(
         self, spark: SparkSession, table: str, statement: str, produced: Produced
     ) -> StagedWrite:
-        """Run ``statement`` (a MERGE, UPDATE or DELETE on ``{target}``) on a new branch."""
+        """Run ``statement`` (a MERGE or UPDATE on ``{target}``) on a new branch."""
         self.attach(spark)
         target = env_writes.Target.of(self._load(table), self.env)
         summary = produced.summary(None)

@@ -209,23 +209,42 @@ def stage_sql(
     refs: Refs,
     base: str = "main",
 ) -> Staged:
-    """Run ``statement`` (a MERGE, UPDATE or DELETE whose target is written ``{target}``)
-    against a new branch of ``table`` made from ref ``base``: the staged write of a statement
-    Iceberg runs itself. SQL cannot set a snapshot's summary, so ``properties`` go into an
-    empty append after it (the branch's head, its rows the table's)."""
+    """Run ``statement`` (a MERGE or UPDATE whose target is written ``{target}``) against a
+    new branch of ``table`` made from ref ``base``: the staged write of a statement Iceberg
+    runs itself, its snapshot's summary carrying ``properties`` (``sql_write``)."""
     branch, head = refs.branch(table, base)
     try:
-        spark.sql(statement.replace("{target}", identifier(table, branch)))
-        stamp(spark, table, branch, properties or {})
+        sql_write(spark, statement.replace("{target}", identifier(table, branch)), properties)
+        if refs.head(table, branch) == head:  # the statement changed nothing: no snapshot
+            stamp(spark, table, branch, properties or {})
     except BaseException:
         refs.drop_branch(table, branch)
         raise
     return refs.staged(table, branch, head, None)
 
 
+def sql_write(spark: SparkSession, statement: str, properties: Mapping[str, str] | None) -> None:
+    """Run the SQL write ``statement`` with ``properties`` in the summary of the snapshot it
+    commits. SQL has no write options: Iceberg also takes a summary's entries from the
+    session's ``spark.sql.iceberg.snapshot-property.*`` settings, set on ``spark`` (a step's
+    own session, ``step_session``) for the statement alone. Row-level writes (MERGE, UPDATE)
+    read them; a DELETE that drops whole files commits without them."""
+    settings = {
+        f"spark.sql.iceberg.snapshot-property.{SUMMARY_PREFIX}{key}": value
+        for key, value in (properties or {}).items()
+    }
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        spark.sql(statement)
+    finally:
+        for key in settings:
+            spark.conf.unset(key)
+
+
 def stamp(spark: SparkSession, table: str, branch: str, properties: Mapping[str, str]) -> None:
-    """Commit an empty append to ``branch`` whose summary carries ``properties``: after a SQL
-    write, which cannot set a snapshot's summary."""
+    """Commit an empty append to ``branch`` whose summary carries ``properties``: after a
+    write that committed no snapshot of its own."""
     writer = spark.table(identifier(table)).limit(0).writeTo(identifier(table, branch))
     for key, value in summary_options(properties).items():
         writer = writer.option(key, value)
@@ -243,6 +262,7 @@ def empty_day(
     rows are in): delete the day's rows on the branch, so the day's new version is empty."""
     target = identifier(staged.table, staged.branch)
     spark.sql(f"DELETE FROM {target} WHERE `{column}` = '{staged.partition}'")
+    # A DELETE of whole files commits without the session's summary settings (``sql_write``)
     stamp(spark, staged.table, staged.branch, properties)
     return refs.staged(staged.table, staged.branch, staged.parent_id, staged.partition, column)
 

@@ -158,6 +158,27 @@ def test_a_merge_writes_deletes_for_the_rows_it_changes_and_every_reader_agrees(
     assert version.rows == 6 and version.code_version == "merge-1"
     summaries = spark.sql("SELECT summary FROM lake.silver.m.snapshots").collect()
     assert any(int(s[0].get("added-position-deletes", 0)) == 1 for s in summaries)  # not rewritten
+    # The MERGE's own snapshot carries the summary (no empty append after it), and the
+    # session's settings that put it there are gone.
+    head = dict(summaries[-1][0])
+    assert head.get("added-position-deletes") == "1" and head["medallion.code-version"] == "merge-1"
     by_spark = sorted(tuple(r) for r in lake.read(spark, [version]).collect())
     by_pyiceberg = sorted(tuple(r.values()) for r in lake.read_arrow([version]).to_pylist())
     assert by_spark == by_pyiceberg and (2, "d", "click") in by_spark and len(by_spark) == 6
+    setting = "spark.sql.iceberg.snapshot-property.medallion.code-version"
+    assert spark.conf.get(setting, None) is None
+
+
+def test_a_merge_that_changes_nothing_still_publishes_what_produced_it(spark: Any, tmp_path: Path):
+    lake = Lake.local(tmp_path / "lake")
+    put(lake, spark, "silver.m", frame(spark, (1, "d", "view")))
+    frame(spark, (7, "d", "view")).where("event_id < 0").createOrReplaceTempView("no_changes")
+    staged = lake.stage_sql(
+        spark,
+        "silver.m",
+        "MERGE INTO {target} t USING no_changes c ON t.event_id = c.event_id "
+        "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *",
+        Produced("merge-2"),
+    )
+    version = lake.publish(spark, staged)
+    assert version.rows == 1 and version.code_version == "merge-2"
