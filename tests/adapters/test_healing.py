@@ -255,7 +255,8 @@ def test_csv_files_are_read_by_their_headers_names(spark, tmp_path):
             (new, ("order_id", "coupon", "amount", "country")),
         ]
     ]
-    good, _quarantine, total = read_objects(spark, source, files, [("coupon", "string")])
+    records = read_objects(spark, source, files, [("coupon", "string")])
+    good, total = records.good, records.total
     rows = sorted(
         tuple(r) for r in good.select("order_id", "coupon", "amount", "country").collect()
     )

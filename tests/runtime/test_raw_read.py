@@ -33,7 +33,8 @@ def test_rows_carry_their_objects_description_and_the_read_plans_no_python(spark
         RawFile(f"file:{tmp_path / 'a b.jsonl'}", "s3://raw/orders/a b.jsonl", 1_700_000_000, "b1"),
         RawFile(f"file:{tmp_path / 'c.jsonl'}", "s3://raw/orders/c.jsonl", 1_700_000_060.5, "b2"),
     ]
-    good, _quarantine, total = read_objects(spark, source, files, [])
+    records = read_objects(spark, source, files, [])
+    good, total = records.good, records.total
     columns = ("order_id", "amount", "_source_file", "_ingested_at", "_batch_id")
     rows = sorted(tuple(r) for r in good.select(*columns).collect())
     assert total == 3

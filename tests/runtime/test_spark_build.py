@@ -62,6 +62,11 @@ def table_run(spark, lake: Lake, catalog, dataset, **more) -> TableRun:
     return TableRun(spark=spark, lake=lake, catalog=catalog, dataset=dataset, **more)
 
 
+def persisted(spark) -> set[int]:
+    """The ids of the RDDs the driver holds in its cache (a cached DataFrame's among them)."""
+    return set(spark.sparkContext._jsc.getPersistentRDDs().keySet())
+
+
 def control_store(lake: Lake) -> ControlStore:
     """The control store beside the lake (ingest keeps its manifests there)."""
     return ControlStore.open(f"sqlite:///{lake.root.parent / 'control.db'}")
@@ -78,8 +83,10 @@ def test_bronze_quarantines_malformed_records_and_adds_ingestion_columns(spark, 
             broken=1,
         ),
     )
+    held = persisted(spark)
     outcome = run_bronze(spark, project)
     assert (outcome.new_objects, outcome.quarantined, outcome.total_records) == (1, 2, 3)
+    assert persisted(spark) == held  # the raw records it cached are dropped once written
     bronze = read_table("bronze.orders", lake_root=lake.root)
     assert bronze["order_id"].tolist() == [1]
     assert bronze["_source_file"].tolist() == ["s3://minimal-raw/orders/a.jsonl"]

@@ -190,17 +190,21 @@ def ingest(run: TableRun, store: ObjectSource) -> IngestOutcome:
     spark = run.session
     batch = _with_headers(spark, source, batch, store, updated)
     files = files_of(batch, source.bucket, store.spark_path)
-    good, quarantine, total = read_objects(spark, source, files, evolved)
-    throttle = getattr(store, "throttle", None)
-    if throttle is not None:
-        throttle.rows(total)  # paces the extract to the source system's rows/s
-    good.createOrReplaceTempView(view_name(f"raw.{name}"))
-    script = spark_script(
-        dataset.sql, dataset.dialect, dataset.name, {f"raw.{name}": view_name(f"raw.{name}")}
-    )
-    outcome, quarantined = _publish(
-        run, script, quarantine, total, inputs, "append" if append else "replace"
-    )
+    records = read_objects(spark, source, files, evolved)
+    total = records.total
+    try:
+        throttle = getattr(store, "throttle", None)
+        if throttle is not None:
+            throttle.rows(total)  # paces the extract to the source system's rows/s
+        records.good.createOrReplaceTempView(view_name(f"raw.{name}"))
+        script = spark_script(
+            dataset.sql, dataset.dialect, dataset.name, {f"raw.{name}": view_name(f"raw.{name}")}
+        )
+        outcome, quarantined = _publish(
+            run, script, records.quarantine, total, inputs, "append" if append else "replace"
+        )
+    finally:
+        records.release()
     state.save_manifest(name, partition, manifest, updated, run.run_id)  # only after a publish
     if propagate:
         _deleted(run, name, sorted(gone), f"s3://{bucket}/{prefix}")

@@ -63,22 +63,40 @@ def s3_endpoint(spark: SparkSession) -> tuple[str, str] | None:
     return str(url), str(region)
 
 
+@dataclass(frozen=True)
+class RawRecords:
+    """The records of a batch of objects: ``good`` rows with the ingestion columns, the
+    ``quarantine`` of malformed ones, ``total`` read. Both frames read ``held``, the records
+    held in Spark's cache: ``release`` it once they are written."""
+
+    good: DataFrame
+    quarantine: DataFrame
+    total: int
+    held: DataFrame | None = None
+
+    def release(self) -> None:
+        """Drop the held records from Spark's cache (else they stay for the driver's life, a
+        whole source's records after a rebuild)."""
+        if self.held is not None:
+            self.held.unpersist()
+
+
 def read_objects(
     spark: SparkSession,
     source: Source,
     files: Sequence[RawFile],
     evolved: Sequence[tuple[str, str]],
-) -> tuple[DataFrame, DataFrame, int]:
-    """(good rows with the ingestion columns, malformed records, records read). Columns are the
-    declared ones plus those evolve_schema added; CSV files are read by their header's names,
-    so a column added in the middle of a file does not shift the others."""
+) -> RawRecords:
+    """The records of ``files``. Columns are the declared ones plus those evolve_schema added;
+    CSV files are read by their header's names, so a column added in the middle of a file
+    does not shift the others."""
 
     columns = [(c.name, c.type) for c in source.columns] + list(evolved)
     ingestion = "_source_file string, _ingested_at timestamp, _batch_id string"
     if not files:  # every object deleted at a source whose deletes propagate
         good = spark.createDataFrame([], f"{_ddl(columns)}, {ingestion}")
         nothing = spark.createDataFrame([], f"`{CORRUPT}` string, {ingestion}, {REASON} string")
-        return good, nothing, 0
+        return RawRecords(good, nothing, 0)
     # Text holds a decimal's digits as written: read as text, they are checked, then cast.
     text = source.format != "parquet"
     read = [(n, "string" if text and decimal_type(t) else t) for n, t in columns]
@@ -116,7 +134,7 @@ def read_objects(
         "_ingested_at",
         "_batch_id",
     )
-    return good, quarantine, total
+    return RawRecords(good, quarantine, total, frame)
 
 
 def _files_frame(spark: SparkSession, files: Sequence[RawFile]) -> DataFrame:
