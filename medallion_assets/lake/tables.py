@@ -215,12 +215,14 @@ def stage_sql(
     branch, head = refs.branch(table, base)
     try:
         sql_write(spark, statement.replace("{target}", identifier(table, branch)), properties)
-        if refs.head(table, branch) == head:  # the statement changed nothing: no snapshot
+        staged = refs.staged(table, branch, head, None)
+        if staged.snapshot_id == head:  # no snapshot (Iceberg 1.12 commits an empty MERGE)
             stamp(spark, table, branch, properties or {})
+            staged = refs.staged(table, branch, head, None)
     except BaseException:
         refs.drop_branch(table, branch)
         raise
-    return refs.staged(table, branch, head, None)
+    return staged
 
 
 def sql_write(spark: SparkSession, statement: str, properties: Mapping[str, str] | None) -> None:
