@@ -226,15 +226,12 @@ def stage_sql(
 
 
 def sql_write(spark: SparkSession, statement: str, properties: Mapping[str, str] | None) -> None:
-    """Run the SQL write ``statement`` with ``properties`` in the summary of the snapshot it
-    commits. SQL has no write options: Iceberg also takes a summary's entries from the
-    session's ``spark.sql.iceberg.snapshot-property.*`` settings, set on ``spark`` (a step's
-    own session, ``step_session``) for the statement alone. Row-level writes (MERGE, UPDATE)
-    read them; a DELETE that drops whole files commits without them."""
-    settings = {
-        f"spark.sql.iceberg.snapshot-property.{SUMMARY_PREFIX}{key}": value
-        for key, value in (properties or {}).items()
-    }
+    """Run the SQL write ``statement`` with ``properties`` in its snapshot's summary: SQL has no
+    write options, so through Iceberg's session settings ``spark.sql.iceberg.snapshot-property.*``
+    on ``spark`` (a step's own session) for the statement alone. Row-level writes (MERGE,
+    UPDATE) read them; a DELETE that drops whole files commits without them."""
+    prefix = f"spark.sql.iceberg.snapshot-property.{SUMMARY_PREFIX}"
+    settings = {f"{prefix}{key}": value for key, value in (properties or {}).items()}
     for key, value in settings.items():
         spark.conf.set(key, value)
     try:
