@@ -35,6 +35,7 @@ def test_rows_carry_their_objects_description_and_the_read_plans_no_python(spark
     ]
     records = read_objects(spark, source, files, [])
     good, total = records.good, records.total
+    assert records.held is not None and records.held.is_cached
     columns = ("order_id", "amount", "_source_file", "_ingested_at", "_batch_id")
     rows = sorted(tuple(r) for r in good.select(*columns).collect())
     assert total == 3
@@ -48,3 +49,5 @@ def test_rows_carry_their_objects_description_and_the_read_plans_no_python(spark
     assert at == datetime.fromtimestamp(1_700_000_060.5, UTC)
     plan = good._jdf.queryExecution().executedPlan().toString()
     assert "ExistingRDD" not in plan and "Python" not in plan, plan
+    records.release()  # once written: the driver's cache no longer holds them
+    assert not records.held.is_cached

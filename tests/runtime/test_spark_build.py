@@ -20,6 +20,7 @@ from medallion_assets.lineage import statement as statement_module
 from medallion_assets.lineage.statement import parse_script
 from medallion_assets.runtime import table_build as table_build_module
 from medallion_assets.runtime.ingest.bronze_ingest import ingest
+from medallion_assets.runtime.ingest.raw_read import RawRecords
 from medallion_assets.runtime.reuse import MissingInput
 from medallion_assets.runtime.table_build import build_table
 from medallion_assets.runtime.table_run import RunLog, TableRun
@@ -62,17 +63,14 @@ def table_run(spark, lake: Lake, catalog, dataset, **more) -> TableRun:
     return TableRun(spark=spark, lake=lake, catalog=catalog, dataset=dataset, **more)
 
 
-def persisted(spark) -> set[int]:
-    """The ids of the RDDs the driver holds in its cache (a cached DataFrame's among them)."""
-    return set(spark.sparkContext._jsc.getPersistentRDDs().keySet())
-
-
 def control_store(lake: Lake) -> ControlStore:
     """The control store beside the lake (ingest keeps its manifests there)."""
     return ControlStore.open(f"sqlite:///{lake.root.parent / 'control.db'}")
 
 
-def test_bronze_quarantines_malformed_records_and_adds_ingestion_columns(spark, project):
+def test_bronze_quarantines_malformed_records_and_adds_ingestion_columns(
+    spark, project, monkeypatch
+):
     _, store, lake = project
     store.put(
         "minimal-raw",
@@ -83,10 +81,17 @@ def test_bronze_quarantines_malformed_records_and_adds_ingestion_columns(spark, 
             broken=1,
         ),
     )
-    held = persisted(spark)
+    released = []
+    release = RawRecords.release
+
+    def spied(records: RawRecords) -> None:
+        release(records)
+        released.append(records.held is not None and records.held.is_cached)
+
+    monkeypatch.setattr(RawRecords, "release", spied)
     outcome = run_bronze(spark, project)
     assert (outcome.new_objects, outcome.quarantined, outcome.total_records) == (1, 2, 3)
-    assert persisted(spark) == held  # the raw records it cached are dropped once written
+    assert released == [False]  # the raw records it cached are dropped once written
     bronze = read_table("bronze.orders", lake_root=lake.root)
     assert bronze["order_id"].tolist() == [1]
     assert bronze["_source_file"].tolist() == ["s3://minimal-raw/orders/a.jsonl"]
