@@ -230,8 +230,7 @@ def sql_write(spark: SparkSession, statement: str, properties: Mapping[str, str]
     write options, so through Iceberg's session settings ``spark.sql.iceberg.snapshot-property.*``
     on ``spark`` (a step's own session) for the statement alone. Row-level writes (MERGE,
     UPDATE) read them; a DELETE that drops whole files commits without them."""
-    prefix = f"spark.sql.iceberg.snapshot-property.{SUMMARY_PREFIX}"
-    settings = {f"{prefix}{key}": value for key, value in (properties or {}).items()}
+    settings = {f"spark.sql.iceberg.{k}": v for k, v in summary_options(properties or {}).items()}
     for key, value in settings.items():
         spark.conf.set(key, value)
     try:
