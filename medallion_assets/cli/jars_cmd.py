@@ -22,7 +22,9 @@ from medallion_assets.settings import MedallionSettings
 @click.pass_obj
 def jars(settings: MedallionSettings, check: bool) -> None:
     """Fetch Spark's JVM packages (Iceberg, s3a, JDBC drivers) from Maven Central into
-    MEDALLION_SPARK_JARS, once per machine; a complete folder is left as it is.
+    MEDALLION_SPARK_JARS, once per machine; a complete folder is left as it is. With `javac`
+    on the machine, medallion's own small jar is compiled beside them: a local driver then
+    writes a local lake's files without starting a `chmod` process for each.
 
     Then, once, a run of the starter project records the class-data archive of the Spark
     driver beside the jars (MEDALLION_SPARK_CLASS_ARCHIVE=auto): every later run's driver

@@ -40,13 +40,20 @@ CLASSPATH = "driver-classpath"
 def archive_file(jars: Path) -> Path:
     """Where the archive of the driver that loads the jars of ``jars`` is kept: one per
     pyspark installation and JDK, since the JVM maps an archive only on the classpath and the
-    JVM it was recorded with (two virtualenvs share the jar folder, not pyspark's jars)."""
-    return jars / f"{ARCHIVE}-{runtime_key()}.jsa"
+    JVM it was recorded with (two virtualenvs share the jar folder, not pyspark's jars), and
+    the folder's jars (medallion's own jar, added to a folder fetched before it, is one more on
+    the classpath)."""
+    return jars / f"{ARCHIVE}-{runtime_key(jars)}.jsa"
 
 
-def runtime_key() -> str:
-    """12 hex of where pyspark's jars and the ``java`` that Spark launches are."""
-    where = "|".join([*(str(path) for path in _runtime()), CLASSPATH])
+def runtime_key(jars: Path) -> str:
+    """12 hex of where pyspark's jars and the ``java`` that Spark launches are, and of the
+    manifest of ``jars``."""
+    try:
+        listed = (jars / "MANIFEST.txt").read_text()
+    except OSError:
+        listed = ""
+    where = "|".join([*(str(path) for path in _runtime()), CLASSPATH, listed])
     return hashlib.sha256(where.encode()).hexdigest()[:12]
 
 

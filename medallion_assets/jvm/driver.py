@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from medallion_assets.jvm import class_archive
+from medallion_assets.jvm import class_archive, local_fs
 from medallion_assets.jvm.jars import jar_folder
 
 if TYPE_CHECKING:
@@ -44,6 +44,13 @@ def jar_conf(
     if conf and conf.get(key):
         named.append(str(conf[key]))
     return key, sep.join(named)
+
+
+def local_conf(settings: MedallionSettings) -> dict[str, str]:
+    """A local driver's own settings of its jars: ``file:`` served by medallion's class that
+    creates files without a ``chmod`` process each, when the jar folder holds it
+    (``local_fs``). A cluster's executors keep Hadoop's: they may run another build."""
+    return local_fs.spark_conf(spark_jars(settings)) if settings.local_driver else {}
 
 
 # C1 only; the JVM then reserves a client VM's 48 MB of code cache, which Spark's generated

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from medallion_assets.errors import ResourceError
+from medallion_assets.jvm import local_fs
 from medallion_assets.settings import SPARK_JARS_POM, jars_folder
 
 POM = SPARK_JARS_POM
@@ -114,6 +115,7 @@ def fetch(folder: Path, pom: Path = POM, mvn: str = "mvn") -> JarFolder:
         done = subprocess.run(command, capture_output=True, text=True, check=False)
         if done.returncode != 0:
             raise MissingJars(f"Maven could not fetch Spark's jars: {_maven_error(done.stdout)}")
+        local_fs.build(staging)  # medallion's own jar beside them, when this machine has javac
         names = sorted(path.name for path in staging.glob("*.jar"))
         (staging / MANIFEST).write_text("".join(f"{name}\n" for name in names))
         if folder.exists():
@@ -125,13 +127,19 @@ def fetch(folder: Path, pom: Path = POM, mvn: str = "mvn") -> JarFolder:
 
 
 def ensure(folder: Path, pom: Path = POM) -> tuple[JarFolder, float | None]:
-    """The folder, fetched first when incomplete; (folder, seconds spent fetching or None)."""
+    """The folder, fetched first when incomplete; (folder, seconds spent fetching or None). A
+    folder fetched before medallion's own jar (``local_fs``) existed gets it added."""
     try:
-        return jar_folder(folder, pom), None
+        found = jar_folder(folder, pom)
     except MissingJars:
         started = time.monotonic()
         fetched = fetch(folder, pom)
         return fetched, time.monotonic() - started
+    listed = _manifest(folder) or ()
+    if local_fs.JAR not in listed and local_fs.build(folder) is not None:
+        (folder / MANIFEST).write_text("".join(f"{name}\n" for name in (*listed, local_fs.JAR)))
+        found = jar_folder(folder, pom)
+    return found, None
 
 
 def _manifest(folder: Path) -> tuple[str, ...] | None:

@@ -31,7 +31,7 @@ from medallion_assets.io import spark_lineage
 from medallion_assets.io.openlineage import job_namespace
 from medallion_assets.io.spark_lineage import Parent
 from medallion_assets.jvm import class_lookups
-from medallion_assets.jvm.driver import driver_java_options, jar_conf
+from medallion_assets.jvm.driver import driver_java_options, jar_conf, local_conf
 from medallion_assets.lake.catalog import LakeCatalog
 from medallion_assets.lake.session import attach
 from medallion_assets.runtime import pyspark_loggers
@@ -76,7 +76,7 @@ def spark_session(
     jar_key = ""
     if not settings.spark_remote:
         jar_key, jar_value = jar_conf(settings, conf)
-        options |= {
+        options |= local_conf(settings) | {
             "spark.master": settings.master(),
             jar_key: jar_value,
             "spark.driver.memory": settings.driver_memory,

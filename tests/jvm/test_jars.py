@@ -9,6 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from medallion_assets.cli import cli
+from medallion_assets.jvm import local_fs
 from medallion_assets.jvm.jars import (
     MANIFEST,
     MissingJars,
@@ -93,6 +94,7 @@ def test_fetch_resolves_the_pom_from_maven_central_leaving_out_pysparks_own_jars
     assert not [n for n in names if n.startswith(("netty-common", "slf4j", "bundle-"))]
     assert found.size_bytes < 150e6
     assert [p.name for p in tmp_path.iterdir()] == ["jars"]  # no staging folder left behind
+    assert local_fs.JAR in names  # medallion's own, compiled beside them (tests/jvm/test_local_fs)
 
 
 @pytest.mark.parametrize("command", [["run"], ["build", "silver.orders_usd"]])
