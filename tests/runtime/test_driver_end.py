@@ -50,7 +50,11 @@ def _end(tmp_path: Path, how: str) -> dict:
         timeout=300,
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stderr == "", done.stderr[-2000:]  # nothing from py4j or the JVM on the console
+    # Nothing from py4j or the JVM on the console, from ours. pyspark's own end (the baseline)
+    # may log py4j's lost connection: a proxy collected after the JVM left sends its detach
+    # (CI saw it once, under load); that path is what ``end_driver`` replaces.
+    if how == "ours":
+        assert done.stderr == "", done.stderr[-2000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
