@@ -22,6 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from medallion_assets.jvm.jars import MANIFEST
+
 ARCHIVE = "driver-classes"  # + "-<runtime key>.jsa"
 # Archives kept per jar folder (one per Python environment and JDK that records one): those a
 # driver mapped last, after those of environments since deleted are removed, so a virtualenv in
@@ -50,7 +52,7 @@ def runtime_key(jars: Path) -> str:
     """12 hex of where pyspark's jars and the ``java`` that Spark launches are, and of the
     manifest of ``jars``."""
     try:
-        listed = (jars / "MANIFEST.txt").read_text()
+        listed = (jars / MANIFEST).read_text()
     except OSError:
         listed = ""
     where = "|".join([*(str(path) for path in _runtime()), CLASSPATH, listed])

@@ -22,6 +22,7 @@ import subprocess
 import tempfile
 import time
 import xml.etree.ElementTree as ElementTree
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -117,7 +118,7 @@ def fetch(folder: Path, pom: Path = POM, mvn: str = "mvn") -> JarFolder:
             raise MissingJars(f"Maven could not fetch Spark's jars: {_maven_error(done.stdout)}")
         local_fs.build(staging)  # medallion's own jar beside them, when this machine has javac
         names = sorted(path.name for path in staging.glob("*.jar"))
-        (staging / MANIFEST).write_text("".join(f"{name}\n" for name in names))
+        _write_manifest(staging, names)
         if folder.exists():
             shutil.rmtree(folder)
         os.replace(staging, folder)
@@ -137,7 +138,7 @@ def ensure(folder: Path, pom: Path = POM) -> tuple[JarFolder, float | None]:
         return fetched, time.monotonic() - started
     listed = _manifest(folder) or ()
     if local_fs.JAR not in listed and local_fs.build(folder) is not None:
-        (folder / MANIFEST).write_text("".join(f"{name}\n" for name in (*listed, local_fs.JAR)))
+        _write_manifest(folder, (*listed, local_fs.JAR))
         found = jar_folder(folder, pom)
     return found, None
 
@@ -148,6 +149,10 @@ def _manifest(folder: Path) -> tuple[str, ...] | None:
     except OSError:
         return None
     return tuple(line.strip() for line in text.splitlines() if line.strip())
+
+
+def _write_manifest(folder: Path, names: Sequence[str]) -> None:
+    (folder / MANIFEST).write_text("".join(f"{name}\n" for name in names))
 
 
 def _maven_error(output: str) -> str:
