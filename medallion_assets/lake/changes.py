@@ -110,20 +110,31 @@ def appended_rows(spark: SparkSession, changes: Changes) -> DataFrame:
     )
 
 
-def changed_keys(spark: SparkSession, changes: Changes, keys: Sequence[str]) -> DataFrame:
+def changed_keys(
+    spark: SparkSession,
+    changes: Changes,
+    keys: Sequence[str],
+    compared: Sequence[str] | None = None,
+) -> DataFrame:
     """The ``keys`` columns of every row the snapshots of ``changes`` appended, or, when some
     of them rewrote rows, of every row that is in one end's table and not in the other's, once
     each. (Iceberg's changelog scan would name them, but refuses the delete files a
-    merge-on-read MERGE writes: the two ends are compared instead, by a digest of each row.)"""
+    merge-on-read MERGE writes: the two ends are compared instead, by a digest of each row.)
+    ``compared``: the only columns (with the keys) a row is compared on, those its reader's SQL
+    reads: a row changed elsewhere is the same row to that reader, and the two ends are read
+    for those columns alone; None compares every column."""
     # pyspark: loaded only where Spark runs (the CLI reads the lake without it)
     from pyspark.sql import functions as F
 
     picked = [F.col(f"`{key}`") for key in keys]
     if changes.rewrite is None:
         return appended_rows(spark, changes).select(*picked).distinct()
+    wanted = None if compared is None else {c.lower() for c in (*compared, *keys)}
 
     def counted(snapshot_id: int, side: int) -> DataFrame:
         frame = spark.read.option("versionAsOf", str(snapshot_id)).table(identifier(changes.table))
+        if wanted is not None:
+            frame = frame.select(*[f"`{c}`" for c in frame.columns if c.lower() in wanted])
         return frame.select(*picked, row_digest(frame).alias(_ROW), F.lit(side).alias(_SIDE))
 
     # A row is changed when the two ends hold it a different number of times: one shuffle of

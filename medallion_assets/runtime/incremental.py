@@ -151,7 +151,7 @@ def stage_increment(
     # Read by the SQL's every reference to the driving input and by the MERGE: cached, and
     # filled here, before those read it at once (each reader of a cache not yet filled
     # computes it again: the demo's fraud_features computed its keys six times).
-    touched = _touched_keys(run, plan, increment, base).persist()
+    touched = _touched_keys(run, plan, increment, base, parsed[1]).persist()
     driving_rows: DataFrame | None = None
     try:
         touched.count()
@@ -262,18 +262,25 @@ def _of_touched(rows: DataFrame, plan: Incremental, touched: DataFrame) -> DataF
     return rows.join(touched, on=on, how="left_semi")
 
 
-def _touched_keys(run: TableRun, plan: Incremental, increment: Increment, base: Base) -> DataFrame:
+def _touched_keys(
+    run: TableRun, plan: Incremental, increment: Increment, base: Base, query: Statement
+) -> DataFrame:
     """The driving input's key columns of every row its changes touched, and of every driving
     row joined to a keyed input's changed rows (on the driving columns the SQL joins them
-    to), once each."""
+    to), once each. A row rewritten counts as changed when a column the SQL reads changed."""
     spark, columns = run.session, [source for _, source in plan.keys]
     assert increment.changes is not None, f"{run.dataset.name}: an increment has its changes"
-    touched = changed_keys(spark, increment.changes, columns)
+
+    def read(table: str) -> list[str]:  # the columns of ``table`` the SQL reads
+        held = spark.table(base.views[table]).columns
+        return columns_spelled(query, run.dataset.sql, table, held)
+
+    touched = changed_keys(spark, increment.changes, columns, read(plan.driving))
     driving = spark.table(base.views[plan.driving])
     keyed = dict(plan.keyed)
     for changes in increment.keyed:
         pairs = keyed[changes.table]  # (the driving column, the input's column)
-        named = changed_keys(spark, changes, [column for _, column in pairs])
+        named = changed_keys(spark, changes, [c for _, c in pairs], read(changes.table))
         on = [driving[f"`{d}`"].eqNullSafe(named[f"`{c}`"]) for d, c in pairs]
         rows = driving.join(named, on=on, how="left_semi")
         touched = touched.unionByName(rows.select(*[f"`{c}`" for c in columns]))

@@ -48,3 +48,15 @@ def test_a_rewrite_names_every_key_whose_rows_differ_and_no_other(lake_spark: An
     spark.sql(f"INSERT INTO {TABLE} VALUES (7, 7, 7, NULL)")
     appended = _snapshots(spark)[-1]
     assert _keys(spark, Changes("silver.changed", end, appended, ((appended, "append"),))) == [7]
+
+    # Compared on the columns a reader reads alone (with the key): a row that changed only in
+    # another column is the same row to it; one added, gone or changed in them is not.
+    def read_a(changes: Changes) -> list[int]:
+        return sorted(row.k for row in changed_keys(spark, changes, ["k"], ["a"]).collect())
+
+    assert read_a(rewrite) == [2, 3, 5, 6]  # 4 changed only in m
+    spark.sql(f"UPDATE {TABLE} SET b = b + 1 WHERE k = 1")
+    spark.sql(f"UPDATE {TABLE} SET a = a + 1 WHERE k = 6")
+    after = _snapshots(spark)[-1]
+    updated = Changes("silver.changed", appended, after, ((after, "overwrite"),))
+    assert read_a(updated) == [6] and _keys(spark, updated) == [1, 6]
