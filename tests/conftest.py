@@ -81,17 +81,8 @@ LONGEST_FIRST = (
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    # After LONGEST_FIRST, the files holding a slow test, then those of fast tests alone: the
-    # suite ends on many short files the two workers share evenly, not on one worker's
-    # minute-long file while the other has nothing left (CI's last ~100 s at 30 % CPU before).
-    slow_files = {
-        item.nodeid.split("::", 1)[0] for item in items if item.get_closest_marker("slow")
-    }
-
     def rank(item: pytest.Item) -> int:
         starts = [i for i, prefix in enumerate(LONGEST_FIRST) if item.nodeid.startswith(prefix)]
-        if starts:
-            return starts[0]
-        return len(LONGEST_FIRST) + (item.nodeid.split("::", 1)[0] not in slow_files)
+        return starts[0] if starts else len(LONGEST_FIRST)
 
     items.sort(key=rank)  # stable: within a file, the file's own order
